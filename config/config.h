@@ -1,0 +1,100 @@
+// gossipgw configuration: one YAML file, loaded and validated before EAL starts.
+//
+// Every field documents its unit and default. The loader (config/loader.h)
+// rejects unknown fields, wrong types and out-of-range values with the field
+// path and line, so a bad file never reaches the dataplane.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gw::config {
+
+// Which AEAD seals the cluster's payloads. Every member of a cluster must use
+// the same suite; `kAuto` resolves to AES-256-GCM where the CPU has AES-NI and
+// PCLMUL, ChaCha20-Poly1305 otherwise, so mixed fleets should name one.
+enum class SuiteChoice : std::uint8_t { kAuto, kAes256Gcm, kChaCha20Poly1305 };
+
+struct KeyConfig {
+  // Path of a 32-byte key file (mode 0600). Relative paths are resolved
+  // against the directory of the config file.
+  std::string file;
+  // The key used to seal what this node sends. Exactly one key is primary;
+  // the others are accepted on receive (rotation).
+  bool primary = false;
+};
+
+struct ClusterConfig {
+  // Cluster name; its cluster id (sent in cleartext, authenticated) is derived
+  // from it. Required, 1..64 bytes of [A-Za-z0-9._-].
+  std::string name;
+  // AEAD suite. Default: auto.
+  SuiteChoice suite = SuiteChoice::kAuto;
+  // 1..8 keys, exactly one primary.
+  std::vector<KeyConfig> keys;
+};
+
+struct NodeConfig {
+  // This member's name, unique in the cluster. Default: the host name.
+  // 1..128 bytes, printable ASCII without spaces.
+  std::string name;
+  // IPv4 or IPv6 literal that gossip is addressed to. Required.
+  std::string address;
+  // UDP port gossip is addressed to. Default 7946; 1..65535.
+  std::uint16_t port = 7946;
+};
+
+struct LcoreConfig {
+  // EAL lcore id that runs the control plane. Default 0.
+  unsigned control = 0;
+  // EAL lcore ids of the dataplane workers, one per rx queue. Default [1].
+  // 1..64 entries, distinct, none equal to `control`.
+  std::vector<unsigned> workers = {1};
+};
+
+struct RingConfig {
+  // Capacity in messages of each per-worker, per-class ring to the control
+  // lcore. Power of two, 64..1048576. Default 4096.
+  std::uint32_t size = 4096;
+};
+
+struct DataplaneConfig {
+  // DPDK port id the gateway owns. Default 0.
+  std::uint16_t port_id = 0;
+  // mbufs in the receive pool, per worker. 1024..1048576. Default 16384.
+  std::uint32_t mbufs = 16384;
+  // Packets per rx burst. 1..512. Default 32.
+  std::uint16_t burst = 32;
+  // rx and tx descriptors per queue. 64..16384. Default 1024.
+  std::uint16_t rx_descriptors = 1024;
+  std::uint16_t tx_descriptors = 1024;
+  // Microseconds a worker sleeps after an empty poll, so several busy-polling
+  // processes can share few cores. 0 (pure busy poll) .. 100000. Default 0.
+  std::uint32_t idle_backoff_us = 0;
+};
+
+struct LimitsConfig {
+  // Largest sealed payload (header excluded) a worker accepts, in bytes;
+  // longer ones are dropped as malformed. 64..9000. Default 1400.
+  std::uint32_t max_payload_bytes = 1400;
+};
+
+struct LogConfig {
+  // spdlog level: trace, debug, info, warn, error, critical, off. Default info.
+  std::string level = "info";
+};
+
+struct Config {
+  ClusterConfig cluster;
+  NodeConfig node;
+  LcoreConfig lcores;
+  RingConfig rings;
+  DataplaneConfig dataplane;
+  LimitsConfig limits;
+  LogConfig log;
+  // Directory of the loaded file, for resolving relative paths. Not a YAML field.
+  std::string base_dir;
+};
+
+}  // namespace gw::config
