@@ -1,0 +1,232 @@
+#include "crypto/keys.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace gw::crypto {
+namespace {
+
+constexpr std::string_view kKeyIdLabel = "gossipgw/key-id/v1";
+constexpr std::string_view kMacLabel = "gossipgw/mac1/v1";
+constexpr std::string_view kAeadLabel = "gossipgw/aead/v1";
+constexpr std::string_view kClusterLabel = "gossipgw/cluster-id/v1";
+
+const unsigned char* bytes(std::string_view s) noexcept {
+  return reinterpret_cast<const unsigned char*>(s.data());
+}
+
+// Keyed BLAKE2b of a label: one derived secret per purpose.
+template <std::size_t N>
+std::array<std::uint8_t, N> derive(const KeyBytes& key, std::string_view label) noexcept {
+  static_assert(N >= crypto_generichash_BYTES_MIN && N <= crypto_generichash_BYTES_MAX);
+  std::array<std::uint8_t, N> out{};
+  crypto_generichash(out.data(), N, bytes(label), label.size(), key.data(), key.size());
+  return out;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+std::string octal_mode(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(mode & 07777));
+  return buf;
+}
+
+}  // namespace
+
+bool init() noexcept { return sodium_init() >= 0; }
+
+bool aes256gcm_available() noexcept { return crypto_aead_aes256gcm_is_available() == 1; }
+
+std::uint64_t derive_cluster_id(std::string_view cluster_name) noexcept {
+  crypto_generichash_state st;
+  std::array<std::uint8_t, crypto_generichash_BYTES_MIN> digest{};
+  crypto_generichash_init(&st, nullptr, 0, digest.size());
+  crypto_generichash_update(&st, bytes(kClusterLabel), kClusterLabel.size());
+  crypto_generichash_update(&st, bytes(cluster_name), cluster_name.size());
+  crypto_generichash_final(&st, digest.data(), digest.size());
+  std::uint64_t id = 0;
+  for (int i = 0; i < 8; ++i) id = (id << 8) | digest[static_cast<std::size_t>(i)];
+  return id;
+}
+
+std::uint32_t derive_key_id(const KeyBytes& key) noexcept {
+  const auto d = derive<crypto_generichash_BYTES_MIN>(key, kKeyIdLabel);
+  return (std::uint32_t{d[0]} << 24) | (std::uint32_t{d[1]} << 16) | (std::uint32_t{d[2]} << 8) |
+         std::uint32_t{d[3]};
+}
+
+Key::Key(const KeyBytes& key, Suite suite)
+    : id_(derive_key_id(key)),
+      suite_(suite),
+      mac_key_(derive<crypto_shorthash_siphash24_KEYBYTES>(key, kMacLabel)),
+      aead_key_(derive<kKeyBytes>(key, kAeadLabel)) {
+  if (suite_ == Suite::kAes256Gcm) {
+    if (!aes256gcm_available()) {
+      throw std::invalid_argument("AES-256-GCM is not available on this CPU (needs AES-NI and PCLMUL)");
+    }
+    crypto_aead_aes256gcm_beforenm(&aes_state_, aead_key_.data());
+  }
+}
+
+std::uint64_t Key::header_mac(const std::uint8_t* header) const noexcept {
+  std::array<std::uint8_t, crypto_shorthash_siphash24_BYTES> out{};
+  crypto_shorthash_siphash24(out.data(), header, kMacOffset, mac_key_.data());
+  std::uint64_t v = 0;
+  for (std::uint8_t b : out) v = (v << 8) | b;
+  return v;
+}
+
+bool Key::verify_header_mac(const std::uint8_t* header) const noexcept {
+  std::array<std::uint8_t, crypto_shorthash_siphash24_BYTES> expect{};
+  crypto_shorthash_siphash24(expect.data(), header, kMacOffset, mac_key_.data());
+  return sodium_memcmp(expect.data(), header + kMacOffset, expect.size()) == 0;
+}
+
+void Key::seal(const std::uint8_t* header, const Nonce& nonce, const std::uint8_t* plaintext,
+               std::size_t len, std::uint8_t* out) const noexcept {
+  unsigned long long out_len = 0;
+  if (suite_ == Suite::kAes256Gcm) {
+    crypto_aead_aes256gcm_encrypt_afternm(out, &out_len, plaintext, len, header, kHeaderBytes,
+                                          nullptr, nonce.data(), &aes_state_);
+  } else {
+    crypto_aead_chacha20poly1305_ietf_encrypt(out, &out_len, plaintext, len, header, kHeaderBytes,
+                                              nullptr, nonce.data(), aead_key_.data());
+  }
+}
+
+bool Key::open_in_place(const std::uint8_t* header, const Nonce& nonce, std::uint8_t* data,
+                        std::size_t len) const noexcept {
+  if (len < kTagBytes) return false;
+  unsigned long long out_len = 0;
+  int rc;
+  if (suite_ == Suite::kAes256Gcm) {
+    rc = crypto_aead_aes256gcm_decrypt_afternm(data, &out_len, nullptr, data, len, header,
+                                               kHeaderBytes, nonce.data(), &aes_state_);
+  } else {
+    rc = crypto_aead_chacha20poly1305_ietf_decrypt(data, &out_len, nullptr, data, len, header,
+                                                   kHeaderBytes, nonce.data(), aead_key_.data());
+  }
+  return rc == 0;
+}
+
+void Keyring::add(const Key& key, bool primary) {
+  if (find(key.id()) != nullptr) {
+    throw KeyError("key " + std::to_string(key.id()) + " is already in the keyring");
+  }
+  if (count_ == kMaxKeys) {
+    throw KeyError("keyring is full (" + std::to_string(kMaxKeys) + " keys); remove one first");
+  }
+  keys_[count_++] = key;
+  if (primary || !has_primary_) {
+    primary_id_ = key.id();
+    has_primary_ = true;
+  }
+}
+
+void Keyring::set_primary(std::uint32_t id) {
+  if (find(id) == nullptr) throw KeyError("key " + std::to_string(id) + " is not in the keyring");
+  primary_id_ = id;
+  has_primary_ = true;
+}
+
+void Keyring::remove(std::uint32_t id) {
+  if (find(id) == nullptr) throw KeyError("key " + std::to_string(id) + " is not in the keyring");
+  if (has_primary_ && id == primary_id_) {
+    throw KeyError("key " + std::to_string(id) + " is the primary key; make another key primary first");
+  }
+  for (std::size_t i = 0; i < count_; ++i) {
+    if (keys_[i].id() == id) {
+      keys_[i] = keys_[count_ - 1];
+      keys_[count_ - 1] = Key{};
+      --count_;
+      return;
+    }
+  }
+}
+
+std::vector<std::uint32_t> Keyring::ids() const {
+  std::vector<std::uint32_t> out;
+  for (std::size_t i = 0; i < count_; ++i) out.push_back(keys_[i].id());
+  return out;
+}
+
+KeyBytes load_key_file(const std::string& path) {
+  const std::string where = "key file '" + path + "'";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw KeyError(where + ": cannot open: " + errno_text(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+
+  // fstat the open descriptor so the checks apply to what we read.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw KeyError(where + ": cannot stat: " + errno_text(errno));
+  if (!S_ISREG(st.st_mode)) throw KeyError(where + ": not a regular file");
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    throw KeyError(where + ": permissions " + octal_mode(st.st_mode) +
+                   " let group or others access it; run: chmod 600 '" + path + "'");
+  }
+  if (st.st_size != static_cast<off_t>(kKeyBytes)) {
+    throw KeyError(where + ": has " + std::to_string(st.st_size) + " bytes; a key is exactly " +
+                   std::to_string(kKeyBytes) + " bytes (make one with: gossipctl keygen)");
+  }
+  KeyBytes key{};
+  std::size_t got = 0;
+  while (got < key.size()) {
+    const ssize_t n = ::read(fd, key.data() + got, key.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw KeyError(where + ": cannot read: " + errno_text(errno));
+    if (n == 0) throw KeyError(where + ": shorter than " + std::to_string(kKeyBytes) + " bytes");
+    got += static_cast<std::size_t>(n);
+  }
+  return key;
+}
+
+std::uint32_t write_key_file(const std::string& path, bool overwrite) {
+  const std::string where = "key file '" + path + "'";
+  KeyBytes key{};
+  randombytes_buf(key.data(), key.size());
+  const std::uint32_t id = derive_key_id(key);
+
+  // Write a private temporary file, then rename: a crash never leaves a
+  // half-written key under the real name.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw KeyError(where + ": cannot create: " + errno_text(errno));
+  bool ok = ::fchmod(fd, 0600) == 0 &&
+            ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) &&
+            ::fsync(fd) == 0;
+  const int write_errno = errno;
+  ::close(fd);
+  sodium_memzero(key.data(), key.size());
+  if (ok && !overwrite) {
+    // link() fails if the name exists, so we never replace a key by accident.
+    ok = ::link(tmp.c_str(), path.c_str()) == 0;
+    const int link_errno = errno;
+    ::unlink(tmp.c_str());
+    if (!ok) {
+      throw KeyError(where + ": cannot create: " + errno_text(link_errno) +
+                     (link_errno == EEXIST ? " (use --force to replace it)" : ""));
+    }
+  } else if (ok) {
+    ok = ::rename(tmp.c_str(), path.c_str()) == 0;
+    if (!ok) {
+      const int rename_errno = errno;
+      ::unlink(tmp.c_str());
+      throw KeyError(where + ": cannot replace: " + errno_text(rename_errno));
+    }
+  } else {
+    ::unlink(tmp.c_str());
+    throw KeyError(where + ": cannot write: " + errno_text(write_errno));
+  }
+  return id;
+}
+
+}  // namespace gw::crypto

@@ -1,0 +1,77 @@
+// The fixed cleartext header in front of every gossipgw datagram.
+//
+// All multi-byte fields are big-endian. The whole header is authenticated as
+// AEAD associated data; `mac` additionally lets a receiver reject a header
+// forged without the key for the cost of one SipHash, before any rate-limit
+// bucket is charged or any AEAD runs (WireGuard's MAC1 idea).
+//
+//   offset size field
+//   0      4    magic        "GSGW" (0x47 0x53 0x47 0x57)
+//   4      1    version      kWireVersion (1)
+//   5      1    class        priority class: 0 urgent, 1 probe, 2 gossip, 3 bulk
+//   6      1    suite        AEAD suite: 1 AES-256-GCM, 2 ChaCha20-Poly1305 (IETF)
+//   7      1    flags        reserved, must be 0
+//   8      8    cluster_id   derive_cluster_id(cluster name)
+//   16     4    key_id       derive_key_id(key) of the sealing key
+//   20     4    timestamp    sender clock, seconds since the Unix epoch (replay window)
+//   24     12   nonce        8-byte random sender epoch || 4-byte counter (see nonce.h)
+//   36     2    payload_len  bytes after the header: ciphertext + 16-byte tag
+//   38     2    reserved     must be 0
+//   40     8    mac          SipHash-2-4(mac key of key_id, bytes 0..39)
+//   48     ...  payload      sealed gw.proto.Compound || tag
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace gw::crypto {
+
+inline constexpr std::array<std::uint8_t, 4> kWireMagic = {'G', 'S', 'G', 'W'};
+inline constexpr std::uint8_t kWireVersion = 1;
+inline constexpr std::size_t kHeaderBytes = 48;
+inline constexpr std::size_t kMacOffset = 40;
+inline constexpr std::size_t kNonceBytes = 12;
+inline constexpr std::size_t kTagBytes = 16;
+
+// Priority classes, highest first (DESIGN.md). Numeric values are on the wire.
+enum class PriorityClass : std::uint8_t { kUrgent = 0, kProbe = 1, kGossip = 2, kBulk = 3 };
+inline constexpr std::size_t kClassCount = 4;
+
+// AEAD suites. Numeric values are on the wire.
+enum class Suite : std::uint8_t { kAes256Gcm = 1, kChaCha20Poly1305 = 2 };
+
+using Nonce = std::array<std::uint8_t, kNonceBytes>;
+
+struct WireHeader {
+  std::uint8_t version = kWireVersion;
+  PriorityClass cls = PriorityClass::kGossip;
+  Suite suite = Suite::kAes256Gcm;
+  std::uint64_t cluster_id = 0;
+  std::uint32_t key_id = 0;
+  std::uint32_t timestamp = 0;
+  Nonce nonce{};
+  std::uint16_t payload_len = 0;
+  std::uint64_t mac = 0;
+};
+
+// Why a header was refused. The first three mean "not ours at all" (unkeyed);
+// the others mean "claims to be ours but is inconsistent" (malformed).
+enum class HeaderStatus : std::uint8_t {
+  kOk,
+  kTooShort,     // fewer than kHeaderBytes bytes: unkeyed
+  kBadMagic,     // unkeyed
+  kBadVersion,   // unkeyed: another version is another protocol to us
+  kBadField,     // unknown class or suite, reserved bits set: malformed
+  kBadLength,    // payload_len disagrees with the datagram, or too short for a tag
+};
+
+// Parses `len` bytes of UDP payload. Checks the datagram is exactly header +
+// payload_len and that payload_len holds at least a tag. Reads only; the MAC is
+// checked separately (it needs the key).
+HeaderStatus parse_header(const std::uint8_t* data, std::size_t len, WireHeader* out) noexcept;
+
+// Writes the 48 header bytes; `mac` is written as given.
+void write_header(const WireHeader& h, std::uint8_t* out) noexcept;
+
+}  // namespace gw::crypto
