@@ -1,0 +1,44 @@
+// Counts the membership messages that reach the control lcore, by type.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "crypto/wire_header.h"
+
+namespace google::protobuf {
+class Arena;
+}
+
+namespace gw::cp {
+
+// Order follows the `Message.body` oneof in proto/gossip.proto.
+enum class MsgType : std::uint8_t {
+  kPing, kAck, kIndirectPing, kNack, kAlive, kSuspect, kDead, kLeave,
+  kSyncRequest, kSyncResponse, kUserData,
+};
+inline constexpr std::size_t kMsgTypeCount = 11;
+inline constexpr std::array<std::string_view, kMsgTypeCount> kMsgCounterNames = {
+    "msg_ping",    "msg_ack",  "msg_indirect_ping", "msg_nack",
+    "msg_alive",   "msg_suspect", "msg_dead",       "msg_leave",
+    "msg_sync_request", "msg_sync_response", "msg_user_data",
+};
+
+struct ControlCounters {
+  std::array<std::uint64_t, kMsgTypeCount> msgs{};
+  // Authenticated payloads that are not a valid Compound (a peer's bug).
+  std::uint64_t msg_decode_error = 0;
+  // Messages whose body is a type this build does not know (a newer peer).
+  std::uint64_t msg_unknown = 0;
+  // Payloads taken off the rings, by priority class.
+  std::array<std::uint64_t, crypto::kClassCount> handoffs_by_class{};
+};
+
+// Decodes one opened payload and counts its messages. `arena` is reused by
+// the caller and reset between batches.
+void count_messages(const std::uint8_t* data, std::size_t len, google::protobuf::Arena& arena,
+                    ControlCounters& counters);
+
+}  // namespace gw::cp

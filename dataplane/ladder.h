@@ -1,0 +1,59 @@
+// The check ladder over one contiguous frame, cheapest check first:
+//   1. L2/L3/L4: Ethernet (one optional 802.1Q tag), IPv4 or IPv6, UDP to our
+//      address and port. Not ours: not-gossip. Lengths that lie, IPv4
+//      fragments (we never reassemble): malformed.
+//   2. Gateway header: too short, wrong magic or version: unkeyed. Fields or
+//      lengths inconsistent, payload over the limit: malformed.
+//   3. Cluster id: foreign-cluster.
+//   4. Key id (and its suite) in the keyring: unknown-key. One key id, one key.
+//   5. Header MAC (SipHash): bad-mac. Nothing below is reachable without a key.
+//   6. AEAD open in place: bad-auth.
+// Pure: no DPDK, no allocation, no exceptions, so tests and fuzzers run it on
+// plain byte arrays.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "crypto/keys.h"
+#include "crypto/wire_header.h"
+#include "dataplane/api/verdict.h"
+
+namespace gw::dp {
+
+// Where gossip must be addressed to be ours. Addresses in network byte order.
+struct LocalEndpoint {
+  bool ipv6 = false;
+  std::array<std::uint8_t, 4> ipv4{};
+  std::array<std::uint8_t, 16> ipv6_addr{};
+  std::uint16_t port = 0;  // host byte order
+};
+
+// Parses an IPv4/IPv6 literal; false if it is neither.
+bool parse_endpoint(const char* address, std::uint16_t port, LocalEndpoint* out) noexcept;
+
+// Everything the ladder reads, fixed for the life of a snapshot.
+struct LadderConfig {
+  LocalEndpoint local;
+  std::uint64_t cluster_id = 0;
+  std::uint32_t max_payload_bytes = 1400;
+  const crypto::Keyring* keys = nullptr;
+};
+
+struct LadderResult {
+  Verdict verdict = Verdict::kMalformed;
+  crypto::PriorityClass cls = crypto::PriorityClass::kBulk;
+  // For accepted packets: where the plaintext lies in the frame.
+  std::uint32_t plaintext_offset = 0;
+  std::uint32_t plaintext_len = 0;
+};
+
+// Step 1 only: on success returns kAccepted and the UDP payload's place.
+Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::uint32_t len,
+                    std::uint32_t* payload_offset, std::uint32_t* payload_len) noexcept;
+
+// The whole ladder. Decrypts in place: on kAccepted the plaintext replaces the
+// ciphertext in `frame`.
+LadderResult run_ladder(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len) noexcept;
+
+}  // namespace gw::dp

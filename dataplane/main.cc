@@ -1,0 +1,210 @@
+// gossipgw [EAL options] -- --config FILE [--stats-json PATH] [--idle-exit-ms N]
+//
+// The composition root: validate options and config before EAL starts, bring
+// up the port, launch one worker per rx queue, run the control loop on the
+// main lcore, write counters on the way out.
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "control/host/control_loop.h"
+#include "crypto/keys.h"
+#include "dataplane/handoff_rings.h"
+#include "dataplane/port.h"
+#include "dataplane/setup.h"
+#include "dataplane/stats_json.h"
+#include "dataplane/worker.h"
+
+namespace {
+
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+// The one process-wide flag: signal handlers can reach nothing else.
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int fail(int status, const std::string& message) {
+  std::fprintf(stderr, "gossipgw: %s\n", message.c_str());
+  return status;
+}
+
+struct AppOptions {
+  std::string config_path;
+  std::string stats_json;
+  std::uint32_t idle_exit_ms = 0;
+  std::string log_level;
+};
+
+constexpr const char* kUsage =
+    "usage: gossipgw [EAL options] -- --config FILE [--stats-json PATH] [--idle-exit-ms N]\n"
+    "\n"
+    "EAL options come first (DPDK convention), e.g. without a NIC or hugepages:\n"
+    "  gossipgw -l 0,1 --no-huge -m 512 --no-pci --file-prefix=gw1 \\\n"
+    "      --vdev=net_pcap0,rx_pcap=in.pcap -- --config gossipgw.yaml --idle-exit-ms 500\n"
+    "Run 'gossipgw -- --help' for the gateway's own options.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Split at "--": EAL options before, ours after.
+  int split = argc;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      split = i;
+      break;
+    }
+  }
+  if (split == argc) {
+    if (argc > 1 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::fputs(kUsage, stderr);
+    return fail(kExitUsage, "missing '--' and --config after the EAL options");
+  }
+
+  AppOptions opt;
+  CLI::App app{"gossipgw: a userspace gossip gateway on DPDK", "gossipgw [EAL options] --"};
+  app.add_option("--config", opt.config_path, "gateway YAML config")->required()->check(CLI::ExistingFile);
+  app.add_option("--stats-json", opt.stats_json, "write all counters as JSON to PATH on exit");
+  app.add_option("--idle-exit-ms", opt.idle_exit_ms,
+                 "exit once no packet has arrived for N ms (0: never); for finite inputs such as pcap files")
+      ->check(CLI::Range(0u, 3'600'000u));
+  app.add_option("--log-level", opt.log_level, "override log.level from the config")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  std::vector<std::string> app_args;
+  for (int i = argc - 1; i > split; --i) app_args.emplace_back(argv[i]);  // CLI11 wants them reversed
+  try {
+    app.parse(app_args);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(kUsage, stdout);
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return fail(kExitUsage, e.what());
+  }
+
+  // Everything that can be wrong with the files is found before EAL starts.
+  if (!gw::crypto::init()) return fail(kExitRuntime, "libsodium failed to initialise");
+  gw::config::Config cfg;
+  gw::crypto::Keyring keyring;
+  gw::dp::LadderConfig ladder;
+  try {
+    cfg = gw::config::load_config(opt.config_path);
+    keyring = gw::dp::load_keyring(cfg);
+    ladder = gw::dp::ladder_config(cfg);
+  } catch (const std::exception& e) {
+    return fail(kExitUsage, e.what());
+  }
+  spdlog::set_level(spdlog::level::from_str(opt.log_level.empty() ? cfg.log.level : opt.log_level));
+
+  std::vector<char*> eal_argv(argv, argv + split);
+  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
+    return fail(kExitUsage, std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
+  }
+  install_signal_handlers();
+
+  int status = 0;
+  {
+    const unsigned main_lcore = rte_get_main_lcore();
+    if (cfg.lcores.control != main_lcore) {
+      status = fail(kExitUsage, "lcores.control: " + std::to_string(cfg.lcores.control) +
+                                    " is not the EAL main lcore " + std::to_string(main_lcore) +
+                                    " (set it with --main-lcore or the first lcore in -l)");
+    }
+    for (unsigned lc : cfg.lcores.workers) {
+      if (status == 0 && (!rte_lcore_is_enabled(lc) || lc == main_lcore)) {
+        status = fail(kExitUsage, "lcores.workers: lcore " + std::to_string(lc) +
+                                      " is not an enabled worker lcore in EAL (-l/--lcores)");
+      }
+    }
+
+    gw::dp::PortState port;
+    std::unique_ptr<gw::dp::HandoffRings> rings;
+    std::vector<std::unique_ptr<gw::dp::WorkerContext>> workers;
+    if (status == 0) {
+      try {
+        gw::dp::PortPlan plan;
+        plan.port_id = cfg.dataplane.port_id;
+        plan.queues = static_cast<std::uint16_t>(cfg.lcores.workers.size());
+        plan.rx_descriptors = cfg.dataplane.rx_descriptors;
+        plan.tx_descriptors = cfg.dataplane.tx_descriptors;
+        plan.mbufs_per_queue = cfg.dataplane.mbufs;
+        port = gw::dp::start_port(plan);
+        rings = std::make_unique<gw::dp::HandoffRings>(cfg.lcores.workers.size(), cfg.rings.size,
+                                                       static_cast<int>(rte_socket_id()));
+      } catch (const gw::dp::SetupError& e) {
+        status = fail(port.pools.empty() && rte_eth_dev_count_avail() == 0 ? kExitUsage : kExitRuntime, e.what());
+      }
+    }
+
+    if (status == 0) {
+      const std::uint64_t idle_exit_tsc = rte_get_tsc_hz() / 1000 * opt.idle_exit_ms;
+      std::vector<const std::atomic<bool>*> done_flags;
+      for (std::size_t q = 0; q < cfg.lcores.workers.size(); ++q) {
+        auto w = std::make_unique<gw::dp::WorkerContext>();
+        w->lcore = cfg.lcores.workers[q];
+        w->port = port.port_id;
+        w->queue = static_cast<std::uint16_t>(q);
+        w->burst = cfg.dataplane.burst;
+        w->idle_backoff_us = cfg.dataplane.idle_backoff_us;
+        w->idle_exit_tsc = idle_exit_tsc;
+        w->ladder = ladder;
+        w->ladder.keys = &keyring;
+        for (std::size_t c = 0; c < gw::crypto::kClassCount; ++c) {
+          w->rings[c] = rings->ring(q, static_cast<gw::crypto::PriorityClass>(c));
+        }
+        w->stop = &g_stop;
+        done_flags.push_back(&w->done);
+        workers.push_back(std::move(w));
+      }
+      rings->watch(done_flags);
+
+      spdlog::info("gossipgw: cluster '{}' node '{}' on {} port {} ({}), {} worker(s), {} key(s)",
+                   cfg.cluster.name, cfg.node.name, port.driver, port.port_id,
+                   cfg.node.address + ":" + std::to_string(cfg.node.port), workers.size(), keyring.size());
+      for (auto& w : workers) rte_eal_remote_launch(gw::dp::run_worker, w.get(), w->lcore);
+
+      gw::cp::ControlLoopOptions loop_opts;
+      loop_opts.idle_backoff_us = cfg.dataplane.idle_backoff_us;
+      gw::cp::ControlLoop loop(*rings, loop_opts);
+      loop.run();  // returns once every worker is done and every ring drained
+      rte_eal_mp_wait_lcore();
+
+      std::vector<gw::dp::WorkerStats> stats;
+      for (const auto& w : workers) stats.push_back({w->lcore, w->queue, w->counters});
+      const std::string json = gw::dp::stats_json(stats, main_lcore, loop.counters());
+      if (!opt.stats_json.empty() && !gw::dp::write_file_atomically(opt.stats_json, json)) {
+        status = fail(kExitRuntime, "--stats-json: cannot write '" + opt.stats_json + "': " + std::strerror(errno));
+      }
+      spdlog::info("gossipgw: stopped ({})", g_stop.load() ? "signal" : "input idle");
+    }
+    rings.reset();
+    if (!port.pools.empty()) gw::dp::stop_port(port);
+  }
+  rte_eal_cleanup();
+  return status;
+}

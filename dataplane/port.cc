@@ -1,0 +1,89 @@
+#include "dataplane/port.h"
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <algorithm>
+
+namespace gw::dp {
+namespace {
+
+std::string dpdk_error(int rc) { return rte_strerror(rc < 0 ? -rc : rc); }
+
+}  // namespace
+
+PortState start_port(const PortPlan& plan) {
+  const std::uint16_t available = rte_eth_dev_count_avail();
+  if (available == 0) {
+    throw SetupError(
+        "no DPDK port: give EAL a device, e.g. --vdev=net_pcap0,rx_pcap=in.pcap or a NIC bound to vfio-pci");
+  }
+  if (!rte_eth_dev_is_valid_port(plan.port_id)) {
+    throw SetupError("dataplane.port_id: port " + std::to_string(plan.port_id) + " does not exist (" +
+                     std::to_string(available) + " port(s) available)");
+  }
+
+  rte_eth_dev_info info{};
+  int rc = rte_eth_dev_info_get(plan.port_id, &info);
+  if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": cannot read device info: " + dpdk_error(rc));
+  if (plan.queues > info.max_rx_queues || plan.queues > info.max_tx_queues) {
+    throw SetupError("lcores.workers: " + std::to_string(plan.queues) + " workers need as many queues, but " +
+                     info.driver_name + " offers " + std::to_string(info.max_rx_queues) + " rx / " +
+                     std::to_string(info.max_tx_queues) + " tx queues");
+  }
+
+  PortState state;
+  state.port_id = plan.port_id;
+  state.driver = info.driver_name;
+
+  rte_eth_conf conf{};
+  // Spread sources over workers by the UDP 4-tuple where the port can.
+  const std::uint64_t rss_hf = info.flow_type_rss_offloads & (RTE_ETH_RSS_NONFRAG_IPV4_UDP |
+                                                                RTE_ETH_RSS_NONFRAG_IPV6_UDP |
+                                                                RTE_ETH_RSS_IP);
+  if (plan.queues > 1 && rss_hf != 0) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+    state.rss = true;
+  }
+  rc = rte_eth_dev_configure(plan.port_id, plan.queues, plan.queues, &conf);
+  if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": configure failed: " + dpdk_error(rc));
+
+  std::uint16_t rxd = plan.rx_descriptors;
+  std::uint16_t txd = plan.tx_descriptors;
+  rc = rte_eth_dev_adjust_nb_rx_tx_desc(plan.port_id, &rxd, &txd);
+  if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": descriptor counts refused: " + dpdk_error(rc));
+
+  const int socket = std::max(rte_eth_dev_socket_id(plan.port_id), 0);
+  for (std::uint16_t q = 0; q < plan.queues; ++q) {
+    const std::string name = "gw_pool_p" + std::to_string(plan.port_id) + "_q" + std::to_string(q);
+    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), plan.mbufs_per_queue, 256, 0,
+                                                RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+    if (pool == nullptr) {
+      throw SetupError("cannot allocate " + std::to_string(plan.mbufs_per_queue) +
+                       " packet buffers (dataplane.mbufs): " + rte_strerror(rte_errno) +
+                       "; give EAL more memory (-m) or lower dataplane.mbufs");
+    }
+    state.pools.push_back(pool);
+    rc = rte_eth_rx_queue_setup(plan.port_id, q, rxd, static_cast<unsigned>(socket), nullptr, pool);
+    if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": rx queue " + std::to_string(q) + ": " + dpdk_error(rc));
+    rc = rte_eth_tx_queue_setup(plan.port_id, q, txd, static_cast<unsigned>(socket), nullptr);
+    if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": tx queue " + std::to_string(q) + ": " + dpdk_error(rc));
+  }
+
+  rc = rte_eth_dev_start(plan.port_id);
+  if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": start failed: " + dpdk_error(rc));
+  // Virtual devices may not support it; gossip is addressed to us anyway.
+  (void)rte_eth_promiscuous_enable(plan.port_id);
+  return state;
+}
+
+void stop_port(PortState& state) noexcept {
+  (void)rte_eth_dev_stop(state.port_id);
+  (void)rte_eth_dev_close(state.port_id);
+  for (rte_mempool* p : state.pools) rte_mempool_free(p);
+  state.pools.clear();
+}
+
+}  // namespace gw::dp

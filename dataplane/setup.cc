@@ -1,0 +1,47 @@
+#include "dataplane/setup.h"
+
+#include "config/loader.h"
+
+namespace gw::dp {
+
+crypto::Suite resolve_suite(const config::Config& cfg) {
+  switch (cfg.cluster.suite) {
+    case config::SuiteChoice::kAes256Gcm:
+      if (!crypto::aes256gcm_available()) {
+        throw std::runtime_error(
+            "cluster.suite: aes256gcm needs AES-NI and PCLMUL, which this CPU lacks; the whole cluster must use chacha20poly1305");
+      }
+      return crypto::Suite::kAes256Gcm;
+    case config::SuiteChoice::kChaCha20Poly1305:
+      return crypto::Suite::kChaCha20Poly1305;
+    case config::SuiteChoice::kAuto:
+      break;
+  }
+  return crypto::aes256gcm_available() ? crypto::Suite::kAes256Gcm : crypto::Suite::kChaCha20Poly1305;
+}
+
+crypto::Keyring load_keyring(const config::Config& cfg) {
+  const crypto::Suite suite = resolve_suite(cfg);
+  crypto::Keyring ring;
+  for (const config::KeyConfig& k : cfg.cluster.keys) {
+    const std::string path = config::resolve_path(cfg, k.file);
+    const crypto::Key key(crypto::load_key_file(path), suite);
+    if (ring.find(key.id()) != nullptr) {
+      throw crypto::KeyError("key file '" + path + "': the same key is listed twice in cluster.keys");
+    }
+    ring.add(key, k.primary);
+  }
+  return ring;
+}
+
+LadderConfig ladder_config(const config::Config& cfg) {
+  LadderConfig lc;
+  if (!parse_endpoint(cfg.node.address.c_str(), cfg.node.port, &lc.local)) {
+    throw std::runtime_error("node.address: '" + cfg.node.address + "' is not an IPv4 or IPv6 address");
+  }
+  lc.cluster_id = crypto::derive_cluster_id(cfg.cluster.name);
+  lc.max_payload_bytes = cfg.limits.max_payload_bytes;
+  return lc;
+}
+
+}  // namespace gw::dp

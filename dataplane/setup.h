@@ -1,0 +1,24 @@
+// Turning a validated Config into what the dataplane runs with: the keyring
+// and the ladder's fixed inputs. Runs before EAL starts.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "config/config.h"
+#include "crypto/keys.h"
+#include "dataplane/ladder.h"
+
+namespace gw::dp {
+
+// The suite a config selects on this CPU; throws std::runtime_error naming
+// `cluster.suite` if AES-256-GCM is asked for and the CPU cannot run it.
+crypto::Suite resolve_suite(const config::Config& cfg);
+
+// Loads every key file; throws crypto::KeyError naming the file.
+crypto::Keyring load_keyring(const config::Config& cfg);
+
+// Fills everything but `keys`.
+LadderConfig ladder_config(const config::Config& cfg);
+
+}  // namespace gw::dp
