@@ -1,0 +1,253 @@
+#include "dataplane/ladder.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "crypto/datagram.h"
+
+namespace gw::dp {
+namespace {
+
+using crypto::PriorityClass;
+using Bytes = std::vector<std::uint8_t>;
+
+constexpr std::uint16_t kPort = 7946;
+
+crypto::KeyBytes key_bytes(std::uint8_t fill) {
+  crypto::KeyBytes k{};
+  k.fill(fill);
+  return k;
+}
+
+void put16(Bytes& b, std::size_t off, std::uint16_t v) {
+  b[off] = static_cast<std::uint8_t>(v >> 8);
+  b[off + 1] = static_cast<std::uint8_t>(v);
+}
+
+// Ethernet + IPv4/IPv6 + UDP around `payload`. Checksums are left zero: the
+// ladder does not rely on them (the AEAD covers what matters).
+Bytes frame(const Bytes& payload, bool ipv6 = false, std::uint16_t port = kPort, bool vlan = false) {
+  Bytes f(12, 0x02);
+  if (vlan) {
+    f.insert(f.end(), {0x81, 0x00, 0x00, 0x07});
+  }
+  const std::size_t udp_len = 8 + payload.size();
+  if (!ipv6) {
+    f.insert(f.end(), {0x08, 0x00});
+    const std::size_t ip = f.size();
+    f.resize(ip + 20, 0);
+    f[ip] = 0x45;
+    put16(f, ip + 2, static_cast<std::uint16_t>(20 + udp_len));
+    f[ip + 8] = 64;
+    f[ip + 9] = 17;
+    const std::uint8_t src[4] = {10, 0, 0, 2}, dst[4] = {10, 0, 0, 1};
+    std::copy(src, src + 4, f.begin() + static_cast<long>(ip + 12));
+    std::copy(dst, dst + 4, f.begin() + static_cast<long>(ip + 16));
+  } else {
+    f.insert(f.end(), {0x86, 0xDD});
+    const std::size_t ip = f.size();
+    f.resize(ip + 40, 0);
+    f[ip] = 0x60;
+    put16(f, ip + 4, static_cast<std::uint16_t>(udp_len));
+    f[ip + 6] = 17;
+    f[ip + 7] = 64;
+    f[ip + 8] = 0xfd;
+    f[ip + 23] = 2;
+    f[ip + 24] = 0xfd;
+    f[ip + 39] = 1;
+  }
+  const std::size_t udp = f.size();
+  f.resize(udp + 8, 0);
+  put16(f, udp, 40000);
+  put16(f, udp + 2, port);
+  put16(f, udp + 4, static_cast<std::uint16_t>(udp_len));
+  f.insert(f.end(), payload.begin(), payload.end());
+  return f;
+}
+
+class LadderTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ASSERT_TRUE(crypto::init()); }
+
+  void SetUp() override {
+    keys_.add(crypto::Key(key_bytes(1), crypto::Suite::kChaCha20Poly1305), true);
+    keys_.add(crypto::Key(key_bytes(2), crypto::Suite::kChaCha20Poly1305), false);
+    ASSERT_TRUE(parse_endpoint("10.0.0.1", kPort, &cfg4_.local));
+    cfg4_.cluster_id = crypto::derive_cluster_id("demo");
+    cfg4_.keys = &keys_;
+    cfg6_ = cfg4_;
+    ASSERT_TRUE(parse_endpoint("fd00::1", kPort, &cfg6_.local));
+  }
+
+  Bytes sealed(const std::string& text, std::uint8_t key_fill = 1, const char* cluster = "demo",
+               PriorityClass cls = PriorityClass::kProbe) {
+    const crypto::Key key(key_bytes(key_fill), crypto::Suite::kChaCha20Poly1305);
+    Bytes out(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
+    const std::size_t n = crypto::seal_datagram(
+        key, {crypto::derive_cluster_id(cluster), cls, 1700000000}, nonces_,
+        reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), out.data(), out.size());
+    EXPECT_EQ(n, out.size());
+    return out;
+  }
+
+  LadderResult run(const LadderConfig& cfg, Bytes f) {
+    return run_ladder(cfg, f.data(), static_cast<std::uint32_t>(f.size()));
+  }
+  Verdict verdict(Bytes f) { return run(cfg4_, std::move(f)).verdict; }
+
+  crypto::Keyring keys_;
+  crypto::NonceSource nonces_{7};
+  LadderConfig cfg4_;
+  LadderConfig cfg6_;
+};
+
+TEST_F(LadderTest, ValidIpv4IsAcceptedAndDecryptedInPlace) {
+  Bytes f = frame(sealed("hello gossip"));
+  const LadderResult r = run_ladder(cfg4_, f.data(), static_cast<std::uint32_t>(f.size()));
+  ASSERT_EQ(r.verdict, Verdict::kAccepted);
+  EXPECT_EQ(r.cls, PriorityClass::kProbe);
+  EXPECT_EQ(std::string(f.begin() + r.plaintext_offset, f.begin() + r.plaintext_offset + r.plaintext_len),
+            "hello gossip");
+}
+
+TEST_F(LadderTest, ValidIpv6AndVlanAreAccepted) {
+  EXPECT_EQ(run(cfg6_, frame(sealed("v6"), true)).verdict, Verdict::kAccepted);
+  EXPECT_EQ(verdict(frame(sealed("vlan"), false, kPort, true)), Verdict::kAccepted);
+}
+
+TEST_F(LadderTest, SecondaryKeyIsAcceptedForRotation) {
+  EXPECT_EQ(verdict(frame(sealed("rotating", 2))), Verdict::kAccepted);
+}
+
+TEST_F(LadderTest, EthernetPaddingAfterTheIpPacketIsIgnored) {
+  Bytes f = frame(sealed("x"));
+  f.resize(f.size() + 20, 0);
+  EXPECT_EQ(verdict(f), Verdict::kAccepted);
+}
+
+TEST_F(LadderTest, EveryTruncationIsMalformedNeverAccepted) {
+  for (bool v6 : {false, true}) {
+    const Bytes good = frame(sealed("truncate me at every layer"), v6);
+    for (std::size_t len = 0; len < good.size(); ++len) {
+      Bytes f(good.begin(), good.begin() + static_cast<long>(len));
+      EXPECT_EQ(run(v6 ? cfg6_ : cfg4_, f).verdict, Verdict::kMalformed) << "v6 " << v6 << " len " << len;
+    }
+  }
+}
+
+TEST_F(LadderTest, NotOursIsNotGossip) {
+  EXPECT_EQ(verdict(frame(sealed("p"), false, 7947)), Verdict::kNotGossip);
+  Bytes other_ip = frame(sealed("ip"));
+  other_ip[14 + 19] = 9;
+  EXPECT_EQ(verdict(other_ip), Verdict::kNotGossip);
+  Bytes tcp = frame(sealed("tcp"));
+  tcp[14 + 9] = 6;
+  EXPECT_EQ(verdict(tcp), Verdict::kNotGossip);
+  Bytes arp(42, 0);
+  arp[12] = 0x08;
+  arp[13] = 0x06;
+  EXPECT_EQ(verdict(arp), Verdict::kNotGossip);
+  // IPv6 gossip to an IPv4 gateway, and the other way round.
+  EXPECT_EQ(run(cfg4_, frame(sealed("x"), true)).verdict, Verdict::kNotGossip);
+  EXPECT_EQ(run(cfg6_, frame(sealed("x"), false)).verdict, Verdict::kNotGossip);
+}
+
+TEST_F(LadderTest, LyingLengthsAndFragmentsAreMalformed) {
+  const Bytes good = frame(sealed("lengths"));
+  Bytes ihl = good;
+  ihl[14] = 0x44;
+  EXPECT_EQ(verdict(ihl), Verdict::kMalformed);
+  Bytes total = good;
+  put16(total, 16, static_cast<std::uint16_t>(good.size()));  // longer than the frame holds
+  EXPECT_EQ(verdict(total), Verdict::kMalformed);
+  Bytes udp_long = good;
+  put16(udp_long, 14 + 20 + 4, static_cast<std::uint16_t>(good.size()));
+  EXPECT_EQ(verdict(udp_long), Verdict::kMalformed);
+  Bytes udp_short = good;
+  put16(udp_short, 14 + 20 + 4, 7);
+  EXPECT_EQ(verdict(udp_short), Verdict::kMalformed);
+  Bytes frag = good;
+  frag[14 + 6] = 0x20;  // more fragments
+  EXPECT_EQ(verdict(frag), Verdict::kMalformed);
+  Bytes v6 = frame(sealed("x"), true);
+  put16(v6, 14 + 4, 2000);
+  EXPECT_EQ(run(cfg6_, v6).verdict, Verdict::kMalformed);
+  // UDP length shorter than the payload: the datagram no longer matches payload_len.
+  Bytes gw_len = good;
+  put16(gw_len, 14 + 20 + 4, static_cast<std::uint16_t>(8 + crypto::kHeaderBytes + 16));
+  EXPECT_EQ(verdict(gw_len), Verdict::kMalformed);
+}
+
+TEST_F(LadderTest, NoGatewayHeaderIsUnkeyed) {
+  EXPECT_EQ(verdict(frame({})), Verdict::kUnkeyed);
+  EXPECT_EQ(verdict(frame(Bytes(47, 'G'))), Verdict::kUnkeyed);
+  Bytes plain = sealed("x");
+  plain[0] = 'X';
+  EXPECT_EQ(verdict(frame(plain)), Verdict::kUnkeyed);
+  Bytes v2 = sealed("x");
+  v2[4] = 2;
+  EXPECT_EQ(verdict(frame(v2)), Verdict::kUnkeyed);
+}
+
+TEST_F(LadderTest, BadFieldsAndOversizedPayloadAreMalformed) {
+  Bytes cls = sealed("x");
+  cls[5] = 7;
+  EXPECT_EQ(verdict(frame(cls)), Verdict::kMalformed);
+  LadderConfig small = cfg4_;
+  small.max_payload_bytes = 40;
+  EXPECT_EQ(run(small, frame(sealed(std::string(25, 'a')))).verdict, Verdict::kMalformed);
+  EXPECT_EQ(run(small, frame(sealed(std::string(24, 'a')))).verdict, Verdict::kAccepted);
+}
+
+TEST_F(LadderTest, ForeignClusterIsCheckedBeforeTheKey) {
+  EXPECT_EQ(verdict(frame(sealed("x", 1, "other"))), Verdict::kForeignCluster);
+  EXPECT_EQ(verdict(frame(sealed("x", 9, "other"))), Verdict::kForeignCluster);
+}
+
+TEST_F(LadderTest, UnknownKeyAndSuiteMismatch) {
+  EXPECT_EQ(verdict(frame(sealed("x", 9))), Verdict::kUnknownKey);
+  Bytes suite = sealed("x");
+  suite[6] = static_cast<std::uint8_t>(crypto::Suite::kAes256Gcm);
+  EXPECT_EQ(verdict(frame(suite)), Verdict::kUnknownKey);
+}
+
+TEST_F(LadderTest, ForgedHeaderFailsTheMacForgedBodyFailsTheAead) {
+  Bytes mac = sealed("x");
+  mac[crypto::kMacOffset] ^= 1;
+  EXPECT_EQ(verdict(frame(mac)), Verdict::kBadMac);
+  Bytes ts = sealed("x");
+  ts[20] ^= 1;  // timestamp: covered by the MAC
+  EXPECT_EQ(verdict(frame(ts)), Verdict::kBadMac);
+  Bytes tag = sealed("x");
+  tag.back() ^= 1;
+  EXPECT_EQ(verdict(frame(tag)), Verdict::kBadAuth);
+  Bytes body = sealed("xyz");
+  body[crypto::kHeaderBytes] ^= 0x80;
+  EXPECT_EQ(verdict(frame(body)), Verdict::kBadAuth);
+}
+
+// Random corruption of valid frames: whatever is accepted must carry exactly
+// the plaintext that was sealed, so nothing unauthenticated gets through.
+TEST_F(LadderTest, MutatedFramesAreNeverAcceptedWithAlteredContent) {
+  std::mt19937_64 rng(12345);
+  const std::string text = "alive node-7 incarnation 42";
+  int accepted = 0;
+  for (int iter = 0; iter < 20000; ++iter) {
+    Bytes f = frame(sealed(text, 1 + static_cast<std::uint8_t>(iter % 2)), iter % 3 == 0);
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int k = 0; k < flips; ++k) f[rng() % f.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+    if (rng() % 8 == 0) f.resize(rng() % (f.size() + 1));
+    const LadderResult r = run_ladder(iter % 3 == 0 ? cfg6_ : cfg4_, f.data(), static_cast<std::uint32_t>(f.size()));
+    if (r.verdict != Verdict::kAccepted) continue;
+    ++accepted;
+    ASSERT_EQ(std::string(f.begin() + r.plaintext_offset, f.begin() + r.plaintext_offset + r.plaintext_len), text);
+  }
+  // Flips in MACs, checksums, TTL and source fields are harmless: some pass.
+  EXPECT_GT(accepted, 0);
+}
+
+}  // namespace
+}  // namespace gw::dp
