@@ -56,6 +56,7 @@ struct AppOptions {
   std::string stats_json;
   std::uint32_t idle_exit_ms = 0;
   std::string log_level;
+  bool defer_control = false;
 };
 
 constexpr const char* kUsage =
@@ -95,6 +96,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0u, 3'600'000u));
   app.add_option("--log-level", opt.log_level, "override log.level from the config")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_flag("--defer-control", opt.defer_control,
+               "testing aid: the control lcore drains only after the workers stop (needs --idle-exit-ms)");
   std::vector<std::string> app_args;
   for (int i = argc - 1; i > split; --i) app_args.emplace_back(argv[i]);  // CLI11 wants them reversed
   try {
@@ -105,6 +108,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const CLI::ParseError& e) {
     return fail(kExitUsage, e.what());
+  }
+  if (opt.defer_control && opt.idle_exit_ms == 0) {
+    return fail(kExitUsage, "--defer-control needs --idle-exit-ms, or the control lcore would never drain");
   }
 
   // Everything that can be wrong with the files is found before EAL starts.
@@ -190,6 +196,7 @@ int main(int argc, char** argv) {
 
       gw::cp::ControlLoopOptions loop_opts;
       loop_opts.idle_backoff_us = cfg.dataplane.idle_backoff_us;
+      loop_opts.defer_until_producers_done = opt.defer_control;
       gw::cp::ControlLoop loop(*rings, loop_opts);
       loop.run();  // returns once every worker is done and every ring drained
       rte_eal_mp_wait_lcore();

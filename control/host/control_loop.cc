@@ -34,6 +34,9 @@ std::size_t ControlLoop::poll_once() {
 }
 
 void ControlLoop::run() {
+  while (options_.defer_until_producers_done && !source_.producers_done()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   for (;;) {
     // Read "done" before the pass: if the producers had finished and the pass
     // then found nothing, nothing can arrive later.

@@ -17,6 +17,9 @@ struct ControlLoopOptions {
   std::array<std::uint32_t, crypto::kClassCount> class_budget = {256, 128, 64, 16};
   // Microseconds to sleep after an empty pass (0: busy poll).
   std::uint32_t idle_backoff_us = 0;
+  // Testing aid: start draining only once every producer is done, so ring
+  // overflow is reproducible (each class ring keeps exactly its capacity).
+  bool defer_until_producers_done = false;
 };
 
 class ControlLoop {

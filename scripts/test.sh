@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The test command: installs dependencies, configures, builds and runs every
+# default suite (unit, pcap), then does the same in an ASan+UBSan build.
+set -euo pipefail
+
+usage() {
+  cat <<'TXT'
+usage: scripts/test.sh [--no-sanitizers] [--help]
+
+Installs dependencies (scripts/setup-deps.sh), builds gossipgw with meson in
+build/, runs `meson test` (unit and pcap suites), then builds build-asan/ with
+AddressSanitizer and UndefinedBehaviorSanitizer and runs the same suites there.
+Needs root for the dependency step; no NIC and no hugepages.
+
+  --no-sanitizers   skip the ASan+UBSan build (faster local runs)
+TXT
+}
+
+sanitizers=1
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help) usage; exit 0 ;;
+    --no-sanitizers) sanitizers=0 ;;
+    *) echo "test.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+cd "$(dirname "$0")/.."
+bash scripts/setup-deps.sh
+
+jobs=$(nproc)
+
+configure() {  # dir [meson options...]
+  local dir=$1; shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson setup --reconfigure "$dir" "$@" >/dev/null
+  else
+    meson setup "$dir" "$@" >/dev/null
+  fi
+}
+
+echo "== build (debugoptimized, warnings are errors)"
+configure build
+meson compile -C build -j "$jobs"
+echo "== meson test (unit, pcap)"
+meson test -C build --print-errorlogs --num-processes "$jobs"
+
+if [ "$sanitizers" = 1 ]; then
+  echo "== build-asan (ASan+UBSan)"
+  configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+  meson compile -C build-asan -j "$jobs"
+  echo "== meson test under ASan+UBSan (unit, pcap)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    meson test -C build-asan --print-errorlogs --num-processes "$jobs" --suite unit --suite pcap
+fi
+echo "== all tests passed"
