@@ -1,0 +1,707 @@
+#include "config/loader.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <initializer_list>
+#include <limits>
+#include <new>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace gw::config {
+
+namespace {
+
+// A config file is a few dozen lines; anything this large is a wrong path
+// (a log, a disk image) and should not be read into memory.
+constexpr std::size_t kMaxFileBytes = std::size_t{1} << 20;
+// Longest user value echoed in an error, so one line stays one line.
+constexpr std::size_t kMaxEchoChars = 48;
+// Unknown keys within this edit distance of a known one get a suggestion
+// (short names need a closer match, see unknown_message).
+constexpr std::size_t kMaxSuggestDistance = 2;
+
+constexpr std::size_t kClusterNameMax = 64;
+constexpr std::size_t kNodeNameMax = 128;
+constexpr std::size_t kMaxKeys = 8;
+constexpr std::size_t kMaxWorkers = 64;
+
+std::string format_what(const std::string& source, const std::string& field, int line,
+                        const std::string& message) {
+  std::string out = source;
+  if (line > 0) out += ":" + std::to_string(line);
+  out += ": ";
+  if (!field.empty()) out += field + ": ";
+  out += message;
+  return out;
+}
+
+// Makes user-supplied bytes safe to print inside an error or a field path:
+// printable ASCII only (the bytes may be anything) and bounded, so one
+// error stays one line.
+std::string escape(std::string_view s) {
+  std::string out;
+  std::size_t shown = 0;
+  for (char c : s) {
+    if (shown == kMaxEchoChars) {
+      out += "...";
+      break;
+    }
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (u >= 0x20 && u < 0x7f) {
+      out += c;
+    } else {
+      std::array<char, 5> buf{};
+      std::snprintf(buf.data(), buf.size(), "\\x%02x", u);
+      out += buf.data();
+    }
+    ++shown;
+  }
+  return out;
+}
+
+std::string quote(std::string_view s) { return "'" + escape(s) + "'"; }
+
+// 1-based line of a node, 0 when yaml-cpp has no position for it.
+int line_of(const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  return mark.is_null() ? 0 : mark.line + 1;
+}
+
+// How a node looks to someone reading the file, for "expected X, got Y".
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  return quote(node.Scalar());
+}
+
+// Quoted scalars carry the non-specific tag "!"; plain ones "?".
+bool is_quoted(const YAML::Node& node) { return node.Tag() == "!"; }
+
+// Optimal string alignment distance (Levenshtein plus adjacent swaps), so
+// `prot` suggests `port`.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+std::string join(const std::string& path, std::string_view name) {
+  return path.empty() ? std::string(name) : path + "." + std::string(name);
+}
+
+std::string indexed(const std::string& path, std::size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+enum class UintParse { kOk, kNotInteger, kNegative, kTooLarge };
+
+// YAML 1.2 core-schema integers: [-+]?[0-9]+, 0x[0-9a-fA-F]+, 0o[0-7]+.
+UintParse parse_uint(std::string_view s, std::uint64_t& out) {
+  bool negative = false;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    negative = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  unsigned base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
+    if (negative) return UintParse::kNotInteger;
+    base = s[1] == 'x' ? 16 : 8;
+    s.remove_prefix(2);
+  }
+  if (s.empty()) return UintParse::kNotInteger;
+  std::uint64_t value = 0;
+  bool overflow = false;
+  for (char c : s) {
+    unsigned digit = 0;
+    if (c >= '0' && c <= '9') {
+      digit = static_cast<unsigned>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      digit = static_cast<unsigned>(c - 'a') + 10;
+    } else if (c >= 'A' && c <= 'F') {
+      digit = static_cast<unsigned>(c - 'A') + 10;
+    } else {
+      return UintParse::kNotInteger;
+    }
+    if (digit >= base) return UintParse::kNotInteger;
+    if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / base) {
+      overflow = true;
+    } else {
+      value = value * base + digit;
+    }
+  }
+  // "-0" is zero, not a negative number.
+  if (negative && (overflow || value != 0)) return UintParse::kNegative;
+  if (overflow) return UintParse::kTooLarge;
+  out = value;
+  return UintParse::kOk;
+}
+
+// Only where each document starts; the nodes come from YAML::Load.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> marks;
+};
+
+// One `key: value` of a YAML map, with the line of its key: errors about a
+// value point at the key, which is where the reader looks (a null value's
+// own mark is on the following line).
+struct Field {
+  std::string path;
+  int line = 0;
+  YAML::Node value;
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& field, int line, std::string message) const {
+    throw ConfigError(source_, field, line, std::move(message));
+  }
+
+  std::string read_string(const Field& f) const {
+    if (!f.value.IsScalar()) fail(f.path, f.line, "expected a string, got " + describe(f.value));
+    return f.value.Scalar();
+  }
+
+  bool read_bool(const Field& f) const {
+    const YAML::Node& v = f.value;
+    if (v.IsScalar() && !is_quoted(v)) {
+      const std::string& s = v.Scalar();
+      // YAML 1.2 core schema only: `yes`, `on` and friends are too easy to
+      // write by accident (and `no` is also a country code).
+      if (s == "true" || s == "True" || s == "TRUE") return true;
+      if (s == "false" || s == "False" || s == "FALSE") return false;
+    }
+    fail(f.path, f.line, "expected a boolean, got " + quoted_or_describe(v));
+  }
+
+  // Reads an unsigned integer of type T and checks it against [lo, hi]
+  // (which must lie within T).
+  template <typename T>
+  T read_uint(const Field& f, std::uint64_t lo = 0,
+              std::uint64_t hi = std::numeric_limits<T>::max()) const {
+    static_assert(std::is_unsigned_v<T>);
+    const YAML::Node& v = f.value;
+    if (!v.IsScalar() || is_quoted(v)) {
+      fail(f.path, f.line, "expected an integer, got " + quoted_or_describe(v));
+    }
+    std::uint64_t value = 0;
+    switch (parse_uint(v.Scalar(), value)) {
+      case UintParse::kOk:
+        break;
+      case UintParse::kNotInteger:
+        fail(f.path, f.line, "expected an integer, got " + quote(v.Scalar()));
+      case UintParse::kNegative:
+        fail(f.path, f.line, "expected a non-negative integer, got " + quote(v.Scalar()));
+      case UintParse::kTooLarge:
+        value = std::numeric_limits<std::uint64_t>::max();
+        break;
+    }
+    if (value < lo || value > hi) {
+      fail(f.path, f.line,
+           "out of range: got " + quote(v.Scalar()) + ", must be " + std::to_string(lo) + ".." +
+               std::to_string(hi));
+    }
+    return static_cast<T>(value);
+  }
+
+  // Fields of one YAML map, checked against the names it may hold.
+  class Map {
+   public:
+    Map(const Parser& parser, const YAML::Node& node, std::string path, int line,
+        std::initializer_list<std::string_view> known, bool null_is_empty)
+        : parser_(parser), path_(std::move(path)), line_(line) {
+      if (node.IsNull() && null_is_empty) return;
+      if (!node.IsMap()) parser_.fail(path_, line_, "expected a map, got " + describe(node));
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        const YAML::Node key = it->first;
+        const int key_line = line_of(key);
+        if (!key.IsScalar()) {
+          parser_.fail(path_, key_line, "expected a field name, got " + describe(key));
+        }
+        const std::string& name = key.Scalar();
+        const std::string field_path = join(path_, escape(name));
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+          parser_.fail(field_path, key_line, unknown_message(name, known));
+        }
+        for (const Field& seen : fields_) {
+          if (seen.path == field_path) {
+            parser_.fail(field_path, key_line,
+                         "duplicate field (first set on line " + std::to_string(seen.line) + ")");
+          }
+        }
+        fields_.push_back(Field{field_path, key_line, it->second});
+      }
+    }
+
+    std::optional<Field> find(std::string_view name) const {
+      const std::string field_path = join(path_, name);
+      for (const Field& f : fields_) {
+        if (f.path == field_path) return f;
+      }
+      return std::nullopt;
+    }
+
+    const std::string& path() const { return path_; }
+
+    Field require(std::string_view name) const {
+      std::optional<Field> f = find(name);
+      if (!f) parser_.fail(join(path_, name), line_, "required field missing");
+      return *f;
+    }
+
+   private:
+    static std::string unknown_message(const std::string& name,
+                                       std::initializer_list<std::string_view> known) {
+      std::string message = "unknown field " + quote(name);
+      std::string_view best;
+      std::size_t best_distance = kMaxSuggestDistance + 1;
+      for (std::string_view k : known) {
+        const std::size_t gap =
+            k.size() > name.size() ? k.size() - name.size() : name.size() - k.size();
+        if (gap > kMaxSuggestDistance) continue;  // also keeps huge keys cheap
+        const std::size_t d = edit_distance(name, k);
+        // Two edits turn `foo` into `log`; only suggest when most of the
+        // known name survives.
+        if (d < best_distance && 2 * d <= k.size()) {
+          best = k;
+          best_distance = d;
+        }
+      }
+      if (!best.empty()) return message + "; did you mean '" + std::string(best) + "'?";
+      message += "; known fields:";
+      for (std::string_view k : known) message += " " + std::string(k);
+      return message;
+    }
+
+    const Parser& parser_;
+    std::string path_;
+    int line_;
+    std::vector<Field> fields_;
+  };
+
+  Config parse(std::string_view text, std::string_view base_dir) const {
+    const std::string owned(text);
+    const YAML::Node root = YAML::Load(owned);  // the first document only
+    check_single_document(owned);
+    if (root.IsNull()) fail("", 0, "empty document");
+    if (!root.IsMap()) {
+      fail("", line_of(root), "top level must be a map of sections, got " + describe(root));
+    }
+    const Map top(*this, root, "", line_of(root),
+                  {"cluster", "node", "lcores", "rings", "dataplane", "limits", "log"}, false);
+
+    Config config;
+    config.base_dir = std::string(base_dir);
+    parse_cluster(section(top, "cluster", {"name", "suite", "keys"}), config);
+    parse_node(section(top, "node", {"name", "address", "port"}), config.node);
+    parse_lcores(section(top, "lcores", {"control", "workers"}), config.lcores);
+    parse_rings(section(top, "rings", {"size"}), config.rings);
+    parse_dataplane(section(top, "dataplane",
+                            {"port_id", "mbufs", "burst", "rx_descriptors", "tx_descriptors",
+                             "idle_backoff_us"}),
+                    config.dataplane);
+    parse_limits(section(top, "limits", {"max_payload_bytes"}), config.limits);
+    parse_log(section(top, "log", {"level"}), config.log);
+    return config;
+  }
+
+ private:
+  // A second document would be silently ignored by YAML::Load, and
+  // YAML::LoadAll loops forever (allocating) on a stray flow token such as a
+  // lone `,` (jbeder/yaml-cpp#1040, fixed after 0.8). So documents are
+  // walked by hand, never more than two.
+  void check_single_document(const std::string& text) const {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    if (!parser.HandleNextDocument(starts)) return;
+    if (!parser.HandleNextDocument(starts)) return;
+    // The parser made no progress (same start as the first document, or no
+    // start at all): the token it stopped at is one yaml-cpp neither
+    // consumes nor rejects.
+    if (starts.marks.size() < 2 || starts.marks[1].pos == starts.marks[0].pos) {
+      const YAML::Mark at = starts.marks.empty() ? YAML::Mark::null_mark() : starts.marks.back();
+      fail("", at.is_null() ? 0 : at.line + 1,
+           "YAML syntax error: unexpected token (column " + std::to_string(at.column + 1) + ")");
+    }
+    const int line = starts.marks[1].is_null() ? 0 : starts.marks[1].line + 1;
+    fail("", line, "expected one YAML document, found more");
+  }
+
+  // Quoted scalars are strings whatever they look like; say so, since
+  // `port: "7946"` otherwise reads like a correct value.
+  static std::string quoted_or_describe(const YAML::Node& v) {
+    if (v.IsScalar() && is_quoted(v)) return "quoted string " + quote(v.Scalar());
+    return describe(v);
+  }
+
+  // An absent section is an empty one: its required fields are reported as
+  // missing (line 0), everything else takes the struct default.
+  Map section(const Map& top, std::string_view name,
+              std::initializer_list<std::string_view> known) const {
+    std::optional<Field> f = top.find(name);
+    if (!f) return Map(*this, YAML::Node(), std::string(name), 0, known, true);
+    return Map(*this, f->value, f->path, f->line, known, true);
+  }
+
+  void parse_cluster(const Map& m, Config& config) const {
+    const Field name = m.require("name");
+    config.cluster.name = read_string(name);
+    check_name(
+        name, config.cluster.name, kClusterNameMax,
+        [](char c) {
+          return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 c == '.' || c == '_' || c == '-';
+        },
+        "A-Z a-z 0-9 . _ -");
+
+    if (std::optional<Field> suite = m.find("suite")) {
+      const std::string s = read_string(*suite);
+      if (s == "auto") {
+        config.cluster.suite = SuiteChoice::kAuto;
+      } else if (s == "aes256gcm") {
+        config.cluster.suite = SuiteChoice::kAes256Gcm;
+      } else if (s == "chacha20poly1305") {
+        config.cluster.suite = SuiteChoice::kChaCha20Poly1305;
+      } else {
+        fail(suite->path, suite->line,
+             "unknown suite " + quote(s) + "; expected one of auto, aes256gcm, chacha20poly1305");
+      }
+    }
+
+    parse_keys(m.require("keys"), config);
+  }
+
+  void parse_keys(const Field& keys, Config& config) const {
+    const YAML::Node& list = keys.value;
+    if (!list.IsSequence()) {
+      fail(keys.path, keys.line, "expected a list of {file, primary} maps, got " + describe(list));
+    }
+    // size() before walking: a list of a million entries is rejected unread.
+    if (list.size() < 1 || list.size() > kMaxKeys) {
+      fail(keys.path, keys.line,
+           "must have 1.." + std::to_string(kMaxKeys) + " entries, got " +
+               std::to_string(list.size()));
+    }
+    std::vector<bool> primary_given;
+    std::vector<int> lines;
+    std::vector<std::string> normal;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node entry = list[i];
+      const std::string path = indexed(keys.path, i);
+      const int line = line_of(entry) > 0 ? line_of(entry) : keys.line;
+      const Map m(*this, entry, path, line, {"file", "primary"}, false);
+      KeyConfig key;
+      const Field file = m.require("file");
+      key.file = read_string(file);
+      if (key.file.empty()) fail(file.path, file.line, "must not be empty");
+      if (key.file.find('\0') != std::string::npos) {
+        fail(file.path, file.line, "must not contain NUL bytes");
+      }
+      // Same file spelt twice (`k.key`, `./k.key`) would make two key ids for
+      // one key. Compared lexically: a `..` through a symlink is not caught.
+      std::string normalised =
+          (std::filesystem::path(config.base_dir) / key.file).lexically_normal().string();
+      for (std::size_t j = 0; j < normal.size(); ++j) {
+        if (normal[j] == normalised) {
+          fail(file.path, file.line, "same key file as " + indexed(keys.path, j) + ".file");
+        }
+      }
+      normal.push_back(std::move(normalised));
+      const std::optional<Field> primary = m.find("primary");
+      if (primary) key.primary = read_bool(*primary);
+      primary_given.push_back(primary.has_value());
+      lines.push_back(primary ? primary->line : line);
+      config.cluster.keys.push_back(std::move(key));
+    }
+
+    auto& parsed = config.cluster.keys;
+    // One key and no say: it can only be the one we seal with.
+    if (parsed.size() == 1 && !primary_given[0]) parsed[0].primary = true;
+    std::optional<std::size_t> first_primary;
+    for (std::size_t i = 0; i < parsed.size(); ++i) {
+      if (!parsed[i].primary) continue;
+      if (first_primary) {
+        fail(indexed(keys.path, i) + ".primary", lines[i],
+             "more than one primary key (" + indexed(keys.path, *first_primary) +
+                 " is primary too); exactly one must be");
+      }
+      first_primary = i;
+    }
+    if (!first_primary) {
+      fail(keys.path, keys.line, "no key has primary: true; exactly one must");
+    }
+  }
+
+  void parse_node(const Map& m, NodeConfig& node) const {
+    if (std::optional<Field> name = m.find("name")) {
+      node.name = read_string(*name);
+      check_name(
+          *name, node.name, kNodeNameMax, [](char c) { return c > ' ' && c < 0x7f; },
+          "printable ASCII without spaces");
+    } else {
+      node.name = host_name();
+      const Field fallback{join(m.path(), "name"), 0, YAML::Node()};
+      if (node.name.empty()) {
+        fail(fallback.path, 0, "not set and the host name is unavailable; set node.name");
+      }
+      check_name(
+          fallback, node.name, kNodeNameMax, [](char c) { return c > ' ' && c < 0x7f; },
+          "printable ASCII without spaces (default: the host name)");
+    }
+
+    const Field address = m.require("address");
+    node.address = read_string(address);
+    // inet_pton stops at a NUL, which would accept "10.0.0.1\0junk".
+    std::array<unsigned char, sizeof(in6_addr)> buf{};
+    const bool has_nul = node.address.find('\0') != std::string::npos;
+    if (has_nul || (inet_pton(AF_INET, node.address.c_str(), buf.data()) != 1 &&
+                    inet_pton(AF_INET6, node.address.c_str(), buf.data()) != 1)) {
+      fail(address.path, address.line,
+           "expected an IPv4 or IPv6 address (host names are not resolved), got " +
+               quote(node.address));
+    }
+
+    if (std::optional<Field> port = m.find("port")) node.port = read_uint<std::uint16_t>(*port, 1);
+  }
+
+  void parse_lcores(const Map& m, LcoreConfig& lcores) const {
+    if (std::optional<Field> control = m.find("control")) {
+      lcores.control = read_uint<unsigned>(*control);
+    }
+    std::optional<Field> workers = m.find("workers");
+    if (!workers) return;
+    const YAML::Node& list = workers->value;
+    if (!list.IsSequence()) {
+      fail(workers->path, workers->line, "expected a list of lcore ids, got " + describe(list));
+    }
+    if (list.size() < 1 || list.size() > kMaxWorkers) {
+      fail(workers->path, workers->line,
+           "must have 1.." + std::to_string(kMaxWorkers) + " entries, got " +
+               std::to_string(list.size()));
+    }
+    lcores.workers.clear();
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node item = list[i];
+      const Field f{indexed(workers->path, i), line_of(item) > 0 ? line_of(item) : workers->line,
+                    item};
+      const unsigned id = read_uint<unsigned>(f);
+      if (id == lcores.control) {
+        fail(f.path, f.line, "lcore " + std::to_string(id) + " is lcores.control");
+      }
+      const auto dup = std::find(lcores.workers.begin(), lcores.workers.end(), id);
+      if (dup != lcores.workers.end()) {
+        fail(f.path, f.line,
+             "lcore " + std::to_string(id) + " is also " +
+                 indexed(workers->path, static_cast<std::size_t>(dup - lcores.workers.begin())));
+      }
+      lcores.workers.push_back(id);
+    }
+  }
+
+  void parse_rings(const Map& m, RingConfig& rings) const {
+    if (std::optional<Field> size = m.find("size")) {
+      rings.size = read_uint<std::uint32_t>(*size, 64, 1048576);
+      // DPDK rings are power-of-two sized; say so here rather than at EAL start.
+      if ((rings.size & (rings.size - 1)) != 0) {
+        fail(size->path, size->line, "must be a power of two, got " + std::to_string(rings.size));
+      }
+    }
+  }
+
+  void parse_dataplane(const Map& m, DataplaneConfig& dp) const {
+    if (auto f = m.find("port_id")) dp.port_id = read_uint<std::uint16_t>(*f);
+    if (auto f = m.find("mbufs")) dp.mbufs = read_uint<std::uint32_t>(*f, 1024, 1048576);
+    if (auto f = m.find("burst")) dp.burst = read_uint<std::uint16_t>(*f, 1, 512);
+    if (auto f = m.find("rx_descriptors")) {
+      dp.rx_descriptors = read_uint<std::uint16_t>(*f, 64, 16384);
+    }
+    if (auto f = m.find("tx_descriptors")) {
+      dp.tx_descriptors = read_uint<std::uint16_t>(*f, 64, 16384);
+    }
+    if (auto f = m.find("idle_backoff_us")) {
+      dp.idle_backoff_us = read_uint<std::uint32_t>(*f, 0, 100000);
+    }
+  }
+
+  void parse_limits(const Map& m, LimitsConfig& limits) const {
+    if (auto f = m.find("max_payload_bytes")) {
+      limits.max_payload_bytes = read_uint<std::uint32_t>(*f, 64, 9000);
+    }
+  }
+
+  void parse_log(const Map& m, LogConfig& log) const {
+    std::optional<Field> level = m.find("level");
+    if (!level) return;
+    log.level = read_string(*level);
+    // spdlog::level::from_str maps every unknown name to `off`, silently
+    // disabling logging, so only names it really knows get through.
+    static constexpr std::array<std::string_view, 9> kLevels = {
+        "trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"};
+    if (std::find(kLevels.begin(), kLevels.end(), log.level) == kLevels.end()) {
+      fail(level->path, level->line,
+           "unknown level " + quote(log.level) +
+               "; expected one of trace, debug, info, warn, error, critical, off");
+    }
+  }
+
+  template <typename Allowed>
+  void check_name(const Field& f, const std::string& value, std::size_t max_len, Allowed allowed,
+                  const char* allowed_text) const {
+    if (value.empty() || value.size() > max_len) {
+      fail(f.path, f.line,
+           "must be 1.." + std::to_string(max_len) + " bytes, got " + std::to_string(value.size()));
+    }
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (!allowed(value[i])) {
+        fail(f.path, f.line,
+             "invalid character " + quote(value.substr(i, 1)) + " at byte " + std::to_string(i) +
+                 " of " + quote(value) + "; allowed: " + allowed_text);
+      }
+    }
+  }
+
+  static std::string host_name() {
+    // HOST_NAME_MAX is 64 on Linux; leave room and force termination, since
+    // gethostname need not terminate a truncated name.
+    std::array<char, 256> buf{};
+    if (gethostname(buf.data(), buf.size() - 1) != 0) return {};
+    buf.back() = '\0';
+    return std::string(buf.data());
+  }
+
+  std::string source_;
+};
+
+}  // namespace
+
+ConfigError::ConfigError(std::string source, std::string field, int line, std::string message)
+    : std::runtime_error(format_what(source, field, line, message)),
+      source_(std::move(source)),
+      field_(std::move(field)),
+      line_(line),
+      message_(std::move(message)) {}
+
+Config parse_config(std::string_view yaml_text, std::string_view source_name,
+                    std::string_view base_dir) {
+  const std::string source(source_name);
+  try {
+    return Parser(source).parse(yaml_text, base_dir);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const YAML::Exception& e) {
+    const int line = e.mark.is_null() ? 0 : e.mark.line + 1;
+    std::string message = "YAML syntax error: " + escape(e.msg);
+    if (!e.mark.is_null()) message += " (column " + std::to_string(e.mark.column + 1) + ")";
+    throw ConfigError(source, "", line, std::move(message));
+  } catch (const std::bad_alloc&) {
+    throw ConfigError(source, "", 0, "out of memory while parsing");
+  } catch (const std::exception& e) {
+    throw ConfigError(source, "", 0, std::string("cannot parse: ") + e.what());
+  } catch (...) {
+    throw ConfigError(source, "", 0, "cannot parse: unknown error");
+  }
+}
+
+Config load_config(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw ConfigError(path, "", 0,
+                      "cannot open config file: " + std::system_category().message(errno));
+  }
+  std::string text;
+  int read_errno = 0;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    read_errno = EISDIR;
+  } else {
+    std::array<char, 65536> buf{};
+    for (;;) {
+      const ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        read_errno = errno;
+        break;
+      }
+      if (n == 0) break;
+      text.append(buf.data(), static_cast<std::size_t>(n));
+      if (text.size() > kMaxFileBytes) break;
+    }
+  }
+  ::close(fd);
+  if (read_errno != 0) {
+    throw ConfigError(path, "", 0,
+                      "cannot read config file: " + std::system_category().message(read_errno));
+  }
+  if (text.size() > kMaxFileBytes) {
+    throw ConfigError(path, "", 0, "config file is larger than 1 MiB");
+  }
+
+  // Absolute, so relative key paths survive a later chdir.
+  std::error_code ec;
+  std::filesystem::path file = std::filesystem::absolute(path, ec);
+  if (ec) file = path;
+  return parse_config(text, path, file.parent_path().string());
+}
+
+std::string resolve_path(const Config& config, const std::string& p) {
+  if (p.empty() || config.base_dir.empty() || std::filesystem::path(p).is_absolute()) return p;
+  return (std::filesystem::path(config.base_dir) / p).string();
+}
+
+}  // namespace gw::config

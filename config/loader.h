@@ -1,0 +1,68 @@
+// Loads and validates gossipgw's YAML config before EAL starts.
+//
+// The YAML layout mirrors config.h: top-level sections `cluster`, `node`,
+// `lcores`, `rings`, `dataplane`, `limits`, `log`, whose keys are exactly the
+// struct member names. Only `cluster.name`, `cluster.keys` and `node.address`
+// are required. Anything the loader cannot vouch for (unknown or duplicate
+// keys, wrong types, out-of-range values, YAML syntax errors, several
+// documents) is a ConfigError naming the field and the line, so a bad file
+// stops the process with one readable line instead of reaching the dataplane.
+//
+// Deliberately strict typing, so a typo cannot silently change meaning:
+//  - booleans are `true` or `false` (also True/TRUE/False/FALSE), never the
+//    YAML 1.1 `yes`/`no`/`on`/`off`;
+//  - integers are plain (unquoted) decimal, `0x` hex or `0o` octal scalars;
+//    quoted numbers are strings and rejected where an integer is expected;
+//  - a section that is present but empty (`limits:` with every line commented
+//    out) means "all defaults".
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+
+namespace gw::config {
+
+// The only exception parse_config and load_config let escape. what() is one
+// line: `<source>:<line>: <field>: <message>`; `:<line>` is left out when the
+// line is unknown and `<field>: ` when the error concerns the whole file.
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string source, std::string field, int line, std::string message);
+
+  // Name of the file (or whatever the caller called the text) at fault.
+  const std::string& source() const noexcept { return source_; }
+  // Path of the offending field, e.g. `cluster.keys[0].file`; empty when the
+  // error concerns the whole file (syntax error, empty document, unreadable).
+  const std::string& field() const noexcept { return field_; }
+  // 1-based line of the offending key or element; 0 when unknown.
+  int line() const noexcept { return line_; }
+  // The message without the source/line/field prefix.
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  std::string source_;
+  std::string field_;
+  int line_;
+  std::string message_;
+};
+
+// Parses and validates `yaml_text`. `source_name` only labels errors;
+// `base_dir` is copied into Config::base_dir for resolve_path. Throws only
+// ConfigError, whatever the bytes (including invalid UTF-8 and NULs).
+Config parse_config(std::string_view yaml_text, std::string_view source_name,
+                    std::string_view base_dir);
+
+// Reads `path` and parses it with parse_config. Config::base_dir becomes the
+// absolute directory holding the file, so relative key paths keep working if
+// the process later changes directory. A missing, unreadable or oversized
+// (over 1 MiB) file is a ConfigError whose source is `path`.
+Config load_config(const std::string& path);
+
+// `p` if it is absolute or `config.base_dir` is empty, else base_dir/p.
+// Not normalised: `..` is left for the kernel to resolve through symlinks.
+std::string resolve_path(const Config& config, const std::string& p);
+
+}  // namespace gw::config

@@ -1,0 +1,907 @@
+#include "perf/gossipgen/generator.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "crypto/datagram.h"
+#include "crypto/nonce.h"
+#include "gossip.pb.h"
+
+namespace gw::perf {
+namespace {
+
+constexpr std::array<std::string_view, kKindCount> kKindNames = {
+    "valid",          "valid_secondary", "foreign",         "unknown_key",
+    "forged_header",  "forged_tag",      "forged_ciphertext", "unkeyed_random",
+    "unkeyed_short",  "unkeyed_version", "unkeyed_memberlist", "not_gossip",
+    "malformed",
+};
+
+constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
+    "accepted",          "drop_not_gossip",      "drop_malformed", "drop_unkeyed",
+    "drop_foreign_cluster", "drop_unknown_key", "drop_bad_mac",   "drop_bad_auth",
+};
+
+constexpr std::array<std::string_view, kMsgTypeCount> kMsgTypeNames = {
+    "ping",  "ack",   "indirect_ping", "nack",         "alive",        "suspect",
+    "dead",  "leave", "sync_request",  "sync_response", "user_data",
+};
+
+constexpr std::array<std::string_view, crypto::kClassCount> kClassNames = {
+    "urgent", "probe", "gossip", "bulk"};
+
+constexpr std::size_t kUnkeyedRandomMaxBytes = 300;
+constexpr std::size_t kForgedPayloadMaxBytes = 300;
+
+// The seed's stream, with bounded draws written out so the bytes produced do
+// not depend on the standard library's distribution algorithms.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : engine_(seed) {}
+  std::uint64_t next() { return engine_(); }
+  // Uniform enough in [0, n) for test traffic; n > 0.
+  std::uint64_t below(std::uint64_t n) { return engine_() % n; }
+  // Inclusive range.
+  std::size_t range(std::size_t lo, std::size_t hi) {
+    return lo + static_cast<std::size_t>(below(static_cast<std::uint64_t>(hi - lo) + 1));
+  }
+  bool coin() { return (engine_() & 1) != 0; }
+  void fill(std::uint8_t* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(engine_() >> 56);
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+// SplitMix64 finaliser: the nonce epoch is a function of the seed that is not
+// the seed itself, so epochs of neighbouring seeds do not look alike.
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+struct Sealed {
+  std::vector<std::uint8_t> datagram;
+  crypto::PriorityClass cls = crypto::PriorityClass::kGossip;
+  std::array<std::uint32_t, kMsgTypeCount> messages{};
+};
+
+enum class MalformedVariant : std::uint8_t {
+  kEthTruncated,
+  kIpTruncated,
+  kL4Truncated,
+  kIpv4Ihl,
+  kIpLengthOver,
+  kUdpLengthOver,
+  kUdpLengthUnder,
+  kIpv4Fragment,
+  kHeaderLength,
+  kHeaderField,
+  kPayloadOverLimit,
+};
+
+enum class NotGossipVariant : std::uint8_t {
+  kArp,
+  kUdpOtherPort,
+  kTcpOurPort,
+  kIcmpEcho,
+  kUdpOtherIp,
+  kUnknownEtherType,
+};
+
+class Generator {
+ public:
+  explicit Generator(const GenOptions& o)
+      : o_(o),
+        rng_(o.seed),
+        nonces_(mix64(o.seed)),
+        cluster_id_(crypto::derive_cluster_id(o.cluster)),
+        foreign_id_(crypto::derive_cluster_id(o.foreign_cluster)),
+        v6_(o.dst_ip.v6) {
+    for (const auto& kb : o.keys) keys_.emplace_back(kb, o.suite);
+    src_base_ = o.src_ip ? *o.src_ip : *parse_ip(v6_ ? "fd00::2" : "10.0.0.2");
+    ip_id_ = static_cast<std::uint16_t>(rng_.next());
+    const std::size_t max_udp_payload = kMaxFrameBytes - udp_payload_offset(v6_);
+    for (const auto& p : o.corpus) {
+      // A payload starting with our magic would not be unkeyed; one that does
+      // not fit a frame for this family cannot be replayed as is.
+      const bool ours = p.size() >= 4 && std::equal(crypto::kWireMagic.begin(),
+                                                    crypto::kWireMagic.end(), p.begin());
+      if (!ours && p.size() <= max_udp_payload) corpus_.push_back(&p);
+    }
+  }
+
+  void run(const std::function<void(const Packet&)>& sink) {
+    std::vector<Kind> order;
+    for (std::size_t k = 0; k < kKindCount; ++k) {
+      order.insert(order.end(), o_.mix[k], static_cast<Kind>(k));
+    }
+    // Fisher-Yates with our own draws (std::shuffle is implementation-defined).
+    for (std::size_t i = order.size(); i > 1; --i) {
+      std::swap(order[i - 1], order[rng_.below(i)]);
+    }
+    for (const Kind k : order) sink(make(k));
+  }
+
+ private:
+  // ---- addresses -------------------------------------------------------
+
+  Flow flow() {
+    Flow f;
+    f.dst = o_.dst_ip;
+    f.dst_port = o_.dst_port;
+    f.dst_mac = o_.dst_mac;
+    f.src = src_base_;
+    const std::size_t last = v6_ ? 15 : 3;
+    // Many sources in the /24 of the base address, never our own address.
+    do {
+      f.src.bytes[last] = static_cast<std::uint8_t>(rng_.range(1, 254));
+    } while (f.src == f.dst);
+    f.src_mac = {0x02, 0x00, f.src.bytes[last - 3], f.src.bytes[last - 2], f.src.bytes[last - 1],
+                 f.src.bytes[last]};
+    f.src_port = static_cast<std::uint16_t>(rng_.range(1024, 65535));
+    f.ip_id = ip_id_++;
+    return f;
+  }
+
+  // ---- messages --------------------------------------------------------
+
+  std::string node_name() { return "node-" + std::to_string(rng_.below(1000)); }
+
+  void fill_address(proto::Address* a) {
+    std::array<std::uint8_t, 16> ip{};
+    std::size_t n = 4;
+    if (v6_) {
+      n = 16;
+      ip[0] = 0xFD;
+      rng_.fill(ip.data() + 8, 8);
+    } else {
+      ip[0] = 10;
+      rng_.fill(ip.data() + 1, 3);
+    }
+    a->set_ip(std::string(reinterpret_cast<const char*>(ip.data()), n));
+    a->set_port(7946);
+  }
+
+  void fill_tags(google::protobuf::RepeatedPtrField<proto::Tag>* tags) {
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kTags = {{
+        {"role", "control-plane"}, {"role", "worker"}, {"zone", "eu-west-1a"},
+        {"rack", "r17"}, {"dc", "fra1"}}};
+    const std::size_t n = rng_.below(3);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& [k, v] = kTags[rng_.below(kTags.size())];
+      proto::Tag* t = tags->Add();
+      t->set_key(std::string(k));
+      t->set_value(std::string(v));
+    }
+  }
+
+  void fill_members(google::protobuf::RepeatedPtrField<proto::MemberState>* members) {
+    const std::size_t n = rng_.range(1, 3);
+    for (std::size_t i = 0; i < n; ++i) {
+      proto::MemberState* m = members->Add();
+      m->set_node(node_name());
+      fill_address(m->mutable_addr());
+      m->set_incarnation(rng_.range(1, 1000));
+      m->set_status(static_cast<proto::MemberStatus>(rng_.below(4)));
+      fill_tags(m->mutable_tags());
+    }
+  }
+
+  std::uint32_t seq_no() { return static_cast<std::uint32_t>(rng_.next()); }
+
+  void fill_message(proto::Message* m, MsgType t) {
+    switch (t) {
+      case MsgType::kPing: {
+        auto* b = m->mutable_ping();
+        b->set_seq_no(seq_no());
+        b->set_target(node_name());
+        b->set_source(node_name());
+        fill_address(b->mutable_source_addr());
+        break;
+      }
+      case MsgType::kAck: {
+        auto* b = m->mutable_ack();
+        b->set_seq_no(seq_no());
+        b->set_source(node_name());
+        break;
+      }
+      case MsgType::kIndirectPing: {
+        auto* b = m->mutable_indirect_ping();
+        b->set_seq_no(seq_no());
+        b->set_target(node_name());
+        fill_address(b->mutable_target_addr());
+        b->set_want_nack(rng_.coin());
+        b->set_source(node_name());
+        fill_address(b->mutable_source_addr());
+        break;
+      }
+      case MsgType::kNack: {
+        auto* b = m->mutable_nack();
+        b->set_seq_no(seq_no());
+        b->set_source(node_name());
+        break;
+      }
+      case MsgType::kAlive: {
+        auto* b = m->mutable_alive();
+        b->set_incarnation(rng_.range(1, 1000));
+        b->set_node(node_name());
+        fill_address(b->mutable_addr());
+        fill_tags(b->mutable_tags());
+        b->set_protocol_version(1);
+        break;
+      }
+      case MsgType::kSuspect: {
+        auto* b = m->mutable_suspect();
+        b->set_incarnation(rng_.range(1, 1000));
+        b->set_node(node_name());
+        b->set_from(node_name());
+        break;
+      }
+      case MsgType::kDead: {
+        auto* b = m->mutable_dead();
+        b->set_incarnation(rng_.range(1, 1000));
+        b->set_node(node_name());
+        b->set_from(node_name());
+        break;
+      }
+      case MsgType::kLeave: {
+        auto* b = m->mutable_leave();
+        b->set_incarnation(rng_.range(1, 1000));
+        b->set_node(node_name());
+        break;
+      }
+      case MsgType::kSyncRequest: {
+        auto* b = m->mutable_sync_request();
+        b->set_seq_no(seq_no());
+        b->set_source(node_name());
+        b->set_join(rng_.coin());
+        b->set_parts(static_cast<std::uint32_t>(rng_.range(1, 4)));
+        b->set_part(static_cast<std::uint32_t>(rng_.below(b->parts())));
+        fill_members(b->mutable_members());
+        break;
+      }
+      case MsgType::kSyncResponse: {
+        auto* b = m->mutable_sync_response();
+        b->set_seq_no(seq_no());
+        b->set_source(node_name());
+        b->set_parts(static_cast<std::uint32_t>(rng_.range(1, 4)));
+        b->set_part(static_cast<std::uint32_t>(rng_.below(b->parts())));
+        fill_members(b->mutable_members());
+        break;
+      }
+      case MsgType::kUserData: {
+        auto* b = m->mutable_user_data();
+        b->set_source(node_name());
+        std::string data(rng_.range(1, 64), '\0');
+        rng_.fill(reinterpret_cast<std::uint8_t*>(data.data()), data.size());
+        b->set_data(std::move(data));
+        break;
+      }
+    }
+  }
+
+  // Appends a user_data message so the serialised compound is as close to
+  // `target` bytes as protobuf's varint lengths allow, never above it.
+  void pad_compound(proto::Compound& c, std::size_t target) {
+    // The smallest padding message is 4 bytes (two tags, two lengths); a
+    // smaller gap is closed by dropping the last message and padding more.
+    constexpr std::size_t kMinPad = 4;
+    std::size_t cur = c.ByteSizeLong();
+    if (cur < target && target - cur < kMinPad && c.messages_size() > 1) {
+      c.mutable_messages()->RemoveLast();
+      cur = c.ByteSizeLong();
+    }
+    if (cur + kMinPad > target) return;
+    proto::UserData* ud = c.add_messages()->mutable_user_data();
+    if (target - cur >= 32) ud->set_source(node_name());
+    std::size_t n = target - cur;
+    for (int i = 0; i < 8; ++i) {
+      ud->mutable_data()->assign(n, '\0');
+      const std::size_t size = c.ByteSizeLong();
+      if (size == target) break;
+      if (size > target) {
+        n -= std::min(n, size - target);
+      } else if (i < 7) {
+        n += target - size;
+      }
+    }
+    while (n > 0 && c.ByteSizeLong() > target) ud->mutable_data()->assign(--n, '\0');
+    rng_.fill(reinterpret_cast<std::uint8_t*>(ud->mutable_data()->data()), n);
+  }
+
+  // Largest payload_len (ciphertext + tag) that fits one frame.
+  std::size_t frame_payload_room() const {
+    return kMaxFrameBytes - udp_payload_offset(v6_) - crypto::kHeaderBytes;
+  }
+
+  // A sealed datagram of 1-4 random messages. `plaintext_target` (0: natural
+  // size) pads it with a user_data message.
+  Sealed seal(const crypto::Key& key, std::uint64_t cluster_id, std::size_t plaintext_target,
+              bool count_types) {
+    proto::Compound c;
+    const std::size_t n = rng_.range(1, 4);
+    for (std::size_t i = 0; i < n; ++i) {
+      // The first message of each valid packet cycles through the types, so
+      // every type appears once there are 11 valid packets.
+      MsgType t = static_cast<MsgType>(rng_.below(kMsgTypeCount));
+      if (i == 0 && count_types) t = static_cast<MsgType>(valid_seq_++ % kMsgTypeCount);
+      fill_message(c.add_messages(), t);
+      // A sized datagram keeps only the messages that fit its target (the
+      // first always stays), so the padding can make up the rest.
+      if (plaintext_target > 0 && i > 0 && c.ByteSizeLong() > plaintext_target) {
+        c.mutable_messages()->RemoveLast();
+        break;
+      }
+    }
+    if (plaintext_target > 0) pad_compound(c, plaintext_target);
+
+    Sealed s;
+    std::uint8_t best = static_cast<std::uint8_t>(crypto::PriorityClass::kBulk);
+    for (const proto::Message& m : c.messages()) {
+      const auto t = static_cast<MsgType>(static_cast<int>(m.body_case()) - 1);
+      s.messages[static_cast<std::size_t>(t)]++;
+      best = std::min(best, static_cast<std::uint8_t>(class_of(t)));
+    }
+    s.cls = static_cast<crypto::PriorityClass>(best);
+    const std::string plain = c.SerializeAsString();
+    s.datagram.resize(crypto::kHeaderBytes + plain.size() + crypto::kTagBytes);
+    crypto::SealParams params;
+    params.cluster_id = cluster_id;
+    params.cls = s.cls;
+    params.timestamp = o_.timestamp;
+    const std::size_t len =
+        crypto::seal_datagram(key, params, nonces_, reinterpret_cast<const std::uint8_t*>(plain.data()),
+                              plain.size(), s.datagram.data(), s.datagram.size());
+    if (len != s.datagram.size()) throw GenError("internal error: sealing failed");
+    return s;
+  }
+
+  // The plaintext size --size asks for, clamped to the frame and the limit.
+  std::size_t sized_plaintext() const {
+    if (o_.frame_size == 0) return 0;
+    const std::size_t overhead = udp_payload_offset(v6_) + crypto::kHeaderBytes + crypto::kTagBytes;
+    const std::size_t max_payload_len = std::min(o_.max_payload, frame_payload_room());
+    const std::size_t want = o_.frame_size > overhead ? o_.frame_size - overhead : 0;
+    return std::min(want, max_payload_len - crypto::kTagBytes);
+  }
+
+  // The UDP payload length --size asks for (random and forged payloads).
+  std::size_t sized_udp_payload(std::size_t natural_max) {
+    if (o_.frame_size == 0) return rng_.range(0, natural_max);
+    const std::size_t off = udp_payload_offset(v6_);
+    const std::size_t want = o_.frame_size > off ? o_.frame_size - off : 0;
+    return std::min(want, kMaxFrameBytes - off);
+  }
+
+  Sealed seal_valid(const crypto::Key& key) {
+    return seal(key, cluster_id_, sized_plaintext(), true);
+  }
+  Sealed seal_other(const crypto::Key& key, std::uint64_t cluster_id) {
+    return seal(key, cluster_id, sized_plaintext(), false);
+  }
+
+  crypto::Key random_key() {
+    for (;;) {
+      crypto::KeyBytes kb{};
+      rng_.fill(kb.data(), kb.size());
+      crypto::Key k(kb, o_.suite);
+      const bool ours = std::any_of(keys_.begin(), keys_.end(),
+                                    [&](const crypto::Key& mine) { return mine.id() == k.id(); });
+      if (!ours) return k;
+    }
+  }
+
+  // Recomputes the header MAC with our primary key after a header edit, so
+  // the edit is the only thing wrong with the datagram.
+  void remac(std::vector<std::uint8_t>& d) {
+    const std::uint64_t mac = keys_[0].header_mac(d.data());
+    for (int i = 0; i < 8; ++i) {
+      d[crypto::kMacOffset + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(mac >> (56 - 8 * i));
+    }
+  }
+
+  // ---- kinds -----------------------------------------------------------
+
+  Packet make(Kind k) {
+    Packet p;
+    p.kind = k;
+    p.verdict = expected_verdict(k);
+    switch (k) {
+      case Kind::kValid:
+      case Kind::kValidSecondary: {
+        Sealed s = seal_valid(keys_[k == Kind::kValid ? 0 : 1]);
+        p.variant = k == Kind::kValid ? "primary_key" : "secondary_key";
+        p.cls = s.cls;
+        p.messages = s.messages;
+        p.frame = build_udp_frame(flow(), s.datagram);
+        break;
+      }
+      case Kind::kForeign: {
+        // Half under our own key: the cluster id alone must reject it.
+        const bool own_key = rng_.coin();
+        p.variant = own_key ? "primary_key" : "other_key";
+        Sealed s = own_key ? seal_other(keys_[0], foreign_id_) : seal_other(random_key(), foreign_id_);
+        p.frame = build_udp_frame(flow(), s.datagram);
+        break;
+      }
+      case Kind::kUnknownKey: {
+        p.variant = "random_key";
+        p.frame = build_udp_frame(flow(), seal_other(random_key(), cluster_id_).datagram);
+        break;
+      }
+      case Kind::kForgedHeader: {
+        p.variant = "random_mac";
+        p.frame = build_udp_frame(flow(), forged_header());
+        break;
+      }
+      case Kind::kForgedTag:
+      case Kind::kForgedCiphertext: {
+        std::vector<std::uint8_t> d = seal_other(keys_[0], cluster_id_).datagram;
+        const std::size_t tag_at = d.size() - crypto::kTagBytes;
+        const std::size_t at = k == Kind::kForgedTag
+                                   ? tag_at + rng_.below(crypto::kTagBytes)
+                                   : crypto::kHeaderBytes + rng_.below(tag_at - crypto::kHeaderBytes);
+        d[at] ^= static_cast<std::uint8_t>(1U << rng_.below(8));
+        p.variant = k == Kind::kForgedTag ? "tag_bit" : "ciphertext_bit";
+        p.frame = build_udp_frame(flow(), d);
+        break;
+      }
+      case Kind::kUnkeyedRandom: {
+        std::vector<std::uint8_t> d(sized_udp_payload(kUnkeyedRandomMaxBytes));
+        rng_.fill(d.data(), d.size());
+        if (d.size() >= 4 && std::equal(crypto::kWireMagic.begin(), crypto::kWireMagic.end(), d.begin())) {
+          d[0] ^= 0x80;
+        }
+        p.variant = "random";
+        p.frame = build_udp_frame(flow(), d);
+        break;
+      }
+      case Kind::kUnkeyedShort: {
+        std::vector<std::uint8_t> d = seal_other(keys_[0], cluster_id_).datagram;
+        d.resize(rng_.range(1, crypto::kHeaderBytes - 1));
+        p.variant = "short_header";
+        p.frame = build_udp_frame(flow(), d);
+        break;
+      }
+      case Kind::kUnkeyedVersion: {
+        std::vector<std::uint8_t> d = seal_other(keys_[0], cluster_id_).datagram;
+        d[4] = 2;
+        remac(d);
+        p.variant = "version_2";
+        p.frame = build_udp_frame(flow(), d);
+        break;
+      }
+      case Kind::kUnkeyedMemberlist: {
+        const std::vector<std::uint8_t>& d = *corpus_[corpus_pos_++ % corpus_.size()];
+        p.variant = "memberlist";
+        p.frame = build_udp_frame(flow(), d);
+        break;
+      }
+      case Kind::kNotGossip:
+        make_not_gossip(p);
+        break;
+      case Kind::kMalformed:
+        make_malformed(p);
+        break;
+    }
+    return p;
+  }
+
+  std::vector<std::uint8_t> forged_header() {
+    crypto::WireHeader h;
+    h.cls = static_cast<crypto::PriorityClass>(rng_.below(crypto::kClassCount));
+    h.suite = o_.suite;
+    h.cluster_id = cluster_id_;
+    h.key_id = keys_[0].id();
+    h.timestamp = o_.timestamp;
+    rng_.fill(h.nonce.data(), h.nonce.size());
+    std::size_t payload_len = 0;
+    if (o_.frame_size == 0) {
+      payload_len = rng_.range(crypto::kTagBytes, kForgedPayloadMaxBytes);
+    } else {
+      payload_len = std::max(sized_plaintext() + crypto::kTagBytes, crypto::kTagBytes);
+    }
+    h.payload_len = static_cast<std::uint16_t>(payload_len);
+    std::vector<std::uint8_t> d(crypto::kHeaderBytes + payload_len);
+    crypto::write_header(h, d.data());
+    // A random MAC that is not, by a 2^-64 chance, the right one.
+    h.mac = rng_.next();
+    if (h.mac == keys_[0].header_mac(d.data())) h.mac ^= 1;
+    crypto::write_header(h, d.data());
+    rng_.fill(d.data() + crypto::kHeaderBytes, payload_len);
+    return d;
+  }
+
+  void make_not_gossip(Packet& p) {
+    Flow f = flow();
+    switch (static_cast<NotGossipVariant>(rng_.below(6))) {
+      case NotGossipVariant::kArp:
+        p.variant = "arp_request";
+        p.frame = build_arp_request(f);
+        break;
+      case NotGossipVariant::kUdpOtherPort:
+        // A perfectly valid datagram: only the port makes it not ours.
+        p.variant = "udp_other_port";
+        do {
+          f.dst_port = static_cast<std::uint16_t>(rng_.range(1, 65535));
+        } while (f.dst_port == o_.dst_port);
+        p.frame = build_udp_frame(f, seal_other(keys_[0], cluster_id_).datagram);
+        break;
+      case NotGossipVariant::kTcpOurPort:
+        p.variant = "tcp_our_port";
+        p.frame = build_tcp_syn_frame(f, static_cast<std::uint32_t>(rng_.next()));
+        break;
+      case NotGossipVariant::kIcmpEcho: {
+        p.variant = "icmp_echo";
+        std::vector<std::uint8_t> data(56);
+        rng_.fill(data.data(), data.size());
+        p.frame = build_icmp_echo_frame(f, static_cast<std::uint16_t>(rng_.next()),
+                                        static_cast<std::uint16_t>(rng_.below(1000)), data);
+        break;
+      }
+      case NotGossipVariant::kUdpOtherIp:
+        // Valid datagram to our port, but another host's address.
+        p.variant = "udp_other_ip";
+        f.dst.bytes[v6_ ? 15 : 3] ^= static_cast<std::uint8_t>(rng_.range(1, 255));
+        p.frame = build_udp_frame(f, seal_other(keys_[0], cluster_id_).datagram);
+        break;
+      case NotGossipVariant::kUnknownEtherType: {
+        p.variant = "unknown_ethertype";
+        std::vector<std::uint8_t> data(46);
+        rng_.fill(data.data(), data.size());
+        p.frame = build_ethernet_frame(f.src_mac, f.dst_mac, 0x88B5, data);  // IEEE local experimental
+        break;
+      }
+    }
+  }
+
+  void make_malformed(Packet& p) {
+    std::vector<MalformedVariant> variants = {
+        MalformedVariant::kEthTruncated,  MalformedVariant::kIpTruncated,
+        MalformedVariant::kL4Truncated,   MalformedVariant::kIpLengthOver,
+        MalformedVariant::kUdpLengthOver, MalformedVariant::kUdpLengthUnder,
+        MalformedVariant::kHeaderLength,  MalformedVariant::kHeaderField,
+    };
+    // IHL and fragments have no IPv6 analogue the gateway must call malformed
+    // (a fragment header is another next-header, not UDP).
+    if (!v6_) {
+      variants.push_back(MalformedVariant::kIpv4Ihl);
+      variants.push_back(MalformedVariant::kIpv4Fragment);
+    }
+    if (o_.max_payload + 3 <= frame_payload_room()) {
+      variants.push_back(MalformedVariant::kPayloadOverLimit);
+    }
+    const MalformedVariant v = variants[rng_.below(variants.size())];
+    const std::size_t ip_at = kEthHeaderBytes;
+    const std::size_t l4 = l4_offset(v6_);
+
+    if (v == MalformedVariant::kPayloadOverLimit) {
+      // Padding lands at most 2 bytes under its target (varint lengths), so
+      // aim 3 over the limit or more.
+      const std::size_t room = frame_payload_room();
+      const std::size_t payload_len = rng_.range(o_.max_payload + 3, std::min(room, o_.max_payload + 32));
+      Sealed s = seal(keys_[0], cluster_id_, payload_len - crypto::kTagBytes, false);
+      p.variant = "payload_over_limit";
+      p.frame = build_udp_frame(flow(), s.datagram);
+      return;
+    }
+    if (v == MalformedVariant::kHeaderLength || v == MalformedVariant::kHeaderField) {
+      std::vector<std::uint8_t> d = seal_other(keys_[0], cluster_id_).datagram;
+      if (v == MalformedVariant::kHeaderLength) {
+        const std::uint16_t actual = load_be16(d.data() + 36);
+        std::uint16_t lie = 0;
+        switch (rng_.below(3)) {
+          case 0:
+            lie = static_cast<std::uint16_t>(actual + rng_.range(1, 64));
+            p.variant = "header_payload_len_long";
+            break;
+          case 1:
+            lie = static_cast<std::uint16_t>(rng_.range(crypto::kTagBytes, actual - 1u));
+            p.variant = "header_payload_len_short";
+            break;
+          default:
+            lie = static_cast<std::uint16_t>(rng_.below(crypto::kTagBytes));
+            p.variant = "header_payload_len_below_tag";
+            break;
+        }
+        store_be16(d.data() + 36, lie);
+      } else {
+        switch (rng_.below(4)) {
+          case 0:
+            d[5] = static_cast<std::uint8_t>(rng_.range(crypto::kClassCount, 255));
+            p.variant = "header_bad_class";
+            break;
+          case 1: {
+            static constexpr std::array<std::uint8_t, 4> kBadSuites = {0, 3, 7, 255};
+            d[6] = kBadSuites[rng_.below(kBadSuites.size())];
+            p.variant = "header_bad_suite";
+            break;
+          }
+          case 2:
+            d[7] = static_cast<std::uint8_t>(rng_.range(1, 255));
+            p.variant = "header_flags_set";
+            break;
+          default:
+            d[38 + rng_.below(2)] = static_cast<std::uint8_t>(rng_.range(1, 255));
+            p.variant = "header_reserved_set";
+            break;
+        }
+      }
+      remac(d);
+      p.frame = build_udp_frame(flow(), d);
+      return;
+    }
+
+    Frame f = build_udp_frame(flow(), seal_other(keys_[0], cluster_id_).datagram);
+    // End of the IP packet (frames carrying a datagram are never padded, but
+    // do not rely on it).
+    const std::size_t ip_end =
+        v6_ ? l4 + load_be16(f.data() + ip_at + 4) : ip_at + load_be16(f.data() + ip_at + 2);
+    switch (v) {
+      case MalformedVariant::kEthTruncated:
+        f.resize(rng_.range(1, kEthHeaderBytes - 1));
+        p.variant = "eth_truncated";
+        break;
+      case MalformedVariant::kIpTruncated:
+        f.resize(rng_.range(kEthHeaderBytes, l4 - 1));
+        p.variant = "ip_truncated";
+        break;
+      case MalformedVariant::kL4Truncated:
+        // The IP length now claims more than the frame holds.
+        f.resize(rng_.range(l4, ip_end - 1));
+        p.variant = "l4_truncated";
+        break;
+      case MalformedVariant::kIpv4Ihl:
+        f[ip_at] = static_cast<std::uint8_t>(0x40 | rng_.below(5));
+        fix_ipv4_checksum(f);
+        p.variant = "ipv4_ihl_below_5";
+        break;
+      case MalformedVariant::kIpLengthOver: {
+        const std::size_t extra = rng_.range(1, 64);
+        if (v6_) {
+          store_be16(f.data() + ip_at + 4, static_cast<std::uint16_t>(f.size() - l4 + extra));
+        } else {
+          store_be16(f.data() + ip_at + 2, static_cast<std::uint16_t>(f.size() - ip_at + extra));
+          fix_ipv4_checksum(f);
+        }
+        p.variant = v6_ ? "ipv6_payload_len_over_frame" : "ipv4_total_len_over_frame";
+        break;
+      }
+      case MalformedVariant::kUdpLengthOver:
+        store_be16(f.data() + l4 + 4, static_cast<std::uint16_t>(ip_end - l4 + rng_.range(1, 64)));
+        p.variant = "udp_len_over_ip";
+        break;
+      case MalformedVariant::kUdpLengthUnder:
+        store_be16(f.data() + l4 + 4, static_cast<std::uint16_t>(rng_.below(kUdpHeaderBytes)));
+        p.variant = "udp_len_below_8";
+        break;
+      case MalformedVariant::kIpv4Fragment:
+        // First fragment (offset 0, more fragments): the UDP header says it
+        // is for us, but the datagram is incomplete.
+        store_be16(f.data() + ip_at + 6, 0x2000);
+        fix_ipv4_checksum(f);
+        p.variant = "ipv4_fragment";
+        break;
+      default:
+        break;
+    }
+    p.frame = std::move(f);
+  }
+
+  const GenOptions& o_;
+  Rng rng_;
+  crypto::NonceSource nonces_;
+  std::vector<crypto::Key> keys_;
+  std::uint64_t cluster_id_;
+  std::uint64_t foreign_id_;
+  bool v6_;
+  IpAddr src_base_;
+  std::uint16_t ip_id_ = 0;
+  std::vector<const std::vector<std::uint8_t>*> corpus_;
+  std::size_t corpus_pos_ = 0;
+  std::size_t valid_seq_ = 0;
+};
+
+}  // namespace
+
+void check_options(const GenOptions& o) {
+  const auto count = [&](Kind k) { return o.mix[static_cast<std::size_t>(k)]; };
+  std::uint64_t total = 0;
+  for (const std::uint32_t n : o.mix) total += n;
+  if (total > kMaxPackets) {
+    throw GenError("too many packets: " + std::to_string(total) + " (at most " +
+                   std::to_string(kMaxPackets) + ")");
+  }
+  if (o.cluster.empty()) throw GenError("no cluster name");
+  if (o.keys.empty()) throw GenError("no key: give at least one");
+  if (count(Kind::kValidSecondary) > 0 && o.keys.size() < 2) {
+    throw GenError("valid_secondary needs a second key");
+  }
+  if (o.foreign_cluster == o.cluster) {
+    throw GenError("foreign cluster '" + o.foreign_cluster + "' is our own cluster");
+  }
+  if (o.dst_port == 0) throw GenError("destination port 0");
+  if (o.src_ip && o.src_ip->v6 != o.dst_ip.v6) {
+    throw GenError("source and destination addresses are of different families");
+  }
+  if (o.max_payload < crypto::kTagBytes + 1) throw GenError("max payload too small");
+  if (count(Kind::kUnkeyedMemberlist) > 0) {
+    const std::size_t room = kMaxFrameBytes - udp_payload_offset(o.dst_ip.v6);
+    const bool usable = std::any_of(o.corpus.begin(), o.corpus.end(), [&](const auto& p) {
+      const bool ours = p.size() >= 4 &&
+                        std::equal(crypto::kWireMagic.begin(), crypto::kWireMagic.end(), p.begin());
+      return !ours && p.size() <= room;
+    });
+    if (!usable) throw GenError("unkeyed_memberlist needs a corpus with usable UDP payloads (--corpus)");
+  }
+  // Fail here with a clear message rather than inside Key's constructor.
+  if (o.suite == crypto::Suite::kAes256Gcm && !crypto::aes256gcm_available()) {
+    throw GenError("AES-256-GCM is not available on this CPU (needs AES-NI and PCLMUL)");
+  }
+}
+
+std::string_view kind_name(Kind k) noexcept { return kKindNames[static_cast<std::size_t>(k)]; }
+
+std::optional<Kind> parse_kind_name(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < kKindCount; ++i) {
+    if (kKindNames[i] == name) return static_cast<Kind>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view verdict_name(Verdict v) noexcept { return kVerdictNames[static_cast<std::size_t>(v)]; }
+
+Verdict expected_verdict(Kind k) noexcept {
+  switch (k) {
+    case Kind::kValid:
+    case Kind::kValidSecondary:
+      return Verdict::kAccepted;
+    case Kind::kForeign:
+      return Verdict::kDropForeignCluster;
+    case Kind::kUnknownKey:
+      return Verdict::kDropUnknownKey;
+    case Kind::kForgedHeader:
+      return Verdict::kDropBadMac;
+    case Kind::kForgedTag:
+    case Kind::kForgedCiphertext:
+      return Verdict::kDropBadAuth;
+    case Kind::kUnkeyedRandom:
+    case Kind::kUnkeyedShort:
+    case Kind::kUnkeyedVersion:
+    case Kind::kUnkeyedMemberlist:
+      return Verdict::kDropUnkeyed;
+    case Kind::kNotGossip:
+      return Verdict::kDropNotGossip;
+    case Kind::kMalformed:
+      return Verdict::kDropMalformed;
+  }
+  return Verdict::kDropMalformed;
+}
+
+std::string_view msg_type_name(MsgType t) noexcept { return kMsgTypeNames[static_cast<std::size_t>(t)]; }
+
+crypto::PriorityClass class_of(MsgType t) noexcept {
+  switch (t) {
+    case MsgType::kDead:
+    case MsgType::kLeave:
+      return crypto::PriorityClass::kUrgent;
+    case MsgType::kPing:
+    case MsgType::kAck:
+    case MsgType::kIndirectPing:
+    case MsgType::kNack:
+      return crypto::PriorityClass::kProbe;
+    case MsgType::kAlive:
+    case MsgType::kSuspect:
+    case MsgType::kUserData:
+      return crypto::PriorityClass::kGossip;
+    case MsgType::kSyncRequest:
+    case MsgType::kSyncResponse:
+      return crypto::PriorityClass::kBulk;
+  }
+  return crypto::PriorityClass::kBulk;
+}
+
+Mix default_mix(bool have_corpus) noexcept {
+  Mix m{};
+  const auto set = [&](Kind k, std::uint32_t n) { m[static_cast<std::size_t>(k)] = n; };
+  set(Kind::kValid, 200);
+  set(Kind::kValidSecondary, 0);
+  set(Kind::kForeign, 50);
+  set(Kind::kUnknownKey, 30);
+  set(Kind::kForgedHeader, 30);
+  set(Kind::kForgedTag, 30);
+  set(Kind::kForgedCiphertext, 30);
+  set(Kind::kUnkeyedRandom, 50);
+  set(Kind::kUnkeyedShort, 20);
+  set(Kind::kUnkeyedVersion, 10);
+  set(Kind::kUnkeyedMemberlist, have_corpus ? 50 : 0);
+  set(Kind::kNotGossip, 40);
+  set(Kind::kMalformed, 60);
+  return m;
+}
+
+Mix parse_mix(std::string_view spec) {
+  Mix m{};
+  std::array<bool, kKindCount> seen{};
+  if (spec.empty()) throw GenError("--mix: empty");
+  while (!spec.empty()) {
+    const std::size_t comma = spec.find(',');
+    const std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      throw GenError("--mix: '" + std::string(item) + "' is not kind=count");
+    }
+    const std::string_view name = item.substr(0, eq);
+    const std::string_view num = item.substr(eq + 1);
+    const auto kind = parse_kind_name(name);
+    if (!kind) throw GenError("--mix: unknown kind '" + std::string(name) + "'");
+    const auto idx = static_cast<std::size_t>(*kind);
+    if (seen[idx]) throw GenError("--mix: kind '" + std::string(name) + "' given twice");
+    seen[idx] = true;
+    std::uint32_t n = 0;
+    const auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), n);
+    if (num.empty() || ec != std::errc{} || ptr != num.data() + num.size()) {
+      throw GenError("--mix: count '" + std::string(num) + "' of '" + std::string(name) +
+                     "' is not a non-negative integer");
+    }
+    m[idx] = n;
+  }
+  return m;
+}
+
+void generate(const GenOptions& opts, const std::function<void(const Packet&)>& sink) {
+  check_options(opts);
+  Generator g(opts);
+  g.run(sink);
+}
+
+std::vector<Packet> generate(const GenOptions& opts) {
+  std::vector<Packet> out;
+  generate(opts, [&](const Packet& p) { out.push_back(p); });
+  return out;
+}
+
+void TruthCounts::add(const Packet& p) noexcept {
+  ++packets_;
+  kinds_[static_cast<std::size_t>(p.kind)]++;
+  verdicts_[static_cast<std::size_t>(p.verdict)]++;
+  if (p.verdict != Verdict::kAccepted) return;
+  for (std::size_t t = 0; t < kMsgTypeCount; ++t) messages_[t] += p.messages[t];
+  if (p.cls) classes_[static_cast<std::size_t>(*p.cls)]++;
+}
+
+nlohmann::ordered_json TruthCounts::json(std::uint64_t seed) const {
+  nlohmann::ordered_json j;
+  j["seed"] = seed;
+  j["packets"] = packets_;
+  nlohmann::ordered_json jk = nlohmann::ordered_json::object();
+  for (std::size_t k = 0; k < kKindCount; ++k) jk[std::string(kKindNames[k])] = kinds_[k];
+  j["kinds"] = jk;
+  nlohmann::ordered_json e;
+  e["rx_total"] = packets_;
+  for (std::size_t v = 0; v < kVerdictCount; ++v) e[std::string(kVerdictNames[v])] = verdicts_[v];
+  e["drop_ring_full"] = 0;
+  for (std::size_t t = 0; t < kMsgTypeCount; ++t) e["msg_" + std::string(kMsgTypeNames[t])] = messages_[t];
+  e["msg_decode_error"] = 0;
+  j["expected"] = e;
+  nlohmann::ordered_json jc;
+  for (std::size_t c = 0; c < crypto::kClassCount; ++c) jc[std::string(kClassNames[c])] = classes_[c];
+  j["classes"] = jc;
+  return j;
+}
+
+nlohmann::ordered_json truth_json(const GenOptions& opts, const std::vector<Packet>& packets) {
+  TruthCounts t;
+  for (const Packet& p : packets) t.add(p);
+  return t.json(opts.seed);
+}
+
+}  // namespace gw::perf

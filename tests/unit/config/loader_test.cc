@@ -1,0 +1,719 @@
+#include "config/loader.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gw::config {
+namespace {
+
+constexpr const char* kSource = "test.yaml";
+constexpr const char* kBaseDir = "/etc/gossipgw";
+
+// The smallest valid file: lines 1..6. Tests that only care about later
+// sections append to it, so their lines start at 7.
+constexpr std::string_view kMinimal =
+    "cluster:\n"
+    "  name: demo\n"
+    "  keys:\n"
+    "    - file: keys/primary.key\n"
+    "node:\n"
+    "  address: 10.0.0.1\n";
+
+std::string with_minimal(std::string_view extra) {
+  return std::string(kMinimal) + std::string(extra);
+}
+
+std::string host_name() {
+  std::array<char, 256> buf{};
+  EXPECT_EQ(gethostname(buf.data(), buf.size() - 1), 0);
+  return std::string(buf.data());
+}
+
+struct Rejection {
+  std::string field;
+  int line = -1;
+  std::string message;
+  std::string what;
+};
+
+// Parses text that must be rejected and returns what the error said.
+Rejection reject(std::string_view yaml) {
+  try {
+    parse_config(yaml, kSource, kBaseDir);
+  } catch (const ConfigError& e) {
+    return {e.field(), e.line(), e.message(), e.what()};
+  }
+  ADD_FAILURE() << "accepted:\n" << yaml;
+  return {"<accepted>", -1, "", ""};
+}
+
+#define EXPECT_REJECTED(yaml, want_field, want_line, want_text)  \
+  do {                                                           \
+    const Rejection r_ = reject(yaml);                           \
+    EXPECT_EQ(r_.field, want_field) << r_.what;                  \
+    EXPECT_EQ(r_.line, want_line) << r_.what;                    \
+    EXPECT_NE(r_.message.find(want_text), std::string::npos)     \
+        << "message lacks '" << (want_text) << "': " << r_.what; \
+  } while (false)
+
+void expect_defaults_except_required(const Config& c) {
+  const Config d;
+  EXPECT_EQ(c.cluster.suite, d.cluster.suite);
+  EXPECT_EQ(c.node.port, d.node.port);
+  EXPECT_EQ(c.lcores.control, d.lcores.control);
+  EXPECT_EQ(c.lcores.workers, d.lcores.workers);
+  EXPECT_EQ(c.rings.size, d.rings.size);
+  EXPECT_EQ(c.dataplane.port_id, d.dataplane.port_id);
+  EXPECT_EQ(c.dataplane.mbufs, d.dataplane.mbufs);
+  EXPECT_EQ(c.dataplane.burst, d.dataplane.burst);
+  EXPECT_EQ(c.dataplane.rx_descriptors, d.dataplane.rx_descriptors);
+  EXPECT_EQ(c.dataplane.tx_descriptors, d.dataplane.tx_descriptors);
+  EXPECT_EQ(c.dataplane.idle_backoff_us, d.dataplane.idle_backoff_us);
+  EXPECT_EQ(c.limits.max_payload_bytes, d.limits.max_payload_bytes);
+  EXPECT_EQ(c.log.level, d.log.level);
+}
+
+// --- Accepted files -------------------------------------------------------
+
+TEST(ConfigLoader, ExampleFileParses) {
+  const std::string dir = std::string(GW_SOURCE_ROOT) + "/config/examples";
+  const Config c = load_config(dir + "/gossipgw.yaml");
+  EXPECT_EQ(c.cluster.name, "demo");
+  ASSERT_EQ(c.cluster.keys.size(), 1u);
+  EXPECT_EQ(c.cluster.keys[0].file, "keys/primary.key");
+  EXPECT_TRUE(c.cluster.keys[0].primary);
+  EXPECT_EQ(c.node.address, "10.0.0.1");
+  EXPECT_EQ(c.node.name, host_name());
+  expect_defaults_except_required(c);
+  EXPECT_EQ(c.base_dir, dir);
+  EXPECT_EQ(resolve_path(c, c.cluster.keys[0].file), dir + "/keys/primary.key");
+}
+
+TEST(ConfigLoader, MinimalFileGetsDefaults) {
+  const Config c = parse_config(kMinimal, kSource, kBaseDir);
+  EXPECT_EQ(c.cluster.name, "demo");
+  ASSERT_EQ(c.cluster.keys.size(), 1u);
+  // One key and no primary flag: it is the primary.
+  EXPECT_TRUE(c.cluster.keys[0].primary);
+  EXPECT_EQ(c.node.name, host_name());
+  EXPECT_EQ(c.base_dir, kBaseDir);
+  expect_defaults_except_required(c);
+  EXPECT_EQ(c.node.port, 7946);
+  EXPECT_EQ(c.lcores.workers, std::vector<unsigned>{1});
+  EXPECT_EQ(c.rings.size, 4096u);
+  EXPECT_EQ(c.log.level, "info");
+}
+
+TEST(ConfigLoader, EveryFieldCanBeSet) {
+  const Config c = parse_config(R"(cluster:
+  name: prod.eu-west_1
+  suite: chacha20poly1305
+  keys:
+    - {file: /etc/gw/old.key}
+    - file: new.key
+      primary: true
+node:
+  name: gw-7.example
+  address: "2001:db8::7"
+  port: 0x1f90
+lcores:
+  control: 2
+  workers: [3, 4, 5]
+rings:
+  size: 0o200
+dataplane:
+  port_id: 1
+  mbufs: 1048576
+  burst: 512
+  rx_descriptors: 64
+  tx_descriptors: 16384
+  idle_backoff_us: 100000
+limits:
+  max_payload_bytes: 9000
+log:
+  level: warn
+)",
+                                kSource, kBaseDir);
+  EXPECT_EQ(c.cluster.name, "prod.eu-west_1");
+  EXPECT_EQ(c.cluster.suite, SuiteChoice::kChaCha20Poly1305);
+  ASSERT_EQ(c.cluster.keys.size(), 2u);
+  EXPECT_EQ(c.cluster.keys[0].file, "/etc/gw/old.key");
+  EXPECT_FALSE(c.cluster.keys[0].primary);
+  EXPECT_EQ(c.cluster.keys[1].file, "new.key");
+  EXPECT_TRUE(c.cluster.keys[1].primary);
+  EXPECT_EQ(c.node.name, "gw-7.example");
+  EXPECT_EQ(c.node.address, "2001:db8::7");
+  EXPECT_EQ(c.node.port, 8080);
+  EXPECT_EQ(c.lcores.control, 2u);
+  EXPECT_EQ(c.lcores.workers, (std::vector<unsigned>{3, 4, 5}));
+  EXPECT_EQ(c.rings.size, 128u);
+  EXPECT_EQ(c.dataplane.port_id, 1);
+  EXPECT_EQ(c.dataplane.mbufs, 1048576u);
+  EXPECT_EQ(c.dataplane.burst, 512);
+  EXPECT_EQ(c.dataplane.rx_descriptors, 64);
+  EXPECT_EQ(c.dataplane.tx_descriptors, 16384);
+  EXPECT_EQ(c.dataplane.idle_backoff_us, 100000u);
+  EXPECT_EQ(c.limits.max_payload_bytes, 9000u);
+  EXPECT_EQ(c.log.level, "warn");
+}
+
+TEST(ConfigLoader, SuiteNames) {
+  EXPECT_EQ(parse_config(with_minimal(""), kSource, "").cluster.suite, SuiteChoice::kAuto);
+  const std::string aes =
+      "cluster:\n  name: a\n  suite: aes256gcm\n  keys: [{file: k}]\n"
+      "node: {address: 10.0.0.1}\n";
+  EXPECT_EQ(parse_config(aes, kSource, "").cluster.suite, SuiteChoice::kAes256Gcm);
+}
+
+TEST(ConfigLoader, EmptySectionMeansDefaults) {
+  const Config c =
+      parse_config(with_minimal("limits:\n  # max_payload_bytes: 9000\nlog:\n"), kSource, kBaseDir);
+  EXPECT_EQ(c.limits.max_payload_bytes, 1400u);
+  EXPECT_EQ(c.log.level, "info");
+}
+
+TEST(ConfigLoader, SpdlogLevelSpellingsAccepted) {
+  for (const char* level :
+       {"trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"}) {
+    const Config c =
+        parse_config(with_minimal(std::string("log: {level: ") + level + "}\n"), kSource, kBaseDir);
+    EXPECT_EQ(c.log.level, level);
+  }
+}
+
+TEST(ConfigLoader, BooleanSpellings) {
+  for (const char* t : {"true", "True", "TRUE"}) {
+    const Config c = parse_config(std::string("cluster:\n  name: a\n  keys:\n    - file: a\n"
+                                              "      primary: ") +
+                                      t + "\nnode: {address: 10.0.0.1}\n",
+                                  kSource, "");
+    EXPECT_TRUE(c.cluster.keys[0].primary) << t;
+  }
+}
+
+// --- Whole-file rejections ------------------------------------------------
+
+TEST(ConfigLoaderReject, EmptyDocument) {
+  EXPECT_REJECTED("", "", 0, "empty document");
+  EXPECT_REJECTED("# nothing but a comment\n\n", "", 0, "empty document");
+  EXPECT_REJECTED("---\n...\n", "", 0, "empty document");
+}
+
+TEST(ConfigLoaderReject, TopLevelNotAMap) {
+  EXPECT_REJECTED("- cluster\n- node\n", "", 1, "top level must be a map");
+  EXPECT_REJECTED("\n\njust words\n", "", 3, "got 'just words'");
+}
+
+TEST(ConfigLoaderReject, YamlSyntaxErrorHasLine) {
+  const Rejection r = reject("cluster:\n  name: demo\n  keys: [a\nnode: 1\n");
+  EXPECT_EQ(r.field, "");
+  EXPECT_EQ(r.line, 4) << r.what;
+  EXPECT_NE(r.message.find("YAML syntax error"), std::string::npos) << r.what;
+  EXPECT_EQ(r.what.rfind("test.yaml:4: YAML syntax error", 0), 0u) << r.what;
+}
+
+TEST(ConfigLoaderReject, SeveralDocuments) {
+  // The second document starts at its `---` marker, line 7.
+  EXPECT_REJECTED(with_minimal("---\nlog: {level: info}\n"), "", 7,
+                  "expected one YAML document, found more");
+}
+
+// yaml-cpp 0.7's LoadAll loops forever, allocating, on a stray flow token
+// (jbeder/yaml-cpp#1040); the loader must stop and call it a syntax error.
+TEST(ConfigLoaderReject, StrayFlowTokenIsASyntaxError) {
+  EXPECT_REJECTED(",", "", 1, "YAML syntax error");
+  EXPECT_REJECTED(with_minimal(",\n"), "", 7, "YAML syntax error");
+}
+
+// --- Unknown and duplicate keys --------------------------------------------
+
+TEST(ConfigLoaderReject, UnknownTopLevelKeySuggestsClosest) {
+  const Rejection r = reject(with_minimal("dataplnae:\n  burst: 32\n"));
+  EXPECT_EQ(r.field, "dataplnae");
+  EXPECT_EQ(r.line, 7);
+  EXPECT_NE(r.message.find("did you mean 'dataplane'?"), std::string::npos) << r.what;
+}
+
+TEST(ConfigLoaderReject, UnknownNestedKeySuggestsClosest) {
+  const Rejection r = reject(with_minimal("dataplane:\n  burst: 32\n  idle_backof_us: 5\n"));
+  EXPECT_EQ(r.field, "dataplane.idle_backof_us");
+  EXPECT_EQ(r.line, 9);
+  EXPECT_NE(r.message.find("did you mean 'idle_backoff_us'?"), std::string::npos) << r.what;
+  EXPECT_EQ(r.what,
+            "test.yaml:9: dataplane.idle_backof_us: unknown field 'idle_backof_us'; "
+            "did you mean 'idle_backoff_us'?");
+}
+
+TEST(ConfigLoaderReject, UnknownKeyFarFromAnyListsKnownFields) {
+  const Rejection r = reject(with_minimal("rings:\n  capacity: 4096\n"));
+  EXPECT_EQ(r.field, "rings.capacity");
+  EXPECT_EQ(r.line, 8);
+  EXPECT_EQ(r.message.find("did you mean"), std::string::npos) << r.what;
+  EXPECT_NE(r.message.find("known fields: size"), std::string::npos) << r.what;
+  // Within two edits of `log`, but nothing alike: no suggestion.
+  const Rejection foo = reject(with_minimal("foo: 1\n"));
+  EXPECT_EQ(foo.field, "foo");
+  EXPECT_EQ(foo.line, 7);
+  EXPECT_EQ(foo.message,
+            "unknown field 'foo'; known fields: cluster node lcores rings dataplane limits log");
+}
+
+TEST(ConfigLoaderReject, UnknownKeyInsideKeyEntry) {
+  EXPECT_REJECTED(
+      "cluster:\n  name: demo\n  keys:\n    - file: a.key\n      primray: true\n"
+      "node: {address: 10.0.0.1}\n",
+      "cluster.keys[0].primray", 5, "did you mean 'primary'?");
+}
+
+TEST(ConfigLoaderReject, UnknownKeyWithUnprintableBytesIsEscaped) {
+  const Rejection r = reject(with_minimal("\"lo\\ng\": 1\n"));
+  EXPECT_EQ(r.field, "lo\\x0ag");
+  EXPECT_EQ(r.line, 7);
+  EXPECT_EQ(r.what.find('\n'), std::string::npos) << r.what;
+}
+
+TEST(ConfigLoaderReject, DuplicateKey) {
+  EXPECT_REJECTED(with_minimal("node:\n  port: 1\n"), "node", 7, "first set on line 5");
+  EXPECT_REJECTED(with_minimal("rings:\n  size: 64\n  size: 128\n"), "rings.size", 9,
+                  "first set on line 8");
+}
+
+TEST(ConfigLoaderReject, NonScalarKey) {
+  EXPECT_REJECTED(with_minimal("rings:\n  ? [a, b]\n  : 1\n"), "rings", 8,
+                  "expected a field name, got a list");
+}
+
+// --- Wrong types -----------------------------------------------------------
+
+TEST(ConfigLoaderReject, StringWhereIntegerExpected) {
+  EXPECT_REJECTED(with_minimal("dataplane:\n  burst: lots\n"), "dataplane.burst", 8,
+                  "expected an integer, got 'lots'");
+}
+
+TEST(ConfigLoaderReject, QuotedNumberIsAString) {
+  EXPECT_REJECTED(with_minimal("rings:\n  size: \"4096\"\n"), "rings.size", 8,
+                  "expected an integer, got quoted string '4096'");
+}
+
+TEST(ConfigLoaderReject, FloatWhereIntegerExpected) {
+  EXPECT_REJECTED(with_minimal("limits:\n  max_payload_bytes: 1400.5\n"),
+                  "limits.max_payload_bytes", 8, "expected an integer, got '1400.5'");
+}
+
+TEST(ConfigLoaderReject, NullWhereIntegerExpected) {
+  EXPECT_REJECTED(with_minimal("dataplane:\n  mbufs:\n  burst: 32\n"), "dataplane.mbufs", 8,
+                  "expected an integer, got null");
+}
+
+TEST(ConfigLoaderReject, MapWhereListExpected) {
+  EXPECT_REJECTED(with_minimal("lcores:\n  workers:\n    first: 1\n"), "lcores.workers", 8,
+                  "expected a list of lcore ids, got a map");
+  EXPECT_REJECTED("cluster:\n  name: demo\n  keys:\n    file: a.key\nnode: {address: 10.0.0.1}\n",
+                  "cluster.keys", 3, "expected a list of {file, primary} maps, got a map");
+}
+
+TEST(ConfigLoaderReject, ListOrScalarWhereMapExpected) {
+  EXPECT_REJECTED(with_minimal("dataplane: [1, 2]\n"), "dataplane", 7,
+                  "expected a map, got a list");
+  EXPECT_REJECTED(with_minimal("log: debug\n"), "log", 7, "expected a map, got 'debug'");
+  EXPECT_REJECTED("cluster:\n  name: demo\n  keys:\n    - a.key\nnode: {address: 10.0.0.1}\n",
+                  "cluster.keys[0]", 4, "expected a map, got 'a.key'");
+}
+
+TEST(ConfigLoaderReject, ListWhereStringExpected) {
+  EXPECT_REJECTED("cluster:\n  name: [demo]\n  keys: [{file: k}]\nnode: {address: 10.0.0.1}\n",
+                  "cluster.name", 2, "expected a string, got a list");
+}
+
+TEST(ConfigLoaderReject, NegativeForUnsigned) {
+  EXPECT_REJECTED(with_minimal("lcores:\n  control: -1\n"), "lcores.control", 8,
+                  "expected a non-negative integer, got '-1'");
+  EXPECT_REJECTED(with_minimal("lcores:\n  control: 0\n  workers: [1, -2]\n"), "lcores.workers[1]",
+                  9, "expected a non-negative integer, got '-2'");
+}
+
+TEST(ConfigLoaderReject, OutOfIntegerTypeRange) {
+  EXPECT_REJECTED(with_minimal("dataplane:\n  port_id: 65536\n"), "dataplane.port_id", 8,
+                  "out of range: got '65536', must be 0..65535");
+  EXPECT_REJECTED(with_minimal("lcores:\n  control: 4294967296\n"), "lcores.control", 8,
+                  "must be 0..4294967295");
+  EXPECT_REJECTED(with_minimal("lcores:\n  control: 99999999999999999999999\n"), "lcores.control",
+                  8, "out of range: got '99999999999999999999999'");
+}
+
+TEST(ConfigLoaderReject, NonBoolean) {
+  const std::string head = "cluster:\n  name: demo\n  keys:\n    - file: a.key\n      primary: ";
+  const std::string tail = "\nnode: {address: 10.0.0.1}\n";
+  EXPECT_REJECTED(head + "yes please" + tail, "cluster.keys[0].primary", 5,
+                  "expected a boolean, got 'yes please'");
+  const Rejection r = reject(head + "yes please" + tail);
+  EXPECT_EQ(r.what, "test.yaml:5: cluster.keys[0].primary: expected a boolean, got 'yes please'");
+  // YAML 1.1 spellings are not booleans here.
+  EXPECT_REJECTED(head + "yes" + tail, "cluster.keys[0].primary", 5, "got 'yes'");
+  EXPECT_REJECTED(head + "1" + tail, "cluster.keys[0].primary", 5, "got '1'");
+  EXPECT_REJECTED(head + "\"true\"" + tail, "cluster.keys[0].primary", 5,
+                  "got quoted string 'true'");
+}
+
+// --- Missing required fields -------------------------------------------------
+
+TEST(ConfigLoaderReject, MissingRequired) {
+  EXPECT_REJECTED("cluster:\n  keys: [{file: k}]\nnode: {address: 10.0.0.1}\n", "cluster.name", 1,
+                  "required field missing");
+  EXPECT_REJECTED("cluster:\n  name: demo\nnode: {address: 10.0.0.1}\n", "cluster.keys", 1,
+                  "required field missing");
+  EXPECT_REJECTED("cluster:\n  name: demo\n  keys: [{file: k}]\nnode:\n  port: 1\n", "node.address",
+                  4, "required field missing");
+  // A missing section has no line of its own.
+  EXPECT_REJECTED("cluster:\n  name: demo\n  keys: [{file: k}]\n", "node.address", 0,
+                  "required field missing");
+  EXPECT_REJECTED("node: {address: 10.0.0.1}\n", "cluster.name", 0, "required field missing");
+  EXPECT_REJECTED(
+      "cluster:\n  name: demo\n  keys:\n    - primary: true\n"
+      "node: {address: 10.0.0.1}\n",
+      "cluster.keys[0].file", 4, "required field missing");
+}
+
+// --- Out-of-range values -------------------------------------------------------
+
+struct RangeCase {
+  const char* yaml;  // appended to kMinimal, so line 7 is the section, 8 the field
+  const char* field;
+  const char* text;
+};
+
+TEST(ConfigLoaderReject, NumericRangesFromConfigH) {
+  const std::vector<RangeCase> cases = {
+      {"node: {address: 10.0.0.2, port: 0}\n", "node.port", "must be 1..65535"},
+      {"rings:\n  size: 32\n", "rings.size", "must be 64..1048576"},
+      {"rings:\n  size: 2097152\n", "rings.size", "must be 64..1048576"},
+      {"dataplane:\n  mbufs: 1023\n", "dataplane.mbufs", "must be 1024..1048576"},
+      {"dataplane:\n  mbufs: 1048577\n", "dataplane.mbufs", "must be 1024..1048576"},
+      {"dataplane:\n  burst: 0\n", "dataplane.burst", "must be 1..512"},
+      {"dataplane:\n  burst: 513\n", "dataplane.burst", "must be 1..512"},
+      {"dataplane:\n  rx_descriptors: 63\n", "dataplane.rx_descriptors", "must be 64..16384"},
+      {"dataplane:\n  rx_descriptors: 16385\n", "dataplane.rx_descriptors", "must be 64..16384"},
+      {"dataplane:\n  tx_descriptors: 0\n", "dataplane.tx_descriptors", "must be 64..16384"},
+      {"dataplane:\n  tx_descriptors: 32768\n", "dataplane.tx_descriptors", "must be 64..16384"},
+      {"dataplane:\n  idle_backoff_us: 100001\n", "dataplane.idle_backoff_us", "must be 0..100000"},
+      {"limits:\n  max_payload_bytes: 63\n", "limits.max_payload_bytes", "must be 64..9000"},
+      {"limits:\n  max_payload_bytes: 9001\n", "limits.max_payload_bytes", "must be 64..9000"},
+  };
+  for (const RangeCase& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    // node.port sits in a flow map on line 7; the others on line 8. The
+    // duplicate `node` key is avoided by replacing the minimal node section.
+    if (std::string_view(c.field) == "node.port") {
+      EXPECT_REJECTED(std::string("cluster:\n  name: demo\n  keys: [{file: k}]\n") + c.yaml,
+                      c.field, 4, c.text);
+    } else {
+      EXPECT_REJECTED(with_minimal(c.yaml), c.field, 8, c.text);
+    }
+  }
+  EXPECT_REJECTED(
+      "cluster:\n  name: demo\n  keys: [{file: k}]\nnode:\n  address: ::1\n"
+      "  port: 65536\n",
+      "node.port", 6, "must be 1..65535");
+}
+
+TEST(ConfigLoaderReject, RingSizeNotPowerOfTwo) {
+  EXPECT_REJECTED(with_minimal("rings:\n  size: 1000\n"), "rings.size", 8,
+                  "must be a power of two, got 1000");
+}
+
+TEST(ConfigLoaderReject, ClusterName) {
+  const auto file = [](const std::string& name) {
+    return "cluster:\n  keys: [{file: k}]\n  name: " + name + "\nnode: {address: 10.0.0.1}\n";
+  };
+  EXPECT_REJECTED(file("\"\""), "cluster.name", 3, "must be 1..64 bytes, got 0");
+  EXPECT_REJECTED(file(std::string(65, 'a')), "cluster.name", 3, "must be 1..64 bytes, got 65");
+  EXPECT_REJECTED(file("\"de mo\""), "cluster.name", 3, "invalid character ' ' at byte 2");
+  EXPECT_REJECTED(file("d\xc3\xa9mo"), "cluster.name", 3, "invalid character '\\xc3' at byte 1");
+  EXPECT_REJECTED(file("a/b"), "cluster.name", 3, "invalid character '/'");
+  EXPECT_EQ(parse_config(file(std::string(64, 'a')), kSource, "").cluster.name,
+            std::string(64, 'a'));
+}
+
+TEST(ConfigLoaderReject, NodeName) {
+  const auto file = [](const std::string& name) {
+    return "cluster: {name: demo, keys: [{file: k}]}\nnode:\n  address: 10.0.0.1\n  name: " + name +
+           "\n";
+  };
+  EXPECT_REJECTED(file("\"\""), "node.name", 4, "must be 1..128 bytes, got 0");
+  EXPECT_REJECTED(file(std::string(129, 'n')), "node.name", 4, "must be 1..128 bytes, got 129");
+  EXPECT_REJECTED(file("\"gw 1\""), "node.name", 4, "invalid character ' ' at byte 2");
+  EXPECT_REJECTED(file("\"gw\\t1\""), "node.name", 4, "invalid character '\\x09'");
+  EXPECT_EQ(parse_config(file("gw-1@rack/3"), kSource, "").node.name, "gw-1@rack/3");
+}
+
+TEST(ConfigLoaderReject, NodeAddress) {
+  const auto file = [](const std::string& address) {
+    return "cluster: {name: demo, keys: [{file: k}]}\nnode:\n  port: 7946\n  address: " + address +
+           "\n";
+  };
+  EXPECT_REJECTED(file("gw.example.com"), "node.address", 4, "expected an IPv4 or IPv6 address");
+  EXPECT_REJECTED(file("10.0.0.256"), "node.address", 4, "got '10.0.0.256'");
+  EXPECT_REJECTED(file("\"\""), "node.address", 4, "expected an IPv4 or IPv6 address");
+  EXPECT_REJECTED(file("10.0.0.1/24"), "node.address", 4, "expected an IPv4 or IPv6 address");
+  // A NUL would cut the string short for inet_pton.
+  EXPECT_REJECTED(file("\"10.0.0.1\\0junk\""), "node.address", 4, "got '10.0.0.1\\x00junk'");
+  EXPECT_EQ(parse_config(file("\"fe80::1\""), kSource, "").node.address, "fe80::1");
+  EXPECT_EQ(parse_config(file("192.168.1.1"), kSource, "").node.address, "192.168.1.1");
+}
+
+TEST(ConfigLoaderReject, Workers) {
+  EXPECT_REJECTED(with_minimal("lcores:\n  workers: [1, 2, 1]\n"), "lcores.workers[2]", 8,
+                  "lcore 1 is also lcores.workers[0]");
+  EXPECT_REJECTED(with_minimal("lcores:\n  control: 2\n  workers:\n    - 1\n    - 2\n"),
+                  "lcores.workers[1]", 11, "lcore 2 is lcores.control");
+  // The default control lcore (0) counts too.
+  EXPECT_REJECTED(with_minimal("lcores:\n  workers: [0]\n"), "lcores.workers[0]", 8,
+                  "is lcores.control");
+  EXPECT_REJECTED(with_minimal("lcores:\n  workers: []\n"), "lcores.workers", 8,
+                  "must have 1..64 entries, got 0");
+  std::string many = "lcores:\n  workers: [";
+  for (unsigned i = 1; i <= 65; ++i) many += std::to_string(i) + (i < 65 ? ", " : "]\n");
+  EXPECT_REJECTED(with_minimal(many), "lcores.workers", 8, "must have 1..64 entries, got 65");
+}
+
+TEST(ConfigLoaderReject, KeyCountAndPrimary) {
+  const auto file = [](const std::string& keys) {
+    return "node: {address: 10.0.0.1}\ncluster:\n  name: demo\n  keys:" + keys + "\n";
+  };
+  EXPECT_REJECTED(file(" []"), "cluster.keys", 4, "must have 1..8 entries, got 0");
+  std::string nine;
+  for (int i = 0; i < 9; ++i) nine += "\n    - file: k" + std::to_string(i);
+  EXPECT_REJECTED(file(nine), "cluster.keys", 4, "must have 1..8 entries, got 9");
+  EXPECT_REJECTED(file("\n    - file: a\n      primary: true\n    - file: b\n      primary: true"),
+                  "cluster.keys[1].primary", 8, "more than one primary key");
+  EXPECT_REJECTED(file("\n    - file: a\n    - file: b"), "cluster.keys", 4,
+                  "no key has primary: true");
+  // A lone key explicitly marked not primary leaves nothing to seal with.
+  EXPECT_REJECTED(file("\n    - file: a\n      primary: false"), "cluster.keys", 4,
+                  "no key has primary: true");
+  EXPECT_REJECTED(file("\n    - file: \"\""), "cluster.keys[0].file", 5, "must not be empty");
+}
+
+TEST(ConfigLoaderReject, DuplicateKeyFiles) {
+  const auto file = [](const std::string& keys) {
+    return "node: {address: 10.0.0.1}\ncluster:\n  name: demo\n  keys:" + keys + "\n";
+  };
+  EXPECT_REJECTED(file("\n    - file: a.key\n      primary: true\n    - file: a.key"),
+                  "cluster.keys[1].file", 7, "same key file as cluster.keys[0].file");
+  // Spelt differently, same file once resolved against base_dir.
+  EXPECT_REJECTED(file("\n    - file: keys/a.key\n      primary: true\n    - file: ./keys/a.key"),
+                  "cluster.keys[1].file", 7, "same key file as cluster.keys[0].file");
+  EXPECT_REJECTED(file("\n    - file: /etc/gossipgw/k\n      primary: true\n    - file: k"),
+                  "cluster.keys[1].file", 7, "same key file as cluster.keys[0].file");
+}
+
+TEST(ConfigLoaderReject, LogLevel) {
+  EXPECT_REJECTED(with_minimal("log:\n  level: verbose\n"), "log.level", 8,
+                  "unknown level 'verbose'");
+  EXPECT_REJECTED(with_minimal("log:\n  level: INFO\n"), "log.level", 8, "unknown level 'INFO'");
+}
+
+TEST(ConfigLoaderReject, Suite) {
+  EXPECT_REJECTED(
+      "cluster:\n  name: demo\n  suite: aes128gcm\n  keys: [{file: k}]\n"
+      "node: {address: 10.0.0.1}\n",
+      "cluster.suite", 3, "unknown suite 'aes128gcm'");
+}
+
+// --- Files ---------------------------------------------------------------------
+
+class ConfigLoaderFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "gw_config_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    for (const std::string& f : files_) ::unlink(f.c_str());
+    ::rmdir(dir_.c_str());
+  }
+  std::string write(const std::string& name, std::string_view text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    files_.push_back(path);
+    return path;
+  }
+
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
+TEST_F(ConfigLoaderFile, MissingFileNamesThePath) {
+  const std::string path = dir_ + "/absent.yaml";
+  try {
+    load_config(path);
+    FAIL() << "loaded a missing file";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.source(), path);
+    EXPECT_EQ(e.field(), "");
+    EXPECT_EQ(e.line(), 0);
+    EXPECT_EQ(std::string(e.what()), path + ": cannot open config file: No such file or directory");
+  }
+}
+
+TEST_F(ConfigLoaderFile, DirectoryIsNotAConfig) {
+  try {
+    load_config(dir_);
+    FAIL() << "loaded a directory";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.source(), dir_);
+    EXPECT_NE(std::string(e.what()).find("Is a directory"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ConfigLoaderFile, OversizedFileRejected) {
+  const std::string path = write("big.yaml", with_minimal("#" + std::string(1 << 20, 'x')));
+  try {
+    load_config(path);
+    FAIL() << "loaded an oversized file";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("larger than 1 MiB"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ConfigLoaderFile, ErrorsNameTheFileAndLine) {
+  const std::string path = write("bad.yaml", with_minimal("log:\n  level: loud\n"));
+  try {
+    load_config(path);
+    FAIL() << "accepted a bad level";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "log.level");
+    EXPECT_EQ(e.line(), 8);
+    EXPECT_EQ(std::string(e.what()).rfind(path + ":8: log.level: ", 0), 0u) << e.what();
+  }
+}
+
+TEST_F(ConfigLoaderFile, BaseDirIsTheFilesDirectory) {
+  const std::string path = write("gw.yaml", kMinimal);
+  const Config c = load_config(path);
+  EXPECT_EQ(c.base_dir, dir_);
+  EXPECT_EQ(resolve_path(c, "keys/primary.key"), dir_ + "/keys/primary.key");
+  EXPECT_EQ(resolve_path(c, "/abs/k.key"), "/abs/k.key");
+}
+
+TEST(ConfigLoader, ResolvePath) {
+  Config c;
+  c.base_dir = "/etc/gossipgw";
+  EXPECT_EQ(resolve_path(c, "keys/a.key"), "/etc/gossipgw/keys/a.key");
+  EXPECT_EQ(resolve_path(c, "/var/lib/a.key"), "/var/lib/a.key");
+  c.base_dir.clear();
+  EXPECT_EQ(resolve_path(c, "keys/a.key"), "keys/a.key");
+}
+
+// --- Arbitrary bytes -------------------------------------------------------------
+
+// Parses `text`; anything but success or ConfigError fails the test (and a
+// crash fails the whole binary). Errors must stay one printable line.
+void expect_only_config_error(const std::string& text) {
+  try {
+    parse_config(text, kSource, kBaseDir);
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_GE(e.line(), 0);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "non-ConfigError exception: " << e.what();
+  } catch (...) {
+    ADD_FAILURE() << "non-standard exception";
+  }
+}
+
+TEST(ConfigLoaderRobustness, HostileInputs) {
+  const std::vector<std::string> inputs = {
+      std::string(100000, '['),
+      std::string(100000, '{'),
+      [] {
+        std::string s;
+        for (int i = 0; i < 5000; ++i) s += "{a: ";
+        return s;
+      }(),
+      [] {
+        std::string s;
+        for (int i = 0; i < 3000; ++i) s += std::string(static_cast<std::size_t>(i), ' ') + "a:\n";
+        return s;
+      }(),
+      [] {
+        std::string s;
+        for (int i = 0; i < 3000; ++i) s += std::string(static_cast<std::size_t>(i), ' ') + "- ";
+        return s;
+      }(),
+      "cluster: &a [*a]\n",
+      "cluster: &a {name: *a}\n",
+      with_minimal("lcores: {workers: &w [*w]}\n"),
+      "cluster: *undefined\n",
+      std::string("cluster:\0\n  name: x\n", 21),
+      "\xff\xfe\x00\x00",
+      "\xef\xbb\xbf",
+      "\xfe\xff\x00c\x00:",
+      "!!binary aGVsbG8=",
+      "%YAML 9.9\n---\na: 1\n",
+      "%TAG ! tag:x,2000:\n--- !foo\nx: 1\n",
+      "cluster: !!map\n  name: !!seq x\n",
+      "? ? ? ? ? ? ? ?\n",
+      "a: |\n  \x01\x02\n",
+      "\t\tcluster:\n",
+      "cluster:\n  name: \"\\uD800\"\n",
+  };
+  for (const std::string& in : inputs) expect_only_config_error(in);
+}
+
+TEST(ConfigLoaderRobustness, RandomBytesAndMutationsOnlyThrowConfigError) {
+  std::mt19937 rng(0x6055);  // fixed seed: failures reproduce
+  std::string example;
+  if (std::FILE* f = std::fopen(GW_SOURCE_ROOT "/config/examples/gossipgw.yaml", "rb")) {
+    std::array<char, 4096> buf{};
+    std::size_t n = 0;
+    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) example.append(buf.data(), n);
+    std::fclose(f);
+  }
+  ASSERT_FALSE(example.empty());
+  const std::string_view alphabet = "[]{}:-,?&*!|>'\"%@`#\n \t0123456789abc\\";
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (int round = 0; round < 2000; ++round) {
+    std::string text;
+    if (round % 2 == 0) {
+      const std::size_t n = static_cast<std::size_t>(rng() % 256);
+      for (std::size_t i = 0; i < n; ++i) {
+        text += rng() % 2 == 0 ? static_cast<char>(byte(rng)) : alphabet[rng() % alphabet.size()];
+      }
+    } else {
+      text = example;
+      const int edits = 1 + static_cast<int>(rng() % 8);
+      for (int e = 0; e < edits; ++e) {
+        const std::size_t at = rng() % text.size();
+        switch (rng() % 3) {
+          case 0:
+            text[at] = alphabet[rng() % alphabet.size()];
+            break;
+          case 1:
+            text.insert(at, 1, static_cast<char>(byte(rng)));
+            break;
+          default:
+            text.erase(at, 1 + rng() % 16);
+            break;
+        }
+        if (text.empty()) text.push_back('x');
+      }
+    }
+    expect_only_config_error(text);
+  }
+}
+
+}  // namespace
+}  // namespace gw::config
