@@ -9,6 +9,7 @@
 #include <rte_lcore.h>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -125,6 +126,8 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return fail(kExitUsage, e.what());
   }
+  // Logs go to stderr: stdout is for what a command is asked to print.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("gossipgw"));
   spdlog::set_level(spdlog::level::from_str(opt.log_level.empty() ? cfg.log.level : opt.log_level));
 
   std::vector<char*> eal_argv(argv, argv + split);

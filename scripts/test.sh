@@ -42,15 +42,15 @@ configure() {  # dir [meson options...]
 echo "== build (debugoptimized, warnings are errors)"
 configure build
 meson compile -C build -j "$jobs"
-echo "== meson test (unit, pcap)"
+echo "== meson test (unit, pcap, integration)"
 meson test -C build --print-errorlogs --num-processes "$jobs"
 
 if [ "$sanitizers" = 1 ]; then
   echo "== build-asan (ASan+UBSan)"
   configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
   meson compile -C build-asan -j "$jobs"
-  echo "== meson test under ASan+UBSan (unit, pcap)"
+  echo "== meson test under ASan+UBSan (unit, pcap, integration)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    meson test -C build-asan --print-errorlogs --num-processes "$jobs" --suite unit --suite pcap
+    meson test -C build-asan --print-errorlogs --num-processes "$jobs" --suite unit --suite pcap --suite integration
 fi
 echo "== all tests passed"
