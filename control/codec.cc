@@ -1,0 +1,306 @@
+#include "control/codec.h"
+
+#include <climits>
+#include <exception>
+#include <string>
+#include <type_traits>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "gossip.pb.h"
+
+namespace gw::cp {
+namespace {
+
+namespace pb = gw::proto;
+using namespace gw::cp::engine;  // NOLINT: the engine types are this file's vocabulary
+
+// ---- engine -> protobuf ----
+
+void put_addr(const Address& a, pb::Address* out) {
+  out->set_ip(std::string(a.ip.begin(), a.ip.end()));
+  out->set_port(a.port);
+}
+
+template <typename TagList>
+void put_tags(const std::vector<Tag>& tags, TagList* out) {
+  for (const Tag& t : tags) {
+    pb::Tag* pt = out->Add();
+    pt->set_key(t.key);
+    pt->set_value(t.value);
+  }
+}
+
+void put_member(const MemberState& s, pb::MemberState* out) {
+  out->set_node(s.node);
+  put_addr(s.addr, out->mutable_addr());
+  out->set_incarnation(s.incarnation);
+  out->set_status(static_cast<pb::MemberStatus>(s.status));
+  put_tags(s.tags, out->mutable_tags());
+}
+
+struct ToProto {
+  pb::Message* out;
+
+  void operator()(const Ping& m) const {
+    pb::Ping* p = out->mutable_ping();
+    p->set_seq_no(m.seq_no);
+    p->set_target(m.target);
+    p->set_source(m.source);
+    if (!m.source_addr.empty()) put_addr(m.source_addr, p->mutable_source_addr());
+  }
+  void operator()(const Ack& m) const {
+    pb::Ack* p = out->mutable_ack();
+    p->set_seq_no(m.seq_no);
+    p->set_source(m.source);
+  }
+  void operator()(const IndirectPing& m) const {
+    pb::IndirectPing* p = out->mutable_indirect_ping();
+    p->set_seq_no(m.seq_no);
+    p->set_target(m.target);
+    if (!m.target_addr.empty()) put_addr(m.target_addr, p->mutable_target_addr());
+    p->set_want_nack(m.want_nack);
+    p->set_source(m.source);
+    if (!m.source_addr.empty()) put_addr(m.source_addr, p->mutable_source_addr());
+  }
+  void operator()(const Nack& m) const {
+    pb::Nack* p = out->mutable_nack();
+    p->set_seq_no(m.seq_no);
+    p->set_source(m.source);
+  }
+  void operator()(const Alive& m) const {
+    pb::Alive* p = out->mutable_alive();
+    p->set_incarnation(m.incarnation);
+    p->set_node(m.node);
+    if (!m.addr.empty()) put_addr(m.addr, p->mutable_addr());
+    put_tags(m.tags, p->mutable_tags());
+    p->set_protocol_version(m.protocol_version);
+  }
+  void operator()(const Suspect& m) const {
+    pb::Suspect* p = out->mutable_suspect();
+    p->set_incarnation(m.incarnation);
+    p->set_node(m.node);
+    p->set_from(m.from);
+  }
+  void operator()(const Dead& m) const {
+    pb::Dead* p = out->mutable_dead();
+    p->set_incarnation(m.incarnation);
+    p->set_node(m.node);
+    p->set_from(m.from);
+  }
+  void operator()(const Leave& m) const {
+    pb::Leave* p = out->mutable_leave();
+    p->set_incarnation(m.incarnation);
+    p->set_node(m.node);
+  }
+  void operator()(const SyncRequest& m) const {
+    pb::SyncRequest* p = out->mutable_sync_request();
+    p->set_seq_no(m.seq_no);
+    p->set_source(m.source);
+    p->set_join(m.join);
+    p->set_part(m.part);
+    p->set_parts(m.parts);
+    for (const MemberState& s : m.members) put_member(s, p->add_members());
+  }
+  void operator()(const SyncResponse& m) const {
+    pb::SyncResponse* p = out->mutable_sync_response();
+    p->set_seq_no(m.seq_no);
+    p->set_source(m.source);
+    p->set_part(m.part);
+    p->set_parts(m.parts);
+    for (const MemberState& s : m.members) put_member(s, p->add_members());
+  }
+  void operator()(const UserData& m) const {
+    pb::UserData* p = out->mutable_user_data();
+    p->set_source(m.source);
+    p->set_data(m.data);
+  }
+};
+
+void to_proto(const Compound& compound, pb::Compound* out) {
+  for (const Message& m : compound) std::visit(ToProto{out->add_messages()}, m);
+}
+
+// ---- protobuf -> engine ----
+
+// Fails with the first error seen; later fields are still read but not trusted.
+struct FromProto {
+  DecodeError error = DecodeError::kNone;
+
+  Address addr(const pb::Address& a) {
+    Address out;
+    const std::string& ip = a.ip();
+    // A valid endpoint is IPv4 or IPv6; absent (empty) means "use the source".
+    if (!(ip.empty() || ip.size() == 4 || ip.size() == 16) || a.port() > 0xffff) {
+      error = DecodeError::kBadAddress;
+      return out;
+    }
+    out.ip.assign(ip.begin(), ip.end());
+    out.port = static_cast<std::uint16_t>(a.port());
+    return out;
+  }
+
+  template <typename TagList>
+  std::vector<Tag> tags(const TagList& in) {
+    std::vector<Tag> out;
+    out.reserve(static_cast<std::size_t>(in.size()));
+    for (const pb::Tag& t : in) out.push_back(Tag{t.key(), t.value()});
+    return out;
+  }
+
+  MemberState member(const pb::MemberState& s) {
+    MemberState out;
+    out.node = s.node();
+    out.addr = addr(s.addr());
+    out.incarnation = s.incarnation();
+    // proto3 enums are open: an unknown number is kept, so check it here.
+    if (s.status() < pb::MEMBER_STATUS_ALIVE || s.status() > pb::MEMBER_STATUS_LEFT) {
+      error = DecodeError::kBadStatus;
+    } else {
+      out.status = static_cast<MemberStatus>(s.status());
+    }
+    out.tags = tags(s.tags());
+    return out;
+  }
+
+  template <typename MemberList>
+  std::vector<MemberState> members(const MemberList& in) {
+    std::vector<MemberState> out;
+    out.reserve(static_cast<std::size_t>(in.size()));
+    for (const pb::MemberState& s : in) out.push_back(member(s));
+    return out;
+  }
+
+  bool message(const pb::Message& m, Compound& out) {
+    switch (m.body_case()) {
+      case pb::Message::kPing: {
+        const pb::Ping& p = m.ping();
+        out.emplace_back(Ping{p.seq_no(), p.target(), p.source(), addr(p.source_addr())});
+        break;
+      }
+      case pb::Message::kAck:
+        out.emplace_back(Ack{m.ack().seq_no(), m.ack().source()});
+        break;
+      case pb::Message::kIndirectPing: {
+        const pb::IndirectPing& p = m.indirect_ping();
+        out.emplace_back(IndirectPing{p.seq_no(), p.target(), addr(p.target_addr()),
+                                      p.want_nack(), p.source(), addr(p.source_addr())});
+        break;
+      }
+      case pb::Message::kNack:
+        out.emplace_back(Nack{m.nack().seq_no(), m.nack().source()});
+        break;
+      case pb::Message::kAlive: {
+        const pb::Alive& p = m.alive();
+        out.emplace_back(Alive{p.incarnation(), p.node(), addr(p.addr()), tags(p.tags()),
+                               p.protocol_version()});
+        break;
+      }
+      case pb::Message::kSuspect:
+        out.emplace_back(Suspect{m.suspect().incarnation(), m.suspect().node(), m.suspect().from()});
+        break;
+      case pb::Message::kDead:
+        out.emplace_back(Dead{m.dead().incarnation(), m.dead().node(), m.dead().from()});
+        break;
+      case pb::Message::kLeave:
+        out.emplace_back(Leave{m.leave().incarnation(), m.leave().node()});
+        break;
+      case pb::Message::kSyncRequest: {
+        const pb::SyncRequest& p = m.sync_request();
+        out.emplace_back(SyncRequest{p.seq_no(), p.source(), p.join(), p.part(), p.parts(),
+                                     members(p.members())});
+        break;
+      }
+      case pb::Message::kSyncResponse: {
+        const pb::SyncResponse& p = m.sync_response();
+        out.emplace_back(
+            SyncResponse{p.seq_no(), p.source(), p.part(), p.parts(), members(p.members())});
+        break;
+      }
+      case pb::Message::kUserData:
+        out.emplace_back(UserData{m.user_data().source(), m.user_data().data()});
+        break;
+      case pb::Message::BODY_NOT_SET:
+        // An empty element (or a newer sender's unknown type): nothing we can act on.
+        error = DecodeError::kEmptyMessage;
+        return false;
+    }
+    return error == DecodeError::kNone;
+  }
+};
+
+std::size_t serialize_append(const pb::Compound& pc, std::vector<std::uint8_t>& out) {
+  const std::size_t size = pc.ByteSizeLong();
+  const std::size_t old = out.size();
+  out.resize(old + size);
+  google::protobuf::io::ArrayOutputStream array(out.data() + old, static_cast<int>(size));
+  google::protobuf::io::CodedOutputStream coded(&array);
+  // No maps in gossip.proto, but make the guarantee explicit.
+  coded.SetSerializationDeterministic(true);
+  pc.SerializeWithCachedSizes(&coded);
+  return size;
+}
+
+}  // namespace
+
+const char* decode_error_name(DecodeError e) {
+  switch (e) {
+    case DecodeError::kNone: return "none";
+    case DecodeError::kTooLarge: return "too_large";
+    case DecodeError::kMalformed: return "malformed";
+    case DecodeError::kEmptyMessage: return "empty_message";
+    case DecodeError::kBadAddress: return "bad_address";
+    case DecodeError::kBadStatus: return "bad_status";
+  }
+  return "unknown";
+}
+
+std::vector<std::uint8_t> encode(const Compound& compound) {
+  std::vector<std::uint8_t> out;
+  encode_append(compound, out);
+  return out;
+}
+
+std::size_t encode_append(const Compound& compound, std::vector<std::uint8_t>& out) {
+  pb::Compound pc;
+  to_proto(compound, &pc);
+  return serialize_append(pc, out);
+}
+
+std::size_t encoded_size(const Compound& compound) {
+  pb::Compound pc;
+  to_proto(compound, &pc);
+  return pc.ByteSizeLong();
+}
+
+DecodeResult decode(std::span<const std::uint8_t> bytes) {
+  DecodeResult result;
+  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
+    result.error = DecodeError::kTooLarge;
+    return result;
+  }
+  try {
+    pb::Compound pc;
+    if (!pc.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      result.error = DecodeError::kMalformed;
+      return result;
+    }
+    FromProto conv;
+    result.messages.reserve(static_cast<std::size_t>(pc.messages_size()));
+    for (const pb::Message& m : pc.messages()) {
+      if (!conv.message(m, result.messages)) break;
+    }
+    if (conv.error != DecodeError::kNone) {
+      result.messages.clear();
+      result.error = conv.error;
+    }
+  } catch (const std::exception&) {
+    // Allocation failure on hostile lengths: bad input, not our crash.
+    result.messages.clear();
+    result.error = DecodeError::kMalformed;
+  }
+  return result;
+}
+
+}  // namespace gw::cp

@@ -1,0 +1,86 @@
+// The broadcast queue: updates waiting to piggyback on probes and gossip.
+//
+// - At most one entry per member (and one per UserData source): a newer
+//   incarnation, or a stronger state at the same incarnation (Dead/Leave >
+//   Suspect > Alive), replaces the queued entry; anything else is superseded.
+// - Served urgent class first, then by fewest transmissions, newest first.
+// - Bounded: when full, the victim is the lowest-class, most-transmitted, oldest
+//   entry; an urgent entry is never dropped while a non-urgent one is queued.
+//   Every drop is counted by the class of what was dropped.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "control/engine/messages.h"
+
+namespace gw::cp::engine {
+
+enum class PushResult : std::uint8_t {
+  kQueued,      // new entry
+  kReplaced,    // replaced the older entry for the same member
+  kSuperseded,  // the queued entry is newer or stronger: not queued
+  kDropped,     // queue full of more important entries: not queued (counted)
+};
+
+class BroadcastQueue {
+ public:
+  // Entries about members and UserData payloads live in separate key spaces.
+  enum class Kind : std::uint8_t { kMember = 0, kUserData = 1 };
+  using Key = std::pair<Kind, std::string>;
+
+  explicit BroadcastQueue(std::uint32_t max_entries) : max_entries_(max_entries) {}
+
+  PushResult push(Key key, Message msg, PriorityClass cls);
+
+  // Appends queued messages that fit in `budget_bytes` (estimated encoded size)
+  // to `out`, best first; each counts one transmission and is retired after
+  // `transmit_limit`. Returns the highest class taken (kBulk if none).
+  PriorityClass take(std::size_t budget_bytes, std::uint32_t transmit_limit, Compound& out);
+
+  bool contains(const Key& key) const { return entries_.count(key) != 0; }
+  std::size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  std::uint32_t transmits(const Key& key) const;
+  // Entries retired because they reached their transmit limit.
+  std::uint64_t retired() const { return retired_; }
+  const std::array<std::uint64_t, kPriorityClasses>& drops() const { return drops_; }
+  std::uint64_t superseded() const { return superseded_; }
+  void clear();
+
+ private:
+  struct Entry {
+    Message msg;
+    PriorityClass cls;
+    std::uint32_t transmits = 0;
+    std::uint64_t id = 0;  // push order; larger = newer
+    std::size_t size = 0;  // estimated encoded bytes
+  };
+  // Serve order: class, then fewest transmissions, then newest (inverted id).
+  using OrderKey = std::tuple<std::uint8_t, std::uint32_t, std::uint64_t, Key>;
+
+  static OrderKey order_key(const Key& key, const Entry& e) {
+    return {static_cast<std::uint8_t>(e.cls), e.transmits, UINT64_MAX - e.id, key};
+  }
+  void erase(std::map<Key, Entry>::iterator it);
+
+  std::uint32_t max_entries_;
+  std::uint64_t next_id_ = 1;
+  std::map<Key, Entry> entries_;
+  std::set<OrderKey> order_;
+  std::array<std::uint64_t, kPriorityClasses> drops_ = {};
+  std::uint64_t superseded_ = 0;
+  std::uint64_t retired_ = 0;
+};
+
+// Strength of a state message at equal incarnation: Dead/Leave > Suspect > Alive.
+int state_strength(const Message& m);
+// Incarnation a state message carries (0 for others).
+std::uint64_t message_incarnation(const Message& m);
+
+}  // namespace gw::cp::engine

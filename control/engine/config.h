@@ -1,0 +1,129 @@
+// Membership engine configuration with memberlist-like presets. Every duration is
+// in nanoseconds of the host's (virtual or monotonic) clock.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "control/engine/messages.h"
+
+namespace gw::cp::engine {
+
+inline constexpr std::uint64_t kMillisecond = 1'000'000ULL;
+inline constexpr std::uint64_t kSecond = 1'000 * kMillisecond;
+
+struct EngineConfig {
+  // --- identity ---
+  std::string name;              // unique member name; required, no default
+  Address addr;                  // our gossip endpoint as others should reach it; required
+  std::vector<Tag> tags;         // our metadata carried in Alive; default none
+  std::uint32_t protocol_version = 1;  // carried in Alive; default 1
+  std::uint64_t initial_incarnation = 0;  // a restarted member may start above its
+                                          // old tombstone; default 0 (it refutes instead)
+
+  // --- failure detection (SWIM + Lifeguard) ---
+  std::uint64_t probe_interval_ns = 1 * kSecond;   // one probe per interval; LAN 1 s
+  std::uint64_t probe_timeout_ns = 500 * kMillisecond;  // direct ack wait; LAN 500 ms
+  std::uint32_t indirect_checks = 3;        // helpers asked on a missed ack (k); LAN 3
+  std::uint32_t awareness_max_multiplier = 8;  // local health score cap; LAN 8
+  std::uint32_t suspicion_mult = 4;         // min suspicion = mult*log10(N)*interval; LAN 4
+  std::uint32_t suspicion_max_timeout_mult = 6;  // max suspicion = this*min; LAN 6
+  std::uint32_t max_pending_relays = 1024;  // indirect probes we run for others; 1024
+
+  // --- dissemination ---
+  std::uint64_t gossip_interval_ns = 200 * kMillisecond;  // LAN 200 ms
+  std::uint32_t gossip_nodes = 3;           // random peers per gossip round; LAN 3
+  std::uint64_t gossip_to_the_dead_ns = 30 * kSecond;  // keep gossiping to the newly dead; 30 s
+  std::uint32_t retransmit_mult = 4;        // transmits = mult*ceil(log10(N+1)); LAN 4
+  std::uint32_t max_broadcasts = 1024;      // broadcast queue entries (bound); 1024
+  std::uint32_t max_packet_bytes = 1400;    // encoded Compound bytes per datagram; 1400
+
+  // --- anti-entropy ---
+  std::uint64_t push_pull_interval_ns = 30 * kSecond;  // base sync interval, scaled up past 32 members; LAN 30 s
+  std::uint32_t max_concurrent_syncs = 8;   // syncs in flight: ours awaiting an answer plus
+                                            // multi-part ones we are receiving; 8
+  std::uint32_t sync_answer_rate = 10;      // sync requests answered per second; 10
+  std::uint32_t sync_answer_burst = 20;     // answer token bucket depth; 20
+  std::uint64_t sync_timeout_ns = 10 * kSecond;  // an incomplete sync frees its slot after
+                                                 // this; also the join retry period; 10 s
+  std::uint32_t max_sync_bytes = 256 * 1024;  // encoded bytes one side sends per sync; 256 KiB
+
+  // --- tombstones and bounds ---
+  std::uint64_t tombstone_ttl_ns = 300 * kSecond;  // Dead/Left kept this long; 5 min
+  std::uint32_t max_members = 65536;        // member table entries incl. tombstones; 65536
+  std::uint32_t max_tag_bytes = 512;        // sum of key+value bytes of one member; 512
+  std::uint32_t max_events = 4096;          // undrained events kept; oldest dropped; 4096
+  std::uint32_t max_outbox = 4096;          // undrained datagrams kept; newest dropped; 4096
+
+  // --- admission of new members ---
+  std::uint32_t admit_rate = 100;           // never-seen members admitted per second; 100
+  std::uint32_t admit_burst = 200;          // token bucket depth; 200
+  std::vector<std::string> allowed_name_prefixes;  // empty = any name; default empty
+  std::vector<Tag> required_tags;           // all must be present; empty = none; default empty
+
+  // Presets. Each leaves identity (name, addr, tags) empty for the caller.
+  static EngineConfig lan();
+  static EngineConfig wan();
+  static EngineConfig local();
+
+  // Empty if usable, else "<field>: <why>" for the first problem found.
+  std::string validate() const;
+};
+
+inline std::string EngineConfig::validate() const {
+  if (name.empty()) return "name: must not be empty";
+  if (!(addr.ip.size() == 4 || addr.ip.size() == 16)) return "addr: needs a 4- or 16-byte ip";
+  if (probe_interval_ns == 0) return "probe_interval_ns: must be > 0";
+  if (probe_timeout_ns == 0 || probe_timeout_ns >= probe_interval_ns)
+    return "probe_timeout_ns: must be > 0 and below probe_interval_ns";
+  if (gossip_interval_ns == 0) return "gossip_interval_ns: must be > 0";
+  if (push_pull_interval_ns == 0) return "push_pull_interval_ns: must be > 0";
+  if (sync_timeout_ns == 0) return "sync_timeout_ns: must be > 0";
+  if (suspicion_mult == 0) return "suspicion_mult: must be > 0";
+  if (suspicion_max_timeout_mult == 0) return "suspicion_max_timeout_mult: must be > 0";
+  if (retransmit_mult == 0) return "retransmit_mult: must be > 0";
+  if (awareness_max_multiplier == 0) return "awareness_max_multiplier: must be > 0";
+  if (max_members < 1) return "max_members: must be >= 1";
+  if (max_packet_bytes < 128) return "max_packet_bytes: must be >= 128";
+  if (max_sync_bytes < max_packet_bytes) return "max_sync_bytes: must be >= max_packet_bytes";
+  std::size_t tag_total = 0;
+  for (const Tag& t : tags) tag_total += t.key.size() + t.value.size();
+  if (tag_total > max_tag_bytes) return "tags: larger than max_tag_bytes";
+  return {};
+}
+
+inline EngineConfig EngineConfig::lan() { return EngineConfig{}; }
+
+// Higher latency, more loss: slower probes, longer timeouts (memberlist WAN).
+inline EngineConfig EngineConfig::wan() {
+  EngineConfig c;
+  c.probe_interval_ns = 5 * kSecond;
+  c.probe_timeout_ns = 3 * kSecond;
+  c.suspicion_mult = 6;
+  c.gossip_interval_ns = 500 * kMillisecond;
+  c.gossip_nodes = 4;
+  c.gossip_to_the_dead_ns = 60 * kSecond;
+  c.push_pull_interval_ns = 60 * kSecond;
+  c.sync_timeout_ns = 30 * kSecond;
+  c.tombstone_ttl_ns = 600 * kSecond;
+  return c;
+}
+
+// Loopback/same host: fast probes, fewer helpers (memberlist Local).
+inline EngineConfig EngineConfig::local() {
+  EngineConfig c;
+  c.probe_interval_ns = 1 * kSecond;
+  c.probe_timeout_ns = 200 * kMillisecond;
+  c.indirect_checks = 1;
+  c.suspicion_mult = 3;
+  c.gossip_interval_ns = 100 * kMillisecond;
+  c.gossip_to_the_dead_ns = 15 * kSecond;
+  c.retransmit_mult = 2;
+  c.push_pull_interval_ns = 15 * kSecond;
+  c.sync_timeout_ns = 5 * kSecond;
+  c.tombstone_ttl_ns = 60 * kSecond;
+  return c;
+}
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,806 @@
+#include "control/engine/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <utility>
+
+#include "control/engine/wire_size.h"
+
+namespace gw::cp::engine {
+namespace {
+
+std::size_t tag_bytes(const std::vector<Tag>& tags) {
+  std::size_t n = 0;
+  for (const Tag& t : tags) n += t.key.size() + t.value.size();
+  return n;
+}
+
+// Timers must advance: a zero interval would make tick() spin.
+EngineConfig sanitized(EngineConfig c) {
+  for (std::uint64_t* d : {&c.probe_interval_ns, &c.probe_timeout_ns, &c.gossip_interval_ns,
+                           &c.push_pull_interval_ns, &c.sync_timeout_ns})
+    if (*d == 0) *d = kMillisecond;
+  return c;
+}
+
+}  // namespace
+
+Engine::Engine(EngineConfig config, std::uint64_t seed, std::uint64_t now_ns)
+    : config_(sanitized(std::move(config))),
+      rng_(seed),
+      table_(std::max<std::uint32_t>(config_.max_members, 1)),
+      probes_(config_.max_pending_relays, config_.max_members),
+      broadcasts_(config_.max_broadcasts),
+      syncs_(config_.max_concurrent_syncs, config_.sync_timeout_ns, config_.sync_answer_rate,
+             config_.sync_answer_burst, now_ns),
+      admission_(config_.admit_rate, config_.admit_burst, config_.allowed_name_prefixes,
+                 config_.required_tags, now_ns),
+      awareness_(config_.awareness_max_multiplier) {
+  Member me;
+  me.name = config_.name;
+  me.addr = config_.addr;
+  me.incarnation = config_.initial_incarnation;
+  me.tags = tag_bytes(config_.tags) <= config_.max_tag_bytes ? config_.tags : std::vector<Tag>{};
+  me.protocol_version = config_.protocol_version;
+  me.state_change_ns = now_ns;
+  table_.insert(std::move(me));
+  // Announce ourselves to whoever we talk to first.
+  queue_broadcast(config_.name, self_alive(), PriorityClass::kGossip);
+  // Random phase so that members started together do not probe in lock step.
+  next_probe_ns_ = now_ns + rng_.uniform(config_.probe_interval_ns) + 1;
+  next_gossip_ns_ = now_ns + rng_.uniform(config_.gossip_interval_ns) + 1;
+  next_sync_ns_ = now_ns + config_.push_pull_interval_ns + rng_.uniform(config_.push_pull_interval_ns);
+}
+
+// ---------------------------------------------------------------- helpers
+
+Member& Engine::self() { return *table_.find(config_.name); }
+const Member& Engine::self() const { return *table_.find(config_.name); }
+
+std::uint64_t Engine::incarnation() const { return self().incarnation; }
+
+Alive Engine::self_alive() const {
+  const Member& me = self();
+  return Alive{me.incarnation, me.name, me.addr, me.tags, me.protocol_version};
+}
+
+std::uint32_t Engine::retransmit_limit() const {
+  const double n = static_cast<double>(table_.live_count());
+  const auto scale = static_cast<std::uint32_t>(std::ceil(std::log10(n + 1.0)));
+  return std::max<std::uint32_t>(1, config_.retransmit_mult * scale);
+}
+
+std::uint64_t Engine::sync_interval() const {
+  return push_pull_scale(config_.push_pull_interval_ns, table_.live_count());
+}
+
+std::vector<Member> Engine::members() const {
+  std::vector<Member> out;
+  out.reserve(table_.size());
+  for (const auto& [name, m] : table_.all()) out.push_back(m);
+  return out;
+}
+
+Counters Engine::counters() const {
+  Counters c = counters_;
+  c.broadcast_drop = broadcasts_.drops();
+  c.broadcast_superseded = broadcasts_.superseded();
+  return c;
+}
+
+std::optional<std::uint64_t> Engine::suspicion_deadline(const std::string& name) const {
+  auto it = suspicions_.find(name);
+  if (it == suspicions_.end()) return std::nullopt;
+  return it->second.deadline();
+}
+
+std::optional<std::uint32_t> Engine::suspicion_confirmations(const std::string& name) const {
+  auto it = suspicions_.find(name);
+  if (it == suspicions_.end()) return std::nullopt;
+  return it->second.confirmations();
+}
+
+std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& exclude) {
+  std::vector<std::string> out;
+  if (k == 0) return out;
+  auto usable = [&](const std::string& name) {
+    if (name == config_.name || name == exclude) return false;
+    const Member* m = table_.find(name);
+    return m != nullptr && m->status == MemberStatus::kAlive &&
+           std::find(out.begin(), out.end(), name) == out.end();
+  };
+  const std::vector<std::string>& list = probes_.list();
+  if (list.size() <= 4 * k + 16) {
+    // Small: exact selection over a shuffled copy.
+    std::vector<std::string> all;
+    for (const std::string& name : list)
+      if (usable(name)) all.push_back(name);
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    rng_.shuffle(all);
+    if (all.size() > k) all.resize(k);
+    return all;
+  }
+  // Large: sample (bounded attempts; the probe list holds every live member).
+  for (std::size_t attempt = 0; attempt < 8 * k && out.size() < k; ++attempt) {
+    const std::string& name = list[static_cast<std::size_t>(rng_.uniform(list.size()))];
+    if (usable(name)) out.push_back(name);
+  }
+  return out;
+}
+
+void Engine::emit(EventKind kind, const Member& m) {
+  // Bounded: an undrained stream loses its oldest events, counted.
+  if (events_.size() >= config_.max_events) {
+    events_.pop_front();
+    ++counters_.events_drop_full;
+  }
+  events_.push_back(MemberEvent{kind, m.name, m.addr, m.incarnation, m.tags});
+}
+
+void Engine::queue_broadcast(const std::string& node, Message msg, PriorityClass cls) {
+  broadcasts_.push({BroadcastQueue::Kind::kMember, node}, std::move(msg), cls);
+}
+
+void Engine::send(const Address& to, PriorityClass cls, Compound messages, bool piggyback) {
+  // Nowhere to send to.
+  if (to.empty()) return;
+  if (outbox_.size() >= config_.max_outbox) {
+    ++counters_.outbox_drop_full;
+    return;
+  }
+  if (piggyback) {
+    const std::size_t used = estimated_size(messages);
+    if (used < config_.max_packet_bytes) {
+      const std::size_t before = messages.size();
+      const PriorityClass best =
+          broadcasts_.take(config_.max_packet_bytes - used, retransmit_limit(), messages);
+      // The datagram travels in the most important class it carries.
+      if (messages.size() > before && best < cls) cls = best;
+    }
+  }
+  for (const Message& m : messages) ++counters_.msg_out[m.index()];
+  ++counters_.packets_out;
+  outbox_.push_back(Outgoing{to, cls, std::move(messages)});
+}
+
+// ---------------------------------------------------------------- inputs
+
+void Engine::handle(const Address& from, const Compound& messages, std::uint64_t now_ns) {
+  ++counters_.packets_in;
+  for (const Message& msg : messages) {
+    ++counters_.msg_in[msg.index()];
+    std::visit(
+        [&](const auto& m) {
+          using T = std::decay_t<decltype(m)>;
+          if constexpr (std::is_same_v<T, Ping>) on_ping(from, m, now_ns);
+          else if constexpr (std::is_same_v<T, Ack>) on_ack(m, now_ns);
+          else if constexpr (std::is_same_v<T, IndirectPing>) on_indirect_ping(from, m, now_ns);
+          else if constexpr (std::is_same_v<T, Nack>) on_nack(m);
+          else if constexpr (std::is_same_v<T, Alive>) apply_alive(m, now_ns);
+          else if constexpr (std::is_same_v<T, Suspect>) apply_suspect(m, now_ns);
+          else if constexpr (std::is_same_v<T, Dead>)
+            apply_dead(m.incarnation, m.node, m.from, MemberStatus::kDead, now_ns);
+          else if constexpr (std::is_same_v<T, Leave>)
+            apply_dead(m.incarnation, m.node, m.node, MemberStatus::kLeft, now_ns);
+          else if constexpr (std::is_same_v<T, SyncRequest>) on_sync_request(from, m, now_ns);
+          else if constexpr (std::is_same_v<T, SyncResponse>) on_sync_response(m, now_ns);
+          else on_user_data(m);
+        },
+        msg);
+  }
+}
+
+void Engine::on_ping(const Address& from, const Ping& m, std::uint64_t /*now_ns*/) {
+  // Meant for a member that had our address before (we restarted under another
+  // name): do not vouch for it.
+  if (!m.target.empty() && m.target != config_.name) {
+    ++counters_.ping_drop_misdirected;
+    return;
+  }
+  const Address& to = m.source_addr.empty() ? from : m.source_addr;
+  Compound msgs{Ack{m.seq_no, config_.name}};
+  // Buddy rule, both ways: a member we suspect, or hold dead or left, is
+  // evidently running, so tell it at once; it refutes with a higher incarnation.
+  // (Lifeguard does this on our pings; a slow prober may not ping it for long.)
+  if (const Member* src = table_.find(m.source); src != nullptr && m.source != config_.name) {
+    if (src->status == MemberStatus::kSuspect)
+      msgs.emplace_back(Suspect{src->incarnation, src->name, config_.name});
+    else if (src->status == MemberStatus::kDead)
+      msgs.emplace_back(Dead{src->incarnation, src->name, config_.name});
+    else if (src->status == MemberStatus::kLeft)
+      msgs.emplace_back(Leave{src->incarnation, src->name});
+  }
+  send(to, PriorityClass::kProbe, std::move(msgs), true);
+}
+
+void Engine::on_indirect_ping(const Address& from, const IndirectPing& m, std::uint64_t now_ns) {
+  Address target = m.target_addr;
+  if (target.empty()) {
+    const Member* t = table_.find(m.target);
+    // No address to probe: nothing we can do for the requester.
+    if (t == nullptr) return;
+    target = t->addr;
+  }
+  const std::uint32_t seq = next_seq_++;
+  Relay relay{m.seq_no, m.source_addr.empty() ? from : m.source_addr, m.want_nack,
+              now_ns + config_.probe_timeout_ns, m.target};
+  if (probes_.add_relay(seq, std::move(relay)) == nullptr) {
+    ++counters_.relay_drop_full;
+    return;
+  }
+  ++counters_.relay_started;
+  send(target, PriorityClass::kProbe,
+       Compound{Ping{seq, m.target, config_.name, config_.addr}}, true);
+}
+
+void Engine::on_ack(const Ack& m, std::uint64_t /*now_ns*/) {
+  std::optional<Probe>& probe = probes_.current();
+  if (probe && probe->seq_no == m.seq_no) {
+    if (!probe->indirect_sent) {
+      // Healthy round trip: we are probably fine, relax.
+      awareness_.apply_delta(-1);
+      ++counters_.probe_ack_direct;
+    } else {
+      ++counters_.probe_ack_indirect;
+    }
+    probe.reset();
+    return;
+  }
+  auto& relays = probes_.relays();
+  auto it = relays.find(m.seq_no);
+  // Late or unknown ack (probe already finished): nothing waits for it.
+  if (it == relays.end()) return;
+  send(it->second.origin, PriorityClass::kProbe, Compound{Ack{it->second.origin_seq, m.source}},
+       true);
+  ++counters_.relay_ack_forwarded;
+  relays.erase(it);
+}
+
+void Engine::on_nack(const Nack& m) {
+  std::optional<Probe>& probe = probes_.current();
+  // A nack for a probe that is over tells us nothing any more.
+  if (!probe || probe->seq_no != m.seq_no) return;
+  ++probe->nacks;
+  ++counters_.probe_nack_received;
+}
+
+void Engine::on_user_data(const UserData& m) {
+  ++counters_.user_data_in;
+  if (user_data_.size() >= config_.max_events) {
+    user_data_.pop_front();
+    ++counters_.events_drop_full;
+  }
+  user_data_.push_back(m);
+}
+
+// ---------------------------------------------------------------- state merging
+
+void Engine::refute(std::uint64_t heard_incarnation) {
+  Member& me = self();
+  me.incarnation = std::max(me.incarnation, heard_incarnation) + 1;
+  ++counters_.refutations;
+  // Lifeguard: being suspected hints that we are the slow one.
+  awareness_.apply_delta(1);
+  queue_broadcast(config_.name, self_alive(), PriorityClass::kUrgent);
+}
+
+void Engine::apply_alive(const Alive& a, std::uint64_t now_ns) {
+  // Nameless, or a name no sane member has: not a member (and not worth storing).
+  if (a.node.empty() || a.node.size() > kMaxNameBytes) {
+    ++counters_.alive_drop_bad_name;
+    return;
+  }
+  // Oversized metadata: refuse it rather than store or relay it.
+  if (tag_bytes(a.tags) > config_.max_tag_bytes) {
+    ++counters_.tags_drop_too_large;
+    return;
+  }
+  if (a.node == config_.name) {
+    // About us: we are the authority. A newer incarnation of "us" (our previous
+    // life, or a conflicting claim) is refuted by out-numbering it.
+    const Member& me = self();
+    if (leaving_) return;
+    if (a.incarnation > me.incarnation ||
+        (a.incarnation == me.incarnation && (a.addr != me.addr || a.tags != me.tags)))
+      refute(a.incarnation);
+    return;
+  }
+  // No endpoint: a member we could never probe or gossip to.
+  if (a.addr.empty()) {
+    ++counters_.alive_drop_no_addr;
+    return;
+  }
+  Member* m = table_.find(a.node);
+  if (m == nullptr) {
+    // A never-seen member: admission control first (bounded table, policy, rate).
+    if (table_.full()) {
+      ++counters_.admission_drop_table_full;
+      return;
+    }
+    switch (admission_.admit(a.node, a.tags, now_ns)) {
+      case AdmitVerdict::kPolicy:
+        ++counters_.admission_drop_policy;
+        return;
+      case AdmitVerdict::kRateLimited:
+        ++counters_.admission_drop_rate;
+        return;
+      case AdmitVerdict::kAdmit:
+        break;
+    }
+    Member fresh;
+    fresh.name = a.node;
+    fresh.addr = a.addr;
+    fresh.incarnation = a.incarnation;
+    fresh.tags = a.tags;
+    fresh.protocol_version = a.protocol_version;
+    fresh.state_change_ns = now_ns;
+    m = table_.insert(std::move(fresh));
+    if (m == nullptr) return;
+    probes_.add_member(a.node, rng_);
+    ++counters_.joins;
+    emit(EventKind::kJoin, *m);
+    queue_broadcast(a.node, a, PriorityClass::kGossip);
+    return;
+  }
+  if (m->is_tombstone()) {
+    // The dead stay dead: only a restart (a newer incarnation) brings one back.
+    if (a.incarnation <= m->incarnation) {
+      ++counters_.alive_drop_tombstone;
+      return;
+    }
+    m->incarnation = a.incarnation;
+    m->addr = a.addr;
+    m->tags = a.tags;
+    m->protocol_version = a.protocol_version;
+    table_.set_status(*m, MemberStatus::kAlive, now_ns, config_.tombstone_ttl_ns);
+    probes_.add_member(a.node, rng_);
+    ++counters_.joins;
+    emit(EventKind::kJoin, *m);
+    queue_broadcast(a.node, a, PriorityClass::kGossip);
+    return;
+  }
+  // Older or same incarnation: ignore (only the member itself raises it).
+  if (a.incarnation <= m->incarnation) {
+    ++counters_.update_drop_stale;
+    return;
+  }
+  const bool changed = a.addr != m->addr || a.tags != m->tags;
+  m->incarnation = a.incarnation;
+  m->addr = a.addr;
+  m->tags = a.tags;
+  m->protocol_version = a.protocol_version;
+  // A newer incarnation refutes any suspicion.
+  suspicions_.erase(a.node);
+  table_.set_status(*m, MemberStatus::kAlive, now_ns, config_.tombstone_ttl_ns);
+  if (changed) {
+    ++counters_.updates;
+    emit(EventKind::kUpdate, *m);
+  }
+  queue_broadcast(a.node, a, PriorityClass::kGossip);
+}
+
+void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
+  Member* m = table_.find(s.node);
+  // Unknown member: we cannot suspect what we never admitted.
+  if (m == nullptr) {
+    ++counters_.update_drop_unknown;
+    return;
+  }
+  // Older incarnation: already refuted.
+  if (s.incarnation < m->incarnation) {
+    ++counters_.update_drop_stale;
+    return;
+  }
+  auto it = suspicions_.find(s.node);
+  if (it != suspicions_.end()) {
+    // Already suspected: an independent accuser shortens the timeout (Lifeguard),
+    // and is passed on so others can count it too.
+    if (it->second.confirm(s.from)) {
+      ++counters_.suspicion_confirmations;
+      queue_broadcast(s.node, s, PriorityClass::kGossip);
+    }
+    return;
+  }
+  // Dead, left, or suspected already: nothing new.
+  if (m->status != MemberStatus::kAlive) return;
+  if (s.node == config_.name) {
+    // About us: refute (unless we are leaving anyway).
+    if (!leaving_) refute(s.incarnation);
+    return;
+  }
+  m->incarnation = s.incarnation;
+  table_.set_status(*m, MemberStatus::kSuspect, now_ns, config_.tombstone_ttl_ns);
+  ++counters_.suspicions;
+  const std::size_t n = table_.live_count();
+  std::uint32_t k = config_.suspicion_mult > 2 ? config_.suspicion_mult - 2 : 0;
+  // Too few members to expect k independent confirmations.
+  if (n < k + 2) k = 0;
+  const std::uint64_t min_ns =
+      suspicion_min_timeout(config_.suspicion_mult, n, config_.probe_interval_ns);
+  const std::uint64_t max_ns = config_.suspicion_max_timeout_mult * min_ns;
+  suspicions_.emplace(s.node, Suspicion(s.from, k, min_ns, max_ns, now_ns));
+  queue_broadcast(s.node, s, PriorityClass::kGossip);
+}
+
+void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
+                        const std::string& from, MemberStatus status, std::uint64_t now_ns) {
+  Member* m = table_.find(node);
+  // Unknown member: nothing to bury.
+  if (m == nullptr) {
+    ++counters_.update_drop_unknown;
+    return;
+  }
+  // Older incarnation: the member has moved on since.
+  if (incarnation < m->incarnation) {
+    ++counters_.update_drop_stale;
+    return;
+  }
+  // Already a tombstone: nothing new.
+  if (m->is_tombstone()) return;
+  if (node == config_.name) {
+    // About us: refute, unless it is our own farewell coming back.
+    if (!leaving_) refute(incarnation);
+    return;
+  }
+  m->incarnation = incarnation;
+  suspicions_.erase(node);
+  table_.set_status(*m, status, now_ns, config_.tombstone_ttl_ns);
+  // Keep gossiping to it a while: if it is alive after all, it hears and refutes.
+  if (status == MemberStatus::kDead) {
+    if (recently_dead_.size() >= kMaxRecentlyDead) recently_dead_.pop_front();
+    recently_dead_.push_back(node);
+  }
+  if (status == MemberStatus::kLeft) {
+    ++counters_.leaves;
+    emit(EventKind::kLeave, *m);
+    queue_broadcast(node, Leave{incarnation, node}, PriorityClass::kUrgent);
+  } else {
+    ++counters_.deaths;
+    emit(EventKind::kFailed, *m);
+    queue_broadcast(node, Dead{incarnation, node, from}, PriorityClass::kUrgent);
+  }
+}
+
+void Engine::merge(const std::vector<MemberState>& members, const std::string& from,
+                   std::uint64_t now_ns) {
+  for (const MemberState& s : members) {
+    switch (s.status) {
+      case MemberStatus::kAlive:
+        apply_alive(Alive{s.incarnation, s.node, s.addr, s.tags, 0}, now_ns);
+        break;
+      case MemberStatus::kLeft:
+        apply_dead(s.incarnation, s.node, s.node, MemberStatus::kLeft, now_ns);
+        break;
+      case MemberStatus::kSuspect:
+      case MemberStatus::kDead:
+        // Merged deaths start as suspicion (memberlist): the member gets a chance
+        // to refute before every node buries it on one peer's word.
+        apply_suspect(Suspect{s.incarnation, s.node, from}, now_ns);
+        break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- sync
+
+template <typename Sync>
+void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join) {
+  SyncManager::Window w = syncs_.build_window(table_, config_.name, config_.max_packet_bytes,
+                                              config_.max_sync_bytes);
+  const auto parts = static_cast<std::uint32_t>(w.parts.size());
+  for (std::uint32_t i = 0; i < parts; ++i) {
+    Sync msg;
+    msg.seq_no = seq_no;
+    msg.source = config_.name;
+    if constexpr (std::is_same_v<Sync, SyncRequest>) msg.join = join;
+    msg.part = i;
+    msg.parts = parts;
+    msg.members = std::move(w.parts[i]);
+    send(to, PriorityClass::kBulk, Compound{std::move(msg)}, false);
+  }
+  counters_.sync_bytes_out += w.bytes;
+}
+
+void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uint64_t now_ns) {
+  const SyncManager::Serve serve = syncs_.on_request(m.source, m.seq_no, m.parts, now_ns);
+  // Over the concurrency cap or the answer rate: neither merge nor answer (the
+  // sender retries: a joiner after sync_timeout, others at their next interval).
+  if (serve == SyncManager::Serve::kBusy) {
+    ++counters_.sync_drop_concurrency;
+    return;
+  }
+  if (serve == SyncManager::Serve::kRateLimited) {
+    ++counters_.sync_drop_rate;
+    return;
+  }
+  merge(m.members, m.source, now_ns);
+  if (serve == SyncManager::Serve::kNew) {
+    ++counters_.sync_answered;
+    send_sync<SyncResponse>(from, m.seq_no, false);
+  }
+}
+
+void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
+  // Not an answer to one of our syncs: unsolicited state is not merged.
+  if (!syncs_.on_response(m.seq_no, m.part, m.parts)) {
+    ++counters_.sync_drop_unsolicited;
+    return;
+  }
+  if (std::find(join_seqs_.begin(), join_seqs_.end(), m.seq_no) != join_seqs_.end()) {
+    joined_ = true;
+    next_join_ns_ = UINT64_MAX;
+  }
+  merge(m.members, m.source, now_ns);
+}
+
+void Engine::start_sync(std::uint64_t now_ns) {
+  // Cap on concurrent syncs: skip this round.
+  if (!syncs_.has_capacity()) return;
+  std::vector<std::string> peer = random_peers(1, {});
+  // Reconnect (as Serf does): a partition leaves both sides thinking the other
+  // dead, and nobody talks to the dead after gossip_to_the_dead_ns. So a sync
+  // goes to a failed (not left) member with probability D / (L + D), and always
+  // when no live peer is left, which heals the partition through refutation.
+  std::vector<const Member*> failed;
+  for (const auto& [name, m] : table_.all())
+    if (m.status == MemberStatus::kDead) failed.push_back(&m);
+  if (!failed.empty()) {
+    const std::uint64_t live = peer.empty() ? 0 : table_.live_count() - 1;
+    if (rng_.uniform(live + failed.size()) < failed.size()) {
+      peer = {failed[static_cast<std::size_t>(rng_.uniform(failed.size()))]->name};
+      ++counters_.sync_reconnects;
+    }
+  }
+  if (peer.empty()) return;
+  const std::uint32_t seq = next_seq_++;
+  syncs_.start(seq, now_ns);
+  ++counters_.sync_started;
+  send_sync<SyncRequest>(table_.find(peer.front())->addr, seq, false);
+}
+
+void Engine::join(std::span<const Address> seeds, std::uint64_t now_ns) {
+  seeds_.assign(seeds.begin(), seeds.begin() + static_cast<std::ptrdiff_t>(
+                                                    std::min(seeds.size(), kMaxSeeds)));
+  join_attempts_ = 0;
+  joined_ = false;
+  send_join(now_ns);
+}
+
+void Engine::send_join(std::uint64_t now_ns) {
+  ++join_attempts_;
+  for (const Address& seed : seeds_) {
+    const std::uint32_t seq = next_seq_++;
+    join_seqs_.push_back(seq);
+    syncs_.start(seq, now_ns);
+    ++counters_.sync_started;
+    send_sync<SyncRequest>(seed, seq, true);
+  }
+  // Bounded: only the latest attempt's sequence numbers matter.
+  if (join_seqs_.size() > kMaxSeeds * kJoinAttempts)
+    join_seqs_.erase(join_seqs_.begin(),
+                     join_seqs_.end() - static_cast<std::ptrdiff_t>(kMaxSeeds * kJoinAttempts));
+  next_join_ns_ = join_attempts_ < kJoinAttempts ? now_ns + config_.sync_timeout_ns : UINT64_MAX;
+}
+
+// ---------------------------------------------------------------- probing
+
+void Engine::start_probe(std::uint64_t now_ns) {
+  std::optional<std::string> target = probes_.next_target(table_, config_.name, rng_);
+  // Nobody to probe yet.
+  if (!target) return;
+  const Member& m = *table_.find(*target);
+  Probe p;
+  p.target = *target;
+  p.seq_no = next_seq_++;
+  p.start_ns = now_ns;
+  p.direct_deadline_ns = now_ns + probe_timeout_ns();
+  p.final_deadline_ns = now_ns + probe_interval_ns();
+  probes_.current() = p;
+  ++counters_.probe_started;
+  Compound msgs{Ping{p.seq_no, m.name, config_.name, config_.addr}};
+  // Buddy system (Lifeguard): tell a suspected member so at once, so it can refute.
+  if (m.status == MemberStatus::kSuspect)
+    msgs.emplace_back(Suspect{m.incarnation, m.name, config_.name});
+  send(m.addr, PriorityClass::kProbe, std::move(msgs), true);
+}
+
+void Engine::send_indirect_probes(std::uint64_t /*now_ns*/) {
+  Probe& p = *probes_.current();
+  p.indirect_sent = true;
+  const Member* target = table_.find(p.target);
+  // Forgotten meanwhile: the final deadline will close the probe.
+  if (target == nullptr) return;
+  const std::vector<std::string> helpers = random_peers(config_.indirect_checks, p.target);
+  p.expected_nacks = static_cast<std::uint32_t>(helpers.size());
+  for (const std::string& h : helpers) {
+    ++counters_.probe_indirect_sent;
+    send(table_.find(h)->addr, PriorityClass::kProbe,
+         Compound{IndirectPing{p.seq_no, p.target, target->addr, true, config_.name,
+                               config_.addr}},
+         true);
+  }
+}
+
+void Engine::finish_probe_failed(std::uint64_t now_ns) {
+  const Probe p = *probes_.current();
+  probes_.current().reset();
+  ++counters_.probe_failed;
+  // Lifeguard: helpers that did not even nack suggest our own network is the
+  // problem; with no helpers, any failure counts against us.
+  const int delta = p.expected_nacks > 0
+                        ? static_cast<int>(p.expected_nacks - std::min(p.nacks, p.expected_nacks))
+                        : 1;
+  awareness_.apply_delta(delta);
+  const Member* m = table_.find(p.target);
+  // Gone or buried meanwhile: nobody left to suspect.
+  if (m == nullptr || m->is_tombstone()) return;
+  apply_suspect(Suspect{m->incarnation, p.target, config_.name}, now_ns);
+}
+
+void Engine::expire_relays(std::uint64_t now_ns) {
+  auto& relays = probes_.relays();
+  for (auto it = relays.begin(); it != relays.end();) {
+    if (it->second.deadline_ns > now_ns) {
+      ++it;
+      continue;
+    }
+    // Lifeguard nack: "I could not reach it either", so the prober knows its own
+    // link is fine.
+    if (it->second.want_nack) {
+      ++counters_.relay_nack_sent;
+      send(it->second.origin, PriorityClass::kProbe,
+           Compound{Nack{it->second.origin_seq, config_.name}}, true);
+    }
+    it = relays.erase(it);
+  }
+}
+
+void Engine::expire_suspicions(std::uint64_t now_ns) {
+  std::vector<std::string> expired;
+  for (const auto& [name, s] : suspicions_)
+    if (s.deadline() <= now_ns) expired.push_back(name);
+  for (const std::string& name : expired) {
+    const Member* m = table_.find(name);
+    suspicions_.erase(name);
+    if (m == nullptr || m->status != MemberStatus::kSuspect) continue;
+    apply_dead(m->incarnation, name, config_.name, MemberStatus::kDead, now_ns);
+  }
+}
+
+// ---------------------------------------------------------------- gossip
+
+std::vector<std::string> Engine::gossip_targets(std::uint64_t now_ns) {
+  // Forget the dead that are past gossip_to_the_dead_ns, rejoined or expired.
+  std::erase_if(recently_dead_, [&](const std::string& name) {
+    const Member* m = table_.find(name);
+    return m == nullptr || m->status != MemberStatus::kDead ||
+           m->state_change_ns + config_.gossip_to_the_dead_ns <= now_ns;
+  });
+  std::vector<std::string> peers = random_peers(config_.gossip_nodes, {});
+  if (recently_dead_.empty()) return peers;
+  // memberlist draws gossip targets from live and recently dead members alike:
+  // each slot goes to a recently dead member with probability D / (L + D).
+  const std::uint64_t dead = recently_dead_.size();
+  const std::uint64_t live = table_.live_count() > 0 ? table_.live_count() - 1 : 0;
+  const std::size_t slots = std::max<std::size_t>(peers.size(), peers.empty() ? 1 : 0);
+  peers.resize(slots);
+  for (std::string& p : peers) {
+    if (rng_.uniform(live + dead) >= dead) continue;
+    const std::string& pick = recently_dead_[static_cast<std::size_t>(rng_.uniform(dead))];
+    if (std::find(peers.begin(), peers.end(), pick) == peers.end()) p = pick;
+  }
+  std::erase(peers, std::string{});
+  return peers;
+}
+
+void Engine::gossip(std::uint64_t now_ns) {
+  // Nothing to disseminate: no datagrams (and no draws from the RNG).
+  if (broadcasts_.empty()) return;
+  for (const std::string& peer : gossip_targets(now_ns)) {
+    // Nothing (left) to disseminate: no empty datagrams.
+    if (broadcasts_.empty()) break;
+    Compound msgs;
+    const PriorityClass cls =
+        broadcasts_.take(config_.max_packet_bytes, retransmit_limit(), msgs);
+    if (msgs.empty()) break;
+    send(table_.find(peer)->addr, cls, std::move(msgs), false);
+  }
+}
+
+// ---------------------------------------------------------------- timers
+
+void Engine::tick(std::uint64_t now_ns) {
+  expire_relays(now_ns);
+
+  if (probes_.current()) {
+    if (!probes_.current()->indirect_sent && now_ns >= probes_.current()->direct_deadline_ns)
+      send_indirect_probes(now_ns);
+    if (now_ns >= probes_.current()->final_deadline_ns) finish_probe_failed(now_ns);
+  }
+  if (now_ns >= next_probe_ns_) {
+    // A leaving member accuses nobody.
+    if (!leaving_) start_probe(now_ns);
+    next_probe_ns_ = now_ns + probe_interval_ns();
+  }
+
+  expire_suspicions(now_ns);
+
+  if (now_ns >= next_gossip_ns_) {
+    gossip(now_ns);
+    next_gossip_ns_ = now_ns + config_.gossip_interval_ns;
+  }
+
+  syncs_.expire(now_ns);
+  if (!joined_ && now_ns >= next_join_ns_) send_join(now_ns);
+  if (now_ns >= next_sync_ns_) {
+    if (!leaving_) start_sync(now_ns);
+    next_sync_ns_ = now_ns + sync_interval();
+  }
+
+  counters_.tombstones_expired += table_.expire_tombstones(now_ns).size();
+}
+
+std::uint64_t Engine::next_deadline() const {
+  std::uint64_t t = std::min({next_probe_ns_, next_gossip_ns_, next_sync_ns_,
+                              table_.next_expiry(), syncs_.next_expiry()});
+  if (!joined_) t = std::min(t, next_join_ns_);
+  if (const auto& p = probes_.current()) {
+    t = std::min(t, p->indirect_sent ? p->final_deadline_ns : p->direct_deadline_ns);
+  }
+  for (const auto& [seq, r] : probes_.relays()) t = std::min(t, r.deadline_ns);
+  for (const auto& [name, s] : suspicions_) t = std::min(t, s.deadline());
+  return t;
+}
+
+// ---------------------------------------------------------------- local changes
+
+void Engine::leave(std::uint64_t /*now_ns*/) {
+  // Leaving twice says nothing new.
+  if (leaving_) return;
+  leaving_ = true;
+  probes_.current().reset();
+  const Member& me = self();
+  queue_broadcast(config_.name, Leave{me.incarnation, me.name}, PriorityClass::kUrgent);
+}
+
+bool Engine::leave_done() const {
+  if (!leaving_) return false;
+  // Transmitted enough (retired from the queue), or nobody left to tell.
+  return !broadcasts_.contains({BroadcastQueue::Kind::kMember, config_.name}) ||
+         table_.live_count() <= 1;
+}
+
+bool Engine::set_tags(std::vector<Tag> tags, std::uint64_t /*now_ns*/) {
+  // Bounded metadata: refuse rather than truncate silently.
+  if (tag_bytes(tags) > config_.max_tag_bytes) return false;
+  Member& me = self();
+  me.tags = std::move(tags);
+  ++me.incarnation;
+  queue_broadcast(config_.name, self_alive(), PriorityClass::kGossip);
+  return true;
+}
+
+void Engine::send_user_data(std::string data, std::uint64_t /*now_ns*/) {
+  broadcasts_.push({BroadcastQueue::Kind::kUserData, config_.name},
+                   UserData{config_.name, std::move(data)}, PriorityClass::kGossip);
+}
+
+std::vector<Outgoing> Engine::take_outbox() { return std::exchange(outbox_, {}); }
+
+std::vector<MemberEvent> Engine::take_events() {
+  std::vector<MemberEvent> out(std::make_move_iterator(events_.begin()),
+                               std::make_move_iterator(events_.end()));
+  events_.clear();
+  return out;
+}
+
+std::vector<UserData> Engine::take_user_data() {
+  std::vector<UserData> out(std::make_move_iterator(user_data_.begin()),
+                            std::make_move_iterator(user_data_.end()));
+  user_data_.clear();
+  return out;
+}
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,229 @@
+// The membership engine (SWIM + Lifeguard) as a pure, deterministic state machine.
+//
+// Inputs: decoded messages with their sender address, timer ticks, join/leave and
+// metadata calls, each with the current (virtual or monotonic) time in ns. Outputs:
+// datagrams to send (take_outbox) and member events (take_events). All randomness
+// comes from the seeded Rng it owns, and output is produced only by walking
+// ordered containers, so the same seed and inputs give byte-identical outputs.
+// Nothing here touches DPDK, sockets, threads or the wall clock.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "control/engine/admission.h"
+#include "control/engine/awareness.h"
+#include "control/engine/broadcast_queue.h"
+#include "control/engine/config.h"
+#include "control/engine/member_table.h"
+#include "control/engine/messages.h"
+#include "control/engine/probe_scheduler.h"
+#include "control/engine/rng.h"
+#include "control/engine/suspicion.h"
+#include "control/engine/sync.h"
+
+namespace gw::cp::engine {
+
+// One datagram to send: the host encodes `messages` (control/codec.h), seals it
+// and queues it in `priority`'s egress class.
+struct Outgoing {
+  Address to;
+  PriorityClass priority = PriorityClass::kGossip;
+  Compound messages;
+};
+
+enum class EventKind : std::uint8_t { kJoin, kLeave, kFailed, kUpdate };
+
+struct MemberEvent {
+  EventKind kind = EventKind::kJoin;
+  std::string node;
+  Address addr;
+  std::uint64_t incarnation = 0;
+  std::vector<Tag> tags;
+};
+
+struct Counters {
+  std::array<std::uint64_t, kMessageTypes> msg_in = {};   // by Message alternative
+  std::array<std::uint64_t, kMessageTypes> msg_out = {};
+  std::uint64_t packets_in = 0;
+  std::uint64_t packets_out = 0;
+  std::uint64_t outbox_drop_full = 0;
+  std::uint64_t events_drop_full = 0;
+  std::array<std::uint64_t, kPriorityClasses> broadcast_drop = {};  // by class dropped
+  std::uint64_t broadcast_superseded = 0;
+  std::uint64_t admission_drop_rate = 0;
+  std::uint64_t admission_drop_policy = 0;
+  std::uint64_t admission_drop_table_full = 0;
+  std::uint64_t alive_drop_tombstone = 0;  // stale Alive about a Dead/Left member
+  std::uint64_t update_drop_stale = 0;     // older incarnation about a live member
+  std::uint64_t update_drop_unknown = 0;   // Suspect/Dead/Leave about an unknown member
+  std::uint64_t tags_drop_too_large = 0;
+  std::uint64_t alive_drop_no_addr = 0;
+  std::uint64_t alive_drop_bad_name = 0;   // empty or longer than kMaxNameBytes
+  std::uint64_t refutations = 0;
+  std::uint64_t suspicions = 0;
+  std::uint64_t suspicion_confirmations = 0;
+  std::uint64_t deaths = 0;
+  std::uint64_t leaves = 0;
+  std::uint64_t joins = 0;
+  std::uint64_t updates = 0;
+  std::uint64_t tombstones_expired = 0;
+  std::uint64_t probe_started = 0;
+  std::uint64_t probe_ack_direct = 0;
+  std::uint64_t probe_ack_indirect = 0;
+  std::uint64_t probe_failed = 0;
+  std::uint64_t probe_indirect_sent = 0;
+  std::uint64_t probe_nack_received = 0;
+  std::uint64_t ping_drop_misdirected = 0;
+  std::uint64_t relay_started = 0;
+  std::uint64_t relay_drop_full = 0;
+  std::uint64_t relay_ack_forwarded = 0;
+  std::uint64_t relay_nack_sent = 0;
+  std::uint64_t sync_started = 0;
+  std::uint64_t sync_reconnects = 0;  // syncs sent to a member we consider failed
+  std::uint64_t sync_answered = 0;
+  std::uint64_t sync_drop_concurrency = 0;
+  std::uint64_t sync_drop_rate = 0;
+  std::uint64_t sync_drop_unsolicited = 0;
+  std::uint64_t sync_bytes_out = 0;  // estimated encoded bytes of sync parts sent
+  std::uint64_t user_data_in = 0;
+};
+
+class Engine {
+ public:
+  // `config` should pass EngineConfig::validate(); zero intervals are raised to
+  // 1 ms so that timers always advance.
+  Engine(EngineConfig config, std::uint64_t seed, std::uint64_t now_ns);
+
+  // ---- inputs ----
+  // One decoded datagram from `from` (the transport source address).
+  void handle(const Address& from, const Compound& messages, std::uint64_t now_ns);
+  // Runs every timer that is due at `now_ns`. Call at or after next_deadline().
+  void tick(std::uint64_t now_ns);
+  // Sends a join SyncRequest to each seed (at most kMaxSeeds), retried while no
+  // seed has answered.
+  void join(std::span<const Address> seeds, std::uint64_t now_ns);
+  // Broadcasts our Leave (urgent) and stops probing and syncing.
+  void leave(std::uint64_t now_ns);
+  // True once our Leave has been transmitted retransmit_limit() times (or there
+  // is nobody left to tell): the host may exit.
+  bool leave_done() const;
+  // New metadata: bumps our incarnation and broadcasts an Alive. False (and no
+  // change) if the tags exceed max_tag_bytes.
+  bool set_tags(std::vector<Tag> tags, std::uint64_t now_ns);
+  // Gossips an opaque payload from us (the latest replaces an unsent older one).
+  void send_user_data(std::string data, std::uint64_t now_ns);
+
+  // ---- outputs ----
+  std::vector<Outgoing> take_outbox();
+  std::vector<MemberEvent> take_events();
+  std::vector<UserData> take_user_data();
+  // Earliest time tick() has work to do (UINT64_MAX: none).
+  std::uint64_t next_deadline() const;
+
+  // ---- state ----
+  const std::string& name() const { return config_.name; }
+  const EngineConfig& config() const { return config_; }
+  std::uint64_t incarnation() const;
+  const MemberTable& table() const { return table_; }
+  std::vector<Member> members() const;
+  const Member* member(const std::string& name) const { return table_.find(name); }
+  // Alive or Suspect members, ourselves included.
+  std::size_t num_live() const { return table_.live_count(); }
+  Counters counters() const;
+  std::uint32_t health_score() const { return awareness_.score(); }
+  // The probe timeout/interval as currently stretched by local health.
+  std::uint64_t probe_timeout_ns() const { return awareness_.scale(config_.probe_timeout_ns); }
+  std::uint64_t probe_interval_ns() const { return awareness_.scale(config_.probe_interval_ns); }
+  // When the suspicion of `name` will declare it dead, if it is suspected.
+  std::optional<std::uint64_t> suspicion_deadline(const std::string& name) const;
+  std::optional<std::uint32_t> suspicion_confirmations(const std::string& name) const;
+  std::uint32_t retransmit_limit() const;
+  const BroadcastQueue& broadcasts() const { return broadcasts_; }
+  bool leaving() const { return leaving_; }
+
+  static constexpr std::size_t kMaxSeeds = 16;
+  static constexpr std::size_t kMaxNameBytes = 255;
+  static constexpr std::size_t kMaxRecentlyDead = 64;
+  static constexpr std::uint32_t kJoinAttempts = 3;
+
+ private:
+  // Message handlers (one per type).
+  void on_ping(const Address& from, const Ping& m, std::uint64_t now_ns);
+  void on_indirect_ping(const Address& from, const IndirectPing& m, std::uint64_t now_ns);
+  void on_ack(const Ack& m, std::uint64_t now_ns);
+  void on_nack(const Nack& m);
+  void on_sync_request(const Address& from, const SyncRequest& m, std::uint64_t now_ns);
+  void on_sync_response(const SyncResponse& m, std::uint64_t now_ns);
+  void on_user_data(const UserData& m);
+
+  // State updates shared by gossip and sync merges.
+  void apply_alive(const Alive& a, std::uint64_t now_ns);
+  void apply_suspect(const Suspect& s, std::uint64_t now_ns);
+  void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from,
+                  MemberStatus status, std::uint64_t now_ns);
+  void merge(const std::vector<MemberState>& members, const std::string& from,
+             std::uint64_t now_ns);
+  void refute(std::uint64_t heard_incarnation);
+
+  // Timers.
+  void start_probe(std::uint64_t now_ns);
+  void send_indirect_probes(std::uint64_t now_ns);
+  void finish_probe_failed(std::uint64_t now_ns);
+  void expire_relays(std::uint64_t now_ns);
+  void expire_suspicions(std::uint64_t now_ns);
+  void gossip(std::uint64_t now_ns);
+  std::vector<std::string> gossip_targets(std::uint64_t now_ns);
+  void start_sync(std::uint64_t now_ns);
+  void send_join(std::uint64_t now_ns);
+
+  // Output helpers.
+  template <typename Sync>
+  void send_sync(const Address& to, std::uint32_t seq_no, bool join);
+  void send(const Address& to, PriorityClass cls, Compound messages, bool piggyback);
+  void emit(EventKind kind, const Member& m);
+  void queue_broadcast(const std::string& node, Message msg, PriorityClass cls);
+  Alive self_alive() const;
+  Member& self();
+  const Member& self() const;
+  // Up to k distinct random peers (not us, not `exclude`), live ones only.
+  std::vector<std::string> random_peers(std::size_t k, const std::string& exclude);
+  std::uint64_t sync_interval() const;
+
+  EngineConfig config_;
+  Rng rng_;
+  MemberTable table_;
+  ProbeScheduler probes_;
+  SuspicionMap suspicions_;
+  BroadcastQueue broadcasts_;
+  SyncManager syncs_;
+  Admission admission_;
+  Awareness awareness_;
+  Counters counters_;
+
+  std::vector<Outgoing> outbox_;
+  std::deque<MemberEvent> events_;
+  std::deque<UserData> user_data_;
+  // Members declared dead recently: still gossiped to for gossip_to_the_dead_ns.
+  std::deque<std::string> recently_dead_;
+
+  std::uint32_t next_seq_ = 1;
+  std::uint64_t next_probe_ns_ = 0;
+  std::uint64_t next_gossip_ns_ = 0;
+  std::uint64_t next_sync_ns_ = 0;
+  bool leaving_ = false;
+
+  // Join: seeds are retried until one answers (at most kJoinAttempts sends).
+  std::vector<Address> seeds_;
+  std::vector<std::uint32_t> join_seqs_;
+  std::uint32_t join_attempts_ = 0;
+  bool joined_ = false;
+  std::uint64_t next_join_ns_ = UINT64_MAX;
+};
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,57 @@
+#include "control/engine/member_table.h"
+
+namespace gw::cp::engine {
+namespace {
+bool is_live(MemberStatus s) { return s == MemberStatus::kAlive || s == MemberStatus::kSuspect; }
+}  // namespace
+
+Member* MemberTable::find(const std::string& name) {
+  auto it = members_.find(name);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+const Member* MemberTable::find(const std::string& name) const {
+  auto it = members_.find(name);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+Member* MemberTable::insert(Member m) {
+  // Bounded table: refuse rather than grow (a join storm must not cost memory).
+  if (full() || members_.count(m.name) != 0) return nullptr;
+  // New entries start live; tombstones only arise through set_status (with a TTL).
+  m.status = MemberStatus::kAlive;
+  ++live_;
+  std::string key = m.name;
+  return &members_.emplace(std::move(key), std::move(m)).first->second;
+}
+
+void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_ns,
+                             std::uint64_t ttl_ns) {
+  if (m.status == status) return;
+  if (is_live(m.status) && !is_live(status)) --live_;
+  if (!is_live(m.status) && is_live(status)) ++live_;
+  m.state_change_ns = now_ns;
+  if (m.is_tombstone()) expiry_.erase({m.expires_ns, m.name});
+  m.status = status;
+  if (m.is_tombstone()) {
+    m.expires_ns = now_ns + ttl_ns;
+    expiry_.emplace(m.expires_ns, m.name);
+  }
+}
+
+std::vector<std::string> MemberTable::expire_tombstones(std::uint64_t now_ns) {
+  std::vector<std::string> removed;
+  while (!expiry_.empty() && expiry_.begin()->first <= now_ns) {
+    const std::string name = expiry_.begin()->second;
+    expiry_.erase(expiry_.begin());
+    members_.erase(name);
+    removed.push_back(name);
+  }
+  return removed;
+}
+
+std::uint64_t MemberTable::next_expiry() const {
+  return expiry_.empty() ? UINT64_MAX : expiry_.begin()->first;
+}
+
+}  // namespace gw::cp::engine

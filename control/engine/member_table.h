@@ -1,0 +1,77 @@
+// The member table: one entry per known member (ourselves included), tombstones
+// for Dead/Left members until their TTL, bounded by max_members. Ordered by name
+// so every walk over it is deterministic.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "control/engine/messages.h"
+
+namespace gw::cp::engine {
+
+struct Member {
+  std::string name;
+  Address addr;
+  std::uint64_t incarnation = 0;
+  MemberStatus status = MemberStatus::kAlive;
+  std::vector<Tag> tags;
+  std::uint32_t protocol_version = 0;
+  std::uint64_t state_change_ns = 0;  // when `status` last changed
+  std::uint64_t expires_ns = 0;       // tombstones only: when it is forgotten
+
+  bool is_tombstone() const {
+    return status == MemberStatus::kDead || status == MemberStatus::kLeft;
+  }
+};
+
+class MemberTable {
+ public:
+  explicit MemberTable(std::uint32_t max_members) : max_members_(max_members) {}
+
+  Member* find(const std::string& name);
+  const Member* find(const std::string& name) const;
+
+  // Nullptr when the table is full (the caller counts the refusal).
+  Member* insert(Member m);
+
+  bool full() const { return members_.size() >= max_members_; }
+  std::size_t size() const { return members_.size(); }
+  // Members that are Alive or Suspect (ourselves included).
+  std::size_t live_count() const { return live_; }
+
+  // Status changes go through here so the live count and tombstone expiry stay right.
+  void set_status(Member& m, MemberStatus status, std::uint64_t now_ns, std::uint64_t ttl_ns);
+
+  // Drops tombstones whose TTL has passed; returns their names in order.
+  std::vector<std::string> expire_tombstones(std::uint64_t now_ns);
+
+  // Earliest pending tombstone expiry, or UINT64_MAX.
+  std::uint64_t next_expiry() const;
+
+  const std::map<std::string, Member>& all() const { return members_; }
+
+  // Up to `limit` members starting at the first name >= `from`, wrapping around.
+  // Used by sync to send a rotating window of a large table.
+  template <typename Fn>
+  void for_each_from(const std::string& from, Fn&& fn) const {
+    auto start = members_.lower_bound(from);
+    for (auto it = start; it != members_.end(); ++it)
+      if (!fn(it->second)) return;
+    for (auto it = members_.begin(); it != start; ++it)
+      if (!fn(it->second)) return;
+  }
+
+ private:
+  std::uint32_t max_members_;
+  std::map<std::string, Member> members_;
+  std::size_t live_ = 0;
+  // (expiry time, name): exactly one entry per tombstone.
+  std::set<std::pair<std::uint64_t, std::string>> expiry_;
+};
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,168 @@
+// Engine-side membership messages: plain structs mirroring proto/gossip.proto one
+// to one, so that the engine needs no protobuf (control/codec.h converts). The
+// variant order of `Message` follows the oneof field numbers of gw.proto.Message.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace gw::cp::engine {
+
+// A member's gossip endpoint. `ip` is 4 bytes (IPv4) or 16 bytes (IPv6); an empty
+// `ip` means "not given" (then the transport source address is used).
+struct Address {
+  std::vector<std::uint8_t> ip;
+  std::uint16_t port = 0;
+
+  bool empty() const { return ip.empty(); }
+  auto operator<=>(const Address&) const = default;
+  bool operator==(const Address&) const = default;
+};
+
+// key=value member metadata, e.g. role=control-plane.
+struct Tag {
+  std::string key;
+  std::string value;
+
+  auto operator<=>(const Tag&) const = default;
+  bool operator==(const Tag&) const = default;
+};
+
+// Numeric values equal gw.proto.MemberStatus.
+enum class MemberStatus : std::uint8_t { kAlive = 0, kSuspect = 1, kDead = 2, kLeft = 3 };
+
+struct Ping {
+  std::uint32_t seq_no = 0;
+  std::string target;  // whom the sender believes it probes; empty = anyone
+  std::string source;
+  Address source_addr;
+  bool operator==(const Ping&) const = default;
+};
+
+struct Ack {
+  std::uint32_t seq_no = 0;
+  std::string source;
+  bool operator==(const Ack&) const = default;
+};
+
+struct IndirectPing {
+  std::uint32_t seq_no = 0;
+  std::string target;
+  Address target_addr;
+  bool want_nack = false;
+  std::string source;
+  Address source_addr;
+  bool operator==(const IndirectPing&) const = default;
+};
+
+struct Nack {
+  std::uint32_t seq_no = 0;
+  std::string source;
+  bool operator==(const Nack&) const = default;
+};
+
+struct Alive {
+  std::uint64_t incarnation = 0;
+  std::string node;
+  Address addr;
+  std::vector<Tag> tags;
+  std::uint32_t protocol_version = 0;
+  bool operator==(const Alive&) const = default;
+};
+
+struct Suspect {
+  std::uint64_t incarnation = 0;
+  std::string node;
+  std::string from;
+  bool operator==(const Suspect&) const = default;
+};
+
+struct Dead {
+  std::uint64_t incarnation = 0;
+  std::string node;
+  std::string from;
+  bool operator==(const Dead&) const = default;
+};
+
+struct Leave {
+  std::uint64_t incarnation = 0;
+  std::string node;
+  bool operator==(const Leave&) const = default;
+};
+
+struct MemberState {
+  std::string node;
+  Address addr;
+  std::uint64_t incarnation = 0;
+  MemberStatus status = MemberStatus::kAlive;
+  std::vector<Tag> tags;
+  bool operator==(const MemberState&) const = default;
+};
+
+struct SyncRequest {
+  std::uint32_t seq_no = 0;
+  std::string source;
+  bool join = false;
+  std::uint32_t part = 0;
+  std::uint32_t parts = 0;
+  std::vector<MemberState> members;
+  bool operator==(const SyncRequest&) const = default;
+};
+
+struct SyncResponse {
+  std::uint32_t seq_no = 0;
+  std::string source;
+  std::uint32_t part = 0;
+  std::uint32_t parts = 0;
+  std::vector<MemberState> members;
+  bool operator==(const SyncResponse&) const = default;
+};
+
+struct UserData {
+  std::string source;
+  std::string data;  // opaque bytes
+  bool operator==(const UserData&) const = default;
+};
+
+// Alternative order = gw.proto.Message oneof field number - 1.
+using Message = std::variant<Ping, Ack, IndirectPing, Nack, Alive, Suspect, Dead, Leave,
+                             SyncRequest, SyncResponse, UserData>;
+
+// What one datagram carries: several messages piggybacked together.
+using Compound = std::vector<Message>;
+
+inline constexpr std::size_t kMessageTypes = std::variant_size_v<Message>;
+
+// Egress/ingress priority classes, highest first. The numeric values are shared
+// with the gateway wire header (the dataplane queues by them).
+enum class PriorityClass : std::uint8_t { kUrgent = 0, kProbe = 1, kGossip = 2, kBulk = 3 };
+
+inline constexpr std::size_t kPriorityClasses = 4;
+
+// The class a message has by type. An Alive that refutes a suspicion of ourselves
+// is urgent, which only its sender knows: the engine upgrades it when it queues it.
+inline PriorityClass default_priority(const Message& m) {
+  switch (m.index()) {
+    case 6:  // Dead
+    case 7:  // Leave
+      return PriorityClass::kUrgent;
+    case 0:  // Ping
+    case 1:  // Ack
+    case 2:  // IndirectPing
+    case 3:  // Nack
+      return PriorityClass::kProbe;
+    case 8:  // SyncRequest
+    case 9:  // SyncResponse
+      return PriorityClass::kBulk;
+    default:  // Alive, Suspect, UserData
+      return PriorityClass::kGossip;
+  }
+}
+
+// Short stable names for counters and logs ("ping", "ack", ...).
+const char* message_type_name(std::size_t variant_index);
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,105 @@
+#include "control/engine/sync.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "control/engine/wire_size.h"
+
+namespace gw::cp::engine {
+
+std::uint64_t push_pull_scale(std::uint64_t base_ns, std::size_t n) {
+  constexpr double kThreshold = 32;
+  // Small clusters sync at the base interval.
+  if (n <= static_cast<std::size_t>(kThreshold)) return base_ns;
+  const double mult =
+      std::ceil(std::log2(static_cast<double>(n)) - std::log2(kThreshold)) + 1.0;
+  return static_cast<std::uint64_t>(mult) * base_ns;
+}
+
+MemberState to_member_state(const Member& m) {
+  return MemberState{m.name, m.addr, m.incarnation, m.status, m.tags};
+}
+
+SyncManager::Window SyncManager::build_window(const MemberTable& table, const std::string& self,
+                                              std::size_t part_bytes, std::size_t max_bytes) {
+  Window w;
+  const std::size_t overhead = estimated_sync_overhead(self.size());
+  std::size_t part_used = 0;  // bytes of the open part, overhead included
+  auto add = [&](MemberState s) {
+    const std::size_t sz = estimated_size(s);
+    // Cannot fit even alone in a part (tags are bounded, so only a tiny part size): skip.
+    if (overhead + sz > part_bytes) return true;
+    const bool new_part = w.parts.empty() || part_used + sz > part_bytes;
+    const std::size_t cost = sz + (new_part ? overhead : 0);
+    // The per-sync byte cap: the rest waits for the next window.
+    if (w.bytes + cost > max_bytes) return false;
+    if (new_part) {
+      w.parts.emplace_back();
+      part_used = overhead;
+    }
+    w.parts.back().push_back(std::move(s));
+    part_used += sz;
+    w.bytes += cost;
+    return true;
+  };
+
+  if (const Member* me = table.find(self)) add(to_member_state(*me));
+  std::string stop_at;
+  table.for_each_from(cursor_, [&](const Member& m) {
+    if (m.name == self) return true;
+    if (!add(to_member_state(m))) {
+      stop_at = m.name;
+      return false;
+    }
+    return true;
+  });
+  // Stopped early: continue there next time. Covered everything: start over.
+  cursor_ = stop_at;
+  return w;
+}
+
+void SyncManager::start(std::uint32_t seq_no, std::uint64_t now_ns) {
+  pending_[seq_no] = Pending{now_ns + timeout_ns_, 0, 0};
+}
+
+bool SyncManager::on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts) {
+  auto it = pending_.find(seq_no);
+  // Not a sync of ours (or it timed out): unsolicited state is not merged.
+  if (it == pending_.end()) return false;
+  (void)part;
+  ++it->second.parts_seen;
+  // All parts in: the slot is free again.
+  if (it->second.parts_seen >= parts) pending_.erase(it);
+  return true;
+}
+
+SyncManager::Serve SyncManager::on_request(const std::string& source, std::uint32_t seq_no,
+                                           std::uint32_t parts, std::uint64_t now_ns) {
+  const auto key = std::make_pair(source, seq_no);
+  auto it = receiving_.find(key);
+  if (it != receiving_.end()) {
+    // A later part of a sync already answered: merge it, free the slot at the end.
+    if (++it->second.parts_seen >= it->second.parts) receiving_.erase(it);
+    return Serve::kKnown;
+  }
+  // Concurrency cap: a join storm must not turn into a storm of full-state replies.
+  if (!has_capacity()) return Serve::kBusy;
+  if (!answers_.take(now_ns)) return Serve::kRateLimited;
+  // More parts to come: the sync holds a slot until they arrive or time out.
+  if (parts > 1) receiving_.emplace(key, Pending{now_ns + timeout_ns_, 1, parts});
+  return Serve::kNew;
+}
+
+void SyncManager::expire(std::uint64_t now_ns) {
+  std::erase_if(pending_, [&](const auto& kv) { return kv.second.deadline_ns <= now_ns; });
+  std::erase_if(receiving_, [&](const auto& kv) { return kv.second.deadline_ns <= now_ns; });
+}
+
+std::uint64_t SyncManager::next_expiry() const {
+  std::uint64_t t = UINT64_MAX;
+  for (const auto& [seq, p] : pending_) t = std::min(t, p.deadline_ns);
+  for (const auto& [key, p] : receiving_) t = std::min(t, p.deadline_ns);
+  return t;
+}
+
+}  // namespace gw::cp::engine

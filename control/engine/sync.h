@@ -1,0 +1,82 @@
+// Anti-entropy: bounded full-state sync (push-pull) with one member at a time.
+//
+// - The interval grows with N (memberlist's pushPullScale) so that the cluster's
+//   total sync load stays flat.
+// - Concurrency is capped: syncs we started and still await, plus multi-part
+//   syncs we are receiving. A sync is in flight until all its parts arrived or
+//   its timeout passed (datagrams give no other completion signal).
+// - Answers are rate-limited (token bucket): a join storm gets at most
+//   `answer_rate` full-state replies per second, whatever the concurrency.
+// - Size is capped: one side of a sync sends at most `max_sync_bytes`, as parts of
+//   at most `part_bytes`. A table larger than that is sent as a rotating window
+//   (ourselves first, then the next members after where the last sync stopped),
+//   so a 50,000-member table costs a bounded number of bytes per interval and is
+//   covered over several intervals.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "control/engine/admission.h"
+#include "control/engine/member_table.h"
+#include "control/engine/messages.h"
+
+namespace gw::cp::engine {
+
+// base * (ceil(log2(n) - log2(32)) + 1) past 32 members, else base.
+std::uint64_t push_pull_scale(std::uint64_t base_ns, std::size_t n);
+
+MemberState to_member_state(const Member& m);
+
+class SyncManager {
+ public:
+  SyncManager(std::uint32_t max_concurrent, std::uint64_t timeout_ns, std::uint32_t answer_rate,
+              std::uint32_t answer_burst, std::uint64_t now_ns)
+      : max_concurrent_(max_concurrent),
+        timeout_ns_(timeout_ns),
+        answers_(answer_rate, answer_burst, now_ns) {}
+
+  // The members to send, split into parts; `bytes` is the estimated total.
+  struct Window {
+    std::vector<std::vector<MemberState>> parts;
+    std::size_t bytes = 0;
+  };
+  Window build_window(const MemberTable& table, const std::string& self,
+                      std::size_t part_bytes, std::size_t max_bytes);
+
+  // Room for one more sync (ours or answered) now?
+  bool has_capacity() const { return in_flight() < max_concurrent_; }
+  std::size_t in_flight() const { return pending_.size() + receiving_.size(); }
+
+  // A sync we start (periodic, or join which bypasses the cap).
+  void start(std::uint32_t seq_no, std::uint64_t now_ns);
+  // A response part for `seq_no`: true if it answers one of ours (merge it).
+  bool on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts);
+
+  // A request part: kNew (merge and answer), kKnown (a later part: merge only),
+  // kBusy (over the concurrency cap) or kRateLimited (over the answer rate).
+  enum class Serve : std::uint8_t { kNew, kKnown, kBusy, kRateLimited };
+  Serve on_request(const std::string& source, std::uint32_t seq_no, std::uint32_t parts,
+                   std::uint64_t now_ns);
+
+  void expire(std::uint64_t now_ns);
+  std::uint64_t next_expiry() const;
+
+ private:
+  struct Pending {
+    std::uint64_t deadline_ns = 0;
+    std::uint32_t parts_seen = 0;
+    std::uint32_t parts = 0;
+  };
+  std::uint32_t max_concurrent_;
+  std::uint64_t timeout_ns_;
+  TokenBucket answers_;
+  std::string cursor_;  // first member of the next window
+  std::map<std::uint32_t, Pending> pending_;                             // ours, by seq
+  std::map<std::pair<std::string, std::uint32_t>, Pending> receiving_;  // theirs, multi-part
+};
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,151 @@
+// control/engine/broadcast_queue.h: one entry per member, urgent first, bounded
+// with counted drops, never an urgent drop while a non-urgent entry is queued.
+#include <gtest/gtest.h>
+
+#include "control/engine/broadcast_queue.h"
+#include "control/engine/wire_size.h"
+
+namespace gw::cp::engine {
+namespace {
+
+using Key = BroadcastQueue::Key;
+Key member(const std::string& n) { return {BroadcastQueue::Kind::kMember, n}; }
+Alive alive(const std::string& n, std::uint64_t inc) { return Alive{inc, n, {}, {}, 1}; }
+
+constexpr std::size_t kBig = 1 << 20;
+
+TEST(BroadcastQueue, OneEntryPerMemberNewerOrStrongerReplaces) {
+  BroadcastQueue q(16);
+  EXPECT_EQ(q.push(member("a"), alive("a", 1), PriorityClass::kGossip), PushResult::kQueued);
+  EXPECT_EQ(q.push(member("a"), alive("a", 2), PriorityClass::kGossip), PushResult::kReplaced);
+  EXPECT_EQ(q.size(), 1u);
+  // Older incarnation: superseded.
+  EXPECT_EQ(q.push(member("a"), alive("a", 1), PriorityClass::kGossip), PushResult::kSuperseded);
+  // Same incarnation, stronger state: Suspect > Alive.
+  EXPECT_EQ(q.push(member("a"), Suspect{2, "a", "x"}, PriorityClass::kGossip),
+            PushResult::kReplaced);
+  // Same incarnation, weaker state: superseded.
+  EXPECT_EQ(q.push(member("a"), alive("a", 2), PriorityClass::kGossip), PushResult::kSuperseded);
+  // Dead > Suspect.
+  EXPECT_EQ(q.push(member("a"), Dead{2, "a", "x"}, PriorityClass::kUrgent), PushResult::kReplaced);
+  EXPECT_EQ(q.push(member("a"), Suspect{2, "a", "y"}, PriorityClass::kGossip),
+            PushResult::kSuperseded);
+  // A newer incarnation beats even Dead (a restart).
+  EXPECT_EQ(q.push(member("a"), alive("a", 3), PriorityClass::kGossip), PushResult::kReplaced);
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_EQ(q.superseded(), 3u);
+  Compound out;
+  q.take(kBig, 10, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(std::get<Alive>(out[0]).incarnation, 3u);
+}
+
+TEST(BroadcastQueue, UserDataHasItsOwnKeySpace) {
+  BroadcastQueue q(16);
+  q.push(member("a"), alive("a", 1), PriorityClass::kGossip);
+  q.push({BroadcastQueue::Kind::kUserData, "a"}, UserData{"a", "x"}, PriorityClass::kGossip);
+  EXPECT_EQ(q.size(), 2u);
+  q.push({BroadcastQueue::Kind::kUserData, "a"}, UserData{"a", "y"}, PriorityClass::kGossip);
+  EXPECT_EQ(q.size(), 2u);
+}
+
+TEST(BroadcastQueue, ServesUrgentFirstThenFewestTransmits) {
+  BroadcastQueue q(16);
+  q.push(member("g1"), alive("g1", 1), PriorityClass::kGossip);
+  q.push(member("g2"), Suspect{1, "g2", "x"}, PriorityClass::kGossip);
+  q.push(member("u1"), Dead{1, "u1", "x"}, PriorityClass::kUrgent);
+  q.push(member("g3"), alive("g3", 1), PriorityClass::kGossip);
+  q.push(member("u2"), Leave{1, "u2"}, PriorityClass::kUrgent);
+
+  // Room for exactly one message: the newest urgent one.
+  Compound out;
+  const std::size_t one = estimated_size(Message{Leave{1, "u2"}});
+  EXPECT_EQ(q.take(one, 10, out), PriorityClass::kUrgent);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<Leave>(out[0]));
+  out.clear();
+  q.take(estimated_size(Message{Dead{1, "u1", "x"}}), 10, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<Dead>(out[0]));
+  // Then the gossip entries, never transmitted ones first (newest first).
+  out.clear();
+  EXPECT_EQ(q.take(kBig, 10, out), PriorityClass::kUrgent);
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_TRUE(std::holds_alternative<Leave>(out[0]) || std::holds_alternative<Dead>(out[0]));
+  EXPECT_EQ(std::get<Alive>(out[2]).node, "g3");
+}
+
+TEST(BroadcastQueue, RetiresAfterTransmitLimit) {
+  BroadcastQueue q(16);
+  q.push(member("a"), alive("a", 1), PriorityClass::kGossip);
+  for (int i = 0; i < 3; ++i) {
+    Compound out;
+    q.take(kBig, 3, out);
+    EXPECT_EQ(out.size(), 1u);
+  }
+  EXPECT_TRUE(q.empty());
+  EXPECT_EQ(q.retired(), 1u);
+}
+
+TEST(BroadcastQueue, BoundedDropsLowestClassMostTransmittedAndCounts) {
+  BroadcastQueue q(4);
+  q.push(member("u1"), Dead{1, "u1", "x"}, PriorityClass::kUrgent);
+  q.push(member("g1"), alive("g1", 1), PriorityClass::kGossip);
+  q.push(member("g2"), alive("g2", 1), PriorityClass::kGossip);
+  // g1 and g2 are transmitted once (with u1); then g3 arrives fresh.
+  Compound out;
+  q.take(kBig, 10, out);
+  q.push(member("g3"), alive("g3", 1), PriorityClass::kGossip);
+  EXPECT_EQ(q.size(), 4u);
+  // Full: the new urgent entry evicts the most transmitted, oldest gossip (g1).
+  EXPECT_EQ(q.push(member("u2"), Dead{1, "u2", "x"}, PriorityClass::kUrgent), PushResult::kQueued);
+  EXPECT_EQ(q.size(), 4u);
+  EXPECT_FALSE(q.contains(member("g1")));
+  EXPECT_TRUE(q.contains(member("g2")));
+  EXPECT_TRUE(q.contains(member("g3")));
+  EXPECT_EQ(q.drops()[static_cast<std::size_t>(PriorityClass::kGossip)], 1u);
+}
+
+TEST(BroadcastQueue, NeverDropsUrgentWhileNonUrgentExists) {
+  BroadcastQueue q(8);
+  // Fill with urgent entries that are heavily transmitted and one fresh gossip.
+  for (int i = 0; i < 7; ++i)
+    q.push(member("u" + std::to_string(i)), Dead{1, "u" + std::to_string(i), "x"},
+           PriorityClass::kUrgent);
+  for (int round = 0; round < 5; ++round) {
+    Compound out;
+    q.take(kBig, 100, out);
+  }
+  q.push(member("g"), alive("g", 1), PriorityClass::kGossip);
+  ASSERT_EQ(q.size(), 8u);
+  // More urgent news: the gossip entry goes, not any urgent one.
+  EXPECT_EQ(q.push(member("u7"), Dead{1, "u7", "x"}, PriorityClass::kUrgent), PushResult::kQueued);
+  EXPECT_FALSE(q.contains(member("g")));
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(q.contains(member("u" + std::to_string(i))));
+  EXPECT_EQ(q.drops()[static_cast<std::size_t>(PriorityClass::kUrgent)], 0u);
+  EXPECT_EQ(q.drops()[static_cast<std::size_t>(PriorityClass::kGossip)], 1u);
+  // New gossip into a queue full of urgent entries is itself dropped (counted).
+  EXPECT_EQ(q.push(member("g2"), alive("g2", 1), PriorityClass::kGossip), PushResult::kDropped);
+  EXPECT_EQ(q.drops()[static_cast<std::size_t>(PriorityClass::kGossip)], 2u);
+  EXPECT_EQ(q.drops()[static_cast<std::size_t>(PriorityClass::kUrgent)], 0u);
+  // Only when everything is urgent may an urgent entry go: the most transmitted.
+  EXPECT_EQ(q.push(member("u8"), Dead{1, "u8", "x"}, PriorityClass::kUrgent), PushResult::kQueued);
+  EXPECT_EQ(q.size(), 8u);
+  EXPECT_EQ(q.drops()[static_cast<std::size_t>(PriorityClass::kUrgent)], 1u);
+  EXPECT_TRUE(q.contains(member("u7")));
+  EXPECT_TRUE(q.contains(member("u8")));
+}
+
+TEST(BroadcastQueue, RespectsByteBudget) {
+  BroadcastQueue q(64);
+  for (int i = 0; i < 50; ++i)
+    q.push(member("member-" + std::to_string(i)), alive("member-" + std::to_string(i), 1),
+           PriorityClass::kGossip);
+  Compound out;
+  q.take(300, 10, out);
+  EXPECT_GT(out.size(), 0u);
+  EXPECT_LE(estimated_size(out), 300u);
+}
+
+}  // namespace
+}  // namespace gw::cp::engine

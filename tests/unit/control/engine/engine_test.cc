@@ -1,0 +1,853 @@
+// control/engine/engine.h driven by hand: one engine, messages injected, outbox
+// inspected. Whole-cluster behaviour is in cluster_test.cc.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "control/codec.h"
+#include "control/engine/engine.h"
+#include "control/engine/wire_size.h"
+
+namespace gw::cp::engine {
+namespace {
+
+Address addr(std::size_t i) {
+  return Address{{10, 1, static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i & 0xff)},
+                 7946};
+}
+std::string name(std::size_t i) { return "n" + std::to_string(i); }
+Alive alive(std::size_t i, std::uint64_t inc = 1, std::vector<Tag> tags = {}) {
+  return Alive{inc, name(i), addr(i), std::move(tags), 1};
+}
+
+EngineConfig config(std::size_t self = 0) {
+  EngineConfig c = EngineConfig::lan();
+  c.name = name(self);
+  c.addr = addr(self);
+  return c;
+}
+
+constexpr std::uint64_t kStart = 1000 * kSecond;
+
+// Drives one engine: ticks at each deadline up to `until`, collecting output.
+struct Driver {
+  explicit Driver(EngineConfig c, std::uint64_t seed = 1) : e(std::move(c), seed, kStart) {}
+
+  void add_members(std::size_t from, std::size_t to) {
+    Compound msgs;
+    for (std::size_t i = from; i < to; ++i) msgs.push_back(alive(i));
+    e.handle(addr(from), msgs, now);
+    collect();
+  }
+
+  void handle(std::size_t from, Compound msgs) {
+    e.handle(addr(from), msgs, now);
+    collect();
+  }
+
+  // Runs timers until `until`, calling `on_packet` for every new datagram.
+  template <typename Fn>
+  void run_until(std::uint64_t until, Fn&& on_packet) {
+    for (;;) {
+      const std::uint64_t next = e.next_deadline();
+      if (next > until) break;
+      now = std::max(now, next);
+      e.tick(now);
+      const std::size_t before = sent.size();
+      collect();
+      for (std::size_t i = before; i < sent.size(); ++i) on_packet(sent[i]);
+    }
+    now = std::max(now, until);
+  }
+  void run_until(std::uint64_t until) {
+    run_until(until, [](const Outgoing&) {});
+  }
+
+  void collect() {
+    for (Outgoing& o : e.take_outbox()) {
+      sent_at.push_back(now);
+      sent.push_back(std::move(o));
+    }
+    for (MemberEvent& ev : e.take_events()) events.push_back(std::move(ev));
+  }
+
+  Engine e;
+  std::uint64_t now = kStart;
+  std::vector<Outgoing> sent;
+  std::vector<std::uint64_t> sent_at;
+  std::vector<MemberEvent> events;
+};
+
+template <typename T>
+const T* find_msg(const Outgoing& o) {
+  for (const Message& m : o.messages)
+    if (const T* t = std::get_if<T>(&m)) return t;
+  return nullptr;
+}
+
+std::size_t count_events(const std::vector<MemberEvent>& ev, EventKind k, const std::string& n) {
+  std::size_t c = 0;
+  for (const MemberEvent& e : ev)
+    if (e.kind == k && e.node == n) ++c;
+  return c;
+}
+
+// ---------------------------------------------------------------- failure detection
+
+TEST(Engine, PingIsAnsweredWithAckAndMisdirectedPingIsNot) {
+  Driver d(config());
+  d.handle(1, {Ping{42, name(0), name(1), addr(1)}});
+  ASSERT_EQ(d.sent.size(), 1u);
+  EXPECT_EQ(d.sent[0].to, addr(1));
+  EXPECT_EQ(d.sent[0].priority, PriorityClass::kProbe);
+  const Ack* ack = find_msg<Ack>(d.sent[0]);
+  ASSERT_NE(ack, nullptr);
+  EXPECT_EQ(ack->seq_no, 42u);
+  d.handle(1, {Ping{43, "someone-else", name(1), addr(1)}});
+  EXPECT_EQ(d.sent.size(), 1u);
+  EXPECT_EQ(d.e.counters().ping_drop_misdirected, 1u);
+}
+
+TEST(Engine, RoundRobinProbesEveryMemberOncePerRound) {
+  Driver d(config());
+  d.add_members(1, 9);
+  std::vector<std::string> order;
+  d.run_until(kStart + 8 * kSecond + 999 * kMillisecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) {
+      order.push_back(p->target);
+      d.handle(1, {Ack{p->seq_no, p->target}});
+    }
+  });
+  ASSERT_GE(order.size(), 8u);
+  // The first 8 probes cover the 8 members exactly once, in shuffled order.
+  std::set<std::string> first(order.begin(), order.begin() + 8);
+  EXPECT_EQ(first.size(), 8u);
+  std::vector<std::string> sorted_order(order.begin(), order.begin() + 8);
+  std::vector<std::string> sorted = sorted_order;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_NE(sorted_order, sorted) << "not shuffled (possible but unlikely for this seed)";
+}
+
+TEST(Engine, MissedAckLeadsToIndirectProbesThenSuspicion) {
+  Driver d(config());
+  d.add_members(1, 6);
+  std::uint64_t ping_at = 0;
+  std::string target;
+  std::uint32_t seq = 0;
+  std::vector<std::uint64_t> indirect_at;
+  std::set<std::string> helpers;
+  d.run_until(kStart + 3 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o); p && target.empty()) {
+      ping_at = d.now;
+      target = p->target;
+      seq = p->seq_no;
+    }
+    if (const IndirectPing* ip = find_msg<IndirectPing>(o); ip && ip->seq_no == seq) {
+      indirect_at.push_back(d.now);
+      EXPECT_EQ(ip->target, target);
+      EXPECT_TRUE(ip->want_nack);
+      helpers.insert(o.to == addr(1) ? name(1) : "x" + std::to_string(o.to.ip[3]));
+    }
+  });
+  ASSERT_FALSE(target.empty());
+  ASSERT_EQ(indirect_at.size(), 3u);  // k = indirect_checks
+  EXPECT_EQ(helpers.size(), 3u);
+  EXPECT_EQ(indirect_at[0] - ping_at, 500 * kMillisecond);  // the probe timeout
+  // Nobody answered: the target is suspected at the end of the interval.
+  EXPECT_GE(d.e.counters().probe_failed, 1u);
+  EXPECT_EQ(d.e.member(target)->status, MemberStatus::kSuspect);
+}
+
+TEST(Engine, LifeguardHealthRaisesProbeTimeoutAndSuccessLowersIt) {
+  Driver d(config());
+  d.add_members(1, 5);
+  EXPECT_EQ(d.e.health_score(), 0u);
+  EXPECT_EQ(d.e.probe_timeout_ns(), 500 * kMillisecond);
+  // All peers silent: every probe fails and no helper nacks.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ping_to_indirect;  // (score, gap)
+  std::uint64_t ping_at = 0;
+  std::uint32_t seq = 0;
+  std::uint32_t score_at_ping = 0;
+  d.run_until(kStart + 12 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) {
+      ping_at = d.now;
+      seq = p->seq_no;
+      score_at_ping = d.e.health_score();
+    }
+    if (const IndirectPing* ip = find_msg<IndirectPing>(o); ip && ip->seq_no == seq) {
+      ping_to_indirect.emplace_back(score_at_ping, d.now - ping_at);
+      seq = 0;
+    }
+  });
+  EXPECT_GT(d.e.health_score(), 0u);
+  EXPECT_EQ(d.e.probe_timeout_ns(), 500 * kMillisecond * (d.e.health_score() + 1));
+  EXPECT_EQ(d.e.probe_interval_ns(), kSecond * (d.e.health_score() + 1));
+  // The observed ping-to-indirect gap is the stretched timeout.
+  ASSERT_GE(ping_to_indirect.size(), 2u);
+  bool saw_stretched = false;
+  for (const auto& [score, gap] : ping_to_indirect) {
+    EXPECT_EQ(gap, 500 * kMillisecond * (score + 1));
+    if (score > 0) saw_stretched = true;
+  }
+  EXPECT_TRUE(saw_stretched);
+  EXPECT_LE(d.e.health_score(), d.e.config().awareness_max_multiplier - 1);
+
+  // Successful direct probes lower the score again, one step each.
+  const std::uint32_t high = d.e.health_score();
+  d.add_members(10, 14);  // fresh, answering members
+  int acks = 0;
+  d.run_until(d.now + 60 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) {
+      d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+      ++acks;
+    }
+  });
+  EXPECT_GT(acks, 0);
+  EXPECT_LT(d.e.health_score(), high);
+}
+
+TEST(Engine, NacksFromHelpersSpareOurHealth) {
+  Driver d(config());
+  d.add_members(1, 5);
+  std::uint32_t seq = 0;
+  d.run_until(kStart + 2 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o); p && seq == 0) seq = p->seq_no;
+    // Every helper answers "could not reach it either".
+    if (const IndirectPing* ip = find_msg<IndirectPing>(o); ip && ip->seq_no == seq)
+      d.e.handle(o.to, {Nack{ip->seq_no, "helper"}}, d.now);
+  });
+  EXPECT_EQ(d.e.counters().probe_failed, 1u);
+  EXPECT_EQ(d.e.counters().probe_nack_received, 3u);
+  EXPECT_EQ(d.e.health_score(), 0u);
+}
+
+TEST(Engine, IndirectAckCountsAsSuccess) {
+  Driver d(config());
+  d.add_members(1, 5);
+  std::uint32_t seq = 0;
+  std::string target;
+  d.run_until(kStart + 2 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o); p && seq == 0) {
+      seq = p->seq_no;
+      target = p->target;
+    }
+    if (const IndirectPing* ip = find_msg<IndirectPing>(o); ip && ip->seq_no == seq) {
+      d.e.handle(o.to, {Ack{ip->seq_no, ip->target}}, d.now);  // forwarded by a helper
+    }
+  });
+  EXPECT_EQ(d.e.counters().probe_ack_indirect, 1u);
+  EXPECT_EQ(d.e.counters().probe_failed, 0u);
+  EXPECT_EQ(d.e.member(target)->status, MemberStatus::kAlive);
+}
+
+TEST(Engine, HelperPingsTargetAndForwardsAckOrSendsNack) {
+  Driver d(config());
+  // Indirect ping from n1 about n2.
+  d.handle(1, {IndirectPing{77, name(2), addr(2), true, name(1), addr(1)}});
+  ASSERT_EQ(d.sent.size(), 1u);
+  EXPECT_EQ(d.sent[0].to, addr(2));
+  const Ping* p = find_msg<Ping>(d.sent[0]);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->target, name(2));
+  // The target answers: the ack goes to the requester with its sequence number.
+  d.handle(2, {Ack{p->seq_no, name(2)}});
+  ASSERT_EQ(d.sent.size(), 2u);
+  EXPECT_EQ(d.sent[1].to, addr(1));
+  ASSERT_NE(find_msg<Ack>(d.sent[1]), nullptr);
+  EXPECT_EQ(find_msg<Ack>(d.sent[1])->seq_no, 77u);
+
+  // Second relay: the target stays silent, so the requester gets a Nack.
+  d.handle(1, {IndirectPing{78, name(3), addr(3), true, name(1), addr(1)}});
+  const std::size_t before = d.sent.size();
+  bool nacked = false;
+  d.run_until(d.now + kSecond, [&](const Outgoing& o) {
+    if (const Nack* n = find_msg<Nack>(o)) {
+      EXPECT_EQ(o.to, addr(1));
+      EXPECT_EQ(n->seq_no, 78u);
+      nacked = true;
+    }
+  });
+  EXPECT_GT(d.sent.size(), before);
+  EXPECT_TRUE(nacked);
+  EXPECT_EQ(d.e.counters().relay_nack_sent, 1u);
+}
+
+TEST(Engine, RelayTableIsBounded) {
+  EngineConfig c = config();
+  c.max_pending_relays = 2;
+  Driver d(c);
+  for (std::uint32_t i = 0; i < 5; ++i)
+    d.handle(1, {IndirectPing{i, name(2), addr(2), true, name(1), addr(1)}});
+  EXPECT_EQ(d.e.counters().relay_started, 2u);
+  EXPECT_EQ(d.e.counters().relay_drop_full, 3u);
+}
+
+TEST(Engine, BuddySystemPiggybacksSuspicionOnPingToSuspect) {
+  EngineConfig c = config();
+  c.retransmit_mult = 1;  // gossip carries each update once...
+  Driver d(c);
+  d.add_members(1, 4);
+  d.handle(2, {Suspect{1, name(1), name(2)}});
+  ASSERT_EQ(d.e.member(name(1))->status, MemberStatus::kSuspect);
+  // ...so after this ack the queued suspicion is used up: only the buddy rule
+  // can put it on the ping to the suspect.
+  d.handle(3, {Ping{1, name(0), name(3), addr(3)}});
+  ASSERT_TRUE(d.e.broadcasts().empty());
+  bool pinged = false;
+  d.run_until(kStart + 4 * kSecond, [&](const Outgoing& o) {
+    const Ping* p = find_msg<Ping>(o);
+    if (p == nullptr) return;
+    if (p->target == name(1)) {
+      pinged = true;
+      bool has_suspect = false;
+      for (const Message& m : o.messages)
+        if (const Suspect* s = std::get_if<Suspect>(&m); s && s->node == name(1)) has_suspect = true;
+      EXPECT_TRUE(has_suspect) << "ping to a suspect must carry the suspicion";
+    }
+    d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  EXPECT_TRUE(pinged);
+}
+
+TEST(Engine, AckToASuspectedOrDeadPingerTellsItSo) {
+  EngineConfig c = config();
+  c.retransmit_mult = 1;
+  Driver d(c);
+  d.add_members(1, 5);
+  d.handle(3, {Suspect{1, name(1), name(3)}, Dead{1, name(2), name(3)}});
+  d.handle(4, {Ping{1, name(0), name(4), addr(4)}});  // uses up the queued broadcasts
+  ASSERT_TRUE(d.e.broadcasts().empty());
+  d.handle(1, {Ping{2, name(0), name(1), addr(1)}});
+  const Suspect* s = find_msg<Suspect>(d.sent.back());
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->node, name(1));
+  d.handle(2, {Ping{3, name(0), name(2), addr(2)}});
+  const Dead* x = find_msg<Dead>(d.sent.back());
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->node, name(2));
+  EXPECT_EQ(d.sent.back().priority, PriorityClass::kProbe);
+}
+
+TEST(Engine, SuspicionAboutUsIsRefutedUrgently) {
+  Driver d(config());
+  d.add_members(1, 4);
+  const std::uint64_t inc = d.e.incarnation();
+  d.handle(1, {Suspect{inc, name(0), name(1)}});
+  EXPECT_EQ(d.e.incarnation(), inc + 1);
+  EXPECT_EQ(d.e.counters().refutations, 1u);
+  EXPECT_EQ(d.e.health_score(), 1u);  // Lifeguard: we may be the slow one
+  // The refutation rides on our next datagram, which becomes urgent.
+  d.handle(2, {Ping{5, name(0), name(2), addr(2)}});
+  const Outgoing& ack = d.sent.back();
+  ASSERT_NE(find_msg<Ack>(ack), nullptr);
+  const Alive* a = find_msg<Alive>(ack);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->node, name(0));
+  EXPECT_EQ(a->incarnation, inc + 1);
+  EXPECT_EQ(ack.priority, PriorityClass::kUrgent);
+  // Dead about us: refuted too, above the claimed incarnation.
+  d.handle(1, {Dead{inc + 5, name(0), name(1)}});
+  EXPECT_EQ(d.e.incarnation(), inc + 6);
+  EXPECT_EQ(d.e.counters().refutations, 2u);
+}
+
+TEST(Engine, SuspicionTimeoutShrinksWithIndependentConfirmations) {
+  Driver d(config());
+  d.add_members(1, 11);  // N = 11, so K = suspicion_mult - 2 = 2 confirmations expected
+  d.handle(2, {Suspect{1, name(1), name(2)}});
+  const std::uint64_t start = d.now;
+  const std::uint64_t min = suspicion_min_timeout(4, 11, kSecond);
+  const std::uint64_t max = 6 * min;
+  ASSERT_TRUE(d.e.suspicion_deadline(name(1)).has_value());
+  EXPECT_EQ(*d.e.suspicion_deadline(name(1)), start + max);
+  // The same accuser again: not independent.
+  d.handle(2, {Suspect{1, name(1), name(2)}});
+  EXPECT_EQ(*d.e.suspicion_deadline(name(1)), start + max);
+  d.handle(3, {Suspect{1, name(1), name(3)}});
+  const std::uint64_t after_one = *d.e.suspicion_deadline(name(1));
+  EXPECT_LT(after_one, start + max);
+  EXPECT_GT(after_one, start + min);
+  EXPECT_EQ(*d.e.suspicion_confirmations(name(1)), 1u);
+  d.handle(4, {Suspect{1, name(1), name(4)}});
+  EXPECT_EQ(*d.e.suspicion_deadline(name(1)), start + min);
+  // At the deadline it is declared dead: Failed event, urgent Dead broadcast.
+  d.run_until(start + min);
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kDead);
+  EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(1)), 1u);
+  EXPECT_EQ(d.e.counters().deaths, 1u);
+  d.handle(5, {Ping{9, name(0), name(5), addr(5)}});
+  bool dead_sent = false;
+  for (const Message& m : d.sent.back().messages)
+    if (const Dead* x = std::get_if<Dead>(&m); x && x->node == name(1)) dead_sent = true;
+  EXPECT_TRUE(dead_sent);
+  EXPECT_EQ(d.sent.back().priority, PriorityClass::kUrgent);
+}
+
+TEST(Engine, NewerAliveClearsSuspicionOlderIsIgnored) {
+  Driver d(config());
+  d.add_members(1, 4);
+  d.handle(2, {Suspect{1, name(1), name(2)}});
+  d.handle(1, {alive(1, 1)});  // same incarnation: does not refute
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kSuspect);
+  EXPECT_EQ(d.e.counters().update_drop_stale, 1u);
+  d.handle(1, {alive(1, 2)});
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kAlive);
+  EXPECT_FALSE(d.e.suspicion_deadline(name(1)).has_value());
+  d.handle(2, {Suspect{1, name(1), name(2)}});  // older incarnation
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kAlive);
+}
+
+// ---------------------------------------------------------------- dissemination
+
+TEST(Engine, BroadcastIsRetransmittedRetransmitLimitTimes) {
+  Driver d(config());
+  d.add_members(1, 9);  // N = 9 live: limit = 4 * ceil(log10(10)) = 4
+  d.run_until(kStart + 30 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  EXPECT_EQ(d.e.retransmit_limit(), 4u);
+  ASSERT_TRUE(d.e.set_tags({{"role", "control-plane"}}, d.now));
+  const std::uint64_t inc = d.e.incarnation();
+  int carried = 0;
+  d.run_until(d.now + 30 * kSecond, [&](const Outgoing& o) {
+    for (const Message& m : o.messages)
+      if (const Alive* a = std::get_if<Alive>(&m); a && a->node == name(0) && a->incarnation == inc) {
+        ++carried;
+        EXPECT_EQ(a->tags, (std::vector<Tag>{{"role", "control-plane"}}));
+      }
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  EXPECT_EQ(carried, 4);
+}
+
+TEST(Engine, GossipGoesToGossipNodesPeersPerInterval) {
+  Driver d(config());
+  d.add_members(1, 20);
+  // Collect the first gossip round after joining: the Alives of the new members.
+  std::set<Address> gossip_peers;
+  std::uint64_t first_round = 0;
+  d.run_until(kStart + kSecond, [&](const Outgoing& o) {
+    if (o.priority == PriorityClass::kGossip && find_msg<Ping>(o) == nullptr &&
+        find_msg<Ack>(o) == nullptr) {
+      if (first_round == 0) first_round = d.now;
+      if (d.now == first_round) gossip_peers.insert(o.to);
+    }
+  });
+  EXPECT_EQ(gossip_peers.size(), 3u);
+}
+
+TEST(Engine, PiggybackedDatagramsFitMaxPacketBytes) {
+  EngineConfig c = config();
+  c.max_packet_bytes = 600;
+  Driver d(c);
+  std::vector<Tag> tags = {{"role", std::string(100, 'x')}};
+  Compound msgs;
+  for (std::size_t i = 1; i < 200; ++i) msgs.push_back(alive(i, 1, tags));
+  d.handle(1, msgs);
+  d.handle(2, {Ping{1, name(0), name(2), addr(2)}});
+  const Outgoing& ack = d.sent.back();
+  EXPECT_GT(ack.messages.size(), 2u);
+  EXPECT_LE(encode(ack.messages).size(), 600u);
+  d.run_until(kStart + 5 * kSecond);
+  for (const Outgoing& o : d.sent) EXPECT_LE(encode(o.messages).size(), 600u);
+}
+
+TEST(Engine, UrgentBroadcastsAreNeverStarvedByAFullQueue) {
+  EngineConfig c = config();
+  c.max_broadcasts = 16;
+  c.admit_rate = 100000;
+  c.admit_burst = 100000;
+  Driver d(c);
+  Compound msgs;
+  for (std::size_t i = 1; i < 200; ++i) msgs.push_back(alive(i));
+  d.handle(1, msgs);  // 199 Alive broadcasts into 16 slots: drops counted
+  EXPECT_EQ(d.e.broadcasts().size(), 16u);
+  EXPECT_GT(d.e.counters().broadcast_drop[static_cast<std::size_t>(PriorityClass::kGossip)], 0u);
+  d.handle(2, {Dead{1, name(5), name(2)}, Leave{1, name(6)}});
+  EXPECT_EQ(d.e.counters().broadcast_drop[static_cast<std::size_t>(PriorityClass::kUrgent)], 0u);
+  // The next datagram leads with them.
+  d.handle(3, {Ping{1, name(0), name(3), addr(3)}});
+  const Outgoing& o = d.sent.back();
+  EXPECT_EQ(o.priority, PriorityClass::kUrgent);
+  ASSERT_GE(o.messages.size(), 3u);
+  EXPECT_TRUE(std::holds_alternative<Leave>(o.messages[1]) ||
+              std::holds_alternative<Dead>(o.messages[1]));
+  EXPECT_TRUE(std::holds_alternative<Leave>(o.messages[2]) ||
+              std::holds_alternative<Dead>(o.messages[2]));
+}
+
+TEST(Engine, UserDataIsGossipedAndDelivered) {
+  Driver a(config(0));
+  a.add_members(1, 3);
+  a.e.send_user_data("hello", a.now);
+  a.e.send_user_data("hello again", a.now);  // replaces the unsent one
+  std::vector<std::string> carried;
+  a.run_until(kStart + kSecond, [&](const Outgoing& o) {
+    for (const Message& m : o.messages)
+      if (const UserData* u = std::get_if<UserData>(&m)) carried.push_back(u->data);
+  });
+  ASSERT_FALSE(carried.empty());
+  for (const std::string& c : carried) EXPECT_EQ(c, "hello again");
+
+  Driver b(config(1));
+  b.handle(0, {UserData{name(0), "hello again"}});
+  const std::vector<UserData> got = b.e.take_user_data();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].source, name(0));
+  EXPECT_EQ(b.e.counters().user_data_in, 1u);
+  EXPECT_TRUE(b.e.take_user_data().empty());
+}
+
+TEST(Engine, AliveWithoutAddressIsRefused) {
+  Driver d(config());
+  d.handle(1, {Alive{1, name(1), {}, {}, 1}});
+  EXPECT_EQ(d.e.member(name(1)), nullptr);
+  EXPECT_EQ(d.e.counters().alive_drop_no_addr, 1u);
+  d.handle(1, {Alive{1, std::string(300, 'x'), addr(1), {}, 1}, Alive{1, "", addr(1), {}, 1}});
+  EXPECT_EQ(d.e.counters().alive_drop_bad_name, 2u);
+  EXPECT_EQ(d.e.table().size(), 1u);
+}
+
+// ---------------------------------------------------------------- tombstones, bounds
+
+TEST(Engine, TombstonesBlockStaleAliveAndHigherIncarnationRejoins) {
+  EngineConfig c = config();
+  c.tombstone_ttl_ns = 60 * kSecond;
+  Driver d(c);
+  d.add_members(1, 4);
+  d.handle(2, {Dead{3, name(1), name(2)}});
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kDead);
+  EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(1)), 1u);
+  d.handle(1, {alive(1, 3)});
+  d.handle(1, {alive(1, 2)});
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kDead);
+  EXPECT_EQ(d.e.counters().alive_drop_tombstone, 2u);
+  // A restart with a higher incarnation is a rejoin.
+  d.handle(1, {alive(1, 4)});
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kAlive);
+  EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(1)), 2u);
+
+  // Leave: recorded as Left, then forgotten after the TTL.
+  d.handle(2, {Leave{1, name(2)}});
+  EXPECT_EQ(d.e.member(name(2))->status, MemberStatus::kLeft);
+  EXPECT_EQ(count_events(d.events, EventKind::kLeave, name(2)), 1u);
+  const std::uint64_t left_at = d.now;
+  d.run_until(left_at + 59 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  ASSERT_NE(d.e.member(name(2)), nullptr);
+  d.run_until(left_at + 61 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  EXPECT_EQ(d.e.member(name(2)), nullptr);
+  EXPECT_EQ(d.e.counters().tombstones_expired, 1u);
+}
+
+TEST(Engine, MemberTableIsBounded) {
+  EngineConfig c = config();
+  c.max_members = 4;  // ourselves + 3
+  Driver d(c);
+  d.add_members(1, 10);
+  EXPECT_EQ(d.e.table().size(), 4u);
+  EXPECT_EQ(d.e.counters().admission_drop_table_full, 6u);
+}
+
+TEST(Engine, OversizedTagsAreRefused) {
+  EngineConfig c = config();
+  c.max_tag_bytes = 16;
+  Driver d(c);
+  d.handle(1, {alive(1, 1, {{"role", std::string(40, 'x')}})});
+  EXPECT_EQ(d.e.member(name(1)), nullptr);
+  EXPECT_EQ(d.e.counters().tags_drop_too_large, 1u);
+  EXPECT_FALSE(d.e.set_tags({{"k", std::string(20, 'v')}}, d.now));
+  const std::uint64_t inc = d.e.incarnation();
+  EXPECT_TRUE(d.e.set_tags({{"k", "v"}}, d.now));
+  EXPECT_EQ(d.e.incarnation(), inc + 1);
+}
+
+// ---------------------------------------------------------------- admission
+
+TEST(Engine, AdmissionRateLimitDropsNewMembersButKnownUpdatesPass) {
+  EngineConfig c = config();
+  c.admit_rate = 10;
+  c.admit_burst = 5;
+  Driver d(c);
+  d.add_members(1, 21);  // 20 never-seen members at once
+  EXPECT_EQ(d.e.table().size(), 6u);  // ourselves + the burst
+  EXPECT_EQ(d.e.counters().admission_drop_rate, 15u);
+  // Updates about known members still go through with the bucket empty.
+  d.handle(1, {alive(1, 2, {{"role", "db"}})});
+  EXPECT_EQ(d.e.member(name(1))->incarnation, 2u);
+  EXPECT_EQ(count_events(d.events, EventKind::kUpdate, name(1)), 1u);
+  d.handle(3, {Suspect{1, name(2), name(3)}});
+  EXPECT_EQ(d.e.member(name(2))->status, MemberStatus::kSuspect);
+  d.handle(3, {alive(30)});
+  EXPECT_EQ(d.e.member(name(30)), nullptr);
+  EXPECT_EQ(d.e.counters().admission_drop_rate, 16u);
+  // Half a second later, five more tokens.
+  d.now += 500 * kMillisecond;
+  d.add_members(40, 50);
+  EXPECT_EQ(d.e.table().size(), 11u);
+}
+
+TEST(Engine, AdmissionPolicyPrefixAndTags) {
+  EngineConfig c = config();
+  c.allowed_name_prefixes = {"n1"};
+  c.required_tags = {{"cluster", "prod"}};
+  Driver d(c);
+  d.handle(1, {alive(1, 1, {{"cluster", "prod"}}), alive(12, 1, {{"cluster", "dev"}}),
+               alive(2, 1, {{"cluster", "prod"}})});
+  EXPECT_NE(d.e.member(name(1)), nullptr);
+  EXPECT_EQ(d.e.member(name(12)), nullptr);
+  EXPECT_EQ(d.e.member(name(2)), nullptr);
+  EXPECT_EQ(d.e.counters().admission_drop_policy, 2u);
+}
+
+// ---------------------------------------------------------------- sync
+
+TEST(Engine, SyncIntervalScalesWithClusterSize) {
+  EXPECT_EQ(push_pull_scale(30 * kSecond, 10), 30 * kSecond);
+  EXPECT_EQ(push_pull_scale(30 * kSecond, 32), 30 * kSecond);
+  EXPECT_EQ(push_pull_scale(30 * kSecond, 64), 60 * kSecond);
+  EXPECT_EQ(push_pull_scale(30 * kSecond, 50000), 12 * 30 * kSecond);
+}
+
+TEST(Engine, JoinSendsSyncRequestAndMergesResponse) {
+  Driver d(config());
+  const std::vector<Address> seeds = {addr(1)};
+  d.e.join(seeds, d.now);
+  d.collect();
+  ASSERT_EQ(d.sent.size(), 1u);
+  const SyncRequest* req = find_msg<SyncRequest>(d.sent[0]);
+  ASSERT_NE(req, nullptr);
+  EXPECT_TRUE(req->join);
+  EXPECT_EQ(d.sent[0].priority, PriorityClass::kBulk);
+  ASSERT_FALSE(req->members.empty());
+  EXPECT_EQ(req->members[0].node, name(0));
+  // The seed answers with its state.
+  SyncResponse resp{req->seq_no, name(1), 0, 1,
+                    {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}},
+                     MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}},
+                     MemberState{name(3), addr(3), 2, MemberStatus::kLeft, {}}}};
+  d.handle(1, {resp});
+  EXPECT_EQ(d.e.num_live(), 3u);
+  EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(2)), 1u);
+  // An answer nobody asked for is not merged.
+  d.handle(4, {SyncResponse{999, name(4), 0, 1, {MemberState{name(4), addr(4), 1,
+                                                              MemberStatus::kAlive, {}}}}});
+  EXPECT_EQ(d.e.member(name(4)), nullptr);
+  EXPECT_EQ(d.e.counters().sync_drop_unsolicited, 1u);
+}
+
+TEST(Engine, JoinIsRetriedUntilASeedAnswers) {
+  Driver d(config());
+  const std::vector<Address> seeds = {addr(1)};
+  d.e.join(seeds, d.now);
+  d.collect();
+  int requests = 0;
+  for (const Outgoing& o : d.sent)
+    if (find_msg<SyncRequest>(o)) ++requests;
+  d.run_until(kStart + 60 * kSecond, [&](const Outgoing& o) {
+    if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join) ++requests;
+  });
+  EXPECT_EQ(requests, static_cast<int>(Engine::kJoinAttempts));
+}
+
+TEST(Engine, SyncOfHugeTableIsCappedInBytesAndRotates) {
+  EngineConfig c = config();
+  c.max_members = 60000;
+  c.admit_rate = 1'000'000;
+  c.admit_burst = 1'000'000;
+  c.max_sync_bytes = 64 * 1024;
+  c.sync_answer_burst = 1000;
+  Driver d(c);
+  for (std::size_t i = 1; i <= 50000; i += 500) d.add_members(i, std::min<std::size_t>(i + 500, 50001));
+  ASSERT_EQ(d.e.table().size(), 50001u);
+
+  std::set<std::string> covered;
+  std::size_t syncs = 0;
+  for (std::uint32_t round = 0; round < 100 && covered.size() < 50000; ++round) {
+    const std::size_t before = d.sent.size();
+    d.handle(1, {SyncRequest{round + 1, name(1), false, 0, 1,
+                             {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}}}}});
+    ++syncs;
+    std::size_t bytes = 0;
+    std::size_t members = 0;
+    std::uint32_t parts = 0;
+    for (std::size_t i = before; i < d.sent.size(); ++i) {
+      const Outgoing& o = d.sent[i];
+      EXPECT_EQ(o.priority, PriorityClass::kBulk);
+      const std::size_t size = encode(o.messages).size();
+      EXPECT_LE(size, c.max_packet_bytes);
+      bytes += size;
+      const SyncResponse* r = find_msg<SyncResponse>(o);
+      ASSERT_NE(r, nullptr);
+      parts = r->parts;
+      for (const MemberState& s : r->members) {
+        ++members;
+        if (s.node != name(0)) covered.insert(s.node);
+      }
+    }
+    EXPECT_EQ(parts, d.sent.size() - before);
+    EXPECT_LE(bytes, c.max_sync_bytes) << "round " << round;
+    EXPECT_GT(bytes, c.max_sync_bytes / 2);
+    EXPECT_LT(members, 5000u);
+  }
+  // Rotating windows cover the whole table in about table_bytes / max_sync_bytes syncs.
+  EXPECT_EQ(covered.size(), 50000u);
+  EXPECT_GT(syncs, 10u);
+  EXPECT_LT(syncs, 40u);
+}
+
+TEST(Engine, ConcurrentSyncsAreCapped) {
+  EngineConfig c = config();
+  c.max_concurrent_syncs = 3;
+  c.sync_timeout_ns = 10 * kSecond;
+  Driver d(c);
+  d.add_members(1, 10);
+  // Five members each start a two-part sync and send only the first part: three
+  // are taken (each holds a slot until its last part), two refused.
+  for (std::size_t i = 1; i <= 5; ++i)
+    d.handle(i, {SyncRequest{7, name(i), false, 0, 2, {}}});
+  EXPECT_EQ(d.e.counters().sync_answered, 3u);
+  EXPECT_EQ(d.e.counters().sync_drop_concurrency, 2u);
+  // The last part of sync 1 frees its slot.
+  d.handle(1, {SyncRequest{7, name(1), false, 1, 2, {}}});
+  d.handle(4, {SyncRequest{8, name(4), false, 0, 2, {}}});
+  EXPECT_EQ(d.e.counters().sync_answered, 4u);
+  d.handle(5, {SyncRequest{8, name(5), false, 0, 2, {}}});
+  EXPECT_EQ(d.e.counters().sync_drop_concurrency, 3u);
+  // Incomplete syncs free their slots after the sync timeout.
+  d.run_until(d.now + 11 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  d.handle(5, {SyncRequest{9, name(5), false, 0, 2, {}}});
+  EXPECT_GE(d.e.counters().sync_answered, 5u);
+}
+
+TEST(Engine, SyncAnswersAreRateLimited) {
+  EngineConfig c = config();
+  c.sync_answer_rate = 10;
+  c.sync_answer_burst = 20;
+  Driver d(c);
+  // A join storm: 30 single-part join requests at once.
+  for (std::size_t i = 1; i <= 30; ++i)
+    d.handle(i, {SyncRequest{1, name(i), true, 0, 1, {MemberState{name(i), addr(i), 1,
+                                                                  MemberStatus::kAlive, {}}}}});
+  EXPECT_EQ(d.e.counters().sync_answered, 20u);
+  EXPECT_EQ(d.e.counters().sync_drop_rate, 10u);
+  // Refused requests are not merged either.
+  EXPECT_EQ(d.e.table().size(), 21u);
+  // One second later, ten more answers.
+  d.now += kSecond;
+  for (std::size_t i = 21; i <= 30; ++i)
+    d.handle(i, {SyncRequest{2, name(i), true, 0, 1, {}}});
+  EXPECT_EQ(d.e.counters().sync_answered, 30u);
+}
+
+// ---------------------------------------------------------------- leave
+
+TEST(Engine, LeaveIsUrgentAndDoneAfterEnoughTransmissions) {
+  Driver d(config());
+  d.add_members(1, 9);
+  d.run_until(kStart + 20 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  d.e.leave(d.now);
+  EXPECT_FALSE(d.e.leave_done());
+  int carried = 0;
+  std::uint64_t done_at = 0;
+  d.run_until(d.now + 10 * kSecond, [&](const Outgoing& o) {
+    if (const Leave* l = find_msg<Leave>(o); l && l->node == name(0)) {
+      ++carried;
+      EXPECT_EQ(o.priority, PriorityClass::kUrgent);
+    }
+    EXPECT_EQ(find_msg<Ping>(o), nullptr) << "a leaving member stops probing";
+    if (done_at == 0 && d.e.leave_done()) done_at = d.now;
+  });
+  EXPECT_TRUE(d.e.leave_done());
+  EXPECT_EQ(carried, static_cast<int>(d.e.retransmit_limit()));
+  // Hearing our own Leave back is not refuted.
+  d.handle(1, {Leave{d.e.incarnation(), name(0)}});
+  EXPECT_EQ(d.e.counters().refutations, 0u);
+}
+
+TEST(Engine, LeaveAloneIsDoneAtOnce) {
+  Driver d(config());
+  d.e.leave(d.now);
+  EXPECT_TRUE(d.e.leave_done());
+}
+
+// ---------------------------------------------------------------- config
+
+TEST(Engine, PresetsValidateAndErrorsNameTheField) {
+  for (EngineConfig c : {EngineConfig::lan(), EngineConfig::wan(), EngineConfig::local()}) {
+    c.name = "a";
+    c.addr = addr(1);
+    EXPECT_EQ(c.validate(), "");
+  }
+  EngineConfig c = config();
+  c.probe_timeout_ns = c.probe_interval_ns;
+  EXPECT_EQ(c.validate().rfind("probe_timeout_ns:", 0), 0u);
+  c = config();
+  c.name.clear();
+  EXPECT_EQ(c.validate().rfind("name:", 0), 0u);
+  EXPECT_LT(EngineConfig::local().probe_timeout_ns, EngineConfig::lan().probe_timeout_ns);
+  EXPECT_GT(EngineConfig::wan().probe_interval_ns, EngineConfig::lan().probe_interval_ns);
+}
+
+TEST(Engine, ZeroIntervalsStillAdvance) {
+  EngineConfig c = config();
+  c.probe_interval_ns = 0;
+  c.gossip_interval_ns = 0;
+  Driver d(c);
+  d.add_members(1, 3);
+  std::uint64_t last = 0;
+  for (int i = 0; i < 100; ++i) {
+    const std::uint64_t next = d.e.next_deadline();
+    ASSERT_GT(next, last);
+    d.now = next;
+    d.e.tick(next);
+    last = next;
+  }
+}
+
+// ---------------------------------------------------------------- determinism
+
+std::vector<std::uint8_t> run_single(std::uint64_t seed) {
+  Driver d(config(), seed);
+  d.add_members(1, 30);
+  std::vector<std::uint8_t> bytes;
+  d.run_until(kStart + 20 * kSecond, [&](const Outgoing& o) {
+    const std::vector<std::uint8_t> b = encode(o.messages);
+    bytes.insert(bytes.end(), o.to.ip.begin(), o.to.ip.end());
+    bytes.insert(bytes.end(), b.begin(), b.end());
+    // Every third member answers.
+    if (const Ping* p = find_msg<Ping>(o); p && o.to.ip[3] % 3 == 0)
+      d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  return bytes;
+}
+
+TEST(Engine, DeterministicOutboxForSameSeed) {
+  EXPECT_EQ(run_single(11), run_single(11));
+  EXPECT_NE(run_single(11), run_single(12));
+}
+
+TEST(Engine, NextDeadlineAlwaysAdvances) {
+  Driver d(config());
+  d.add_members(1, 5);
+  std::uint64_t last = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::uint64_t next = d.e.next_deadline();
+    ASSERT_GT(next, last);
+    ASSERT_NE(next, UINT64_MAX);
+    d.now = next;
+    d.e.tick(next);
+    d.collect();
+    last = next;
+  }
+}
+
+}  // namespace
+}  // namespace gw::cp::engine
