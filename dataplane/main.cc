@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
       }
       rings->watch(done_flags);
 
-      spdlog::info("gossipgw: cluster '{}' node '{}' on {} port {} ({}), {} worker(s), {} key(s)",
+      spdlog::info("cluster '{}' node '{}' on {} port {} ({}), {} worker(s), {} key(s)",
                    cfg.cluster.name, cfg.node.name, port.driver, port.port_id,
                    cfg.node.address + ":" + std::to_string(cfg.node.port), workers.size(), keyring.size());
       for (auto& w : workers) rte_eal_remote_launch(gw::dp::run_worker, w.get(), w->lcore);
@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
       if (!opt.stats_json.empty() && !gw::dp::write_file_atomically(opt.stats_json, json)) {
         status = fail(kExitRuntime, "--stats-json: cannot write '" + opt.stats_json + "': " + std::strerror(errno));
       }
-      spdlog::info("gossipgw: stopped ({})", g_stop.load() ? "signal" : "input idle");
+      spdlog::info("stopped ({})", g_stop.load() ? "signal" : "input idle");
     }
     rings.reset();
     if (!port.pools.empty()) gw::dp::stop_port(port);

@@ -37,7 +37,8 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 bash scripts/setup-deps.sh
 if [ -f build/build.ninja ]; then :; else meson setup build >/dev/null; fi
-meson compile -C build dataplane/gossipgw perf/gossipgen/gossipgen control/ctl/gossipctl >/dev/null
+echo "== building gossipgw, gossipgen, gossipctl"
+ninja -C build dataplane/gossipgw perf/gossipgen/gossipgen control/ctl/gossipctl >/dev/null
 
 work=$(mktemp -d /tmp/gossipgw-demo.XXXXXX)
 cleanup() { if [ "$keep" = 1 ]; then echo "work directory kept: $work"; else rm -rf "$work"; fi; }
