@@ -12,7 +12,10 @@ build/, runs `meson test` (unit and pcap suites), then builds build-asan/ with
 AddressSanitizer and UndefinedBehaviorSanitizer and runs the same suites there.
 Needs root for the dependency step; no NIC and no hugepages.
 
-  --no-sanitizers   skip the ASan+UBSan build (faster local runs)
+  --no-sanitizers   skip the ASan+UBSan build and the fuzz run (faster local runs)
+
+Then it builds the libFuzzer targets (clang, ASan+UBSan) and runs each for
+FUZZ_SECONDS (default 30) seconds; a crash fails the run.
 TXT
 }
 
@@ -52,5 +55,9 @@ if [ "$sanitizers" = 1 ]; then
   echo "== meson test under ASan+UBSan (unit, pcap, integration)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     meson test -C build-asan --print-errorlogs --num-processes "$jobs" --suite unit --suite pcap --suite integration
+fi
+if [ "$sanitizers" = 1 ]; then
+  echo "== fuzz targets under ASan+UBSan, ${FUZZ_SECONDS:-30}s each"
+  bash tests/fuzz/run.sh --seconds "${FUZZ_SECONDS:-30}"
 fi
 echo "== all tests passed"

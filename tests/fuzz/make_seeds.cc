@@ -1,0 +1,70 @@
+// Writes seed corpora for the fuzz targets from gossipgen's generator, so the
+// fuzzers start from valid traffic and mutate inward:
+//   OUT/ladder/    whole frames of every kind (IPv4 and IPv6), keys of fuzz_ladder
+//   OUT/compound/  the opened plaintexts of the valid ones
+// usage: make_seeds OUT_DIR
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "dataplane/ladder.h"
+#include "perf/gossipgen/generator.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write(const fs::path& p, const std::uint8_t* data, std::size_t n) {
+  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_seeds OUT_DIR\n");
+    return 2;
+  }
+  if (!gw::crypto::init()) return 1;
+  const fs::path out = argv[1];
+  fs::create_directories(out / "ladder");
+  fs::create_directories(out / "compound");
+
+  gw::crypto::KeyBytes k1{}, k2{};
+  k1.fill(0x11);  // the keys fuzz_ladder.cc holds
+  k2.fill(0x22);
+  gw::crypto::Keyring ring;
+  ring.add(gw::crypto::Key(k1, gw::crypto::Suite::kChaCha20Poly1305), true);
+  ring.add(gw::crypto::Key(k2, gw::crypto::Suite::kChaCha20Poly1305), false);
+
+  std::size_t frames = 0;
+  std::size_t plaintexts = 0;
+  for (const char* dst : {"10.0.0.1", "fd00::1"}) {
+    gw::perf::GenOptions opts;
+    opts.seed = 7;
+    opts.mix = gw::perf::parse_mix(
+        "valid=40,valid_secondary=10,foreign=5,unknown_key=5,forged_header=5,forged_tag=5,"
+        "forged_ciphertext=5,unkeyed_random=5,unkeyed_short=5,unkeyed_version=5,not_gossip=10,malformed=30");
+    opts.cluster = "fuzz";
+    opts.keys = {k1, k2};
+    opts.suite = gw::crypto::Suite::kChaCha20Poly1305;
+    opts.dst_ip = *gw::perf::parse_ip(dst);
+    gw::dp::LadderConfig cfg;
+    gw::dp::parse_endpoint(dst, opts.dst_port, &cfg.local);
+    cfg.cluster_id = gw::crypto::derive_cluster_id("fuzz");
+    cfg.keys = &ring;
+
+    gw::perf::generate(opts, [&](const gw::perf::Packet& p) {
+      write(out / "ladder" / ("frame-" + std::to_string(frames++)), p.frame.data(), p.frame.size());
+      if (p.verdict != gw::perf::Verdict::kAccepted) return;
+      auto copy = p.frame;
+      const auto r = gw::dp::run_ladder(cfg, copy.data(), static_cast<std::uint32_t>(copy.size()));
+      if (r.verdict != gw::dp::Verdict::kAccepted) return;
+      write(out / "compound" / ("plain-" + std::to_string(plaintexts++)), copy.data() + r.plaintext_offset,
+            r.plaintext_len);
+    });
+  }
+  std::printf("make_seeds: %zu frames, %zu plaintexts in %s\n", frames, plaintexts, out.c_str());
+  return plaintexts == 0 ? 1 : 0;
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with ASan+UBSan (clang) and runs each for a
+# bounded time from gossipgen-made seeds plus a persistent corpus. A crash or
+# an invariant violation fails the run and prints the reproducer.
+set -euo pipefail
+
+usage() {
+  cat <<'TXT'
+usage: tests/fuzz/run.sh [--seconds N] [--corpus DIR] [--jobs N] [TARGET...]
+
+  --seconds N   time per target (default 30)
+  --corpus DIR  persistent corpus root, one folder per target (default
+                build-fuzz/corpus); new inputs found are kept there
+  --jobs N      libFuzzer workers per target (default 1)
+  TARGET        ladder, config, compound, pcap (default: all)
+
+Writes build-fuzz/fuzz-report.txt: executions and coverage per target.
+Crashes are saved as build-fuzz/crash-<target>-*; reproduce one with
+  build-fuzz/tests/fuzz/fuzz_<target> build-fuzz/crash-<target>-<hash>
+TXT
+}
+
+seconds=30
+corpus=""
+jobs=1
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) usage; exit 0 ;;
+    --seconds) seconds=${2:?}; shift 2 ;;
+    --corpus) corpus=${2:?}; shift 2 ;;
+    --jobs) jobs=${2:?}; shift 2 ;;
+    ladder|config|compound|pcap) targets+=("$1"); shift ;;
+    *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(ladder config compound pcap)
+
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+build=build-fuzz
+if [ ! -f "$build/build.ninja" ]; then
+  CXX=clang++ CC=clang meson setup "$build" -Dfuzz=true -Db_sanitize=address,undefined \
+    -Db_lundef=false -Dbuildtype=debugoptimized >/dev/null
+fi
+ninja -C "$build" $(for t in "${targets[@]}"; do echo "tests/fuzz/fuzz_$t"; done) tests/fuzz/make_seeds >/dev/null
+
+corpus=${corpus:-$build/corpus}
+case "$corpus" in /*) corpus=$(realpath --relative-to="$root" "$corpus") ;; esac
+seeds="$build/seeds"
+rm -rf "$seeds"
+"$build/tests/fuzz/make_seeds" "$seeds" >/dev/null
+mkdir -p "$seeds/config" "$seeds/pcap"
+cp config/examples/gossipgw.yaml "$seeds/config/"
+for c in tests/pcap/cases/*/config.yaml; do cp "$c" "$seeds/config/$(basename "$(dirname "$c")").yaml"; done
+for p in "$root"/../shared/corpus/*.pcap; do [ -f "$p" ] && head -c 65536 "$p" > "$seeds/pcap/$(basename "$p")"; done
+[ -n "$(ls "$seeds/pcap")" ] || printf '\xd4\xc3\xb2\xa1\x02\x00\x04\x00' > "$seeds/pcap/minimal"
+
+report="$build/fuzz-report.txt"
+: > "$report"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+failed=0
+for t in "${targets[@]}"; do
+  mkdir -p "$corpus/$t"
+  log="$build/fuzz-$t.log"
+  echo "== fuzz_$t for ${seconds}s"
+  parallel=()
+  [ "$jobs" -gt 1 ] && parallel=(-jobs="$jobs" -workers="$jobs")
+  if ! (cd "$build" && "tests/fuzz/fuzz_$t" "$root/$corpus/$t" "$root/$seeds/$t" -max_total_time="$seconds" \
+       "${parallel[@]}" -print_final_stats=1 -artifact_prefix="$root/$build/crash-$t-" \
+       -rss_limit_mb=2048 -timeout=10) >"$log" 2>&1; then
+    failed=1
+    echo "FAIL: fuzz_$t found a crash or an invariant violation:"
+    grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==' "$log" | head -20
+    echo "reproduce: $build/tests/fuzz/fuzz_$t $(ls -t "$build"/crash-"$t"-* 2>/dev/null | head -1)"
+  fi
+  execs=$(grep -h 'stat::number_of_executed_units' "$log" | head -1 | awk '{print $2}')
+  cov=$(grep -hoE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)
+  echo "fuzz_$t: ${execs:-?} executions in ${seconds}s, ${cov:-cov ?}, corpus $(ls "$corpus/$t" | wc -l) inputs" | tee -a "$report"
+done
+exit $failed
