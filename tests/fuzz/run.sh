@@ -12,7 +12,7 @@ usage: tests/fuzz/run.sh [--seconds N] [--corpus DIR] [--jobs N] [TARGET...]
   --corpus DIR  persistent corpus root, one folder per target (default
                 build-fuzz/corpus); new inputs found are kept there
   --jobs N      libFuzzer workers per target (default 1)
-  TARGET        ladder, config, compound, pcap (default: all)
+  TARGET        ladder, config, compound, engine, pcap (default: all)
 
 Writes build-fuzz/fuzz-report.txt: executions and coverage per target.
 Crashes are saved as build-fuzz/crash-<target>-*; reproduce one with
@@ -30,11 +30,11 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=${2:?}; shift 2 ;;
     --corpus) corpus=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
-    ladder|config|compound|pcap) targets+=("$1"); shift ;;
+    ladder|config|compound|engine|pcap) targets+=("$1"); shift ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(ladder config compound pcap)
+[ ${#targets[@]} -gt 0 ] || targets=(ladder config compound engine pcap)
 
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -50,7 +50,9 @@ case "$corpus" in /*) corpus=$(realpath --relative-to="$root" "$corpus") ;; esac
 seeds="$build/seeds"
 rm -rf "$seeds"
 "$build/tests/fuzz/make_seeds" "$seeds" >/dev/null
-mkdir -p "$seeds/config" "$seeds/pcap"
+mkdir -p "$seeds/config" "$seeds/pcap" "$seeds/engine"
+# Engine seeds: each opened plaintext behind a sender byte.
+for f in "$seeds"/compound/*; do { printf '\x01'; cat "$f"; } > "$seeds/engine/$(basename "$f")"; done
 cp config/examples/gossipgw.yaml "$seeds/config/"
 for c in tests/pcap/cases/*/config.yaml; do cp "$c" "$seeds/config/$(basename "$(dirname "$c")").yaml"; done
 for p in "$root"/../shared/corpus/*.pcap; do [ -f "$p" ] && head -c 65536 "$p" > "$seeds/pcap/$(basename "$p")"; done
