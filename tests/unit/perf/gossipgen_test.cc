@@ -335,7 +335,7 @@ std::vector<std::uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.
 
 // A small corpus of "other protocol" payloads, as a memberlist capture would give.
 std::vector<std::vector<std::uint8_t>> fake_corpus() {
-  return {bytes_of(std::string("\x01\x02\x03 memberlist ping", 21)), bytes_of(std::string(400, 'm')),
+  return {bytes_of("\x01\x02\x03 memberlist ping"), bytes_of(std::string(400, 'm')),
           bytes_of("GSGW this one is skipped: it starts with our magic"), bytes_of("\x0c compressed")};
 }
 
