@@ -80,6 +80,29 @@ struct LimitsConfig {
   std::uint32_t max_payload_bytes = 1400;
 };
 
+// The membership engine hosted on the control lcore.
+struct MembershipConfig {
+  // Run the engine (probe, gossip, answer). false: only count messages, as a
+  // pure filter in front of another membership implementation. Default true.
+  bool enabled = true;
+  // Timing preset: lan (1 s probes), wan (5 s probes), local (loopback,
+  // fast). Default lan.
+  std::string preset = "lan";
+  // Members to join through, "IP:PORT" ("[IPv6]:PORT"). 0..64 entries,
+  // default none (wait to be joined).
+  struct Seed {
+    std::string ip;
+    std::uint16_t port = 0;
+  };
+  std::vector<Seed> seeds;
+  // key=value metadata carried in our Alive messages, e.g. role: control-plane.
+  // Keys 1..64 bytes, values 0..256, at most 512 bytes in all. Default none.
+  std::vector<std::pair<std::string, std::string>> tags;
+  // How long a graceful stop waits for the leave broadcast, in ms. 0..60000.
+  // Default 3000.
+  std::uint32_t leave_timeout_ms = 3000;
+};
+
 struct LogConfig {
   // spdlog level: trace, debug, info, warn, error, critical, off. Default info.
   std::string level = "info";
@@ -92,6 +115,7 @@ struct Config {
   RingConfig rings;
   DataplaneConfig dataplane;
   LimitsConfig limits;
+  MembershipConfig membership;
   LogConfig log;
   // Directory of the loaded file, for resolving relative paths. Not a YAML field.
   std::string base_dir;

@@ -41,6 +41,7 @@ constexpr std::size_t kMaxSuggestDistance = 2;
 
 constexpr std::size_t kClusterNameMax = 64;
 constexpr std::size_t kNodeNameMax = 128;
+constexpr std::size_t kMaxSeeds = 64;
 constexpr std::size_t kMaxKeys = 8;
 constexpr std::size_t kMaxWorkers = 64;
 
@@ -343,7 +344,8 @@ class Parser {
       fail("", line_of(root), "top level must be a map of sections, got " + describe(root));
     }
     const Map top(*this, root, "", line_of(root),
-                  {"cluster", "node", "lcores", "rings", "dataplane", "limits", "log"}, false);
+                  {"cluster", "node", "lcores", "rings", "dataplane", "limits", "membership", "log"},
+                  false);
 
     Config config;
     config.base_dir = std::string(base_dir);
@@ -356,6 +358,8 @@ class Parser {
                              "idle_backoff_us"}),
                     config.dataplane);
     parse_limits(section(top, "limits", {"max_payload_bytes"}), config.limits);
+    parse_membership(section(top, "membership", {"enabled", "preset", "seeds", "tags", "leave_timeout_ms"}),
+                     config.membership);
     parse_log(section(top, "log", {"level"}), config.log);
     return config;
   }
@@ -583,6 +587,77 @@ class Parser {
     if (auto f = m.find("max_payload_bytes")) {
       limits.max_payload_bytes = read_uint<std::uint32_t>(*f, 64, 9000);
     }
+  }
+
+  void parse_membership(const Map& m, MembershipConfig& mc) const {
+    if (std::optional<Field> f = m.find("enabled")) mc.enabled = read_bool(*f);
+    if (std::optional<Field> f = m.find("preset")) {
+      mc.preset = read_string(*f);
+      if (mc.preset != "lan" && mc.preset != "wan" && mc.preset != "local") {
+        fail(f->path, f->line, "unknown preset " + quote(mc.preset) + "; expected one of lan, wan, local");
+      }
+    }
+    if (std::optional<Field> f = m.find("leave_timeout_ms")) {
+      mc.leave_timeout_ms = read_uint<std::uint32_t>(*f, 0, 60000);
+    }
+    if (std::optional<Field> seeds = m.find("seeds")) {
+      const YAML::Node& list = seeds->value;
+      if (!list.IsSequence()) fail(seeds->path, seeds->line, "expected a list of \"IP:PORT\", got " + describe(list));
+      if (list.size() > kMaxSeeds) {
+        fail(seeds->path, seeds->line, "at most " + std::to_string(kMaxSeeds) + " seeds, got " + std::to_string(list.size()));
+      }
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const YAML::Node item = list[i];
+        const Field f{indexed(seeds->path, i), line_of(item) > 0 ? line_of(item) : seeds->line, item};
+        mc.seeds.push_back(parse_seed(f, read_string(f)));
+      }
+    }
+    if (std::optional<Field> tags = m.find("tags")) {
+      const YAML::Node& map = tags->value;
+      if (!map.IsMap()) fail(tags->path, tags->line, "expected a map of key: value, got " + describe(map));
+      std::size_t total = 0;
+      for (const auto& kv : map) {
+        const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+        const Field f{join(tags->path, key), line_of(kv.second) > 0 ? line_of(kv.second) : tags->line, kv.second};
+        if (key.empty() || key.size() > 64) fail(f.path, f.line, "tag keys must be 1..64 bytes");
+        const std::string value = read_string(f);
+        if (value.size() > 256) fail(f.path, f.line, "tag values must be at most 256 bytes");
+        total += key.size() + value.size();
+        if (total > 512) fail(f.path, f.line, "tags exceed 512 bytes in all");
+        mc.tags.emplace_back(key, value);
+      }
+    }
+  }
+
+  // "10.0.0.2:7946" or "[fd00::2]:7946".
+  MembershipConfig::Seed parse_seed(const Field& f, const std::string& text) const {
+    std::string host;
+    std::string port;
+    if (!text.empty() && text[0] == '[') {
+      const std::size_t close = text.find(']');
+      if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+        fail(f.path, f.line, "expected \"[IPv6]:PORT\", got " + quote(text));
+      }
+      host = text.substr(1, close - 1);
+      port = text.substr(close + 2);
+    } else {
+      const std::size_t colon = text.rfind(':');
+      if (colon == std::string::npos || text.find(':') != colon) {
+        fail(f.path, f.line, "expected \"IP:PORT\" (IPv6 in brackets), got " + quote(text));
+      }
+      host = text.substr(0, colon);
+      port = text.substr(colon + 1);
+    }
+    std::array<unsigned char, sizeof(in6_addr)> buf{};
+    if (host.find('\0') != std::string::npos ||
+        (inet_pton(AF_INET, host.c_str(), buf.data()) != 1 && inet_pton(AF_INET6, host.c_str(), buf.data()) != 1)) {
+      fail(f.path, f.line, "not an IPv4 or IPv6 address: " + quote(host));
+    }
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(port) < 1 || std::stoul(port) > 65535) {
+      fail(f.path, f.line, "port must be 1..65535, got " + quote(port));
+    }
+    return {host, static_cast<std::uint16_t>(std::stoul(port))};
   }
 
   void parse_log(const Map& m, LogConfig& log) const {

@@ -7,6 +7,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include "gossip.pb.h"
 
@@ -281,6 +282,9 @@ DecodeResult decode(std::span<const std::uint8_t> bytes) {
     return result;
   }
   try {
+    // Hostile bytes (e.g. invalid UTF-8 in a string field) make protobuf log an
+    // error per message; a bad datagram is a counted verdict, not a log line.
+    const google::protobuf::LogSilencer silence;
     pb::Compound pc;
     if (!pc.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
       result.error = DecodeError::kMalformed;

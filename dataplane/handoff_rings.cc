@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "dataplane/mbuf_meta.h"
 #include "dataplane/port.h"
 
 namespace gw::dp {
@@ -49,6 +50,7 @@ std::size_t HandoffRings::dequeue(std::size_t worker, crypto::PriorityClass cls,
     auto* m = static_cast<rte_mbuf*>(objs[i]);
     out[i].data = rte_pktmbuf_mtod(m, const std::uint8_t*);
     out[i].len = m->data_len;
+    out[i].from = mbuf_meta(m)->endpoint;
     out[i].token = m;
   }
   return got;

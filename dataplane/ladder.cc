@@ -39,7 +39,7 @@ bool parse_endpoint(const char* address, std::uint16_t port, LocalEndpoint* out)
 }
 
 Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::uint32_t len,
-                    std::uint32_t* payload_offset, std::uint32_t* payload_len) noexcept {
+                    UdpView* out) noexcept {
   if (len < kEthHeader) return Verdict::kMalformed;
   std::uint32_t off = kEthHeader;
   std::uint16_t ether = be16(frame + 12);
@@ -53,6 +53,8 @@ Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::
   // Ethernet padding. [l4, l3_end) is the transport segment.
   std::uint32_t l4 = 0;
   std::uint32_t l3_end = 0;
+  const std::uint8_t* src_ip = nullptr;
+  std::uint8_t src_ip_len = 0;
   if (ether == kEtherIpv4) {
     if (len - off < kIpv4MinHeader) return Verdict::kMalformed;
     const std::uint8_t* ip = frame + off;
@@ -66,6 +68,8 @@ Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::
     if ((be16(ip + 6) & 0x3FFF) != 0) return Verdict::kMalformed;
     l4 = off + ihl;
     l3_end = off + total;
+    src_ip = ip + 12;
+    src_ip_len = 4;
   } else if (ether == kEtherIpv6) {
     if (len - off < kIpv6Header) return Verdict::kMalformed;
     const std::uint8_t* ip = frame + off;
@@ -77,6 +81,8 @@ Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::
     if (!local.ipv6 || std::memcmp(ip + 24, local.ipv6_addr.data(), 16) != 0) return Verdict::kNotGossip;
     l4 = off + kIpv6Header;
     l3_end = l4 + payload;
+    src_ip = ip + 8;
+    src_ip_len = 16;
   } else {
     return Verdict::kNotGossip;
   }
@@ -87,17 +93,21 @@ Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::
   const std::uint32_t udp_len = be16(udp + 4);
   if (udp_len < kUdpHeader || udp_len > l3_end - l4) return Verdict::kMalformed;
 
-  *payload_offset = l4 + kUdpHeader;
-  *payload_len = udp_len - kUdpHeader;
+  out->payload_offset = l4 + kUdpHeader;
+  out->payload_len = udp_len - kUdpHeader;
+  std::memcpy(out->from.ip.data(), src_ip, src_ip_len);
+  out->from.ip_len = src_ip_len;
+  out->from.port = be16(udp);
   return Verdict::kAccepted;
 }
 
 LadderResult run_ladder(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len) noexcept {
   LadderResult r;
-  std::uint32_t off = 0;
-  std::uint32_t plen = 0;
-  r.verdict = parse_l2_l4(cfg.local, frame, len, &off, &plen);
+  UdpView udp;
+  r.verdict = parse_l2_l4(cfg.local, frame, len, &udp);
   if (r.verdict != Verdict::kAccepted) return r;
+  const std::uint32_t off = udp.payload_offset;
+  const std::uint32_t plen = udp.payload_len;
 
   std::uint8_t* dgram = frame + off;
   crypto::WireHeader h;
@@ -139,6 +149,7 @@ LadderResult run_ladder(const LadderConfig& cfg, std::uint8_t* frame, std::uint3
   r.cls = h.cls;
   r.plaintext_offset = off + static_cast<std::uint32_t>(crypto::kHeaderBytes);
   r.plaintext_len = h.payload_len - static_cast<std::uint32_t>(crypto::kTagBytes);
+  r.from = udp.from;
   return r;
 }
 

@@ -17,6 +17,7 @@
 
 #include "crypto/keys.h"
 #include "crypto/wire_header.h"
+#include "dataplane/api/handoff.h"
 #include "dataplane/api/verdict.h"
 
 namespace gw::dp {
@@ -40,17 +41,25 @@ struct LadderConfig {
   const crypto::Keyring* keys = nullptr;
 };
 
+// What step 1 learns about a datagram addressed to us.
+struct UdpView {
+  std::uint32_t payload_offset = 0;
+  std::uint32_t payload_len = 0;
+  Endpoint from;  // source address and port (not authenticated)
+};
+
 struct LadderResult {
   Verdict verdict = Verdict::kMalformed;
   crypto::PriorityClass cls = crypto::PriorityClass::kBulk;
-  // For accepted packets: where the plaintext lies in the frame.
+  // For accepted packets: where the plaintext lies in the frame, and who sent it.
   std::uint32_t plaintext_offset = 0;
   std::uint32_t plaintext_len = 0;
+  Endpoint from;
 };
 
-// Step 1 only: on success returns kAccepted and the UDP payload's place.
+// Step 1 only: on success returns kAccepted and fills `out`.
 Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::uint32_t len,
-                    std::uint32_t* payload_offset, std::uint32_t* payload_len) noexcept;
+                    UdpView* out) noexcept;
 
 // The whole ladder. Decrypts in place: on kAccepted the plaintext replaces the
 // ciphertext in `frame`.

@@ -22,11 +22,13 @@
 
 #include "config/loader.h"
 #include "control/host/control_loop.h"
+#include "control/host/engine_host.h"
 #include "crypto/keys.h"
 #include "dataplane/handoff_rings.h"
 #include "dataplane/port.h"
 #include "dataplane/setup.h"
 #include "dataplane/stats_json.h"
+#include "dataplane/tx_path.h"
 #include "dataplane/worker.h"
 
 namespace {
@@ -45,6 +47,47 @@ void install_signal_handlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+}
+
+constexpr unsigned kTxRingSize = 4096;
+
+gw::dp::Endpoint endpoint_of(const gw::dp::LocalEndpoint& l) {
+  gw::dp::Endpoint e;
+  if (l.ipv6) {
+    e.ip = l.ipv6_addr;
+    e.ip_len = 16;
+  } else {
+    std::copy(l.ipv4.begin(), l.ipv4.end(), e.ip.begin());
+    e.ip_len = 4;
+  }
+  e.port = l.port;
+  return e;
+}
+
+// The engine's identity and timing from the config.
+gw::cp::EngineHost::Options engine_options(const gw::config::Config& cfg, const gw::dp::LadderConfig& ladder,
+                                           const gw::crypto::Keyring& keyring) {
+  using gw::cp::engine::EngineConfig;
+  gw::cp::EngineHost::Options o;
+  o.engine = cfg.membership.preset == "wan"     ? EngineConfig::wan()
+             : cfg.membership.preset == "local" ? EngineConfig::local()
+                                                : EngineConfig::lan();
+  o.engine.name = cfg.node.name;
+  o.engine.addr = gw::cp::to_engine_address(endpoint_of(ladder.local));
+  for (const auto& [k, v] : cfg.membership.tags) o.engine.tags.push_back({k, v});
+  // Seconds since the epoch: a restarted member always comes back with a
+  // higher incarnation than any it used before, so its tombstone cannot hold it.
+  o.engine.initial_incarnation = gw::cp::unix_seconds();
+  for (const auto& seed : cfg.membership.seeds) {
+    gw::dp::LocalEndpoint ep;
+    if (gw::dp::parse_endpoint(seed.ip.c_str(), seed.port, &ep)) {
+      o.seeds.push_back(gw::cp::to_engine_address(endpoint_of(ep)));
+    }
+  }
+  o.cluster_id = ladder.cluster_id;
+  o.keys = &keyring;
+  o.rng_seed = gw::cp::monotonic_ns() ^ (std::uint64_t{gw::cp::unix_seconds()} << 20);
+  return o;
 }
 
 int fail(int status, const std::string& message) {
@@ -153,6 +196,7 @@ int main(int argc, char** argv) {
 
     gw::dp::PortState port;
     std::unique_ptr<gw::dp::HandoffRings> rings;
+    rte_ring* tx_ring = nullptr;
     std::vector<std::unique_ptr<gw::dp::WorkerContext>> workers;
     if (status == 0) {
       try {
@@ -165,6 +209,9 @@ int main(int argc, char** argv) {
         port = gw::dp::start_port(plan);
         rings = std::make_unique<gw::dp::HandoffRings>(cfg.lcores.workers.size(), cfg.rings.size,
                                                        static_cast<int>(rte_socket_id()));
+        tx_ring = rte_ring_create("gw_tx", kTxRingSize, static_cast<int>(rte_socket_id()),
+                                  RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+        if (tx_ring == nullptr) throw gw::dp::SetupError(std::string("cannot create the transmit ring: ") + rte_strerror(rte_errno));
       } catch (const gw::dp::SetupError& e) {
         status = fail(port.pools.empty() && rte_eth_dev_count_avail() == 0 ? kExitUsage : kExitRuntime, e.what());
       }
@@ -172,6 +219,7 @@ int main(int argc, char** argv) {
 
     if (status == 0) {
       const std::uint64_t idle_exit_tsc = rte_get_tsc_hz() / 1000 * opt.idle_exit_ms;
+      std::atomic<bool> workers_stop{false};
       std::vector<const std::atomic<bool>*> done_flags;
       for (std::size_t q = 0; q < cfg.lcores.workers.size(); ++q) {
         auto w = std::make_unique<gw::dp::WorkerContext>();
@@ -186,7 +234,12 @@ int main(int argc, char** argv) {
         for (std::size_t c = 0; c < gw::crypto::kClassCount; ++c) {
           w->rings[c] = rings->ring(q, static_cast<gw::crypto::PriorityClass>(c));
         }
-        w->stop = &g_stop;
+        w->stop = &workers_stop;
+        if (q == 0) {  // worker 0 transmits what the control lcore queues
+          w->tx.ring = tx_ring;
+          w->tx.src_mac = port.mac;
+          w->tx.local = ladder.local;
+        }
         done_flags.push_back(&w->done);
         workers.push_back(std::move(w));
       }
@@ -197,22 +250,45 @@ int main(int argc, char** argv) {
                    cfg.node.address + ":" + std::to_string(cfg.node.port), workers.size(), keyring.size());
       for (auto& w : workers) rte_eal_remote_launch(gw::dp::run_worker, w.get(), w->lcore);
 
+      gw::dp::TxQueue tx_queue(port.tx_pool, tx_ring, ladder.local.ipv6);
+      std::unique_ptr<gw::cp::EngineHost> host;
+      if (cfg.membership.enabled) {
+        host = std::make_unique<gw::cp::EngineHost>(
+            engine_options(cfg, ladder, keyring), tx_queue, gw::cp::monotonic_ns());
+      }
+
       gw::cp::ControlLoopOptions loop_opts;
       loop_opts.idle_backoff_us = cfg.dataplane.idle_backoff_us;
-      loop_opts.defer_until_producers_done = opt.defer_control;
-      gw::cp::ControlLoop loop(*rings, loop_opts);
-      loop.run();  // returns once every worker is done and every ring drained
+      loop_opts.defer_until_inputs_idle = opt.defer_control;
+      loop_opts.leave_timeout_ns = std::uint64_t{cfg.membership.leave_timeout_ms} * 1'000'000ULL;
+      gw::cp::StopControl stop;
+      stop.requested = &g_stop;
+      stop.workers_stop = &workers_stop;
+      stop.inputs_idle = [&workers, &opt] {
+        if (opt.idle_exit_ms == 0) return false;
+        for (const auto& w : workers) {
+          if (!w->idle.load(std::memory_order_relaxed)) return false;
+        }
+        return true;
+      };
+      gw::cp::ControlLoop loop(*rings, loop_opts, host.get());
+      loop.run(stop);  // returns once the leave went out, the workers stopped and the rings drained
       rte_eal_mp_wait_lcore();
 
       std::vector<gw::dp::WorkerStats> stats;
-      for (const auto& w : workers) stats.push_back({w->lcore, w->queue, w->counters});
-      const std::string json = gw::dp::stats_json(stats, main_lcore, loop.counters());
+      for (const auto& w : workers) stats.push_back({w->lcore, w->queue, w->counters, w->tx.counters});
+      const std::string json = gw::dp::stats_json(stats, main_lcore, loop.counters(), tx_queue.counters(), host.get());
       if (!opt.stats_json.empty() && !gw::dp::write_file_atomically(opt.stats_json, json)) {
         status = fail(kExitRuntime, "--stats-json: cannot write '" + opt.stats_json + "': " + std::strerror(errno));
       }
       spdlog::info("stopped ({})", g_stop.load() ? "signal" : "input idle");
     }
     rings.reset();
+    if (tx_ring != nullptr) {
+      void* obj = nullptr;
+      while (rte_ring_sc_dequeue(tx_ring, &obj) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(obj));
+      rte_ring_free(tx_ring);
+    }
     if (!port.pools.empty()) gw::dp::stop_port(port);
   }
   rte_eal_cleanup();

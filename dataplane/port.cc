@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "dataplane/mbuf_meta.h"
+
 namespace gw::dp {
 namespace {
 
@@ -58,7 +60,7 @@ PortState start_port(const PortPlan& plan) {
   const int socket = std::max(rte_eth_dev_socket_id(plan.port_id), 0);
   for (std::uint16_t q = 0; q < plan.queues; ++q) {
     const std::string name = "gw_pool_p" + std::to_string(plan.port_id) + "_q" + std::to_string(q);
-    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), plan.mbufs_per_queue, 256, 0,
+    rte_mempool* pool = rte_pktmbuf_pool_create(name.c_str(), plan.mbufs_per_queue, 256, kMbufPrivSize,
                                                 RTE_MBUF_DEFAULT_BUF_SIZE, socket);
     if (pool == nullptr) {
       throw SetupError("cannot allocate " + std::to_string(plan.mbufs_per_queue) +
@@ -72,6 +74,17 @@ PortState start_port(const PortPlan& plan) {
     if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": tx queue " + std::to_string(q) + ": " + dpdk_error(rc));
   }
 
+  // The control lcore's transmit buffers: its own pool, so a receive flood
+  // can never starve what the protocol must send (leave, acks).
+  state.tx_pool = rte_pktmbuf_pool_create(("gw_txpool_p" + std::to_string(plan.port_id)).c_str(),
+                                          plan.tx_mbufs, 64, kMbufPrivSize, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+  if (state.tx_pool == nullptr) {
+    throw SetupError("cannot allocate " + std::to_string(plan.tx_mbufs) + " transmit buffers: " +
+                     rte_strerror(rte_errno) + "; give EAL more memory (-m)");
+  }
+  rte_ether_addr mac{};
+  if (rte_eth_macaddr_get(plan.port_id, &mac) == 0) std::copy(mac.addr_bytes, mac.addr_bytes + 6, state.mac.begin());
+
   rc = rte_eth_dev_start(plan.port_id);
   if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": start failed: " + dpdk_error(rc));
   // Virtual devices may not support it; gossip is addressed to us anyway.
@@ -84,6 +97,8 @@ void stop_port(PortState& state) noexcept {
   (void)rte_eth_dev_close(state.port_id);
   for (rte_mempool* p : state.pools) rte_mempool_free(p);
   state.pools.clear();
+  rte_mempool_free(state.tx_pool);
+  state.tx_pool = nullptr;
 }
 
 }  // namespace gw::dp

@@ -3,6 +3,7 @@
 
 #include <rte_mempool.h>
 
+#include <array>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -22,11 +23,14 @@ struct PortPlan {
   std::uint16_t rx_descriptors = 1024;
   std::uint16_t tx_descriptors = 1024;
   std::uint32_t mbufs_per_queue = 16384;
+  std::uint32_t tx_mbufs = 4096;  // the control lcore's transmit pool
 };
 
 struct PortState {
   std::uint16_t port_id = 0;
   std::vector<rte_mempool*> pools;  // one per rx queue
+  rte_mempool* tx_pool = nullptr;   // control lcore's transmit buffers
+  std::array<std::uint8_t, 6> mac{};
   std::string driver;
   bool rss = false;
 };

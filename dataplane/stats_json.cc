@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "control/host/engine_host.h"
+
 namespace gw::dp {
 namespace {
 
@@ -31,10 +33,65 @@ Json control_counters(const cp::ControlCounters& c) {
   return j;
 }
 
+Json tx_counters(const TxCounters& t) {
+  Json j;
+  j["tx_packets"] = t.tx_packets;
+  j["tx_bytes"] = t.tx_bytes;
+  j["tx_drop_nic"] = t.tx_drop_nic;
+  j["tx_broadcast_unknown_mac"] = t.tx_broadcast_unknown;
+  return j;
+}
+
+std::string ip_text(const std::vector<std::uint8_t>& ip) {
+  char buf[64] = "";
+  if (ip.size() == 4) {
+    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);
+    return buf;
+  }
+  std::string s;
+  for (std::size_t i = 0; i + 1 < ip.size(); i += 2) {
+    std::snprintf(buf, sizeof buf, "%s%x", i == 0 ? "" : ":", (ip[i] << 8) | ip[i + 1]);
+    s += buf;
+  }
+  return s;
+}
+
+constexpr const char* kStatusNames[] = {"alive", "suspect", "dead", "left"};
+
+Json membership(const cp::EngineHost& host) {
+  const auto& e = host.engine();
+  Json j;
+  j["node"] = e.name();
+  j["incarnation"] = e.incarnation();
+  j["live_members"] = e.num_live();
+  j["health_score"] = e.health_score();
+  Json members = Json::array();
+  for (const auto& m : e.members()) {
+    Json mj;
+    mj["name"] = m.name;
+    mj["address"] = ip_text(m.addr.ip);
+    mj["port"] = m.addr.port;
+    mj["status"] = kStatusNames[static_cast<std::size_t>(m.status) & 3];
+    mj["incarnation"] = m.incarnation;
+    Json tags = Json::object();
+    for (const auto& t : m.tags) tags[t.key] = t.value;
+    mj["tags"] = std::move(tags);
+    members.push_back(std::move(mj));
+  }
+  j["members"] = std::move(members);
+  const auto& hc = host.counters();
+  j["sealed"] = hc.sealed;
+  j["drop_encode"] = hc.drop_encode;
+  j["drop_tx_queue"] = hc.drop_tx_queue;
+  j["drop_no_primary"] = hc.drop_no_primary;
+  return j;
+}
+
 }  // namespace
 
 std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control_lcore,
-                       const cp::ControlCounters& control) {
+                       const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
+                       const cp::EngineHost* host) {
   WorkerCounters sum;
   for (const WorkerStats& w : workers) {
     sum.rx_total += w.counters.rx_total;
@@ -56,6 +113,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
     l["queue"] = w.queue;
     l["counters"] = worker_counters(w.counters);
     l["accepted_by_class"] = class_counts(w.counters.accepted_by_class);
+    l["tx"] = tx_counters(w.tx);
     l["rx_bursts"] = w.counters.rx_bursts;
     l["idle_polls"] = w.counters.idle_polls;
     lcores.push_back(std::move(l));
@@ -71,6 +129,14 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   doc["totals"] = std::move(totals);
   doc["classes"] = class_counts(sum.accepted_by_class);
   doc["lcores"] = std::move(lcores);
+  Json txq;
+  txq["queued"] = tx_queue.queued;
+  txq["drop_no_buffer"] = tx_queue.drop_no_buffer;
+  txq["drop_ring_full"] = tx_queue.drop_ring_full;
+  txq["drop_too_large"] = tx_queue.drop_too_large;
+  txq["drop_bad_endpoint"] = tx_queue.drop_bad_endpoint;
+  doc["tx_queue"] = std::move(txq);
+  if (host != nullptr) doc["membership"] = membership(*host);
   return doc.dump(2) + "\n";
 }
 

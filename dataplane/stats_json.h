@@ -7,6 +7,11 @@
 
 #include "control/host/message_stats.h"
 #include "dataplane/api/counters.h"
+#include "dataplane/tx_path.h"
+
+namespace gw::cp {
+class EngineHost;
+}
 
 namespace gw::dp {
 
@@ -14,11 +19,14 @@ struct WorkerStats {
   unsigned lcore = 0;
   unsigned queue = 0;
   WorkerCounters counters;
+  TxCounters tx;
 };
 
 // The JSON text (stable key order, documented in README.md).
+// `host` may be null (membership disabled).
 std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control_lcore,
-                       const cp::ControlCounters& control);
+                       const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
+                       const cp::EngineHost* host);
 
 // Writes `text` to `path` atomically (temporary file + rename); false on error.
 bool write_file_atomically(const std::string& path, const std::string& text);

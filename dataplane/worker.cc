@@ -4,6 +4,8 @@
 #include <rte_ethdev.h>
 #include <rte_prefetch.h>
 
+#include "dataplane/mbuf_meta.h"
+
 namespace gw::dp {
 
 void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept {
@@ -33,6 +35,9 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
       dropped[drop_count++] = m;
       continue;
     }
+    // Authenticated: its source MAC is safe to learn for replies.
+    if (w.tx.ring != nullptr) w.tx.neighbors.learn(r.from, rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 6));
+    mbuf_meta(m)->endpoint = r.from;
     // Leave only the plaintext in the buffer for the control lcore.
     m->data_off = static_cast<std::uint16_t>(m->data_off + r.plaintext_offset);
     m->data_len = static_cast<std::uint16_t>(r.plaintext_len);
@@ -62,17 +67,26 @@ int run_worker(void* context) {
   std::array<rte_mbuf*, kMaxBurst> pkts;
   std::uint64_t last_rx = rte_rdtsc();
 
-  while (!w.stop->load(std::memory_order_relaxed)) {
+  while (!w.stop->load(std::memory_order_acquire)) {
     const std::uint16_t n = rte_eth_rx_burst(w.port, w.queue, pkts.data(), w.burst);
+    const unsigned sent = w.tx.ring != nullptr ? drain_tx(w.tx, w.port, w.queue, w.burst) : 0;
     if (n == 0) {
       ++w.counters.idle_polls;
-      if (w.idle_exit_tsc != 0 && rte_rdtsc() - last_rx > w.idle_exit_tsc) break;
-      if (w.idle_backoff_us != 0) rte_delay_us_sleep(w.idle_backoff_us);
+      if (w.idle_exit_tsc != 0 && rte_rdtsc() - last_rx > w.idle_exit_tsc) {
+        w.idle.store(true, std::memory_order_relaxed);
+      }
+      if (w.idle_backoff_us != 0 && sent == 0) rte_delay_us_sleep(w.idle_backoff_us);
       continue;
     }
     ++w.counters.rx_bursts;
     last_rx = rte_rdtsc();
+    w.idle.store(false, std::memory_order_relaxed);
     process_burst(w, pkts.data(), n);
+  }
+  // The control lcore stops us only after the leave was queued: send it.
+  if (w.tx.ring != nullptr) {
+    while (drain_tx(w.tx, w.port, w.queue, w.burst) != 0) {
+    }
   }
   w.done.store(true, std::memory_order_release);
   return 0;

@@ -12,6 +12,7 @@
 #include "crypto/wire_header.h"
 #include "dataplane/api/counters.h"
 #include "dataplane/ladder.h"
+#include "dataplane/tx_path.h"
 
 namespace gw::dp {
 
@@ -26,18 +27,20 @@ struct alignas(64) WorkerContext {
   std::uint16_t queue = 0;
   std::uint16_t burst = 32;
   std::uint32_t idle_backoff_us = 0;
-  // Stop after this many TSC cycles without a packet (0: never). For inputs
-  // that end, such as a pcap file.
+  // Report `idle` after this many TSC cycles without a packet (0: never), so
+  // the control lcore can end a run whose input ends, such as a pcap file.
   std::uint64_t idle_exit_tsc = 0;
   LadderConfig ladder;
   std::array<rte_ring*, crypto::kClassCount> rings{};
-  const std::atomic<bool>* stop = nullptr;
+  const std::atomic<bool>* stop = nullptr;  // set by the control lcore
+  std::atomic<bool> idle{false};
   std::atomic<bool> done{false};
   WorkerCounters counters;
+  TxContext tx;  // tx.ring is null on workers that do not transmit
 };
 
-// Runs on the worker's lcore until *stop or the idle-exit time passes; sets
-// `done` last. Signature fits rte_eal_remote_launch.
+// Runs on the worker's lcore until *stop, then sends what is still queued for
+// transmit and sets `done` last. Signature fits rte_eal_remote_launch.
 int run_worker(void* context);
 
 // Applies the ladder to one burst and hands accepted payloads to the rings.

@@ -101,14 +101,17 @@ std::optional<std::uint32_t> Engine::suspicion_confirmations(const std::string& 
   return it->second.confirmations();
 }
 
-std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& exclude) {
+std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& exclude,
+                                             bool include_suspect) {
   std::vector<std::string> out;
   if (k == 0) return out;
   auto usable = [&](const std::string& name) {
     if (name == config_.name || name == exclude) return false;
     const Member* m = table_.find(name);
-    return m != nullptr && m->status == MemberStatus::kAlive &&
-           std::find(out.begin(), out.end(), name) == out.end();
+    if (m == nullptr) return false;
+    const bool eligible = m->status == MemberStatus::kAlive ||
+                          (include_suspect && m->status == MemberStatus::kSuspect);
+    return eligible && std::find(out.begin(), out.end(), name) == out.end();
   };
   const std::vector<std::string>& list = probes_.list();
   if (list.size() <= 4 * k + 16) {
@@ -150,13 +153,14 @@ void Engine::send(const Address& to, PriorityClass cls, Compound messages, bool 
     ++counters_.outbox_drop_full;
     return;
   }
+  // The datagram travels in the most important class it carries.
+  for (const Message& m : messages) cls = std::min(cls, default_priority(m));
   if (piggyback) {
     const std::size_t used = estimated_size(messages);
     if (used < config_.max_packet_bytes) {
       const std::size_t before = messages.size();
       const PriorityClass best =
           broadcasts_.take(config_.max_packet_bytes - used, retransmit_limit(), messages);
-      // The datagram travels in the most important class it carries.
       if (messages.size() > before && best < cls) cls = best;
     }
   }
@@ -561,8 +565,19 @@ void Engine::start_sync(std::uint64_t now_ns) {
 }
 
 void Engine::join(std::span<const Address> seeds, std::uint64_t now_ns) {
-  seeds_.assign(seeds.begin(), seeds.begin() + static_cast<std::ptrdiff_t>(
-                                                    std::min(seeds.size(), kMaxSeeds)));
+  seeds_.clear();
+  for (const Address& seed : seeds) {
+    // Ourselves (a shared seed list) or no address: nobody to ask.
+    if (seed == config_.addr || seed.empty()) continue;
+    if (seeds_.size() >= kMaxSeeds) break;
+    seeds_.push_back(seed);
+  }
+  // No seed to ask: we are the first member.
+  if (seeds_.empty()) {
+    joined_ = true;
+    next_join_ns_ = UINT64_MAX;
+    return;
+  }
   join_attempts_ = 0;
   joined_ = false;
   send_join(now_ns);
@@ -678,7 +693,9 @@ std::vector<std::string> Engine::gossip_targets(std::uint64_t now_ns) {
     return m == nullptr || m->status != MemberStatus::kDead ||
            m->state_change_ns + config_.gossip_to_the_dead_ns <= now_ns;
   });
-  std::vector<std::string> peers = random_peers(config_.gossip_nodes, {});
+  // Suspects too (as memberlist): they need the news most, and skipping them
+  // lets an update's whole retransmit budget pass them by.
+  std::vector<std::string> peers = random_peers(config_.gossip_nodes, {}, true);
   if (recently_dead_.empty()) return peers;
   // memberlist draws gossip targets from live and recently dead members alike:
   // each slot goes to a recently dead member with probability D / (L + D).

@@ -191,8 +191,10 @@ class Engine {
   Alive self_alive() const;
   Member& self();
   const Member& self() const;
-  // Up to k distinct random peers (not us, not `exclude`), live ones only.
-  std::vector<std::string> random_peers(std::size_t k, const std::string& exclude);
+  // Up to k distinct random peers (not us, not `exclude`): Alive ones, and
+  // Suspect ones too if `include_suspect`.
+  std::vector<std::string> random_peers(std::size_t k, const std::string& exclude,
+                                        bool include_suspect = false);
   std::uint64_t sync_interval() const;
 
   EngineConfig config_;

@@ -55,8 +55,8 @@ class MemberTable {
 
   const std::map<std::string, Member>& all() const { return members_; }
 
-  // Up to `limit` members starting at the first name >= `from`, wrapping around.
-  // Used by sync to send a rotating window of a large table.
+  // Calls fn(member) from the first name >= `from`, wrapping around, until fn
+  // returns false. Used by sync to send a rotating window of a large table.
   template <typename Fn>
   void for_each_from(const std::string& from, Fn&& fn) const {
     auto start = members_.lower_bound(from);

@@ -95,12 +95,4 @@ std::size_t estimated_sync_overhead(std::size_t source_bytes) {
   return 3 * (kKey + 5) + bool_field() + len_field(source_bytes) + 2 * (kKey + 5);
 }
 
-const char* message_type_name(std::size_t variant_index) {
-  static constexpr const char* kNames[] = {"ping",  "ack",     "indirect_ping", "nack",
-                                           "alive", "suspect", "dead",          "leave",
-                                           "sync_request", "sync_response", "user_data"};
-  static_assert(std::size(kNames) == kMessageTypes);
-  return variant_index < kMessageTypes ? kNames[variant_index] : "unknown";
-}
-
 }  // namespace gw::cp::engine

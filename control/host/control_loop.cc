@@ -11,7 +11,18 @@ namespace {
 constexpr std::size_t kChunk = 64;
 }  // namespace
 
-std::size_t ControlLoop::poll_once() {
+std::uint64_t monotonic_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+std::uint32_t unix_seconds() {
+  return static_cast<std::uint32_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+std::size_t ControlLoop::poll_once(std::uint64_t now_ns) {
   std::array<dp::Handoff, kChunk> items;
   google::protobuf::Arena arena;
   std::size_t total = 0;
@@ -22,7 +33,13 @@ std::size_t ControlLoop::poll_once() {
       while (budget > 0) {
         const std::size_t got = source_.dequeue(w, cls, items.data(), std::min(budget, kChunk));
         if (got == 0) break;
-        for (std::size_t i = 0; i < got; ++i) count_messages(items[i].data, items[i].len, arena, counters_);
+        for (std::size_t i = 0; i < got; ++i) {
+          if (host_ != nullptr) {
+            host_->on_payload(items[i], now_ns, counters_);
+          } else {
+            count_messages(items[i].data, items[i].len, arena, counters_);
+          }
+        }
         source_.release(items.data(), got);
         counters_.handoffs_by_class[c] += got;
         budget -= got;
@@ -33,15 +50,35 @@ std::size_t ControlLoop::poll_once() {
   return total;
 }
 
-void ControlLoop::run() {
-  while (options_.defer_until_producers_done && !source_.producers_done()) {
+void ControlLoop::run(const StopControl& stop) {
+  while (options_.defer_until_inputs_idle && !stop.inputs_idle() &&
+         !stop.requested->load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  if (host_ != nullptr) host_->start(monotonic_ns(), unix_seconds());
+
+  bool stopping = false;
+  std::uint64_t stop_deadline = 0;
   for (;;) {
     // Read "done" before the pass: if the producers had finished and the pass
     // then found nothing, nothing can arrive later.
     const bool done = source_.producers_done();
-    if (poll_once() != 0) continue;
+    const std::uint64_t now = monotonic_ns();
+    const std::size_t n = poll_once(now);
+    if (host_ != nullptr) host_->poll(now, unix_seconds());
+
+    if (!stopping && (stop.requested->load(std::memory_order_relaxed) || stop.inputs_idle())) {
+      // Leave before the workers stop: they carry the leave out.
+      stopping = true;
+      stop_deadline = now + options_.leave_timeout_ns;
+      if (host_ != nullptr) host_->begin_leave(now, unix_seconds());
+    }
+    if (stopping && !stop.workers_stop->load(std::memory_order_relaxed) &&
+        (host_ == nullptr || host_->leave_done() || now >= stop_deadline)) {
+      stop.workers_stop->store(true, std::memory_order_release);
+    }
+
+    if (n != 0) continue;
     if (done) return;
     if (options_.idle_backoff_us != 0) {
       std::this_thread::sleep_for(std::chrono::microseconds(options_.idle_backoff_us));

@@ -1,11 +1,15 @@
 // The control lcore's loop: drain the workers' rings, urgent class first, each
-// class with a per-pass budget so none starves, and decode what arrives.
+// class with a per-pass budget so none starves; hand what arrives to the
+// membership engine (or only count it); run the engine's timers; and stop in
+// order: leave first, then the workers, then drain what they left.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
+#include "control/host/engine_host.h"
 #include "control/host/message_stats.h"
 #include "dataplane/api/handoff.h"
 
@@ -17,29 +21,45 @@ struct ControlLoopOptions {
   std::array<std::uint32_t, crypto::kClassCount> class_budget = {256, 128, 64, 16};
   // Microseconds to sleep after an empty pass (0: busy poll).
   std::uint32_t idle_backoff_us = 0;
-  // Testing aid: start draining only once every producer is done, so ring
+  // Testing aid: start draining only once every input has gone idle, so ring
   // overflow is reproducible (each class ring keeps exactly its capacity).
-  bool defer_until_producers_done = false;
+  bool defer_until_inputs_idle = false;
+  // Longest a graceful stop waits for the engine's leave broadcast.
+  std::uint64_t leave_timeout_ns = 3'000'000'000ULL;
+};
+
+// How the loop learns it should stop, and how it stops the workers.
+struct StopControl {
+  const std::atomic<bool>* requested = nullptr;  // set by SIGINT/SIGTERM
+  std::function<bool()> inputs_idle;             // every worker idle past --idle-exit-ms
+  std::atomic<bool>* workers_stop = nullptr;     // the loop sets it once leave is done
 };
 
 class ControlLoop {
  public:
-  ControlLoop(dp::HandoffSource& source, ControlLoopOptions options)
-      : source_(source), options_(options) {}
+  // `host` may be null: messages are then only counted.
+  ControlLoop(dp::HandoffSource& source, ControlLoopOptions options, EngineHost* host)
+      : source_(source), options_(options), host_(host) {}
 
-  // Control lcore only. Runs until every producer is done and every ring is
-  // empty: nothing a worker accepted is left uncounted.
-  void run();
+  // Control lcore only. Runs until a stop was requested (signal or idle
+  // inputs), the leave went out (or timed out), every worker stopped and every
+  // ring is empty: nothing a worker accepted is left uncounted.
+  void run(const StopControl& stop);
 
   // Control lcore only. One pass over all rings; returns payloads processed.
-  std::size_t poll_once();
+  std::size_t poll_once(std::uint64_t now_ns);
 
   const ControlCounters& counters() const noexcept { return counters_; }
 
  private:
   dp::HandoffSource& source_;
   ControlLoopOptions options_;
+  EngineHost* host_;
   ControlCounters counters_;
 };
+
+// The clocks the host uses: monotonic ns for timers, Unix seconds for headers.
+std::uint64_t monotonic_ns();
+std::uint32_t unix_seconds();
 
 }  // namespace gw::cp

@@ -3,6 +3,7 @@
 // No DPDK types appear here, so control/ includes only this.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -10,11 +11,20 @@
 
 namespace gw::dp {
 
+// A UDP endpoint as the control plane sees it. `ip_len` is 4 or 16.
+struct Endpoint {
+  std::array<std::uint8_t, 16> ip{};
+  std::uint8_t ip_len = 0;
+  std::uint16_t port = 0;
+};
+
 // One opened datagram: `data` points at the plaintext protobuf Compound inside
-// a packet buffer that stays valid until release().
+// a packet buffer that stays valid until release(). `from` is the sender's
+// address as the worker saw it; the payload, not the address, is authenticated.
 struct Handoff {
   const std::uint8_t* data = nullptr;
   std::uint32_t len = 0;
+  Endpoint from;
   void* token = nullptr;  // the packet buffer; opaque to the control plane
 };
 
@@ -32,6 +42,18 @@ class HandoffSource {
   virtual void release(Handoff* items, std::size_t n) noexcept = 0;
   // Control lcore only. True once every worker has stopped producing.
   virtual bool producers_done() const noexcept = 0;
+};
+
+// The control plane's way out: sealed datagrams to send. The dataplane adds
+// Ethernet, IP and UDP headers and transmits them from a worker's queue.
+class DatagramSink {
+ public:
+  virtual ~DatagramSink() = default;
+  // Control lcore only. Queues one sealed datagram (gossipgw header included)
+  // for `to`. Returns false, and counts the drop, when no buffer or ring slot
+  // is free or the datagram is too large for one frame; never blocks.
+  virtual bool send(const Endpoint& to, crypto::PriorityClass cls, const std::uint8_t* datagram,
+                    std::size_t len) noexcept = 0;
 };
 
 }  // namespace gw::dp

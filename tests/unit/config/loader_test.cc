@@ -265,7 +265,7 @@ TEST(ConfigLoaderReject, UnknownKeyFarFromAnyListsKnownFields) {
   EXPECT_EQ(foo.field, "foo");
   EXPECT_EQ(foo.line, 7);
   EXPECT_EQ(foo.message,
-            "unknown field 'foo'; known fields: cluster node lcores rings dataplane limits log");
+            "unknown field 'foo'; known fields: cluster node lcores rings dataplane limits membership log");
 }
 
 TEST(ConfigLoaderReject, UnknownKeyInsideKeyEntry) {
@@ -713,6 +713,57 @@ TEST(ConfigLoaderRobustness, RandomBytesAndMutationsOnlyThrowConfigError) {
     }
     expect_only_config_error(text);
   }
+}
+
+}  // namespace
+}  // namespace gw::config
+
+// --- membership -------------------------------------------------------------
+
+namespace gw::config {
+namespace {
+
+TEST(ConfigLoaderMembership, DefaultsAndEveryField) {
+  const Config d = parse_config(with_minimal(""), kSource, kBaseDir);
+  EXPECT_TRUE(d.membership.enabled);
+  EXPECT_EQ(d.membership.preset, "lan");
+  EXPECT_TRUE(d.membership.seeds.empty());
+  EXPECT_EQ(d.membership.leave_timeout_ms, 3000u);
+
+  const Config c = parse_config(with_minimal("membership:\n"
+                                             "  enabled: false\n"
+                                             "  preset: local\n"
+                                             "  seeds: [\"10.0.0.2:7946\", \"[fd00::2]:8000\"]\n"
+                                             "  tags: {role: control-plane, zone: a}\n"
+                                             "  leave_timeout_ms: 500\n"),
+                                kSource, kBaseDir);
+  EXPECT_FALSE(c.membership.enabled);
+  EXPECT_EQ(c.membership.preset, "local");
+  ASSERT_EQ(c.membership.seeds.size(), 2u);
+  EXPECT_EQ(c.membership.seeds[0].ip, "10.0.0.2");
+  EXPECT_EQ(c.membership.seeds[0].port, 7946);
+  EXPECT_EQ(c.membership.seeds[1].ip, "fd00::2");
+  EXPECT_EQ(c.membership.seeds[1].port, 8000);
+  ASSERT_EQ(c.membership.tags.size(), 2u);
+  EXPECT_EQ(c.membership.tags[0], (std::pair<std::string, std::string>{"role", "control-plane"}));
+  EXPECT_EQ(c.membership.leave_timeout_ms, 500u);
+}
+
+TEST(ConfigLoaderMembership, BadValuesNameTheField) {
+  EXPECT_REJECTED(with_minimal("membership:\n  preset: fast\n"), "membership.preset", 8, "unknown preset");
+  EXPECT_REJECTED(with_minimal("membership:\n  seeds: [\"10.0.0.2\"]\n"), "membership.seeds[0]", 8, "IP:PORT");
+  EXPECT_REJECTED(with_minimal("membership:\n  seeds: [\"host:7946\"]\n"), "membership.seeds[0]", 8,
+                  "not an IPv4 or IPv6 address");
+  EXPECT_REJECTED(with_minimal("membership:\n  seeds: [\"10.0.0.2:0\"]\n"), "membership.seeds[0]", 8,
+                  "port must be 1..65535");
+  EXPECT_REJECTED(with_minimal("membership:\n  seeds: [\"fd00::2:7946\"]\n"), "membership.seeds[0]", 8,
+                  "IPv6 in brackets");
+  EXPECT_REJECTED(with_minimal("membership:\n  seeds: 10.0.0.2:7946\n"), "membership.seeds", 8, "expected a list");
+  EXPECT_REJECTED(with_minimal("membership:\n  tags: [a, b]\n"), "membership.tags", 8, "expected a map");
+  EXPECT_REJECTED(with_minimal("membership:\n  tags: {role: " + std::string(300, 'x') + "}\n"),
+                  "membership.tags.role", 8, "at most 256 bytes");
+  EXPECT_REJECTED(with_minimal("membership:\n  leave_timeout_ms: 70000\n"), "membership.leave_timeout_ms", 8, "");
+  EXPECT_REJECTED(with_minimal("membership:\n  enabled: yes\n"), "membership.enabled", 8, "boolean");
 }
 
 }  // namespace

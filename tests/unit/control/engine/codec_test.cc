@@ -80,7 +80,35 @@ TEST(Codec, GarbageIsAnErrorNotACrash) {
   }
 }
 
+TEST(Codec, BitFlipsOfValidEncodingsNeverCrash) {
+  const std::vector<std::uint8_t> good = encode(every_type());
+  Rng rng(11);
+  int rejected = 0;
+  for (int i = 0; i < 5000; ++i) {
+    std::vector<std::uint8_t> b = good;
+    for (std::uint64_t flips = rng.uniform(4) + 1; flips > 0; --flips)
+      b[static_cast<std::size_t>(rng.uniform(b.size()))] ^=
+          static_cast<std::uint8_t>(1u << rng.uniform(8));
+    const DecodeResult r = decode(b);
+    if (!r.ok()) {
+      ++rejected;
+      EXPECT_TRUE(r.messages.empty());
+    } else {
+      // Whatever decoded re-encodes without trouble.
+      EXPECT_EQ(decode(encode(r.messages)).ok(), true);
+    }
+  }
+  EXPECT_GT(rejected, 0);
+}
+
 TEST(Codec, RejectsBadAddressStatusAndEmptyMessage) {
+  {
+    // Invalid UTF-8 in a string field: malformed (and silently so).
+    std::vector<std::uint8_t> b = encode(Compound{Ack{1, "ab"}});
+    ASSERT_EQ(b[b.size() - 2], 'a');
+    b[b.size() - 2] = 0xff;
+    EXPECT_EQ(decode(b).error, DecodeError::kMalformed);
+  }
   {
     gw::proto::Compound pc;
     auto* ping = pc.add_messages()->mutable_ping();

@@ -325,7 +325,7 @@ TEST(Engine, AckToASuspectedOrDeadPingerTellsItSo) {
   const Dead* x = find_msg<Dead>(d.sent.back());
   ASSERT_NE(x, nullptr);
   EXPECT_EQ(x->node, name(2));
-  EXPECT_EQ(d.sent.back().priority, PriorityClass::kProbe);
+  EXPECT_EQ(d.sent.back().priority, PriorityClass::kUrgent);  // it carries a Dead
 }
 
 TEST(Engine, SuspicionAboutUsIsRefutedUrgently) {
@@ -434,6 +434,25 @@ TEST(Engine, GossipGoesToGossipNodesPeersPerInterval) {
     }
   });
   EXPECT_EQ(gossip_peers.size(), 3u);
+}
+
+TEST(Engine, GossipReachesSuspectsButIndirectProbesUseOnlyAliveHelpers) {
+  Driver d(config());
+  d.add_members(1, 4);
+  d.handle(9, {Suspect{1, name(1), name(9)}, Suspect{1, name(2), name(9)},
+               Suspect{1, name(3), name(9)}});
+  // Every peer is suspected: gossip still goes out (to them).
+  std::set<Address> gossiped;
+  d.run_until(kStart + 500 * kMillisecond, [&](const Outgoing& o) {
+    if (find_msg<Ping>(o) == nullptr && find_msg<IndirectPing>(o) == nullptr) gossiped.insert(o.to);
+  });
+  EXPECT_EQ(gossiped.size(), 3u);
+  // ...but no suspect is asked to probe for us.
+  int indirect = 0;
+  d.run_until(kStart + 3 * kSecond, [&](const Outgoing& o) {
+    if (find_msg<IndirectPing>(o) != nullptr) ++indirect;
+  });
+  EXPECT_EQ(indirect, 0);
 }
 
 TEST(Engine, PiggybackedDatagramsFitMaxPacketBytes) {
@@ -637,6 +656,19 @@ TEST(Engine, JoinSendsSyncRequestAndMergesResponse) {
                                                               MemberStatus::kAlive, {}}}}});
   EXPECT_EQ(d.e.member(name(4)), nullptr);
   EXPECT_EQ(d.e.counters().sync_drop_unsolicited, 1u);
+}
+
+TEST(Engine, JoinSkipsOurOwnAddress) {
+  Driver d(config());
+  const std::vector<Address> seeds = {addr(0), addr(0)};
+  d.e.join(seeds, d.now);
+  d.collect();
+  EXPECT_TRUE(d.sent.empty());
+  const std::vector<Address> mixed = {addr(0), addr(2)};
+  d.e.join(mixed, d.now);
+  d.collect();
+  ASSERT_EQ(d.sent.size(), 1u);
+  EXPECT_EQ(d.sent[0].to, addr(2));
 }
 
 TEST(Engine, JoinIsRetriedUntilASeedAnswers) {
