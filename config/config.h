@@ -98,6 +98,15 @@ struct MembershipConfig {
   // key=value metadata carried in our Alive messages, e.g. role: control-plane.
   // Keys 1..64 bytes, values 0..256, at most 512 bytes in all. Default none.
   std::vector<std::pair<std::string, std::string>> tags;
+  // Admission policy for new members: names must start with one of these
+  // prefixes (empty: any name; 0..64 entries of 1..128 bytes), and carry all
+  // of these tags (empty: none required).
+  std::vector<std::string> allowed_name_prefixes;
+  std::vector<std::pair<std::string, std::string>> required_tags;
+  // New (never seen) members admitted per second, and the burst above that
+  // rate. 1..1000000. Defaults 100 and 200.
+  std::uint32_t admit_rate = 100;
+  std::uint32_t admit_burst = 200;
   // How long a graceful stop waits for the leave broadcast, in ms. 0..60000.
   // Default 3000.
   std::uint32_t leave_timeout_ms = 3000;

@@ -358,7 +358,8 @@ class Parser {
                              "idle_backoff_us"}),
                     config.dataplane);
     parse_limits(section(top, "limits", {"max_payload_bytes"}), config.limits);
-    parse_membership(section(top, "membership", {"enabled", "preset", "seeds", "tags", "leave_timeout_ms"}),
+    parse_membership(section(top, "membership", {"enabled", "preset", "seeds", "tags", "allowed_name_prefixes", "required_tags",
+                                  "admit_rate", "admit_burst", "leave_timeout_ms"}),
                      config.membership);
     parse_log(section(top, "log", {"level"}), config.log);
     return config;
@@ -612,7 +613,27 @@ class Parser {
         mc.seeds.push_back(parse_seed(f, read_string(f)));
       }
     }
-    if (std::optional<Field> tags = m.find("tags")) {
+    if (std::optional<Field> f = m.find("admit_rate")) mc.admit_rate = read_uint<std::uint32_t>(*f, 1, 1000000);
+    if (std::optional<Field> f = m.find("admit_burst")) mc.admit_burst = read_uint<std::uint32_t>(*f, 1, 1000000);
+    if (std::optional<Field> prefixes = m.find("allowed_name_prefixes")) {
+      const YAML::Node& list = prefixes->value;
+      if (!list.IsSequence()) fail(prefixes->path, prefixes->line, "expected a list of name prefixes, got " + describe(list));
+      if (list.size() > 64) fail(prefixes->path, prefixes->line, "at most 64 prefixes");
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const YAML::Node item = list[i];
+        const Field f{indexed(prefixes->path, i), line_of(item) > 0 ? line_of(item) : prefixes->line, item};
+        const std::string prefix = read_string(f);
+        if (prefix.empty() || prefix.size() > 128) fail(f.path, f.line, "prefixes must be 1..128 bytes");
+        mc.allowed_name_prefixes.push_back(prefix);
+      }
+    }
+    if (std::optional<Field> req = m.find("required_tags")) parse_tag_map(*req, mc.required_tags);
+    if (std::optional<Field> tags = m.find("tags")) parse_tag_map(*tags, mc.tags);
+  }
+
+  void parse_tag_map(const Field& field, std::vector<std::pair<std::string, std::string>>& out) const {
+    const Field* tags = &field;
+    {
       const YAML::Node& map = tags->value;
       if (!map.IsMap()) fail(tags->path, tags->line, "expected a map of key: value, got " + describe(map));
       std::size_t total = 0;
@@ -624,7 +645,7 @@ class Parser {
         if (value.size() > 256) fail(f.path, f.line, "tag values must be at most 256 bytes");
         total += key.size() + value.size();
         if (total > 512) fail(f.path, f.line, "tags exceed 512 bytes in all");
-        mc.tags.emplace_back(key, value);
+        out.emplace_back(key, value);
       }
     }
   }

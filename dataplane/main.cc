@@ -75,6 +75,10 @@ gw::cp::EngineHost::Options engine_options(const gw::config::Config& cfg, const 
   o.engine.name = cfg.node.name;
   o.engine.addr = gw::cp::to_engine_address(endpoint_of(ladder.local));
   for (const auto& [k, v] : cfg.membership.tags) o.engine.tags.push_back({k, v});
+  o.engine.allowed_name_prefixes = cfg.membership.allowed_name_prefixes;
+  for (const auto& [k, v] : cfg.membership.required_tags) o.engine.required_tags.push_back({k, v});
+  o.engine.admit_rate = cfg.membership.admit_rate;
+  o.engine.admit_burst = cfg.membership.admit_burst;
   // Seconds since the epoch: a restarted member always comes back with a
   // higher incarnation than any it used before, so its tombstone cannot hold it.
   o.engine.initial_incarnation = gw::cp::unix_seconds();

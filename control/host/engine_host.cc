@@ -1,5 +1,7 @@
 #include "control/host/engine_host.h"
 
+#include <spdlog/spdlog.h>
+
 #include <span>
 
 #include "control/codec.h"
@@ -52,6 +54,28 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
 void EngineHost::poll(std::uint64_t now_ns, std::uint32_t unix_s) {
   if (now_ns >= engine_->next_deadline()) engine_->tick(now_ns);
   flush(unix_s);
+  drain_events();
+}
+
+const char* event_kind_name(engine::EventKind k) {
+  switch (k) {
+    case engine::EventKind::kJoin: return "join";
+    case engine::EventKind::kLeave: return "leave";
+    case engine::EventKind::kFailed: return "failed";
+    case engine::EventKind::kUpdate: return "update";
+  }
+  return "unknown";
+}
+
+void EngineHost::drain_events() {
+  for (engine::MemberEvent& e : engine_->take_events()) {
+    ++event_counts_[static_cast<std::size_t>(e.kind)];
+    const bool loud = e.kind == engine::EventKind::kFailed || e.kind == engine::EventKind::kLeave;
+    spdlog::log(loud ? spdlog::level::info : spdlog::level::debug, "member {} {} (incarnation {})", e.node,
+                event_kind_name(e.kind), e.incarnation);
+    if (recent_.size() == kRecentEvents) recent_.pop_front();
+    recent_.push_back(std::move(e));
+  }
 }
 
 void EngineHost::begin_leave(std::uint64_t now_ns, std::uint32_t unix_s) {

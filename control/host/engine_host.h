@@ -2,7 +2,9 @@
 // opened, feeds the engine, ticks its timers, and seals what it sends.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -47,10 +49,17 @@ class EngineHost {
 
   const engine::Engine& engine() const { return *engine_; }
   const EngineHostCounters& counters() const noexcept { return counters_; }
-  std::vector<engine::MemberEvent> take_events() { return engine_->take_events(); }
+
+  // Member events for local consumers: each is logged (failed and left at
+  // info, join and update at debug) and the most recent kRecentEvents kept.
+  static constexpr std::size_t kRecentEvents = 256;
+  const std::deque<engine::MemberEvent>& recent_events() const noexcept { return recent_; }
+  // Events by kind: join, leave, failed, update.
+  const std::array<std::uint64_t, 4>& event_counts() const noexcept { return event_counts_; }
 
  private:
   void flush(std::uint32_t unix_s);
+  void drain_events();
 
   Options options_;
   dp::DatagramSink& sink_;
@@ -59,7 +68,11 @@ class EngineHost {
   std::vector<std::uint8_t> plain_;
   std::vector<std::uint8_t> sealed_;
   EngineHostCounters counters_;
+  std::deque<engine::MemberEvent> recent_;
+  std::array<std::uint64_t, 4> event_counts_{};
 };
+
+const char* event_kind_name(engine::EventKind k);
 
 // Engine address <-> dataplane endpoint.
 engine::Address to_engine_address(const dp::Endpoint& e);

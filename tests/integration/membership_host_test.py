@@ -10,6 +10,10 @@ as the peer would (pcap out).
 """
 import json
 import os
+import queue
+import signal
+import threading
+import time
 import shutil
 import subprocess
 import sys
@@ -43,6 +47,8 @@ membership:
   preset: lan
   tags: {role: control-plane}
   leave_timeout_ms: 2000
+log:
+  level: debug
 """)
     rx = os.path.join(tmp, "in.pcap")
     tx = os.path.join(tmp, "out.pcap")
@@ -84,6 +90,56 @@ membership:
           str(seen))
     check("join answered with state", seen["messages"].get("sync_response", 0) >= 1, str(seen))
     check("graceful leave broadcast", "gw-a" in seen["leave_nodes"], str(seen))
+
+    # SIGTERM: an input that never ends (infinite_rx), so only the signal stops
+    # the gateway; the leave must still go out before it exits.
+    tx2 = os.path.join(tmp, "out-sigterm.pcap")
+    stats2 = os.path.join(tmp, "stats-sigterm.json")
+    p = subprocess.Popen([GW, "-l", "0,1", "--no-huge", "-m", "256", "--no-pci",
+                          f"--file-prefix=gwmember2-{os.getpid()}", "--log-level=lib.eal:warning",
+                          f"--vdev=net_pcap0,rx_pcap={rx},tx_pcap={tx2},infinite_rx=1",
+                          "--", "--config", cfg, "--stats-json", stats2],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(l) for l in p.stderr], daemon=True).start()
+    joined = False
+    deadline = time.monotonic() + 60
+    while not joined and time.monotonic() < deadline:  # wait for the peer to be admitted
+        try:
+            joined = "member peer-1 join" in lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+    check("SIGTERM run: peer admitted before the signal", joined)
+    p.send_signal(signal.SIGTERM)
+    try:
+        rc = p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = None
+    check("SIGTERM run: exit 0", rc == 0, f"exit {rc}")
+    r = subprocess.run([PEER, "inspect", "--config", cfg, "--peer-ip", "10.0.0.2", "--in", tx2],
+                       capture_output=True, text=True)
+    seen2 = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("SIGTERM run: leave broadcast before exit", "gw-a" in seen2.get("leave_nodes", []), str(seen2))
+
+    # Admission policy from the config: only names starting "gw-" may join.
+    cfg3 = os.path.join(tmp, "gw-policy.yaml")
+    with open(cfg) as f, open(cfg3, "w") as g:
+        g.write(f.read().replace("  leave_timeout_ms: 2000\n",
+                                 "  leave_timeout_ms: 2000\n  allowed_name_prefixes: [gw-]\n"))
+    stats3 = os.path.join(tmp, "stats-policy.json")
+    r = subprocess.run([GW, "-l", "0,1", "--no-huge", "-m", "256", "--no-pci",
+                        f"--file-prefix=gwmember3-{os.getpid()}", "--log-level=lib.eal:warning",
+                        f"--vdev=net_pcap0,rx_pcap={rx}",
+                        "--", "--config", cfg3, "--idle-exit-ms", "300", "--stats-json", stats3],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    check("policy run: exit 0", r.returncode == 0, r.stderr)
+    with open(stats3) as f:
+        doc3 = json.load(f)
+    names3 = {m["name"] for m in doc3["membership"]["members"]}
+    check("policy run: peer-1 refused", "peer-1" not in names3, str(names3))
+    check("policy run: refusal counted", doc3["membership"]["engine_counters"]["admission_drop_policy"] >= 1,
+          str(doc3["membership"]["engine_counters"]))
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

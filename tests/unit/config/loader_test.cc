@@ -764,6 +764,26 @@ TEST(ConfigLoaderMembership, BadValuesNameTheField) {
                   "membership.tags.role", 8, "at most 256 bytes");
   EXPECT_REJECTED(with_minimal("membership:\n  leave_timeout_ms: 70000\n"), "membership.leave_timeout_ms", 8, "");
   EXPECT_REJECTED(with_minimal("membership:\n  enabled: yes\n"), "membership.enabled", 8, "boolean");
+  EXPECT_REJECTED(with_minimal("membership:\n  allowed_name_prefixes: gw-\n"), "membership.allowed_name_prefixes", 8,
+                  "expected a list");
+  EXPECT_REJECTED(with_minimal("membership:\n  allowed_name_prefixes: [\"\"]\n"),
+                  "membership.allowed_name_prefixes[0]", 8, "1..128 bytes");
+  EXPECT_REJECTED(with_minimal("membership:\n  admit_rate: 0\n"), "membership.admit_rate", 8, "");
+  EXPECT_REJECTED(with_minimal("membership:\n  required_tags: [x]\n"), "membership.required_tags", 8, "expected a map");
+}
+
+TEST(ConfigLoaderMembership, AdmissionPolicy) {
+  const Config c = parse_config(with_minimal("membership:\n"
+                                             "  allowed_name_prefixes: [gw-, edge-]\n"
+                                             "  required_tags: {cluster-role: member}\n"
+                                             "  admit_rate: 50\n"
+                                             "  admit_burst: 75\n"),
+                                kSource, kBaseDir);
+  EXPECT_EQ(c.membership.allowed_name_prefixes, (std::vector<std::string>{"gw-", "edge-"}));
+  ASSERT_EQ(c.membership.required_tags.size(), 1u);
+  EXPECT_EQ(c.membership.required_tags[0].first, "cluster-role");
+  EXPECT_EQ(c.membership.admit_rate, 50u);
+  EXPECT_EQ(c.membership.admit_burst, 75u);
 }
 
 }  // namespace
