@@ -107,6 +107,13 @@ struct MembershipConfig {
   // rate. 1..1000000. Defaults 100 and 200.
   std::uint32_t admit_rate = 100;
   std::uint32_t admit_burst = 200;
+  // Egress budget: sealed bytes per second this node may send, 0 for no
+  // limit (0..10^10, default 1048576); the burst above it (1024..10^9,
+  // default 65536); and how many bytes may wait before the lowest classes
+  // are dropped (65536..10^9, default 4194304). Urgent goes first.
+  std::uint64_t egress_bytes_per_sec = 1 << 20;
+  std::uint64_t egress_burst_bytes = 64 << 10;
+  std::uint64_t egress_queue_bytes = 4 << 20;
   // How long a graceful stop waits for the leave broadcast, in ms. 0..60000.
   // Default 3000.
   std::uint32_t leave_timeout_ms = 3000;

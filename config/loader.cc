@@ -359,7 +359,8 @@ class Parser {
                     config.dataplane);
     parse_limits(section(top, "limits", {"max_payload_bytes"}), config.limits);
     parse_membership(section(top, "membership", {"enabled", "preset", "seeds", "tags", "allowed_name_prefixes", "required_tags",
-                                  "admit_rate", "admit_burst", "leave_timeout_ms"}),
+                                  "admit_rate", "admit_burst", "egress_bytes_per_sec", "egress_burst_bytes",
+                                  "egress_queue_bytes", "leave_timeout_ms"}),
                      config.membership);
     parse_log(section(top, "log", {"level"}), config.log);
     return config;
@@ -612,6 +613,15 @@ class Parser {
         const Field f{indexed(seeds->path, i), line_of(item) > 0 ? line_of(item) : seeds->line, item};
         mc.seeds.push_back(parse_seed(f, read_string(f)));
       }
+    }
+    if (std::optional<Field> f = m.find("egress_bytes_per_sec")) {
+      mc.egress_bytes_per_sec = read_uint<std::uint64_t>(*f, 0, 10'000'000'000ULL);
+    }
+    if (std::optional<Field> f = m.find("egress_burst_bytes")) {
+      mc.egress_burst_bytes = read_uint<std::uint64_t>(*f, 1024, 1'000'000'000ULL);
+    }
+    if (std::optional<Field> f = m.find("egress_queue_bytes")) {
+      mc.egress_queue_bytes = read_uint<std::uint64_t>(*f, 65536, 1'000'000'000ULL);
     }
     if (std::optional<Field> f = m.find("admit_rate")) mc.admit_rate = read_uint<std::uint32_t>(*f, 1, 1000000);
     if (std::optional<Field> f = m.find("admit_burst")) mc.admit_burst = read_uint<std::uint32_t>(*f, 1, 1000000);

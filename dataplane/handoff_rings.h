@@ -33,6 +33,9 @@ class HandoffRings final : public HandoffSource {
   std::size_t worker_count() const noexcept override { return rings_.size(); }
   std::size_t dequeue(std::size_t worker, crypto::PriorityClass cls, Handoff* out,
                       std::size_t max) noexcept override;
+  std::size_t depth(std::size_t worker, crypto::PriorityClass cls) const noexcept override {
+    return rte_ring_count(ring(worker, cls));
+  }
   void release(Handoff* items, std::size_t n) noexcept override;
   bool producers_done() const noexcept override;
 

@@ -79,6 +79,9 @@ gw::cp::EngineHost::Options engine_options(const gw::config::Config& cfg, const 
   for (const auto& [k, v] : cfg.membership.required_tags) o.engine.required_tags.push_back({k, v});
   o.engine.admit_rate = cfg.membership.admit_rate;
   o.engine.admit_burst = cfg.membership.admit_burst;
+  o.shaper.bytes_per_sec = cfg.membership.egress_bytes_per_sec;
+  o.shaper.burst_bytes = cfg.membership.egress_burst_bytes;
+  o.shaper.queue_bytes = cfg.membership.egress_queue_bytes;
   // Seconds since the epoch: a restarted member always comes back with a
   // higher incarnation than any it used before, so its tombstone cannot hold it.
   o.engine.initial_incarnation = gw::cp::unix_seconds();

@@ -114,12 +114,28 @@ Json membership(const cp::EngineHost& host) {
   GW_ENGINE_COUNTER(sync_started); GW_ENGINE_COUNTER(sync_reconnects); GW_ENGINE_COUNTER(sync_answered);
   GW_ENGINE_COUNTER(sync_drop_concurrency); GW_ENGINE_COUNTER(sync_drop_rate); GW_ENGINE_COUNTER(sync_drop_unsolicited);
   GW_ENGINE_COUNTER(sync_bytes_out); GW_ENGINE_COUNTER(user_data_in);
+  GW_ENGINE_COUNTER(ack_drop_unsolicited); GW_ENGINE_COUNTER(nack_drop_unsolicited);
+  GW_ENGINE_COUNTER(update_drop_far_future); GW_ENGINE_COUNTER(sync_drop_oversize);
+  GW_ENGINE_COUNTER(conflict_self_name); GW_ENGINE_COUNTER(conflict_address);
 #undef GW_ENGINE_COUNTER
   j["engine_counters"] = std::move(ec);
   const auto& hc = host.counters();
   j["sealed"] = hc.sealed;
   j["drop_encode"] = hc.drop_encode;
-  j["drop_tx_queue"] = hc.drop_tx_queue;
+  Json shaper;
+  for (std::size_t cls = 0; cls < 4; ++cls) {
+    const auto& k = host.shaper().counters()[cls];
+    Json sc;
+    sc["sent"] = k.sent;
+    sc["sent_bytes"] = k.sent_bytes;
+    sc["deferred"] = k.deferred;
+    sc["dropped"] = k.dropped;
+    sc["refused"] = k.refused;
+    sc["depth"] = k.depth;
+    sc["depth_max"] = k.depth_max;
+    shaper[std::string(kClassNames[cls])] = std::move(sc);
+  }
+  j["shaper"] = std::move(shaper);
   j["drop_no_primary"] = hc.drop_no_primary;
   return j;
 }
@@ -160,6 +176,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   ctl["role"] = "control";
   ctl["counters"] = control_counters(control);
   ctl["handoffs_by_class"] = class_counts(control.handoffs_by_class);
+  ctl["ring_depth_max"] = class_counts(control.ring_depth_max);
   lcores.push_back(std::move(ctl));
 
   Json doc;

@@ -47,11 +47,19 @@ struct EngineConfig {
   std::uint32_t sync_answer_burst = 20;     // answer token bucket depth; 20
   std::uint64_t sync_timeout_ns = 10 * kSecond;  // an incomplete sync frees its slot after
                                                  // this; also the join retry period; 10 s
-  std::uint32_t max_sync_bytes = 256 * 1024;  // encoded bytes one side sends per sync; 256 KiB
+  std::uint32_t max_sync_bytes = 256 * 1024;  // encoded bytes one side sends per sync, and
+                                              // the most we merge from one received sync
+                                              // (all its parts); keep it cluster-wide; 256 KiB
 
   // --- tombstones and bounds ---
   std::uint64_t tombstone_ttl_ns = 300 * kSecond;  // Dead/Left kept this long; 5 min
   std::uint32_t max_members = 65536;        // member table entries incl. tombstones; 65536
+  // Largest believable rise of a member's incarnation in one message; default 2^40.
+  // Hosts may start at Unix seconds (about 2^31 today), so a restart after years
+  // away must still pass; a larger jump is corrupt or hostile and is dropped.
+  // Claims within this distance of UINT64_MAX are dropped for every member, so a
+  // refutation (heard + 1) can never overflow. Must be in [1, 2^63].
+  std::uint64_t max_incarnation_jump = 1ULL << 40;
   std::uint32_t max_tag_bytes = 512;        // sum of key+value bytes of one member; 512
   std::uint32_t max_events = 4096;          // undrained events kept; oldest dropped; 4096
   std::uint32_t max_outbox = 4096;          // undrained datagrams kept; newest dropped; 4096
@@ -87,6 +95,10 @@ inline std::string EngineConfig::validate() const {
   if (max_members < 1) return "max_members: must be >= 1";
   if (max_packet_bytes < 128) return "max_packet_bytes: must be >= 128";
   if (max_sync_bytes < max_packet_bytes) return "max_sync_bytes: must be >= max_packet_bytes";
+  if (max_incarnation_jump == 0 || max_incarnation_jump > (1ULL << 63))
+    return "max_incarnation_jump: must be in [1, 2^63]";
+  if (initial_incarnation > UINT64_MAX - max_incarnation_jump)
+    return "initial_incarnation: must leave max_incarnation_jump below UINT64_MAX";
   std::size_t tag_total = 0;
   for (const Tag& t : tags) tag_total += t.key.size() + t.value.size();
   if (tag_total > max_tag_bytes) return "tags: larger than max_tag_bytes";

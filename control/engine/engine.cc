@@ -16,11 +16,16 @@ std::size_t tag_bytes(const std::vector<Tag>& tags) {
   return n;
 }
 
-// Timers must advance: a zero interval would make tick() spin.
+// Timers must advance: a zero interval would make tick() spin. The incarnation
+// bounds must leave room for refutation: a zero jump would freeze every member,
+// and one near UINT64_MAX would leave no believable incarnation at all.
 EngineConfig sanitized(EngineConfig c) {
   for (std::uint64_t* d : {&c.probe_interval_ns, &c.probe_timeout_ns, &c.gossip_interval_ns,
                            &c.push_pull_interval_ns, &c.sync_timeout_ns})
     if (*d == 0) *d = kMillisecond;
+  if (c.max_incarnation_jump == 0) c.max_incarnation_jump = EngineConfig{}.max_incarnation_jump;
+  c.max_incarnation_jump = std::min<std::uint64_t>(c.max_incarnation_jump, 1ULL << 63);
+  c.initial_incarnation = std::min(c.initial_incarnation, UINT64_MAX - c.max_incarnation_jump);
   return c;
 }
 
@@ -33,7 +38,7 @@ Engine::Engine(EngineConfig config, std::uint64_t seed, std::uint64_t now_ns)
       probes_(config_.max_pending_relays, config_.max_members),
       broadcasts_(config_.max_broadcasts),
       syncs_(config_.max_concurrent_syncs, config_.sync_timeout_ns, config_.sync_answer_rate,
-             config_.sync_answer_burst, now_ns),
+             config_.sync_answer_burst, config_.max_sync_bytes, config_.max_packet_bytes, now_ns),
       admission_(config_.admit_rate, config_.admit_burst, config_.allowed_name_prefixes,
                  config_.required_tags, now_ns),
       awareness_(config_.awareness_max_multiplier) {
@@ -242,6 +247,12 @@ void Engine::on_indirect_ping(const Address& from, const IndirectPing& m, std::u
 void Engine::on_ack(const Ack& m, std::uint64_t /*now_ns*/) {
   std::optional<Probe>& probe = probes_.current();
   if (probe && probe->seq_no == m.seq_no) {
+    // Our probe's number but not the probed member's name: it proves nothing
+    // about the target (the pinged member answers with its own name).
+    if (m.source != probe->target) {
+      ++counters_.ack_drop_unsolicited;
+      return;
+    }
     if (!probe->indirect_sent) {
       // Healthy round trip: we are probably fine, relax.
       awareness_.apply_delta(-1);
@@ -254,8 +265,18 @@ void Engine::on_ack(const Ack& m, std::uint64_t /*now_ns*/) {
   }
   auto& relays = probes_.relays();
   auto it = relays.find(m.seq_no);
-  // Late or unknown ack (probe already finished): nothing waits for it.
-  if (it == relays.end()) return;
+  // Late or unknown ack (probe or relay already finished, or a number we never
+  // used): nothing waits for it.
+  if (it == relays.end()) {
+    ++counters_.ack_drop_unsolicited;
+    return;
+  }
+  // Not from the member we ping for the requester: forwarding it would vouch
+  // for a target that never answered.
+  if (!it->second.target.empty() && m.source != it->second.target) {
+    ++counters_.ack_drop_unsolicited;
+    return;
+  }
   send(it->second.origin, PriorityClass::kProbe, Compound{Ack{it->second.origin_seq, m.source}},
        true);
   ++counters_.relay_ack_forwarded;
@@ -264,8 +285,19 @@ void Engine::on_ack(const Ack& m, std::uint64_t /*now_ns*/) {
 
 void Engine::on_nack(const Nack& m) {
   std::optional<Probe>& probe = probes_.current();
-  // A nack for a probe that is over tells us nothing any more.
-  if (!probe || probe->seq_no != m.seq_no) return;
+  // A nack for a probe that is over (or never was) tells us nothing any more.
+  if (!probe || probe->seq_no != m.seq_no) {
+    ++counters_.nack_drop_unsolicited;
+    return;
+  }
+  // Only the helpers we asked, once each: extra nacks would hide from Lifeguard
+  // that our own network is the problem.
+  auto helper = std::find(probe->awaiting_nack.begin(), probe->awaiting_nack.end(), m.source);
+  if (helper == probe->awaiting_nack.end()) {
+    ++counters_.nack_drop_unsolicited;
+    return;
+  }
+  probe->awaiting_nack.erase(helper);
   ++probe->nacks;
   ++counters_.probe_nack_received;
 }
@@ -280,6 +312,14 @@ void Engine::on_user_data(const UserData& m) {
 }
 
 // ---------------------------------------------------------------- state merging
+
+bool Engine::far_future(std::uint64_t incarnation, const Member* known) const {
+  const std::uint64_t jump = config_.max_incarnation_jump;
+  // Near the top of the range: refuting it (heard + 1) would overflow.
+  if (incarnation > UINT64_MAX - jump) return true;
+  return known != nullptr && incarnation > known->incarnation &&
+         incarnation - known->incarnation > jump;
+}
 
 void Engine::refute(std::uint64_t heard_incarnation) {
   Member& me = self();
@@ -301,22 +341,39 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns) {
     ++counters_.tags_drop_too_large;
     return;
   }
-  if (a.node == config_.name) {
-    // About us: we are the authority. A newer incarnation of "us" (our previous
-    // life, or a conflicting claim) is refuted by out-numbering it.
-    const Member& me = self();
-    if (leaving_) return;
-    if (a.incarnation > me.incarnation ||
-        (a.incarnation == me.incarnation && (a.addr != me.addr || a.tags != me.tags)))
-      refute(a.incarnation);
-    return;
-  }
-  // No endpoint: a member we could never probe or gossip to.
+  // No endpoint: a member we could never probe or gossip to (and a claim about
+  // us that nobody else will store either).
   if (a.addr.empty()) {
     ++counters_.alive_drop_no_addr;
     return;
   }
   Member* m = table_.find(a.node);
+  // Incarnations only grow by the member's own refutations and restarts: one far
+  // beyond what we hold is corrupt or hostile, and trusting it would pin the
+  // member (or us, through refutation) near the top of the range.
+  if (far_future(a.incarnation, m)) {
+    ++counters_.update_drop_far_future;
+    return;
+  }
+  if (a.node == config_.name) {
+    // About us: we are the authority.
+    const Member& me = self();
+    // Our name at another address: another host claims to be us (or our previous
+    // life echoes). Never trusted; refute, so our own entry wins everywhere.
+    if (a.addr != me.addr) {
+      ++counters_.conflict_self_name;
+      if (!leaving_) refute(a.incarnation);
+      return;
+    }
+    // Leaving: our Leave is the last word about us.
+    if (leaving_) return;
+    // A newer incarnation of "us" (our previous life), or ours with other
+    // metadata: refute by out-numbering it.
+    if (a.incarnation > me.incarnation ||
+        (a.incarnation == me.incarnation && a.tags != me.tags))
+      refute(a.incarnation);
+    return;
+  }
   if (m == nullptr) {
     // A never-seen member: admission control first (bounded table, policy, rate).
     if (table_.full()) {
@@ -365,9 +422,15 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns) {
     queue_broadcast(a.node, a, PriorityClass::kGossip);
     return;
   }
-  // Older or same incarnation: ignore (only the member itself raises it).
+  // Older or same incarnation: ignore (only the member itself raises it). At
+  // another address it is a second host claiming the name (or an old address
+  // echoing): the live member keeps its address until it moves with a newer
+  // incarnation.
   if (a.incarnation <= m->incarnation) {
-    ++counters_.update_drop_stale;
+    if (a.addr != m->addr)
+      ++counters_.conflict_address;
+    else
+      ++counters_.update_drop_stale;
     return;
   }
   const bool changed = a.addr != m->addr || a.tags != m->tags;
@@ -390,6 +453,12 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
   // Unknown member: we cannot suspect what we never admitted.
   if (m == nullptr) {
     ++counters_.update_drop_unknown;
+    return;
+  }
+  // Beyond belief (corrupt or hostile): about us it would make us refute to an
+  // absurd incarnation.
+  if (far_future(s.incarnation, m)) {
+    ++counters_.update_drop_far_future;
     return;
   }
   // Older incarnation: already refuted.
@@ -434,6 +503,12 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
   // Unknown member: nothing to bury.
   if (m == nullptr) {
     ++counters_.update_drop_unknown;
+    return;
+  }
+  // Beyond belief (corrupt or hostile): it would bury the member for good, or
+  // make us refute to an absurd incarnation.
+  if (far_future(incarnation, m)) {
+    ++counters_.update_drop_far_future;
     return;
   }
   // Older incarnation: the member has moved on since.
@@ -508,7 +583,14 @@ void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join) {
 }
 
 void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uint64_t now_ns) {
-  const SyncManager::Serve serve = syncs_.on_request(m.source, m.seq_no, m.parts, now_ns);
+  const SyncManager::Serve serve =
+      syncs_.on_request(m.source, m.seq_no, m.parts, estimated_sync_size(m), now_ns);
+  // Larger than a sync can be (this part, or the parts so far): not merged, and a
+  // first part is not answered either (no slot, no token spent on it).
+  if (serve == SyncManager::Serve::kOversize) {
+    ++counters_.sync_drop_oversize;
+    return;
+  }
   // Over the concurrency cap or the answer rate: neither merge nor answer (the
   // sender retries: a joiner after sync_timeout, others at their next interval).
   if (serve == SyncManager::Serve::kBusy) {
@@ -527,10 +609,17 @@ void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uin
 }
 
 void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
-  // Not an answer to one of our syncs: unsolicited state is not merged.
-  if (!syncs_.on_response(m.seq_no, m.part, m.parts)) {
-    ++counters_.sync_drop_unsolicited;
-    return;
+  switch (syncs_.on_response(m.seq_no, m.part, m.parts, estimated_sync_size(m))) {
+    case SyncManager::Answer::kMerge:
+      break;
+    // Not an answer to one of our syncs: unsolicited state is not merged.
+    case SyncManager::Answer::kUnsolicited:
+      ++counters_.sync_drop_unsolicited;
+      return;
+    // Larger than any sync we would send: the rest of it is not trusted.
+    case SyncManager::Answer::kOversize:
+      ++counters_.sync_drop_oversize;
+      return;
   }
   if (std::find(join_seqs_.begin(), join_seqs_.end(), m.seq_no) != join_seqs_.end()) {
     joined_ = true;
@@ -629,6 +718,7 @@ void Engine::send_indirect_probes(std::uint64_t /*now_ns*/) {
   if (target == nullptr) return;
   const std::vector<std::string> helpers = random_peers(config_.indirect_checks, p.target);
   p.expected_nacks = static_cast<std::uint32_t>(helpers.size());
+  p.awaiting_nack = helpers;
   for (const std::string& h : helpers) {
     ++counters_.probe_indirect_sent;
     send(table_.find(h)->addr, PriorityClass::kProbe,

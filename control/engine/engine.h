@@ -62,6 +62,9 @@ struct Counters {
   std::uint64_t alive_drop_tombstone = 0;  // stale Alive about a Dead/Left member
   std::uint64_t update_drop_stale = 0;     // older incarnation about a live member
   std::uint64_t update_drop_unknown = 0;   // Suspect/Dead/Leave about an unknown member
+  std::uint64_t update_drop_far_future = 0;  // incarnation beyond max_incarnation_jump
+  std::uint64_t conflict_self_name = 0;    // an Alive with our name at another address
+  std::uint64_t conflict_address = 0;      // a live member's name at another address, not newer
   std::uint64_t tags_drop_too_large = 0;
   std::uint64_t alive_drop_no_addr = 0;
   std::uint64_t alive_drop_bad_name = 0;   // empty or longer than kMaxNameBytes
@@ -79,6 +82,8 @@ struct Counters {
   std::uint64_t probe_failed = 0;
   std::uint64_t probe_indirect_sent = 0;
   std::uint64_t probe_nack_received = 0;
+  std::uint64_t ack_drop_unsolicited = 0;   // no probe or relay waits for it (late or unknown)
+  std::uint64_t nack_drop_unsolicited = 0;  // not our probe, or not from a helper we asked
   std::uint64_t ping_drop_misdirected = 0;
   std::uint64_t relay_started = 0;
   std::uint64_t relay_drop_full = 0;
@@ -90,6 +95,7 @@ struct Counters {
   std::uint64_t sync_drop_concurrency = 0;
   std::uint64_t sync_drop_rate = 0;
   std::uint64_t sync_drop_unsolicited = 0;
+  std::uint64_t sync_drop_oversize = 0;  // a received sync over max_sync_bytes or its part count
   std::uint64_t sync_bytes_out = 0;  // estimated encoded bytes of sync parts sent
   std::uint64_t user_data_in = 0;
 };
@@ -170,6 +176,9 @@ class Engine {
   void merge(const std::vector<MemberState>& members, const std::string& from,
              std::uint64_t now_ns);
   void refute(std::uint64_t heard_incarnation);
+  // True if `incarnation` is beyond belief: more than max_incarnation_jump above
+  // what we hold for `known` (nullptr: never seen), or near UINT64_MAX.
+  bool far_future(std::uint64_t incarnation, const Member* known) const;
 
   // Timers.
   void start_probe(std::uint64_t now_ns);

@@ -26,6 +26,8 @@ struct Probe {
   bool indirect_sent = false;
   std::uint32_t expected_nacks = 0;
   std::uint32_t nacks = 0;
+  // Helpers asked and not yet heard from (at most indirect_checks): each may nack once.
+  std::vector<std::string> awaiting_nack;
 };
 
 // An indirect probe we run for another member (we are the helper).

@@ -58,35 +58,63 @@ SyncManager::Window SyncManager::build_window(const MemberTable& table, const st
   return w;
 }
 
-void SyncManager::start(std::uint32_t seq_no, std::uint64_t now_ns) {
-  pending_[seq_no] = Pending{now_ns + timeout_ns_, 0, 0};
+std::uint32_t SyncManager::max_parts(std::size_t max_bytes, std::size_t part_bytes) {
+  // A zero part size makes no parts at all (build_window skips every member).
+  if (part_bytes == 0) return 1;
+  const std::size_t n = 2 * ((max_bytes + part_bytes - 1) / part_bytes) + 1;
+  return static_cast<std::uint32_t>(std::min<std::size_t>(n, UINT32_MAX));
 }
 
-bool SyncManager::on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts) {
+void SyncManager::start(std::uint32_t seq_no, std::uint64_t now_ns) {
+  pending_[seq_no] = Pending{now_ns + timeout_ns_, 0, 0, 0, false};
+}
+
+SyncManager::Answer SyncManager::on_response(std::uint32_t seq_no, std::uint32_t part,
+                                             std::uint32_t parts, std::size_t bytes) {
   auto it = pending_.find(seq_no);
   // Not a sync of ours (or it timed out): unsolicited state is not merged.
-  if (it == pending_.end()) return false;
+  if (it == pending_.end()) return Answer::kUnsolicited;
   (void)part;
-  ++it->second.parts_seen;
+  Pending& p = it->second;
+  // Larger than any sync we would send: take no more of it (what came within the
+  // cap is merged already; the rest is not trusted). The entry stays until its
+  // timeout so that later parts are recognised and dropped too.
+  if (p.cut || oversize_part(parts, bytes) || p.bytes_seen + bytes > max_bytes_) {
+    p.cut = true;
+    return Answer::kOversize;
+  }
+  p.bytes_seen += bytes;
+  ++p.parts_seen;
   // All parts in: the slot is free again.
-  if (it->second.parts_seen >= parts) pending_.erase(it);
-  return true;
+  if (p.parts_seen >= parts) pending_.erase(it);
+  return Answer::kMerge;
 }
 
 SyncManager::Serve SyncManager::on_request(const std::string& source, std::uint32_t seq_no,
-                                           std::uint32_t parts, std::uint64_t now_ns) {
+                                           std::uint32_t parts, std::size_t bytes,
+                                           std::uint64_t now_ns) {
   const auto key = std::make_pair(source, seq_no);
   auto it = receiving_.find(key);
   if (it != receiving_.end()) {
+    Pending& p = it->second;
+    // The parts together exceed a sync's cap: cut the sync off. It keeps its slot
+    // until its timeout, so that its later parts cannot pass as new syncs.
+    if (p.cut || p.bytes_seen + bytes > max_bytes_) {
+      p.cut = true;
+      return Serve::kOversize;
+    }
+    p.bytes_seen += bytes;
     // A later part of a sync already answered: merge it, free the slot at the end.
-    if (++it->second.parts_seen >= it->second.parts) receiving_.erase(it);
+    if (++p.parts_seen >= p.parts) receiving_.erase(it);
     return Serve::kKnown;
   }
+  // Larger than a sync can be: spend no slot and no answer token on it.
+  if (oversize_part(parts, bytes)) return Serve::kOversize;
   // Concurrency cap: a join storm must not turn into a storm of full-state replies.
   if (!has_capacity()) return Serve::kBusy;
   if (!answers_.take(now_ns)) return Serve::kRateLimited;
   // More parts to come: the sync holds a slot until they arrive or time out.
-  if (parts > 1) receiving_.emplace(key, Pending{now_ns + timeout_ns_, 1, parts});
+  if (parts > 1) receiving_.emplace(key, Pending{now_ns + timeout_ns_, 1, parts, bytes, false});
   return Serve::kNew;
 }
 

@@ -12,6 +12,11 @@
 //   (ourselves first, then the next members after where the last sync stopped),
 //   so a 50,000-member table costs a bounded number of bytes per interval and is
 //   covered over several intervals.
+// - The same cap bounds what we take in: a received sync (all its parts) larger
+//   than `max_sync_bytes`, or announcing more parts than such a sync can have, is
+//   cut off there: the part that breaks the cap and all later ones are dropped
+//   (a cut multi-part sync keeps its slot until its timeout, so its later parts
+//   cannot pass as new syncs).
 #pragma once
 
 #include <cstdint>
@@ -33,11 +38,22 @@ MemberState to_member_state(const Member& m);
 
 class SyncManager {
  public:
+  // `max_bytes`/`part_bytes`: the per-sync and per-part byte caps (max_sync_bytes,
+  // max_packet_bytes), which also bound what we accept.
   SyncManager(std::uint32_t max_concurrent, std::uint64_t timeout_ns, std::uint32_t answer_rate,
-              std::uint32_t answer_burst, std::uint64_t now_ns)
+              std::uint32_t answer_burst, std::size_t max_bytes, std::size_t part_bytes,
+              std::uint64_t now_ns)
       : max_concurrent_(max_concurrent),
         timeout_ns_(timeout_ns),
+        max_bytes_(max_bytes),
+        max_parts_(max_parts(max_bytes, part_bytes)),
         answers_(answer_rate, answer_burst, now_ns) {}
+
+  // Most parts build_window() makes for these caps: a part is only opened for a
+  // member that did not fit in the previous one, so two neighbouring parts
+  // together exceed `part_bytes`: at most 2 * ceil(max_bytes / part_bytes) + 1.
+  static std::uint32_t max_parts(std::size_t max_bytes, std::size_t part_bytes);
+  std::uint32_t max_parts() const { return max_parts_; }
 
   // The members to send, split into parts; `bytes` is the estimated total.
   struct Window {
@@ -53,14 +69,19 @@ class SyncManager {
 
   // A sync we start (periodic, or join which bypasses the cap).
   void start(std::uint32_t seq_no, std::uint64_t now_ns);
-  // A response part for `seq_no`: true if it answers one of ours (merge it).
-  bool on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts);
+  // A response part of `bytes` (estimated_sync_size) for `seq_no`: kMerge if it
+  // answers one of ours, kUnsolicited if not (or no longer), kOversize if it
+  // breaks the size caps or an earlier part did.
+  enum class Answer : std::uint8_t { kMerge, kUnsolicited, kOversize };
+  Answer on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts,
+                     std::size_t bytes);
 
-  // A request part: kNew (merge and answer), kKnown (a later part: merge only),
-  // kBusy (over the concurrency cap) or kRateLimited (over the answer rate).
-  enum class Serve : std::uint8_t { kNew, kKnown, kBusy, kRateLimited };
+  // A request part of `bytes`: kNew (merge and answer), kKnown (a later part:
+  // merge only), kBusy (over the concurrency cap), kRateLimited (over the answer
+  // rate) or kOversize (over the size caps: neither merge nor answer).
+  enum class Serve : std::uint8_t { kNew, kKnown, kBusy, kRateLimited, kOversize };
   Serve on_request(const std::string& source, std::uint32_t seq_no, std::uint32_t parts,
-                   std::uint64_t now_ns);
+                   std::size_t bytes, std::uint64_t now_ns);
 
   void expire(std::uint64_t now_ns);
   std::uint64_t next_expiry() const;
@@ -70,9 +91,18 @@ class SyncManager {
     std::uint64_t deadline_ns = 0;
     std::uint32_t parts_seen = 0;
     std::uint32_t parts = 0;
+    std::size_t bytes_seen = 0;  // estimated bytes of the parts received so far
+    bool cut = false;            // over the caps: later parts are dropped too
   };
+  // A single part over the caps, or announcing more parts than a sync can have.
+  bool oversize_part(std::uint32_t parts, std::size_t bytes) const {
+    return parts > max_parts_ || bytes > max_bytes_;
+  }
+
   std::uint32_t max_concurrent_;
   std::uint64_t timeout_ns_;
+  std::size_t max_bytes_;
+  std::uint32_t max_parts_;
   TokenBucket answers_;
   std::string cursor_;  // first member of the next window
   std::map<std::uint32_t, Pending> pending_;                             // ours, by seq

@@ -89,6 +89,9 @@ std::size_t estimated_size(const Compound& c) {
 
 std::size_t estimated_size(const MemberState& s) { return len_field(member_state_body(s)); }
 
+std::size_t estimated_sync_size(const SyncRequest& s) { return len_field(len_field(sync_body(s))); }
+std::size_t estimated_sync_size(const SyncResponse& s) { return len_field(len_field(sync_body(s))); }
+
 std::size_t estimated_sync_overhead(std::size_t source_bytes) {
   // seq, part, parts (uint32 varints: at most 5 bytes each), join, source, and the
   // two length prefixes of the wrapping Message/Compound element (at most 5 each).

@@ -30,6 +30,11 @@ std::size_t estimated_size(const Compound& c);
 // Bytes one MemberState adds to a SyncRequest/SyncResponse.
 std::size_t estimated_size(const MemberState& s);
 
+// Bytes a received SyncRequest/SyncResponse adds to a Compound: the same as
+// estimated_size(Message{s}) without copying its members.
+std::size_t estimated_sync_size(const SyncRequest& s);
+std::size_t estimated_sync_size(const SyncResponse& s);
+
 // Bytes of a SyncRequest/SyncResponse carrying no members, as a Compound element.
 std::size_t estimated_sync_overhead(std::size_t source_bytes);
 

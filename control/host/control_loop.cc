@@ -29,6 +29,8 @@ std::size_t ControlLoop::poll_once(std::uint64_t now_ns) {
   for (std::size_t c = 0; c < crypto::kClassCount; ++c) {
     const auto cls = static_cast<crypto::PriorityClass>(c);
     for (std::size_t w = 0; w < source_.worker_count(); ++w) {
+      const std::uint64_t depth = source_.depth(w, cls);
+      if (depth > counters_.ring_depth_max[c]) counters_.ring_depth_max[c] = depth;
       std::size_t budget = options_.class_budget[c];
       while (budget > 0) {
         const std::size_t got = source_.dequeue(w, cls, items.data(), std::min(budget, kChunk));

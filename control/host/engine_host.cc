@@ -27,13 +27,13 @@ dp::Endpoint to_endpoint(const engine::Address& a) {
 
 EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t now_ns)
     : options_(std::move(options)),
-      sink_(sink),
+      shaper_(options_.shaper, sink, now_ns),
       engine_(std::make_unique<engine::Engine>(options_.engine, options_.rng_seed, now_ns)),
       sealed_(crypto::kHeaderBytes + 0xFFFF) {}
 
 void EngineHost::start(std::uint64_t now_ns, std::uint32_t unix_s) {
   if (!options_.seeds.empty()) engine_->join(options_.seeds, now_ns);
-  flush(unix_s);
+  flush(now_ns, unix_s);
 }
 
 void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlCounters& counters) {
@@ -53,7 +53,8 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
 
 void EngineHost::poll(std::uint64_t now_ns, std::uint32_t unix_s) {
   if (now_ns >= engine_->next_deadline()) engine_->tick(now_ns);
-  flush(unix_s);
+  flush(now_ns, unix_s);
+  shaper_.release(now_ns);
   drain_events();
 }
 
@@ -80,10 +81,10 @@ void EngineHost::drain_events() {
 
 void EngineHost::begin_leave(std::uint64_t now_ns, std::uint32_t unix_s) {
   engine_->leave(now_ns);
-  flush(unix_s);
+  flush(now_ns, unix_s);
 }
 
-void EngineHost::flush(std::uint32_t unix_s) {
+void EngineHost::flush(std::uint64_t now_ns, std::uint32_t unix_s) {
   std::vector<engine::Outgoing> out = engine_->take_outbox();
   if (out.empty()) return;
   const crypto::Key* key = options_.keys->primary();
@@ -104,11 +105,9 @@ void EngineHost::flush(std::uint32_t unix_s) {
       ++counters_.drop_encode;
       continue;
     }
-    if (!sink_.send(to_endpoint(o.to), params.cls, sealed_.data(), n)) {
-      ++counters_.drop_tx_queue;
-      continue;
-    }
     ++counters_.sealed;
+    // The shaper counts what it defers and drops, by class.
+    (void)shaper_.submit(to_endpoint(o.to), params.cls, sealed_.data(), n, now_ns);
   }
 }
 

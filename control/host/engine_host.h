@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "control/engine/engine.h"
+#include "control/host/egress_shaper.h"
 #include "control/host/message_stats.h"
 #include "crypto/keys.h"
 #include "crypto/nonce.h"
@@ -19,7 +20,6 @@ namespace gw::cp {
 struct EngineHostCounters {
   std::uint64_t sealed = 0;            // datagrams sealed and queued for transmit
   std::uint64_t drop_encode = 0;       // an outbox entry that would not encode
-  std::uint64_t drop_tx_queue = 0;     // the transmit queue refused it
   std::uint64_t drop_no_primary = 0;   // no primary key to seal with
 };
 
@@ -31,6 +31,7 @@ class EngineHost {
     std::uint64_t cluster_id = 0;
     const crypto::Keyring* keys = nullptr;
     std::uint64_t rng_seed = 0;
+    ShaperConfig shaper;
   };
 
   // `sink` must outlive the host. Times: monotonic ns for the engine's timers,
@@ -45,10 +46,13 @@ class EngineHost {
   void poll(std::uint64_t now_ns, std::uint32_t unix_s);
   // Control lcore only. Starts a graceful leave.
   void begin_leave(std::uint64_t now_ns, std::uint32_t unix_s);
-  bool leave_done() const { return engine_->leave_done(); }
+  // The engine has sent its leave enough times and the shaper has let every
+  // urgent datagram out.
+  bool leave_done() const { return engine_->leave_done() && shaper_.queued(crypto::PriorityClass::kUrgent) == 0; }
 
   const engine::Engine& engine() const { return *engine_; }
   const EngineHostCounters& counters() const noexcept { return counters_; }
+  const EgressShaper& shaper() const noexcept { return shaper_; }
 
   // Member events for local consumers: each is logged (failed and left at
   // info, join and update at debug) and the most recent kRecentEvents kept.
@@ -58,11 +62,11 @@ class EngineHost {
   const std::array<std::uint64_t, 4>& event_counts() const noexcept { return event_counts_; }
 
  private:
-  void flush(std::uint32_t unix_s);
+  void flush(std::uint64_t now_ns, std::uint32_t unix_s);
   void drain_events();
 
   Options options_;
-  dp::DatagramSink& sink_;
+  EgressShaper shaper_;
   std::unique_ptr<engine::Engine> engine_;
   crypto::NonceSource nonces_;
   std::vector<std::uint8_t> plain_;

@@ -34,6 +34,9 @@ struct ControlCounters {
   std::uint64_t msg_unknown = 0;
   // Payloads taken off the rings, by priority class.
   std::array<std::uint64_t, crypto::kClassCount> handoffs_by_class{};
+  // The deepest any worker's ring of each class was when the control lcore
+  // came to drain it: how close the class came to ring-full.
+  std::array<std::uint64_t, crypto::kClassCount> ring_depth_max{};
 };
 
 // Decodes one opened payload and counts its messages. `arena` is reused by

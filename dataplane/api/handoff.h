@@ -38,6 +38,8 @@ class HandoffSource {
   // worker `worker`; returns how many were written to `out`.
   virtual std::size_t dequeue(std::size_t worker, crypto::PriorityClass cls, Handoff* out,
                               std::size_t max) noexcept = 0;
+  // Control lcore only. Payloads waiting in worker `worker`'s ring of class `cls`.
+  virtual std::size_t depth(std::size_t worker, crypto::PriorityClass cls) const noexcept = 0;
   // Control lcore only. Returns the buffers of `n` handoffs to their pool.
   virtual void release(Handoff* items, std::size_t n) noexcept = 0;
   // Control lcore only. True once every worker has stopped producing.

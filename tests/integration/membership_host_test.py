@@ -74,11 +74,17 @@ log:
         check("peer-1 at its address", members["peer-1"]["address"] == "10.0.0.2", str(members["peer-1"]))
     check("self in the member table with tags", members.get("gw-a", {}).get("tags") == {"role": "control-plane"},
           str(members.get("gw-a")))
-    check("nothing dropped on the way out", doc["tx_queue"]["drop_ring_full"] == 0 and
-          doc["membership"]["drop_tx_queue"] == 0, json.dumps(doc["tx_queue"]))
+    shaper = doc["membership"]["shaper"]
+    check("nothing dropped on the way out",
+          doc["tx_queue"]["drop_ring_full"] == 0 and doc["tx_queue"]["drop_no_buffer"] == 0 and
+          all(c["dropped"] == 0 and c["refused"] == 0 for c in shaper.values()),
+          json.dumps(doc["tx_queue"]) + json.dumps(shaper))
+    shaped = sum(c["sent"] for c in shaper.values())
     worker_tx = doc["lcores"][0]["tx"]
-    check("worker transmitted what was sealed", worker_tx["tx_packets"] == doc["membership"]["sealed"] > 0,
-          f"{worker_tx} sealed {doc['membership']['sealed']}")
+    check("worker transmitted what was sealed and shaped",
+          worker_tx["tx_packets"] == shaped == doc["membership"]["sealed"] > 0,
+          f"{worker_tx} shaped {shaped} sealed {doc['membership']['sealed']}")
+    check("urgent class carried the leave", shaper["urgent"]["sent"] >= 1, json.dumps(shaper))
     check("replies go to the learned MAC, not broadcast", worker_tx["tx_broadcast_unknown_mac"] == 0, str(worker_tx))
 
     r = subprocess.run([PEER, "inspect", "--config", cfg, "--peer-ip", "10.0.0.2", "--in", tx],

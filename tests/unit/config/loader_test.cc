@@ -786,5 +786,16 @@ TEST(ConfigLoaderMembership, AdmissionPolicy) {
   EXPECT_EQ(c.membership.admit_burst, 75u);
 }
 
+TEST(ConfigLoaderMembership, EgressBudget) {
+  const Config d = parse_config(with_minimal(""), kSource, kBaseDir);
+  EXPECT_EQ(d.membership.egress_bytes_per_sec, 1u << 20);
+  const Config c = parse_config(with_minimal("membership:\n  egress_bytes_per_sec: 0\n  egress_burst_bytes: 2048\n"),
+                                kSource, kBaseDir);
+  EXPECT_EQ(c.membership.egress_bytes_per_sec, 0u);
+  EXPECT_EQ(c.membership.egress_burst_bytes, 2048u);
+  EXPECT_REJECTED(with_minimal("membership:\n  egress_burst_bytes: 10\n"), "membership.egress_burst_bytes", 8, "");
+  EXPECT_REJECTED(with_minimal("membership:\n  egress_queue_bytes: -1\n"), "membership.egress_queue_bytes", 8, "");
+}
+
 }  // namespace
 }  // namespace gw::config

@@ -212,9 +212,9 @@ TEST(Engine, NacksFromHelpersSpareOurHealth) {
   std::uint32_t seq = 0;
   d.run_until(kStart + 2 * kSecond, [&](const Outgoing& o) {
     if (const Ping* p = find_msg<Ping>(o); p && seq == 0) seq = p->seq_no;
-    // Every helper answers "could not reach it either".
+    // Every helper answers "could not reach it either" (members 1..4 are addr(i)).
     if (const IndirectPing* ip = find_msg<IndirectPing>(o); ip && ip->seq_no == seq)
-      d.e.handle(o.to, {Nack{ip->seq_no, "helper"}}, d.now);
+      d.e.handle(o.to, {Nack{ip->seq_no, name(o.to.ip[3])}}, d.now);
   });
   EXPECT_EQ(d.e.counters().probe_failed, 1u);
   EXPECT_EQ(d.e.counters().probe_nack_received, 3u);
@@ -808,6 +808,341 @@ TEST(Engine, LeaveAloneIsDoneAtOnce) {
   Driver d(config());
   d.e.leave(d.now);
   EXPECT_TRUE(d.e.leave_done());
+}
+
+// ---------------------------------------------------------------- bad input
+// Messages that decode but make no sense: rejected and counted, never trusted.
+
+TEST(Engine, AcksAndNacksNobodyWaitsForAreDroppedAndCounted) {
+  Driver d(config());
+  d.add_members(1, 5);
+  // No probe or relay in flight at all.
+  d.handle(1, {Ack{9999, name(1)}, Nack{9999, name(1)}});
+  EXPECT_EQ(d.e.counters().ack_drop_unsolicited, 1u);
+  EXPECT_EQ(d.e.counters().nack_drop_unsolicited, 1u);
+
+  std::uint32_t seq = 0;
+  std::string target;
+  std::vector<std::string> helpers;
+  d.run_until(kStart + 2 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o); p && seq == 0) {
+      seq = p->seq_no;
+      target = p->target;
+      // The right number from the wrong member proves nothing about the target.
+      d.e.handle(o.to, {Ack{seq, target == name(1) ? name(2) : name(1)}}, d.now);
+    }
+    if (const IndirectPing* ip = find_msg<IndirectPing>(o); ip && ip->seq_no == seq) {
+      helpers.push_back(name(o.to.ip[3]));
+      // A stranger's nack and a helper's second nack do not count.
+      if (helpers.size() == 1)
+        d.e.handle(o.to, {Nack{seq, "stranger"}, Nack{seq, helpers[0]}, Nack{seq, helpers[0]}},
+                   d.now);
+    }
+  });
+  ASSERT_NE(seq, 0u);
+  ASSERT_EQ(helpers.size(), 3u);
+  EXPECT_EQ(d.e.counters().probe_ack_direct, 0u);
+  EXPECT_EQ(d.e.counters().ack_drop_unsolicited, 2u);
+  EXPECT_EQ(d.e.counters().probe_failed, 1u);
+  EXPECT_EQ(d.e.counters().probe_nack_received, 1u);
+  EXPECT_EQ(d.e.counters().nack_drop_unsolicited, 3u);
+  // Two of three helpers silent: Lifeguard still blames our own link.
+  EXPECT_EQ(d.e.health_score(), 2u);
+  // A late ack for the finished probe: nothing waits for it.
+  d.handle(1, {Ack{seq, target}});
+  EXPECT_EQ(d.e.counters().ack_drop_unsolicited, 3u);
+  EXPECT_EQ(d.e.counters().probe_ack_indirect, 0u);
+}
+
+TEST(Engine, RelayForwardsOnlyTheTargetsAck) {
+  Driver d(config());
+  d.handle(1, {IndirectPing{77, name(2), addr(2), true, name(1), addr(1)}});
+  ASSERT_EQ(d.sent.size(), 1u);
+  const std::uint32_t seq = find_msg<Ping>(d.sent[0])->seq_no;
+  // Another member answering our relay ping must not vouch for the target.
+  d.handle(3, {Ack{seq, name(3)}});
+  EXPECT_EQ(d.sent.size(), 1u);
+  EXPECT_EQ(d.e.counters().ack_drop_unsolicited, 1u);
+  d.handle(2, {Ack{seq, name(2)}});
+  ASSERT_EQ(d.sent.size(), 2u);
+  EXPECT_EQ(find_msg<Ack>(d.sent[1])->seq_no, 77u);
+  EXPECT_EQ(d.e.counters().relay_ack_forwarded, 1u);
+  // The relay is over: a repeat is dropped, not forwarded twice.
+  d.handle(2, {Ack{seq, name(2)}});
+  EXPECT_EQ(d.sent.size(), 2u);
+  EXPECT_EQ(d.e.counters().ack_drop_unsolicited, 2u);
+}
+
+TEST(Engine, IncarnationsFarInTheFutureAreDroppedAndCounted) {
+  constexpr std::uint64_t kJump = 1ULL << 40;
+  Driver d(config());
+  EXPECT_EQ(d.e.config().max_incarnation_jump, kJump);
+  d.add_members(1, 5);  // all at incarnation 1
+  const std::uint64_t inc = d.e.incarnation();
+  // About us: refuting these would pin us near (or wrap past) UINT64_MAX.
+  d.handle(1, {Suspect{UINT64_MAX, name(0), name(1)}, Dead{inc + kJump + 1, name(0), name(1)},
+               Alive{UINT64_MAX, name(0), addr(0), {}, 1}});
+  EXPECT_EQ(d.e.incarnation(), inc);
+  EXPECT_EQ(d.e.counters().refutations, 0u);
+  EXPECT_EQ(d.e.counters().update_drop_far_future, 3u);
+  // About others: neither buried nor bumped.
+  d.handle(1, {Suspect{2 * kJump, name(1), name(2)}, Dead{UINT64_MAX - 1, name(2), name(1)},
+               Leave{UINT64_MAX, name(3)}, alive(4, 1 + kJump + 1)});
+  EXPECT_EQ(d.e.counters().update_drop_far_future, 7u);
+  for (std::size_t i = 1; i < 5; ++i) {
+    EXPECT_EQ(d.e.member(name(i))->status, MemberStatus::kAlive) << i;
+    EXPECT_EQ(d.e.member(name(i))->incarnation, 1u) << i;
+  }
+  // Never seen: only the top of the range is refused (a newcomer may start anywhere).
+  d.handle(9, {alive(9, UINT64_MAX - 5), alive(10, UINT64_MAX - kJump)});
+  EXPECT_EQ(d.e.member(name(9)), nullptr);
+  EXPECT_EQ(d.e.member(name(10))->incarnation, UINT64_MAX - kJump);
+  EXPECT_EQ(d.e.counters().update_drop_far_future, 8u);
+  // Sync entries pass the same checks.
+  d.handle(1, {SyncRequest{1, name(1), false, 0, 1,
+                           {MemberState{name(11), addr(11), UINT64_MAX, MemberStatus::kAlive, {}},
+                            MemberState{name(0), addr(0), UINT64_MAX, MemberStatus::kDead, {}},
+                            MemberState{name(2), addr(2), 3 * kJump, MemberStatus::kLeft, {}}}}});
+  EXPECT_EQ(d.e.counters().update_drop_far_future, 11u);
+  EXPECT_EQ(d.e.member(name(11)), nullptr);
+  EXPECT_EQ(d.e.member(name(2))->status, MemberStatus::kAlive);
+  EXPECT_EQ(d.e.incarnation(), inc);
+  // Believable jumps pass: a jump of exactly max_incarnation_jump, and a host that
+  // restarts with Unix seconds as its incarnation.
+  d.handle(4, {alive(4, 1 + kJump)});
+  EXPECT_EQ(d.e.member(name(4))->incarnation, 1 + kJump);
+  constexpr std::uint64_t kUnixSeconds = 1'800'000'000;
+  d.handle(3, {alive(3, kUnixSeconds)});
+  EXPECT_EQ(d.e.member(name(3))->incarnation, kUnixSeconds);
+  d.handle(1, {Suspect{inc + kUnixSeconds, name(0), name(1)}});
+  EXPECT_EQ(d.e.incarnation(), inc + kUnixSeconds + 1);
+  EXPECT_EQ(d.e.counters().refutations, 1u);
+  EXPECT_EQ(d.e.counters().update_drop_far_future, 11u);
+}
+
+TEST(Engine, MaxIncarnationJumpIsConfigurableAndValidated) {
+  EngineConfig c = config();
+  c.max_incarnation_jump = 100;
+  Driver d(c);
+  d.add_members(1, 2);
+  d.handle(1, {alive(1, 1 + 101)});
+  EXPECT_EQ(d.e.member(name(1))->incarnation, 1u);
+  EXPECT_EQ(d.e.counters().update_drop_far_future, 1u);
+  d.handle(1, {alive(1, 1 + 100)});
+  EXPECT_EQ(d.e.member(name(1))->incarnation, 101u);
+  // Refutation stays below the top of the range even at the very edge.
+  d.handle(1, {Suspect{UINT64_MAX - 100, name(0), name(1)}});
+  EXPECT_EQ(d.e.counters().update_drop_far_future, 2u);
+  EXPECT_EQ(d.e.incarnation(), 0u);
+
+  c = config();
+  c.max_incarnation_jump = 0;
+  EXPECT_EQ(c.validate().rfind("max_incarnation_jump:", 0), 0u);
+  c.max_incarnation_jump = UINT64_MAX;
+  EXPECT_EQ(c.validate().rfind("max_incarnation_jump:", 0), 0u);
+  c = config();
+  c.initial_incarnation = UINT64_MAX;
+  EXPECT_EQ(c.validate().rfind("initial_incarnation:", 0), 0u);
+  // Unvalidated configs are clamped, never trusted to overflow.
+  Driver top(c);
+  EXPECT_EQ(top.e.incarnation(), UINT64_MAX - (1ULL << 40));
+  c = config();
+  c.max_incarnation_jump = 0;
+  Driver zero(c);
+  EXPECT_EQ(zero.e.config().max_incarnation_jump, 1ULL << 40);
+}
+
+TEST(Engine, OversizedTagsAreRefusedFromEverySource) {
+  EngineConfig c = config();
+  c.max_tag_bytes = 16;
+  Driver d(c);
+  d.add_members(1, 3);
+  const std::vector<Tag> big = {{"role", std::string(40, 'x')}};
+  // An update of a known member: it keeps its old state.
+  d.handle(1, {alive(1, 2, big)});
+  EXPECT_EQ(d.e.member(name(1))->incarnation, 1u);
+  EXPECT_TRUE(d.e.member(name(1))->tags.empty());
+  // A sync entry: not admitted.
+  d.handle(2, {SyncRequest{1, name(2), false, 0, 1,
+                           {MemberState{name(5), addr(5), 1, MemberStatus::kAlive, big}}}});
+  EXPECT_EQ(d.e.member(name(5)), nullptr);
+  // About us: neither stored nor refuted.
+  d.handle(2, {Alive{d.e.incarnation() + 1, name(0), addr(0), big, 1}});
+  EXPECT_EQ(d.e.counters().refutations, 0u);
+  EXPECT_EQ(d.e.counters().tags_drop_too_large, 3u);
+}
+
+// Members n<first>.. with no tags, as one sync part's payload.
+std::vector<MemberState> member_states(std::size_t first, std::size_t count) {
+  std::vector<MemberState> out;
+  for (std::size_t i = first; i < first + count; ++i)
+    out.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
+  return out;
+}
+
+EngineConfig small_sync_config() {
+  EngineConfig c = config();
+  c.max_sync_bytes = 4096;   // with 1400-byte parts: at most 2 * 3 + 1 = 7 parts
+  c.admit_burst = 10'000;
+  c.max_members = 10'000;
+  return c;
+}
+
+TEST(Engine, SyncRequestsOverTheCapAreNotMergedNorAnswered) {
+  Driver d(small_sync_config());
+  EXPECT_EQ(SyncManager::max_parts(4096, 1400), 7u);
+  // An absurd part count: no slot, no token, no merge, no answer.
+  d.handle(1, {SyncRequest{1, name(1), false, 0, 1'000'000, member_states(1, 1)}});
+  EXPECT_EQ(d.e.counters().sync_drop_oversize, 1u);
+  EXPECT_EQ(d.e.member(name(1)), nullptr);
+  EXPECT_TRUE(d.sent.empty());
+  d.handle(1, {SyncRequest{2, name(1), false, 0, 8, member_states(1, 1)}});
+  EXPECT_EQ(d.e.counters().sync_drop_oversize, 2u);
+  // One part alone larger than a whole sync.
+  const SyncRequest huge{3, name(1), false, 0, 1, member_states(1, 300)};
+  ASSERT_GT(estimated_sync_size(huge), 4096u);
+  d.handle(1, {huge});
+  EXPECT_EQ(d.e.counters().sync_drop_oversize, 3u);
+  EXPECT_EQ(d.e.table().size(), 1u);
+  EXPECT_EQ(d.e.counters().sync_answered, 0u);
+
+  // Parts that fit one by one but not together: merged up to the cap, then cut
+  // off; later parts are not taken for new syncs.
+  std::size_t total = 0;
+  std::size_t merged_parts = 0;
+  for (std::uint32_t part = 0; part < 7; ++part) {
+    const SyncRequest r{4, name(2), false, part, 7, member_states(1000 + 40 * part, 40)};
+    const std::size_t bytes = estimated_sync_size(r);
+    ASSERT_LE(bytes, 1400u);
+    if (total + bytes <= 4096 && merged_parts == part) {
+      total += bytes;
+      ++merged_parts;
+    }
+    d.handle(2, {r});
+  }
+  ASSERT_GE(merged_parts, 2u);
+  ASSERT_LT(merged_parts, 7u);
+  EXPECT_EQ(d.e.counters().sync_answered, 1u);
+  EXPECT_EQ(d.e.counters().sync_drop_oversize, 3u + (7 - merged_parts));
+  EXPECT_EQ(d.e.table().size(), 1 + 40 * merged_parts);
+  EXPECT_NE(d.e.member(name(1000 + 40 * merged_parts - 1)), nullptr);
+  EXPECT_EQ(d.e.member(name(1000 + 40 * merged_parts)), nullptr);
+}
+
+TEST(Engine, SyncResponsesOverTheCapAreCutOff) {
+  Driver d(small_sync_config());
+  const std::vector<Address> seeds = {addr(1)};
+  d.e.join(seeds, d.now);
+  d.collect();
+  ASSERT_EQ(d.sent.size(), 1u);
+  const std::uint32_t seq = find_msg<SyncRequest>(d.sent[0])->seq_no;
+  std::size_t total = 0;
+  std::size_t merged_parts = 0;
+  for (std::uint32_t part = 0; part < 7; ++part) {
+    const SyncResponse r{seq, name(1), part, 7, member_states(1000 + 40 * part, 40)};
+    const std::size_t bytes = estimated_sync_size(r);
+    if (total + bytes <= 4096 && merged_parts == part) {
+      total += bytes;
+      ++merged_parts;
+    }
+    d.handle(1, {r});
+  }
+  ASSERT_GE(merged_parts, 2u);
+  ASSERT_LT(merged_parts, 7u);
+  EXPECT_EQ(d.e.counters().sync_drop_oversize, 7 - merged_parts);
+  EXPECT_EQ(d.e.counters().sync_drop_unsolicited, 0u);
+  EXPECT_EQ(d.e.table().size(), 1 + 40 * merged_parts);
+  // An absurd part count in an answer to one of ours: not merged either.
+  d.e.join(seeds, d.now);
+  d.collect();
+  const std::uint32_t seq2 = find_msg<SyncRequest>(d.sent.back())->seq_no;
+  d.handle(1, {SyncResponse{seq2, name(1), 0, UINT32_MAX, member_states(2000, 1)}});
+  EXPECT_EQ(d.e.member(name(2000)), nullptr);
+  EXPECT_EQ(d.e.counters().sync_drop_oversize, 8 - merged_parts);
+}
+
+TEST(Engine, AFullSyncFromAPeerWithTheSameCapsIsNotCut) {
+  // The receiving cap must never cut what a well-behaved sender fills to the cap.
+  Driver seed(small_sync_config());
+  EngineConfig c = small_sync_config();
+  c.name = name(1);
+  c.addr = addr(1);
+  Driver joiner(c);
+  seed.add_members(2, 402);
+  const std::vector<Address> seeds = {addr(0)};
+  joiner.e.join(seeds, joiner.now);
+  joiner.collect();
+  ASSERT_EQ(joiner.sent.size(), 1u);
+  seed.handle(1, joiner.sent[0].messages);
+  std::size_t parts = 0;
+  std::set<std::string> names = {name(1)};
+  for (const Outgoing& o : seed.sent) {
+    if (const SyncResponse* r = find_msg<SyncResponse>(o)) {
+      ++parts;
+      for (const MemberState& m : r->members) names.insert(m.node);
+      joiner.handle(0, o.messages);
+    }
+  }
+  EXPECT_GE(parts, 3u);
+  EXPECT_LE(parts, SyncManager::max_parts(4096, 1400));
+  EXPECT_EQ(joiner.e.counters().sync_drop_oversize, 0u);
+  EXPECT_GT(names.size(), 100u);
+  EXPECT_EQ(joiner.e.table().size(), names.size());  // all of the seed's window, and us
+}
+
+TEST(Engine, OurNameAtAnotherAddressIsRefutedNeverTrusted) {
+  Driver d(config());
+  d.add_members(1, 4);
+  const std::uint64_t inc = d.e.incarnation();
+  // Same incarnation, lower, higher: each claim is refuted, our entry unchanged.
+  d.handle(1, {Alive{inc, name(0), addr(9), {}, 1}});
+  EXPECT_EQ(d.e.incarnation(), inc + 1);
+  d.handle(1, {Alive{0, name(0), addr(9), {}, 1}});
+  EXPECT_EQ(d.e.incarnation(), inc + 2);
+  d.handle(1, {Alive{inc + 10, name(0), addr(9), {}, 1}});
+  EXPECT_EQ(d.e.incarnation(), inc + 11);
+  // From a sync too.
+  d.handle(2, {SyncRequest{1, name(2), false, 0, 1,
+                           {MemberState{name(0), addr(9), 0, MemberStatus::kAlive, {}}}}});
+  EXPECT_EQ(d.e.incarnation(), inc + 12);
+  EXPECT_EQ(d.e.counters().conflict_self_name, 4u);
+  EXPECT_EQ(d.e.counters().refutations, 4u);
+  EXPECT_EQ(d.e.member(name(0))->addr, addr(0));
+  // Our own Alive echoed back is no conflict.
+  d.handle(3, {Alive{d.e.incarnation(), name(0), addr(0), {}, 1}});
+  EXPECT_EQ(d.e.counters().conflict_self_name, 4u);
+  EXPECT_EQ(d.e.counters().refutations, 4u);
+  // The refutation carries our real address, urgently.
+  d.handle(2, {Ping{5, name(0), name(2), addr(2)}});
+  const Alive* a = find_msg<Alive>(d.sent.back());
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->node, name(0));
+  EXPECT_EQ(a->addr, addr(0));
+  EXPECT_EQ(a->incarnation, inc + 12);
+  EXPECT_EQ(d.sent.back().priority, PriorityClass::kUrgent);
+}
+
+TEST(Engine, ALiveMemberMovesOnlyWithANewerIncarnation) {
+  Driver d(config());
+  d.add_members(1, 4);  // incarnation 1
+  // Another address, not newer: a second host claims the name; ignored.
+  d.handle(2, {Alive{1, name(1), addr(9), {}, 1}, Alive{0, name(1), addr(9), {}, 1}});
+  EXPECT_EQ(d.e.member(name(1))->addr, addr(1));
+  EXPECT_EQ(d.e.counters().conflict_address, 2u);
+  EXPECT_EQ(d.e.counters().update_drop_stale, 0u);
+  EXPECT_EQ(count_events(d.events, EventKind::kUpdate, name(1)), 0u);
+  // Newer: a real move or restart elsewhere.
+  d.handle(9, {Alive{2, name(1), addr(9), {}, 1}});
+  EXPECT_EQ(d.e.member(name(1))->addr, addr(9));
+  EXPECT_EQ(count_events(d.events, EventKind::kUpdate, name(1)), 1u);
+  // The old address echoing the same incarnation does not move it back.
+  d.handle(2, {Alive{2, name(1), addr(1), {}, 1}});
+  EXPECT_EQ(d.e.member(name(1))->addr, addr(9));
+  EXPECT_EQ(d.e.counters().conflict_address, 3u);
+  // Same address, same incarnation: merely stale.
+  d.handle(2, {Alive{2, name(1), addr(9), {}, 1}});
+  EXPECT_EQ(d.e.counters().update_drop_stale, 1u);
+  EXPECT_EQ(d.e.counters().conflict_address, 3u);
 }
 
 // ---------------------------------------------------------------- config
