@@ -233,8 +233,11 @@ void Engine::on_indirect_ping(const Address& from, const IndirectPing& m, std::u
     target = t->addr;
   }
   const std::uint32_t seq = next_seq_++;
+  // Lifeguard: nack at 80% of the probe timeout, so it reaches the prober
+  // before its probe closes (at probe_interval); a nack sent at the full
+  // timeout arrives just after the prober gave up and never counts.
   Relay relay{m.seq_no, m.source_addr.empty() ? from : m.source_addr, m.want_nack,
-              now_ns + config_.probe_timeout_ns, m.target};
+              now_ns + config_.probe_timeout_ns * 4 / 5, m.target};
   if (probes_.add_relay(seq, std::move(relay)) == nullptr) {
     ++counters_.relay_drop_full;
     return;

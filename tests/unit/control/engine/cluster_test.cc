@@ -133,6 +133,12 @@ TEST(Cluster, SilentNodeDetectedAsFailedByEveryMemberWithinSuspicionBound) {
   for (std::size_t i : all_but(kNodes, victim))
     for (std::size_t j : all_but(kNodes, victim))
       EXPECT_EQ(net.status(i, j), MemberStatus::kAlive) << i << " about " << j;
+  // Lifeguard: helpers that could not reach the victim said so in time, so
+  // the probers knew the fault was not theirs (nacks sent at the full probe
+  // timeout arrived after the probe had closed and were all dropped).
+  std::uint64_t nacks = 0;
+  for (std::size_t i : all_but(kNodes, victim)) nacks += net.engine(i).counters().probe_nack_received;
+  EXPECT_GT(nacks, 0u);
 }
 
 TEST(Cluster, FalselySuspectedLiveNodeRefutes) {
