@@ -12,7 +12,7 @@ usage: tests/fuzz/run.sh [--seconds N] [--corpus DIR] [--jobs N] [TARGET...]
   --corpus DIR  persistent corpus root, one folder per target (default
                 build-fuzz/corpus); new inputs found are kept there
   --jobs N      libFuzzer workers per target (default 1)
-  TARGET        ladder, config, compound, engine, pcap (default: all)
+  TARGET        ladder, config, compound, engine, pcap, scenario (default: all)
 
 Writes build-fuzz/fuzz-report.txt: executions and coverage per target.
 Crashes are saved as build-fuzz/crash-<target>-*; reproduce one with
@@ -30,11 +30,14 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=${2:?}; shift 2 ;;
     --corpus) corpus=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
-    ladder|config|compound|engine|pcap) targets+=("$1"); shift ;;
+    ladder|config|compound|engine|pcap|scenario) targets+=("$1"); shift ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(ladder config compound engine pcap)
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(ladder config compound engine pcap)
+  [ -f perf/gossipsim/scenario.h ] && targets+=(scenario)
+fi
 
 cd "$(dirname "$0")/../.."
 root=$(pwd)
@@ -50,7 +53,8 @@ case "$corpus" in /*) corpus=$(realpath --relative-to="$root" "$corpus") ;; esac
 seeds="$build/seeds"
 rm -rf "$seeds"
 "$build/tests/fuzz/make_seeds" "$seeds" >/dev/null
-mkdir -p "$seeds/config" "$seeds/pcap" "$seeds/engine"
+mkdir -p "$seeds/config" "$seeds/pcap" "$seeds/engine" "$seeds/scenario"
+for f in perf/scenarios/*.yaml perf/scenarios/ci/*.yaml; do [ -f "$f" ] && cp "$f" "$seeds/scenario/$(echo "$f" | tr / _)"; done
 # Engine seeds: each opened plaintext behind a sender byte.
 for f in "$seeds"/compound/*; do { printf '\x01'; cat "$f"; } > "$seeds/engine/$(basename "$f")"; done
 cp config/examples/gossipgw.yaml "$seeds/config/"
