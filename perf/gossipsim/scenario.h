@@ -1,0 +1,95 @@
+// A gossipsim scenario: cluster size and churn, the virtual network, the engine
+// preset, scheduled faults and the properties to check, loaded from YAML.
+// Times in the YAML are seconds (`_s`) or milliseconds (`_ms`); here everything
+// is nanoseconds of the virtual clock.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "control/engine/config.h"
+
+namespace gw::sim {
+
+// A scenario file that cannot be used: what() is "<file>:<line>: <field>: <why>".
+class ScenarioError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct NetworkSpec {
+  std::uint64_t latency_base_ns = 1'000'000;    // one-way floor; default 1 ms
+  std::uint64_t latency_jitter_ns = 1'000'000;  // mean of the exponential extra; default 1 ms
+  double loss = 0.0;                            // per datagram, in [0, 1); default 0
+  std::uint64_t egress_bytes_per_s = 0;         // per-node budget; 0 = unlimited
+  std::uint64_t egress_queue_bytes = 256 * 1024;  // per-node backlog before drops
+  std::uint32_t members_per_link = 0;           // nodes sharing one uplink; 0 = none
+  std::uint64_t link_capacity_bytes_per_s = 0;  // that uplink's capacity (measured against)
+};
+
+struct FailureSpec {
+  std::uint64_t at_ns = 0;
+  std::uint32_t count = 0;  // steady members that crash (no leave) at at_ns
+  bool leave = false;       // leave gracefully instead
+};
+
+struct PhantomSpec {
+  std::uint32_t count = 0;         // short-lived members that join and vanish
+  std::uint64_t start_ns = 0;      // first join
+  std::uint64_t over_ns = 0;       // joins spread evenly over this window
+  std::uint64_t min_life_ns = 5'000'000'000ULL;
+  std::uint64_t max_life_ns = 60'000'000'000ULL;
+};
+
+struct PartitionSpec {
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  double fraction = 0.5;  // members [0, fraction*N) on one side, the rest on the other
+};
+
+struct StallSpec {
+  double fraction = 0.0;            // of steady members that stall periodically
+  std::uint64_t duration_ns = 0;    // each stall
+  std::uint64_t period_ns = 0;      // stall start to stall start (random phase per node)
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = UINT64_MAX;
+};
+
+// Properties the run must show; checked by check_expectations() and the CLI.
+struct ExpectSpec {
+  bool converged = false;          // all views exactly the live set at the end
+  bool no_resurrection = false;
+  bool no_urgent_drop = false;
+  bool budget_respected = false;   // no node exceeded its egress budget
+  bool all_failures_detected = false;
+  std::int64_t max_false_positives = -1;  // -1: not checked
+};
+
+struct Scenario {
+  std::string name;
+  std::uint64_t seed = 1;
+  std::uint64_t duration_ns = 60'000'000'000ULL;
+  std::uint64_t sample_interval_ns = 1'000'000'000ULL;
+  std::uint64_t measure_from_ns = 0;  // egress stats only after this (warm-up excluded)
+  cp::engine::EngineConfig engine = cp::engine::EngineConfig::lan();
+  std::uint32_t members = 10;
+  std::uint64_t join_over_ns = 0;  // steady members start evenly over this window
+  std::uint32_t seeds = 1;         // earlier members each joiner contacts
+  NetworkSpec network;
+  std::vector<FailureSpec> failures;
+  PhantomSpec phantoms;
+  std::vector<PartitionSpec> partitions;
+  StallSpec stalls;
+  ExpectSpec expect;
+};
+
+// Loads and validates; throws ScenarioError naming file, line and field.
+Scenario load_scenario_file(const std::string& path);
+Scenario load_scenario_string(const std::string& yaml, const std::string& origin = "<string>");
+
+// Multiplies member, phantom and failure counts by `factor` (at least 1 member).
+void scale_scenario(Scenario& s, double factor);
+
+}  // namespace gw::sim

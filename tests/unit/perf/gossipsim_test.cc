@@ -1,0 +1,281 @@
+// gossipsim: the simulator's properties on small clusters (no timings), the
+// scenario loader's errors, and the CLI's exit codes and outputs.
+#include <gtest/gtest.h>
+
+#include <typeinfo>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "perf/gossipsim/report.h"
+#include "perf/gossipsim/scenario.h"
+#include "perf/gossipsim/simulator.h"
+
+namespace gw::sim {
+namespace {
+
+Scenario load(const std::string& yaml) { return load_scenario_string(yaml, "test.yaml"); }
+
+// 40 members, 1% loss, two crashes at 40 s.
+constexpr const char* kSmall = R"(
+name: small
+seed: 21
+duration_s: 90
+measure_from_s: 20
+members: {count: 40, join_over_s: 8, seeds: 2}
+network: {latency_base_ms: 1, latency_jitter_ms: 2, loss: 0.01}
+failures:
+  - {at_s: 40, count: 2}
+)";
+
+TEST(GossipSim, SameSeedSameResult) {
+  const Scenario s = load(kSmall);
+  const Results a = run_scenario(s);
+  const Results b = run_scenario(s);
+  EXPECT_EQ(to_json(a, false).dump(), to_json(b, false).dump());
+  EXPECT_EQ(to_csv(a), to_csv(b));
+  EXPECT_EQ(to_svg(a), to_svg(b));
+  Scenario other = s;
+  other.seed = 22;
+  EXPECT_NE(to_json(run_scenario(other), false).dump(), to_json(a, false).dump());
+}
+
+TEST(GossipSim, ConvergesAndDetectsFailures) {
+  const Results r = run_scenario(load(kSmall));
+  EXPECT_TRUE(r.converged_at_end);
+  EXPECT_EQ(r.final_expected_view, 38u);
+  EXPECT_EQ(r.final_view_min, 38u);
+  EXPECT_EQ(r.final_view_max, 38u);
+  EXPECT_GE(r.first_converged_s, 0);
+  ASSERT_EQ(r.detections.size(), 2u);
+  for (const Detection& d : r.detections) {
+    EXPECT_EQ(d.detected, d.observers) << d.node;
+    EXPECT_GT(d.first_s, 0);
+    EXPECT_LE(d.first_s, d.p99_s);
+    EXPECT_LE(d.p99_s, d.all_s);
+  }
+  EXPECT_EQ(r.undetected, 0u);
+  EXPECT_EQ(r.false_positives, 0u);
+  EXPECT_EQ(r.resurrections, 0u);
+  EXPECT_EQ(r.urgent_drops, 0u);
+  // Real codec bytes: every datagram decoded, none over the packet limit.
+  EXPECT_EQ(r.decode_failures, 0u);
+  EXPECT_GT(r.bytes_sent, 0u);
+  EXPECT_LE(r.max_datagram_bytes, 1400u);
+  EXPECT_GT(r.datagrams_lost, 0u);  // 1% loss is applied
+  EXPECT_GT(r.egress_bytes_per_s.mean, 0);
+  EXPECT_LE(r.egress_bytes_per_s.mean, r.egress_bytes_per_s.p99);
+  EXPECT_LE(r.egress_bytes_per_s.p99, r.egress_bytes_per_s.max);
+  EXPECT_TRUE(check_expectations(load(kSmall), r).empty());
+}
+
+// The poisoned-mesh incident in small: phantoms join and vanish without leaving.
+// Tombstones (120 s) expire inside the run, where a resurrection would show. A
+// gone member can stay suspect in one view for a long while (merged deaths
+// start as suspicion), hence the long tail after the last phantom dies (~40 s).
+TEST(GossipSim, PhantomStormLeavesExactlyTheSteadyMembers) {
+  const Results r = run_scenario(load(R"(
+name: phantoms
+seed: 41
+duration_s: 300
+sample_interval_s: 5
+members: {count: 40, join_over_s: 5, seeds: 2}
+engine: {tombstone_ttl_s: 120}
+network: {loss: 0.01}
+phantoms: {count: 200, start_s: 10, over_s: 20, min_life_s: 5, max_life_s: 10}
+)"));
+  EXPECT_EQ(r.resurrections, 0u);
+  EXPECT_EQ(r.zombies_at_end, 0u);
+  EXPECT_EQ(r.urgent_drops, 0u);
+  EXPECT_TRUE(r.converged_at_end);
+  EXPECT_EQ(r.final_view_min, 40u);
+  EXPECT_EQ(r.final_view_max, 40u);
+  // The phantoms were really there: views grew well past the steady count.
+  std::uint32_t peak = 0;
+  for (const Sample& s : r.series) peak = std::max(peak, s.view_max);
+  EXPECT_GT(peak, 70u);
+}
+
+TEST(GossipSim, PartitionHeals) {
+  const Results r = run_scenario(load(R"(
+name: partition
+seed: 3
+duration_s: 120
+members: {count: 40, join_over_s: 5, seeds: 2}
+network: {loss: 0.01}
+partitions:
+  - {start_s: 15, end_s: 45, fraction: 0.5}
+)"));
+  // Each side declared the other dead (the false deaths a split causes) ...
+  EXPECT_GT(r.false_positives_partition, 0u);
+  EXPECT_EQ(r.false_positives, r.false_positives_partition);
+  // ... and every view is whole again after the heal.
+  EXPECT_TRUE(r.converged_at_end);
+  EXPECT_GE(r.converged_after_heal_s, 0);
+  EXPECT_EQ(r.final_view_min, 40u);
+  EXPECT_EQ(r.urgent_drops, 0u);
+}
+
+TEST(GossipSim, EgressBudgetIsRespected) {
+  const Scenario s = load(R"(
+name: budget
+seed: 11
+duration_s: 60
+measure_from_s: 20
+members: {count: 60, join_over_s: 10, seeds: 2}
+network: {loss: 0.01, egress_bytes_per_s: 4000, egress_queue_bytes: 32768,
+          members_per_link: 10, link_capacity_bytes_per_s: 1000000}
+expect: {budget_respected: true, no_urgent_drop: true}
+)");
+  const Results r = run_scenario(s);
+  EXPECT_EQ(r.budget_violations, 0u);
+  // One sample interval (1 s) may hold the budget plus a datagram or two.
+  EXPECT_LE(r.egress_peak_interval_bytes_per_s, 4000 + 2 * 1400);
+  EXPECT_GT(r.link_fraction_max, 0);
+  EXPECT_LE(r.link_fraction_max, 10 * 6800 / 1e6);
+  EXPECT_TRUE(check_expectations(s, r).empty());
+}
+
+TEST(GossipSim, StalledMembersHoldTheirInbox) {
+  const Results r = run_scenario(load(R"(
+name: stalls
+seed: 5
+duration_s: 60
+members: {count: 40, join_over_s: 5, seeds: 2}
+stalls: {fraction: 0.1, duration_ms: 2000, period_ms: 6000, start_s: 15, end_s: 50}
+)"));
+  // Stalled members miss their acks' deadlines and get suspected, then refute.
+  EXPECT_GT(r.suspicions, 0u);
+  EXPECT_EQ(r.false_positives_healthy, 0u);
+  EXPECT_TRUE(r.converged_at_end);
+}
+
+// ---- scenario loader ----
+
+std::string load_error(const std::string& yaml) {
+  try {
+    load(yaml);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(GossipSimScenario, UnknownFieldNamesFieldAndLine) {
+  const std::string e = load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nnetwork:\n  los: 0.1\n");
+  EXPECT_NE(e.find("test.yaml:5:"), std::string::npos) << e;
+  EXPECT_NE(e.find("network.los: unknown field"), std::string::npos) << e;
+}
+
+TEST(GossipSimScenario, BadValuesAreRejected) {
+  EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nnetwork: {loss: 2}\n")
+                .find("network.loss: must be in"),
+            std::string::npos);
+  EXPECT_NE(load_error("name: x\nduration_s: ten\nmembers: {count: 3}\n").find("test.yaml:2: duration_s: must be a number"),
+            std::string::npos);
+  EXPECT_NE(load_error("name: x\nduration_s: 10\n").find("members: required"), std::string::npos);
+  EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nengine: {preset: fast}\n")
+                .find("engine.preset: must be lan, wan or local"),
+            std::string::npos);
+  EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nengine: {probe_timeout_ms: 5000}\n")
+                .find("engine.probe_timeout_ns"),
+            std::string::npos);
+  EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nstalls: {fraction: 0.1}\n")
+                .find("stalls.period_ms"),
+            std::string::npos);
+}
+
+// Found by fuzz_scenario: a null `name:` made yaml-cpp's TypedBadConversion
+// escape the loader. Every odd shape must be a ScenarioError naming the file.
+TEST(GossipSimScenario, NullScalarsAreScenarioErrorsNotYamlExceptions) {
+  for (const char* text : {"name:\nduration_s: 10\nmembers:\n  count: 3\n",
+                           "name: [a, b]\nduration_s: 10\n",
+                           "name: x\nduration_s:\n",
+                           "name: x\nduration_s: 10\nengine:\n  preset:\n",
+                           "name: x\nduration_s: 10\nengine:\n  preset: [lan]\n",
+                           "{? [a]: b}\n"}) {
+    try {
+      (void)load_scenario_string(text, "odd.yaml");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const ScenarioError& e) {
+      EXPECT_NE(std::string(e.what()).find("odd.yaml:"), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "escaped as " << typeid(e).name() << ": " << e.what() << " for: " << text;
+    }
+  }
+}
+
+TEST(GossipSimScenario, ScaleMultipliesCounts) {
+  Scenario s = load("name: x\nduration_s: 10\nmembers: {count: 1000}\nphantoms: {count: 500}\n"
+                    "failures: [{at_s: 5, count: 10}]\n");
+  scale_scenario(s, 0.1);
+  EXPECT_EQ(s.members, 100u);
+  EXPECT_EQ(s.phantoms.count, 50u);
+  EXPECT_EQ(s.failures[0].count, 1u);
+}
+
+// Every shipped scenario file loads.
+TEST(GossipSimScenario, ShippedScenariosLoad) {
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(GOSSIPSIM_SCENARIOS)) {
+    if (entry.path().extension() != ".yaml") continue;
+    EXPECT_NO_THROW(load_scenario_file(entry.path().string())) << entry.path();
+    ++n;
+  }
+  EXPECT_GE(n, 14u);
+}
+
+// Every shipped CI scenario holds its own `expect:` properties.
+TEST(GossipSimScenario, ShippedCiScenariosHoldTheirExpectations) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(GOSSIPSIM_SCENARIOS) + "/ci"))
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  EXPECT_GE(files.size(), 6u);
+  for (const std::filesystem::path& f : files) {
+    const Scenario s = load_scenario_file(f.string());
+    EXPECT_LE(s.members + s.phantoms.count, 500u) << f;
+    EXPECT_LE(s.duration_ns, 120'000'000'000ULL) << f;
+    const Results r = run_scenario(s);
+    for (const std::string& bad : check_expectations(s, r)) ADD_FAILURE() << f << ": " << bad;
+  }
+}
+
+// ---- CLI ----
+
+int run_cli(const std::string& args) {
+  const std::string cmd = std::string(GOSSIPSIM_PATH) + " " + args + " >/dev/null 2>&1";
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST(GossipSimCli, WritesResultsAndReportsExpectations) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gossipsim_cli_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string scenario = (dir / "s.yaml").string();
+  std::ofstream(scenario) << "name: cli\nduration_s: 20\nmembers: {count: 10, join_over_s: 2}\n"
+                             "expect: {converged: true}\n";
+  EXPECT_EQ(run_cli("--scenario " + scenario + " --out " + (dir / "out").string()), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "result.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "timeseries.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "plot.svg"));
+  // Impossible expectation: exit 1.
+  std::ofstream(scenario) << "name: cli\nduration_s: 2\nmembers: {count: 10, join_over_s: 2}\n"
+                             "failures: [{at_s: 1, count: 1}]\nexpect: {all_failures_detected: true}\n";
+  EXPECT_EQ(run_cli("--scenario " + scenario + " --out " + (dir / "out").string()), 1);
+  // Bad scenario and bad arguments: exit 2.
+  std::ofstream(scenario) << "name: cli\nduration_s: 20\nmembrs: {count: 10}\n";
+  EXPECT_EQ(run_cli("--scenario " + scenario + " --out " + (dir / "out").string()), 2);
+  EXPECT_EQ(run_cli("--scenario " + scenario), 2);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gw::sim
