@@ -50,11 +50,11 @@ meson test -C build --print-errorlogs --num-processes "$jobs"
 
 if [ "$sanitizers" = 1 ]; then
   echo "== build-asan (ASan+UBSan)"
-  configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug
+  configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
   meson compile -C build-asan -j "$jobs"
   echo "== meson test under ASan+UBSan (unit, pcap, integration)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    meson test -C build-asan --print-errorlogs --num-processes "$jobs" --suite unit --suite pcap --suite integration
+    meson test -C build-asan --print-errorlogs --timeout-multiplier 4 --num-processes "$jobs" --suite unit --suite pcap --suite integration
 fi
 if [ "$sanitizers" = 1 ]; then
   echo "== fuzz targets under ASan+UBSan, ${FUZZ_SECONDS:-30}s each"
