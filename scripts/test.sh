@@ -50,7 +50,10 @@ meson test -C build --print-errorlogs --num-processes "$jobs"
 
 if [ "$sanitizers" = 1 ]; then
   echo "== build-asan (ASan+UBSan)"
-  configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
+  # Warnings are errors in the main build above; with sanitizers at -O2, GCC 12
+  # reports false -Wmaybe-uninitialized in libstdc++ (std::regex), so here they
+  # are only printed.
+  configure build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized -Dwerror=false
   meson compile -C build-asan -j "$jobs"
   echo "== meson test under ASan+UBSan (unit, pcap, integration)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
