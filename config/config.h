@@ -78,6 +78,53 @@ struct LimitsConfig {
   // Largest sealed payload (header excluded) a worker accepts, in bytes;
   // longer ones are dropped as malformed. 64..9000. Default 1400.
   std::uint32_t max_payload_bytes = 1400;
+  // Replay protection. A header timestamp further than this from the
+  // worker's clock, in seconds, is dropped as stale (so members' clocks must
+  // agree this well). 1..3600. Default 30.
+  std::uint32_t replay_window_s = 30;
+  // Senders (key id and nonce epoch) whose 1024-packet nonce window each
+  // worker keeps; when full, the least recently used is evicted and counted
+  // (replay_table_evict). 64..1048576. Default 4096.
+  std::uint32_t replay_senders = 4096;
+  // Per-source token buckets, charged after the header MAC: packets per
+  // second and bucket depth in packets, for members the control plane knows
+  // and for other sources. 1..10000000 each. Defaults: known 2000/s, burst
+  // 4000; unknown 100/s, burst 200.
+  std::uint32_t known_rate_pps = 2000;
+  std::uint32_t known_burst = 4000;
+  std::uint32_t unknown_rate_pps = 100;
+  std::uint32_t unknown_burst = 200;
+  // Source addresses each worker keeps a bucket for; when full, the least
+  // recently used is evicted and counted (ratelimit_table_evict).
+  // 64..1048576. Default 65536.
+  std::uint32_t sources = 65536;
+};
+
+// Names what arrives on the gossip port without our header (drop_unkeyed),
+// for the unkeyed.* counters. The verdict is the same either way.
+struct ClassifierConfig {
+  // Scan unkeyed packets at all. Default true.
+  bool enabled = true;
+  // Include the built-in signatures (memberlist, Serf, weave mesh).
+  // Default true.
+  bool builtins = true;
+  // Bytes of the UDP payload scanned. 64..1500. Default 64.
+  std::uint32_t scan_bytes = 64;
+  // Unkeyed packets scanned per rx burst at most; the rest count as
+  // unscanned, so a flood of unkeyed traffic costs a bounded share of each
+  // burst. 0 (scan all) .. 512. Default 4 (one Hyperscan call costs about
+  // what receiving a packet does; 4 of a 32-packet burst keeps an unkeyed
+  // flood within the budget of 0.8x the port's receive ceiling).
+  std::uint32_t max_scans_per_burst = 4;
+  // Operator signatures, checked after the built-ins: a counter name
+  // (1..48 bytes of a-z, 0-9, _) and a Hyperscan pattern (PCRE subset,
+  // bytes as \xNN, '.' matches any byte; 1..1024 bytes). 0..32 rules.
+  // Default none.
+  struct Rule {
+    std::string name;
+    std::string pattern;
+  };
+  std::vector<Rule> rules;
 };
 
 // The membership engine hosted on the control lcore.
@@ -119,6 +166,67 @@ struct MembershipConfig {
   std::uint32_t leave_timeout_ms = 3000;
 };
 
+// The local control API that gossipctl talks to (members, stats, keys, join,
+// leave, tags, log level). Served by the control lcore, never by a worker.
+struct ControlConfig {
+  // Unix socket path; created mode 0600 (owner only), its directory 0700 if
+  // missing. A stale socket is replaced; one that answers is an error.
+  // Empty: no API. Default empty; config/examples/gossipgw.yaml sets
+  // /run/gossipgw/gossipgw.sock, which is gossipctl's default.
+  std::string socket;
+};
+
+// Counter export: DPDK telemetry (dpdk-telemetry.py) and Prometheus text.
+struct MetricsConfig {
+  // How often the control lcore publishes a counter snapshot for the
+  // exporters, in ms. 100..60000. Default 1000.
+  std::uint32_t interval_ms = 1000;
+  // Register /gossipgw/* commands with DPDK telemetry. Default true.
+  bool telemetry = true;
+  // Prometheus text at http://ADDRESS:PORT/metrics. Port 0 (the default):
+  // off. The address must be a loopback IPv4 or IPv6 literal (metrics name
+  // members and addresses). Default 127.0.0.1.
+  std::string prometheus_address = "127.0.0.1";
+  std::uint16_t prometheus_port = 0;
+};
+
+// Member events for local consumers (docs/events.md): a handler executable run
+// for member join/leave/failed/update events, and a hosts-style file of the
+// members that carry a tag. Both are off unless configured.
+struct EventsConfig {
+  // Absolute path of an executable file, run without a shell (name a shell
+  // here, with handler_args ["-c", "..."], to get one). Empty (default): no
+  // handler.
+  std::string handler;
+  // Arguments after argv[0] (which is `handler`). 0..16 entries of at most
+  // 1024 bytes. Default none.
+  std::vector<std::string> handler_args;
+  // Handlers running at once. 1..64. Default 2.
+  std::uint32_t max_concurrent = 2;
+  // Events waiting for a free handler; more are dropped and counted, the
+  // control lcore never waits. 1..1048576. Default 1024.
+  std::uint32_t queue = 1024;
+  // How long one handler may run, in ms; then SIGTERM to its process group,
+  // SIGKILL 1000 ms later. 10..3600000. Default 5000.
+  std::uint32_t timeout_ms = 5000;
+  // How long the first event of a batch waits for more of the same kind
+  // before its handler starts, in ms. 0..60000. Default 0 (events that queue
+  // behind busy handlers are still merged).
+  std::uint32_t coalesce_ms = 0;
+  struct HostsFile {
+    // Absolute path of the hosts-style file to maintain. Empty (default): off.
+    std::string path;
+    // Only members with this tag, "key=value". Empty (default): every member.
+    std::string tag;
+    // List this node too (when it matches the tag). Default true.
+    bool include_self = true;
+  };
+  HostsFile hosts_file;
+  // Least time between two rewrites of the hosts file, in ms; the last
+  // change is always written once it has passed. 0..3600000. Default 1000.
+  std::uint32_t hosts_min_interval_ms = 1000;
+};
+
 struct LogConfig {
   // spdlog level: trace, debug, info, warn, error, critical, off. Default info.
   std::string level = "info";
@@ -131,7 +239,11 @@ struct Config {
   RingConfig rings;
   DataplaneConfig dataplane;
   LimitsConfig limits;
+  ClassifierConfig classifier;
   MembershipConfig membership;
+  ControlConfig control;
+  MetricsConfig metrics;
+  EventsConfig events;
   LogConfig log;
   // Directory of the loaded file, for resolving relative paths. Not a YAML field.
   std::string base_dir;

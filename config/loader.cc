@@ -8,6 +8,7 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
+#include <hs.h>
 
 #include <algorithm>
 #include <array>
@@ -44,6 +45,10 @@ constexpr std::size_t kNodeNameMax = 128;
 constexpr std::size_t kMaxSeeds = 64;
 constexpr std::size_t kMaxKeys = 8;
 constexpr std::size_t kMaxWorkers = 64;
+// classifier.rules (dataplane/classifier.h holds the same bounds).
+constexpr std::size_t kMaxClassifierRules = 32;
+constexpr std::size_t kMaxRuleNameBytes = 48;
+constexpr std::size_t kMaxPatternBytes = 1024;
 
 std::string format_what(const std::string& source, const std::string& field, int line,
                         const std::string& message) {
@@ -344,7 +349,7 @@ class Parser {
       fail("", line_of(root), "top level must be a map of sections, got " + describe(root));
     }
     const Map top(*this, root, "", line_of(root),
-                  {"cluster", "node", "lcores", "rings", "dataplane", "limits", "membership", "log"},
+                  {"cluster", "node", "lcores", "rings", "dataplane", "limits", "classifier", "membership", "control", "metrics", "events", "log"},
                   false);
 
     Config config;
@@ -357,11 +362,24 @@ class Parser {
                             {"port_id", "mbufs", "burst", "rx_descriptors", "tx_descriptors",
                              "idle_backoff_us"}),
                     config.dataplane);
-    parse_limits(section(top, "limits", {"max_payload_bytes"}), config.limits);
+    parse_limits(section(top, "limits",
+                         {"max_payload_bytes", "replay_window_s", "replay_senders", "known_rate_pps",
+                          "known_burst", "unknown_rate_pps", "unknown_burst", "sources"}),
+                 config.limits);
+    parse_classifier(section(top, "classifier",
+                             {"enabled", "builtins", "scan_bytes", "max_scans_per_burst", "rules"}),
+                     config.classifier);
     parse_membership(section(top, "membership", {"enabled", "preset", "seeds", "tags", "allowed_name_prefixes", "required_tags",
                                   "admit_rate", "admit_burst", "egress_bytes_per_sec", "egress_burst_bytes",
                                   "egress_queue_bytes", "leave_timeout_ms"}),
                      config.membership);
+    parse_control(section(top, "control", {"socket"}), config.control);
+    parse_metrics(section(top, "metrics", {"interval_ms", "telemetry", "prometheus_address", "prometheus_port"}),
+                  config.metrics);
+    parse_events(section(top, "events",
+                         {"handler", "handler_args", "max_concurrent", "queue", "timeout_ms", "coalesce_ms",
+                          "hosts_file", "hosts_min_interval_ms"}),
+                 config.events);
     parse_log(section(top, "log", {"level"}), config.log);
     return config;
   }
@@ -589,6 +607,80 @@ class Parser {
     if (auto f = m.find("max_payload_bytes")) {
       limits.max_payload_bytes = read_uint<std::uint32_t>(*f, 64, 9000);
     }
+    if (auto f = m.find("replay_window_s")) limits.replay_window_s = read_uint<std::uint32_t>(*f, 1, 3600);
+    if (auto f = m.find("replay_senders")) limits.replay_senders = read_uint<std::uint32_t>(*f, 64, 1048576);
+    if (auto f = m.find("known_rate_pps")) limits.known_rate_pps = read_uint<std::uint32_t>(*f, 1, 10000000);
+    if (auto f = m.find("known_burst")) limits.known_burst = read_uint<std::uint32_t>(*f, 1, 10000000);
+    if (auto f = m.find("unknown_rate_pps")) limits.unknown_rate_pps = read_uint<std::uint32_t>(*f, 1, 10000000);
+    if (auto f = m.find("unknown_burst")) limits.unknown_burst = read_uint<std::uint32_t>(*f, 1, 10000000);
+    if (auto f = m.find("sources")) limits.sources = read_uint<std::uint32_t>(*f, 64, 1048576);
+  }
+
+  void parse_classifier(const Map& m, ClassifierConfig& c) const {
+    if (auto f = m.find("enabled")) c.enabled = read_bool(*f);
+    if (auto f = m.find("builtins")) c.builtins = read_bool(*f);
+    if (auto f = m.find("scan_bytes")) c.scan_bytes = read_uint<std::uint32_t>(*f, 64, 1500);
+    if (auto f = m.find("max_scans_per_burst")) {
+      c.max_scans_per_burst = read_uint<std::uint32_t>(*f, 0, 512);
+    }
+    std::optional<Field> rules = m.find("rules");
+    if (!rules) return;
+    const YAML::Node& list = rules->value;
+    if (!list.IsSequence()) {
+      fail(rules->path, rules->line, "expected a list of {name, pattern}, got " + describe(list));
+    }
+    if (list.size() > kMaxClassifierRules) {
+      fail(rules->path, rules->line,
+           "at most " + std::to_string(kMaxClassifierRules) + " rules, got " + std::to_string(list.size()));
+    }
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node item = list[i];
+      const std::string path = indexed(rules->path, i);
+      const int line = line_of(item) > 0 ? line_of(item) : rules->line;
+      const Map rm(*this, item, path, line, {"name", "pattern"}, false);
+      const Field name = rm.require("name");
+      const Field pattern = rm.require("pattern");
+      ClassifierConfig::Rule r;
+      r.name = read_string(name);
+      check_name(
+          name, r.name, kMaxRuleNameBytes,
+          [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_'; },
+          "a-z, 0-9 and _ (the name becomes a counter name)");
+      if (r.name == "unmatched" || r.name == "unscanned") {
+        fail(name.path, name.line, "rule name " + quote(r.name) + " is reserved for a counter");
+      }
+      for (std::size_t j = 0; j < c.rules.size(); ++j) {
+        if (c.rules[j].name == r.name) {
+          fail(name.path, name.line,
+               "rule name " + quote(r.name) + " is also " + indexed(rules->path, j) + ".name");
+        }
+      }
+      r.pattern = read_string(pattern);
+      const std::string why = check_pattern(r.pattern);
+      if (!why.empty()) fail(pattern.path, pattern.line, "rule " + quote(r.name) + ": " + why);
+      c.rules.push_back(std::move(r));
+    }
+  }
+
+  // Compiles one classifier pattern alone, as the gateway will (Hyperscan
+  // block mode, DOTALL, single match); "" if it compiles, else why not.
+  static std::string check_pattern(const std::string& pattern) {
+    if (pattern.empty() || pattern.size() > kMaxPatternBytes) {
+      return "pattern must be 1.." + std::to_string(kMaxPatternBytes) + " bytes, got " +
+             std::to_string(pattern.size());
+    }
+    if (pattern.find('\0') != std::string::npos) return "pattern holds a NUL byte (write \\x00)";
+    hs_database_t* db = nullptr;
+    hs_compile_error_t* err = nullptr;
+    if (hs_compile(pattern.c_str(), HS_FLAG_DOTALL | HS_FLAG_SINGLEMATCH, HS_MODE_BLOCK, nullptr, &db,
+                   &err) != HS_SUCCESS) {
+      std::string why = "Hyperscan rejects the pattern " + quote(pattern) + ": ";
+      why += err != nullptr && err->message != nullptr ? escape(err->message) : "unknown error";
+      hs_free_compile_error(err);
+      return why;
+    }
+    hs_free_database(db);
+    return "";
   }
 
   void parse_membership(const Map& m, MembershipConfig& mc) const {
@@ -689,6 +781,97 @@ class Parser {
       fail(f.path, f.line, "port must be 1..65535, got " + quote(port));
     }
     return {host, static_cast<std::uint16_t>(std::stoul(port))};
+  }
+
+  void parse_control(const Map& m, ControlConfig& c) const {
+    std::optional<Field> socket = m.find("socket");
+    if (!socket) return;
+    c.socket = read_string(*socket);
+    // sockaddr_un holds 108 bytes including the terminating NUL.
+    if (c.socket.empty() || c.socket.size() > 107 || c.socket.find('\0') != std::string::npos) {
+      fail(socket->path, socket->line, "must be a path of 1..107 bytes, got " + std::to_string(c.socket.size()));
+    }
+    if (c.socket.front() != '/') {
+      fail(socket->path, socket->line, "must be an absolute path, got " + quote(c.socket));
+    }
+  }
+
+  void parse_metrics(const Map& m, MetricsConfig& mc) const {
+    if (std::optional<Field> f = m.find("interval_ms")) mc.interval_ms = read_uint<std::uint32_t>(*f, 100, 60000);
+    if (std::optional<Field> f = m.find("telemetry")) mc.telemetry = read_bool(*f);
+    if (std::optional<Field> f = m.find("prometheus_port")) mc.prometheus_port = read_uint<std::uint16_t>(*f, 0, 65535);
+    if (std::optional<Field> f = m.find("prometheus_address")) {
+      mc.prometheus_address = read_string(*f);
+      std::array<unsigned char, sizeof(in6_addr)> buf{};
+      const bool v4 = mc.prometheus_address.find('\0') == std::string::npos &&
+                      inet_pton(AF_INET, mc.prometheus_address.c_str(), buf.data()) == 1;
+      const bool v6 = !v4 && mc.prometheus_address.find('\0') == std::string::npos &&
+                      inet_pton(AF_INET6, mc.prometheus_address.c_str(), buf.data()) == 1;
+      const bool loopback = (v4 && buf[0] == 127) || (v6 && mc.prometheus_address == "::1");
+      if (!loopback) {
+        fail(f->path, f->line,
+             "must be a loopback address (127.x.x.x or ::1), got " + quote(mc.prometheus_address) +
+                 "; metrics are for a local scraper or an exporter sidecar");
+      }
+    }
+  }
+
+  // events: (docs/events.md). The handler is checked now, so a typo fails at
+  // start rather than at the first member event.
+  void parse_events(const Map& m, EventsConfig& ev) const {
+    if (std::optional<Field> f = m.find("handler")) {
+      ev.handler = read_string(*f);
+      if (ev.handler.find('\0') != std::string::npos) fail(f->path, f->line, "must not contain NUL bytes");
+      if (!ev.handler.empty()) {
+        if (ev.handler.front() != '/') fail(f->path, f->line, "must be an absolute path, got " + quote(ev.handler));
+        struct stat st {};
+        if (::stat(ev.handler.c_str(), &st) != 0) {
+          fail(f->path, f->line, "cannot stat " + quote(ev.handler) + ": " + std::system_category().message(errno));
+        }
+        if (!S_ISREG(st.st_mode)) fail(f->path, f->line, "not a regular file: " + quote(ev.handler));
+        if (::access(ev.handler.c_str(), X_OK) != 0) fail(f->path, f->line, "not executable: " + quote(ev.handler));
+      }
+    }
+    if (std::optional<Field> args = m.find("handler_args")) {
+      const YAML::Node& list = args->value;
+      if (!list.IsSequence()) fail(args->path, args->line, "expected a list of strings, got " + describe(list));
+      if (list.size() > 16) fail(args->path, args->line, "at most 16 arguments, got " + std::to_string(list.size()));
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const YAML::Node item = list[i];
+        const Field f{indexed(args->path, i), line_of(item) > 0 ? line_of(item) : args->line, item};
+        std::string arg = read_string(f);
+        if (arg.size() > 1024 || arg.find('\0') != std::string::npos) {
+          fail(f.path, f.line, "must be at most 1024 bytes without NUL");
+        }
+        ev.handler_args.push_back(std::move(arg));
+      }
+    }
+    if (std::optional<Field> f = m.find("max_concurrent")) ev.max_concurrent = read_uint<std::uint32_t>(*f, 1, 64);
+    if (std::optional<Field> f = m.find("queue")) ev.queue = read_uint<std::uint32_t>(*f, 1, 1048576);
+    if (std::optional<Field> f = m.find("timeout_ms")) ev.timeout_ms = read_uint<std::uint32_t>(*f, 10, 3600000);
+    if (std::optional<Field> f = m.find("coalesce_ms")) ev.coalesce_ms = read_uint<std::uint32_t>(*f, 0, 60000);
+    if (std::optional<Field> f = m.find("hosts_min_interval_ms")) {
+      ev.hosts_min_interval_ms = read_uint<std::uint32_t>(*f, 0, 3600000);
+    }
+    if (std::optional<Field> hf = m.find("hosts_file")) {
+      const Map h(*this, hf->value, hf->path, hf->line, {"path", "tag", "include_self"}, true);
+      const Field path = h.require("path");
+      ev.hosts_file.path = read_string(path);
+      if (ev.hosts_file.path.empty() || ev.hosts_file.path.front() != '/' ||
+          ev.hosts_file.path.back() == '/' || ev.hosts_file.path.find('\0') != std::string::npos) {
+        fail(path.path, path.line, "must be an absolute file path, got " + quote(ev.hosts_file.path));
+      }
+      if (std::optional<Field> f = h.find("tag")) {
+        ev.hosts_file.tag = read_string(*f);
+        const std::size_t eq = ev.hosts_file.tag.find('=');
+        if (!ev.hosts_file.tag.empty() &&
+            (eq == std::string::npos || eq == 0 || eq > 64 || ev.hosts_file.tag.size() - eq - 1 > 256)) {
+          fail(f->path, f->line,
+               "expected \"key=value\" (key 1..64 bytes, value 0..256), got " + quote(ev.hosts_file.tag));
+        }
+      }
+      if (std::optional<Field> f = h.find("include_self")) ev.hosts_file.include_self = read_bool(*f);
+    }
   }
 
   void parse_log(const Map& m, LogConfig& log) const {

@@ -51,6 +51,7 @@ std::size_t HandoffRings::dequeue(std::size_t worker, crypto::PriorityClass cls,
     out[i].data = rte_pktmbuf_mtod(m, const std::uint8_t*);
     out[i].len = m->data_len;
     out[i].from = mbuf_meta(m)->endpoint;
+    out[i].key_id = mbuf_meta(m)->key_id;
     out[i].token = m;
   }
   return got;

@@ -4,6 +4,10 @@
 
 #include <cstring>
 
+#include "dataplane/api/snapshot.h"
+#include "dataplane/rate_limit.h"
+#include "dataplane/replay.h"
+
 namespace gw::dp {
 namespace {
 
@@ -102,6 +106,12 @@ Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::
 }
 
 LadderResult run_ladder(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len) noexcept {
+  LadderState none;
+  return run_ladder(cfg, none, frame, len);
+}
+
+LadderResult run_ladder(const LadderConfig& cfg, LadderState& st, std::uint8_t* frame,
+                        std::uint32_t len) noexcept {
   LadderResult r;
   UdpView udp;
   r.verdict = parse_l2_l4(cfg.local, frame, len, &udp);
@@ -118,6 +128,8 @@ LadderResult run_ladder(const LadderConfig& cfg, std::uint8_t* frame, std::uint3
     case crypto::HeaderStatus::kBadMagic:
     case crypto::HeaderStatus::kBadVersion:
       r.verdict = Verdict::kUnkeyed;
+      r.plaintext_offset = off;  // the classifier names what it is
+      r.plaintext_len = plen;
       return r;
     case crypto::HeaderStatus::kBadField:
     case crypto::HeaderStatus::kBadLength:
@@ -141,15 +153,41 @@ LadderResult run_ladder(const LadderConfig& cfg, std::uint8_t* frame, std::uint3
     r.verdict = Verdict::kBadMac;
     return r;
   }
+  // Past here the header was made by a key holder, but may be a replay of
+  // one: check its age and nonce before it may spend anything.
+  if (st.have_clock) {
+    const std::uint32_t age = h.timestamp > st.now_s ? h.timestamp - st.now_s : st.now_s - h.timestamp;
+    if (age > cfg.replay_window_s) {
+      r.verdict = Verdict::kStale;
+      return r;
+    }
+  }
+  std::uint32_t counter = 0;
+  const ReplayKey rkey = replay_key(h.key_id, h.nonce, &counter);
+  if (st.replay != nullptr && !ReplayTable::is_fresh(st.replay->find(rkey), counter)) {
+    r.verdict = Verdict::kReplay;
+    return r;
+  }
+  if (st.rate != nullptr) {
+    const SourceAddress src = SourceAddress::of(udp.from);
+    const bool known = st.snapshot != nullptr && st.snapshot->is_known(src);
+    if (!st.rate->charge(src, known, st.now_ns)) {
+      r.verdict = Verdict::kRateLimited;
+      return r;
+    }
+  }
   if (!key->open_in_place(dgram, h.nonce, dgram + crypto::kHeaderBytes, h.payload_len)) {
     r.verdict = Verdict::kBadAuth;
     return r;
   }
+  // Authentic: only now may the nonce move the sender's window.
+  if (st.replay != nullptr) st.replay->commit(rkey, counter);
   r.verdict = Verdict::kAccepted;
   r.cls = h.cls;
   r.plaintext_offset = off + static_cast<std::uint32_t>(crypto::kHeaderBytes);
   r.plaintext_len = h.payload_len - static_cast<std::uint32_t>(crypto::kTagBytes);
   r.from = udp.from;
+  r.key_id = h.key_id;
   return r;
 }
 

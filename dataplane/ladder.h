@@ -7,9 +7,14 @@
 //   3. Cluster id: foreign-cluster.
 //   4. Key id (and its suite) in the keyring: unknown-key. One key id, one key.
 //   5. Header MAC (SipHash): bad-mac. Nothing below is reachable without a key.
-//   6. AEAD open in place: bad-auth.
-// Pure: no DPDK, no allocation, no exceptions, so tests and fuzzers run it on
-// plain byte arrays.
+//   6. Replay pre-check, read-only: header timestamp outside the window of
+//      our clock: stale; nonce seen or older than the sender's window: replay.
+//   7. Per-source token bucket (known members get a larger budget): rate-limited.
+//   8. AEAD open in place: bad-auth. Only now is the nonce committed to the
+//      sender's replay window, so a forged packet cannot advance it.
+// Steps 6 and 7 read and write per-lcore state (LadderState); the rest only
+// reads the config. Pure: no DPDK, no allocation, no exceptions, so tests and
+// fuzzers run it on plain byte arrays.
 #pragma once
 
 #include <array>
@@ -21,6 +26,10 @@
 #include "dataplane/api/verdict.h"
 
 namespace gw::dp {
+
+class ReplayTable;
+class RateLimiter;
+struct DataplaneSnapshot;
 
 // Where gossip must be addressed to be ours. Addresses in network byte order.
 struct LocalEndpoint {
@@ -39,6 +48,21 @@ struct LadderConfig {
   std::uint64_t cluster_id = 0;
   std::uint32_t max_payload_bytes = 1400;
   const crypto::Keyring* keys = nullptr;
+  // Header timestamps more than this many seconds from our clock are stale.
+  std::uint32_t replay_window_s = 30;
+};
+
+// The per-lcore, mutable side of the ladder (steps 6 and 7) and the clock it
+// reads, set once per burst by the worker (a fake in tests). Null tables and
+// no clock skip their step: the stateless run_ladder() below uses that.
+struct LadderState {
+  bool have_clock = false;
+  std::uint32_t now_s = 0;   // wall clock, Unix seconds (timestamp window)
+  std::uint64_t now_ns = 0;  // monotonic nanoseconds (token buckets)
+  ReplayTable* replay = nullptr;
+  RateLimiter* rate = nullptr;
+  // Who the control plane knows; null: every source is unknown.
+  const DataplaneSnapshot* snapshot = nullptr;
 };
 
 // What step 1 learns about a datagram addressed to us.
@@ -52,9 +76,11 @@ struct LadderResult {
   Verdict verdict = Verdict::kMalformed;
   crypto::PriorityClass cls = crypto::PriorityClass::kBulk;
   // For accepted packets: where the plaintext lies in the frame, and who sent it.
+  // For unkeyed packets: the UDP payload instead (what the classifier scans).
   std::uint32_t plaintext_offset = 0;
   std::uint32_t plaintext_len = 0;
   Endpoint from;
+  std::uint32_t key_id = 0;  // the key that opened it
 };
 
 // Step 1 only: on success returns kAccepted and fills `out`.
@@ -62,7 +88,12 @@ Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::
                     UdpView* out) noexcept;
 
 // The whole ladder. Decrypts in place: on kAccepted the plaintext replaces the
-// ciphertext in `frame`.
+// ciphertext in `frame`, and the nonce is committed to `st.replay`.
+LadderResult run_ladder(const LadderConfig& cfg, LadderState& st, std::uint8_t* frame,
+                        std::uint32_t len) noexcept;
+
+// Stateless: steps 6 and 7 skipped (no clock, no tables). For tools, tests
+// and fuzzers that look at single frames; never the worker.
 LadderResult run_ladder(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len) noexcept;
 
 }  // namespace gw::dp

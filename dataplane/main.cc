@@ -3,6 +3,7 @@
 // The composition root: validate options and config before EAL starts, bring
 // up the port, launch one worker per rx queue, run the control loop on the
 // main lcore, write counters on the way out.
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -21,10 +22,15 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "control/api/server.h"
 #include "control/host/control_loop.h"
+#include "control/host/events/event_runner.h"
+#include "control/host/events/hosts_file.h"
 #include "control/host/engine_host.h"
 #include "crypto/keys.h"
+#include "dataplane/control_api.h"
 #include "dataplane/handoff_rings.h"
+#include "dataplane/metrics.h"
 #include "dataplane/port.h"
 #include "dataplane/setup.h"
 #include "dataplane/stats_json.h"
@@ -66,7 +72,7 @@ gw::dp::Endpoint endpoint_of(const gw::dp::LocalEndpoint& l) {
 
 // The engine's identity and timing from the config.
 gw::cp::EngineHost::Options engine_options(const gw::config::Config& cfg, const gw::dp::LadderConfig& ladder,
-                                           const gw::crypto::Keyring& keyring) {
+                                           gw::dp::SnapshotExchange& snapshots) {
   using gw::cp::engine::EngineConfig;
   gw::cp::EngineHost::Options o;
   o.engine = cfg.membership.preset == "wan"     ? EngineConfig::wan()
@@ -92,7 +98,8 @@ gw::cp::EngineHost::Options engine_options(const gw::config::Config& cfg, const 
     }
   }
   o.cluster_id = ladder.cluster_id;
-  o.keys = &keyring;
+  o.snapshots = &snapshots;
+  o.suite = gw::dp::resolve_suite(cfg);
   o.rng_seed = gw::cp::monotonic_ns() ^ (std::uint64_t{gw::cp::unix_seconds()} << 20);
   return o;
 }
@@ -108,6 +115,7 @@ struct AppOptions {
   std::uint32_t idle_exit_ms = 0;
   std::string log_level;
   bool defer_control = false;
+  std::uint32_t freeze_clock = 0;  // test aid: workers' clock stands at this Unix time
 };
 
 constexpr const char* kUsage =
@@ -149,6 +157,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_flag("--defer-control", opt.defer_control,
                "testing aid: the control lcore drains only after the workers stop (needs --idle-exit-ms)");
+  app.add_option("--freeze-clock", opt.freeze_clock,
+                 "testing aid: the workers' clock stands still at this Unix time (replay window and "
+                 "rate limits give exact results on pcap input)")
+      ->check(CLI::Range(1u, 4'294'967'295u));
   std::vector<std::string> app_args;
   for (int i = argc - 1; i > split; --i) app_args.emplace_back(argv[i]);  // CLI11 wants them reversed
   try {
@@ -169,10 +181,16 @@ int main(int argc, char** argv) {
   gw::config::Config cfg;
   gw::crypto::Keyring keyring;
   gw::dp::LadderConfig ladder;
+  std::unique_ptr<gw::dp::Classifier> classifier;  // null: classifier.enabled is false
   try {
     cfg = gw::config::load_config(opt.config_path);
     keyring = gw::dp::load_keyring(cfg);
     ladder = gw::dp::ladder_config(cfg);
+    if (cfg.classifier.enabled) {
+      std::vector<gw::dp::ClassifierRule> rules;
+      for (const auto& r : cfg.classifier.rules) rules.push_back({r.name, r.pattern});
+      classifier = std::make_unique<gw::dp::Classifier>(rules, cfg.classifier.builtins, cfg.classifier.scan_bytes);
+    }
   } catch (const std::exception& e) {
     return fail(kExitUsage, e.what());
   }
@@ -180,11 +198,25 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("gossipgw"));
   spdlog::set_level(spdlog::level::from_str(opt.log_level.empty() ? cfg.log.level : opt.log_level));
 
+  // Telemetry callbacks read it until EAL cleanup: it lives as long as main.
+  static gw::dp::MetricsPublisher metrics;
+
+  // Event handlers run from their own thread, started before EAL pins this
+  // one to the control lcore's CPU, so handlers never run on an lcore's CPU
+  // by inheritance.
+  std::unique_ptr<gw::cp::events::EventRunner> event_runner;
+  if (cfg.membership.enabled && !cfg.events.handler.empty()) {
+    event_runner = std::make_unique<gw::cp::events::EventRunner>(cfg.events, cfg.node.name, cfg.cluster.name);
+  }
+
   std::vector<char*> eal_argv(argv, argv + split);
   if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
     return fail(kExitUsage, std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
   }
   install_signal_handlers();
+  if (cfg.metrics.telemetry && !gw::dp::register_telemetry(&metrics, cfg.node.name)) {
+    spdlog::warn("DPDK telemetry: could not register /gossipgw/* commands (is telemetry disabled?)");
+  }
 
   int status = 0;
   {
@@ -198,6 +230,22 @@ int main(int argc, char** argv) {
       if (status == 0 && (!rte_lcore_is_enabled(lc) || lc == main_lcore)) {
         status = fail(kExitUsage, "lcores.workers: lcore " + std::to_string(lc) +
                                       " is not an enabled worker lcore in EAL (-l/--lcores)");
+      }
+    }
+
+    // The control API and the Prometheus listener come up before the port,
+    // so a socket in use or a port taken is reported before anything starts.
+    std::unique_ptr<gw::cp::api::ApiServer> api_server;
+    std::unique_ptr<gw::dp::PrometheusServer> prometheus;
+    if (status == 0) {
+      try {
+        if (!cfg.control.socket.empty()) api_server = std::make_unique<gw::cp::api::ApiServer>(cfg.control.socket);
+        if (cfg.metrics.prometheus_port != 0) {
+          prometheus = std::make_unique<gw::dp::PrometheusServer>(metrics, cfg.metrics.prometheus_address,
+                                                                  cfg.metrics.prometheus_port);
+        }
+      } catch (const std::exception& e) {
+        status = fail(kExitRuntime, e.what());
       }
     }
 
@@ -227,6 +275,9 @@ int main(int argc, char** argv) {
     if (status == 0) {
       const std::uint64_t idle_exit_tsc = rte_get_tsc_hz() / 1000 * opt.idle_exit_ms;
       std::atomic<bool> workers_stop{false};
+      auto first = std::make_unique<gw::dp::DataplaneSnapshot>();
+      first->keys = keyring;
+      gw::dp::SnapshotExchange snapshots(cfg.lcores.workers.size(), std::move(first));
       std::vector<const std::atomic<bool>*> done_flags;
       for (std::size_t q = 0; q < cfg.lcores.workers.size(); ++q) {
         auto w = std::make_unique<gw::dp::WorkerContext>();
@@ -237,7 +288,9 @@ int main(int argc, char** argv) {
         w->idle_backoff_us = cfg.dataplane.idle_backoff_us;
         w->idle_exit_tsc = idle_exit_tsc;
         w->ladder = ladder;
-        w->ladder.keys = &keyring;
+        w->snapshots = &snapshots;
+        w->worker_index = q;
+        w->ladder.keys = &snapshots.current().keys;
         for (std::size_t c = 0; c < gw::crypto::kClassCount; ++c) {
           w->rings[c] = rings->ring(q, static_cast<gw::crypto::PriorityClass>(c));
         }
@@ -247,6 +300,12 @@ int main(int argc, char** argv) {
           w->tx.src_mac = port.mac;
           w->tx.local = ladder.local;
         }
+        gw::dp::setup_guard(w->guard, cfg, classifier.get(), rte_rdtsc() ^ (q * 0x9E3779B97F4A7C15ULL));
+        w->guard.clock.tsc_hz = rte_get_tsc_hz();
+        w->guard.clock.tsc0 = rte_rdtsc();
+        w->guard.clock.unix_ns0 = opt.freeze_clock != 0 ? std::uint64_t{opt.freeze_clock} * 1'000'000'000ULL
+                                                        : gw::dp::unix_time_ns();
+        w->guard.clock.frozen = opt.freeze_clock != 0;
         done_flags.push_back(&w->done);
         workers.push_back(std::move(w));
       }
@@ -261,7 +320,7 @@ int main(int argc, char** argv) {
       std::unique_ptr<gw::cp::EngineHost> host;
       if (cfg.membership.enabled) {
         host = std::make_unique<gw::cp::EngineHost>(
-            engine_options(cfg, ladder, keyring), tx_queue, gw::cp::monotonic_ns());
+            engine_options(cfg, ladder, snapshots), tx_queue, gw::cp::monotonic_ns());
       }
 
       gw::cp::ControlLoopOptions loop_opts;
@@ -279,12 +338,150 @@ int main(int argc, char** argv) {
         return true;
       };
       gw::cp::ControlLoop loop(*rings, loop_opts, host.get());
+
+      // Member events: the configured handler, and the hosts file.
+      std::unique_ptr<gw::cp::events::HostsFileWriter> hosts_file;
+      if (host != nullptr && !cfg.events.hosts_file.path.empty()) {
+        hosts_file = std::make_unique<gw::cp::events::HostsFileWriter>(cfg.events.hosts_file, cfg.node.name,
+                                                                       cfg.events.hosts_min_interval_ms);
+      }
+      bool hosts_dirty = hosts_file != nullptr;  // written once at start (ourselves)
+      if (host != nullptr && (event_runner != nullptr || hosts_file != nullptr)) {
+        host->set_event_listener([&](const gw::cp::engine::MemberEvent& e) {
+          hosts_dirty = true;
+          if (event_runner == nullptr) return;
+          if (const gw::cp::engine::Member* m = host->engine().member(e.node)) {
+            (void)event_runner->submit(e, std::span<const gw::cp::engine::Member>(m, 1));
+          } else {
+            (void)event_runner->submit(e);
+          }
+        });
+      }
+
+      // Everything the API, the exporters and the snapshots need, on the
+      // control lcore. Worker counters are read live: each is one aligned
+      // 64-bit word, so a reader sees an old or a new value, never a torn one.
+      gw::dp::ControlApi* api_ptr = nullptr;
+      auto extra_sections = [&]() {
+        gw::dp::ExtraSections extra;
+        extra.push_back({"snapshots", {{"version", snapshots.current().version}, {"retained", snapshots.retained()}}});
+        if (event_runner != nullptr) {
+          const auto c = event_runner->counters();
+          extra.push_back({"event_handler",
+                           {{"submitted", c.submitted},
+                            {"coalesced", c.coalesced},
+                            {"dropped_queue_full", c.dropped_queue_full},
+                            {"dropped_stopped", c.dropped_stopped},
+                            {"started", c.started},
+                            {"succeeded", c.succeeded},
+                            {"failed_exit", c.failed_exit},
+                            {"timed_out", c.timed_out},
+                            {"spawn_errors", c.spawn_errors}}});
+        }
+        if (hosts_file != nullptr) {
+          const auto& c = hosts_file->counters();
+          extra.push_back({"hosts_file",
+                           {{"writes", c.writes},
+                            {"unchanged", c.unchanged},
+                            {"deferred", c.deferred},
+                            {"write_errors", c.write_errors},
+                            {"skipped_members", c.skipped_members}}});
+        }
+        if (host != nullptr) {
+          const auto& hc = host->counters();
+          extra.push_back({"key_commands",
+                           {{"sent", hc.key_commands_sent},
+                            {"applied", hc.key_commands_applied},
+                            {"refused", hc.key_commands_refused},
+                            {"repeated", hc.key_commands_repeated},
+                            {"results_received", hc.key_results_received},
+                            {"results_unsolicited", hc.key_results_unsolicited}}});
+        }
+        if (api_server != nullptr && api_ptr != nullptr) {
+          const auto& sc = api_server->counters();
+          const auto& ac = api_ptr->counters();
+          extra.push_back({"control_api",
+                           {{"connections", sc.connections.load()},
+                            {"requests", ac.requests},
+                            {"bad_requests", ac.bad_requests},
+                            {"failed", ac.failed},
+                            {"key_changes", ac.key_changes},
+                            {"cluster_key_changes", ac.cluster_key_changes},
+                            {"rejected_too_large", sc.rejected_too_large.load()},
+                            {"rejected_read", sc.rejected_read.load()},
+                            {"timed_out", sc.timed_out.load()}}});
+        }
+        return extra;
+      };
+      auto live_stats = [&](bool include_members) {
+        std::vector<gw::dp::WorkerStats> live;
+        for (const auto& w : workers) live.push_back({w->lcore, w->queue, w->counters, w->tx.counters});
+        return gw::dp::stats_json(live, main_lcore, loop.counters(), tx_queue.counters(), host.get(), true,
+                                  include_members, extra_sections());
+      };
+      gw::dp::ControlApi::Context api_ctx;
+      api_ctx.host = host.get();
+      api_ctx.snapshots = &snapshots;
+      api_ctx.suite = gw::dp::resolve_suite(cfg);
+      api_ctx.stats_json = [&] { return live_stats(false); };
+      api_ctx.request_stop = [] { g_stop.store(true, std::memory_order_relaxed); };
+      gw::dp::ControlApi api(api_ctx);
+      api_ptr = &api;
+      if (api_server != nullptr) {
+        api_server->start();
+        spdlog::info("control API on {}", api_server->path());
+      }
+      if (prometheus != nullptr) {
+        spdlog::info("Prometheus metrics on http://{}:{}/metrics", cfg.metrics.prometheus_address, prometheus->port());
+      }
+
+      const std::uint64_t metrics_interval_ns = std::uint64_t{cfg.metrics.interval_ms} * 1'000'000ULL;
+      std::uint64_t next_metrics_ns = 0;
+      // Known members reach the workers' rate limits through a snapshot,
+      // republished at most every 100 ms after the membership changed.
+      constexpr std::uint64_t kMembersRepublishNs = 100'000'000ULL;
+      std::uint64_t members_published_version = 0;
+      std::uint64_t next_members_ns = 0;
+      const bool export_metrics = cfg.metrics.telemetry || prometheus != nullptr;
+      loop.set_housekeeping([&](std::uint64_t now) {
+        if (api_server != nullptr) {
+          api_server->serve_async([&](std::string_view line, const gw::cp::api::ApiServer::Reply& reply) {
+            api.handle(line, now, gw::cp::unix_seconds(), reply);
+          });
+        }
+        if (host != nullptr && host->membership_version() != members_published_version && now >= next_members_ns) {
+          members_published_version = host->membership_version();
+          next_members_ns = now + kMembersRepublishNs;
+          snapshots.publish(gw::dp::snapshot_with_members(snapshots.current(), host->engine()));
+        }
+        snapshots.reclaim();
+        if (hosts_file != nullptr) {
+          if (hosts_dirty) {
+            hosts_dirty = false;
+            (void)hosts_file->update(host->engine().members(), now);
+          } else if (hosts_file->pending()) {
+            (void)hosts_file->poll(now);
+          }
+        }
+        if (export_metrics && now >= next_metrics_ns) {
+          next_metrics_ns = now + metrics_interval_ns;
+          metrics.publish(live_stats(false), std::uint64_t{gw::cp::unix_seconds()} * 1000ULL);
+        }
+      });
+
       loop.run(stop);  // returns once the leave went out, the workers stopped and the rings drained
       rte_eal_mp_wait_lcore();
+      if (api_server != nullptr) api_server->stop();
+      if (host != nullptr) host->set_event_listener({});
+      if (event_runner != nullptr) event_runner->stop();  // waits for running handlers, bounded by their timeout
 
       std::vector<gw::dp::WorkerStats> stats;
-      for (const auto& w : workers) stats.push_back({w->lcore, w->queue, w->counters, w->tx.counters});
-      const std::string json = gw::dp::stats_json(stats, main_lcore, loop.counters(), tx_queue.counters(), host.get());
+      for (const auto& w : workers) {
+        stats.push_back({w->lcore, w->queue, w->counters, w->tx.counters,
+                         classifier ? &classifier->rule_names() : nullptr});
+      }
+      const std::string json = gw::dp::stats_json(stats, main_lcore, loop.counters(), tx_queue.counters(), host.get(),
+                                                  false, true, extra_sections());
       if (!opt.stats_json.empty() && !gw::dp::write_file_atomically(opt.stats_json, json)) {
         status = fail(kExitRuntime, "--stats-json: cannot write '" + opt.stats_json + "': " + std::strerror(errno));
       }

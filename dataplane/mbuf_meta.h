@@ -10,6 +10,7 @@ namespace gw::dp {
 
 struct MbufMeta {
   Endpoint endpoint;
+  std::uint32_t key_id = 0;  // on receive: the key that opened the payload
 };
 
 inline constexpr std::uint16_t kMbufPrivSize =

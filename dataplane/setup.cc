@@ -41,6 +41,7 @@ LadderConfig ladder_config(const config::Config& cfg) {
   }
   lc.cluster_id = crypto::derive_cluster_id(cfg.cluster.name);
   lc.max_payload_bytes = cfg.limits.max_payload_bytes;
+  lc.replay_window_s = cfg.limits.replay_window_s;
   return lc;
 }
 

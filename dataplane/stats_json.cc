@@ -1,5 +1,6 @@
 #include "dataplane/stats_json.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -16,6 +17,19 @@ Json worker_counters(const WorkerCounters& c) {
   Json j;
   j["rx_total"] = c.rx_total;
   for (std::size_t v = 0; v < kVerdictCount; ++v) j[std::string(kVerdictNames[v])] = c.verdicts[v];
+  j[std::string(kReplayEvictName)] = c.replay_table_evict;
+  j[std::string(kRateEvictName)] = c.ratelimit_table_evict;
+  return j;
+}
+
+// Unkeyed packets by what the classifier named them; these add up to
+// drop_unkeyed.
+Json unkeyed_counts(const WorkerCounters& c, const std::vector<std::string>* rules) {
+  Json j = Json::object();
+  const std::size_t n = rules != nullptr ? std::min(rules->size(), kUnkeyedRuleSlots) : 0;
+  for (std::size_t i = 0; i < n; ++i) j[(*rules)[i]] = c.unkeyed_by_rule[i];
+  j[std::string(kUnkeyedUnmatchedName)] = c.unkeyed_by_rule[n];
+  j[std::string(kUnkeyedUnscannedName)] = c.unkeyed_unscanned;
   return j;
 }
 
@@ -42,23 +56,9 @@ Json tx_counters(const TxCounters& t) {
   return j;
 }
 
-std::string ip_text(const std::vector<std::uint8_t>& ip) {
-  char buf[64] = "";
-  if (ip.size() == 4) {
-    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);
-    return buf;
-  }
-  std::string s;
-  for (std::size_t i = 0; i + 1 < ip.size(); i += 2) {
-    std::snprintf(buf, sizeof buf, "%s%x", i == 0 ? "" : ":", (ip[i] << 8) | ip[i + 1]);
-    s += buf;
-  }
-  return s;
-}
-
 constexpr const char* kStatusNames[] = {"alive", "suspect", "dead", "left"};
 
-Json membership(const cp::EngineHost& host) {
+Json membership(const cp::EngineHost& host, bool include_members) {
   const auto& e = host.engine();
   Json j;
   j["node"] = e.name();
@@ -66,7 +66,10 @@ Json membership(const cp::EngineHost& host) {
   j["live_members"] = e.num_live();
   j["health_score"] = e.health_score();
   Json members = Json::array();
+  std::array<std::uint64_t, 4> by_state{};
   for (const auto& m : e.members()) {
+    ++by_state[static_cast<std::size_t>(m.status) & 3];
+    if (!include_members) continue;
     Json mj;
     mj["name"] = m.name;
     mj["address"] = ip_text(m.addr.ip);
@@ -78,7 +81,10 @@ Json membership(const cp::EngineHost& host) {
     mj["tags"] = std::move(tags);
     members.push_back(std::move(mj));
   }
-  j["members"] = std::move(members);
+  Json states;
+  for (std::size_t s = 0; s < 4; ++s) states[kStatusNames[s]] = by_state[s];
+  j["members_by_state"] = std::move(states);
+  if (include_members) j["members"] = std::move(members);
   Json events;
   for (std::size_t k = 0; k < 4; ++k) {
     events[cp::event_kind_name(static_cast<cp::engine::EventKind>(k))] = host.event_counts()[k];
@@ -137,6 +143,7 @@ Json membership(const cp::EngineHost& host) {
   }
   j["shaper"] = std::move(shaper);
   j["drop_no_primary"] = hc.drop_no_primary;
+  j["sender_keys_reset"] = hc.sender_keys_reset;
   return j;
 }
 
@@ -144,13 +151,20 @@ Json membership(const cp::EngineHost& host) {
 
 std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control_lcore,
                        const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
-                       const cp::EngineHost* host) {
+                       const cp::EngineHost* host, bool compact, bool include_members,
+                       const ExtraSections& extra) {
   WorkerCounters sum;
   for (const WorkerStats& w : workers) {
     sum.rx_total += w.counters.rx_total;
     for (std::size_t v = 0; v < kVerdictCount; ++v) sum.verdicts[v] += w.counters.verdicts[v];
     for (std::size_t c = 0; c < 4; ++c) sum.accepted_by_class[c] += w.counters.accepted_by_class[c];
+    for (std::size_t i = 0; i < sum.unkeyed_by_rule.size(); ++i) sum.unkeyed_by_rule[i] += w.counters.unkeyed_by_rule[i];
+    sum.unkeyed_unscanned += w.counters.unkeyed_unscanned;
+    sum.replay_table_evict += w.counters.replay_table_evict;
+    sum.ratelimit_table_evict += w.counters.ratelimit_table_evict;
   }
+  // Every worker runs the same classifier.
+  const std::vector<std::string>* unkeyed_rules = workers.empty() ? nullptr : workers.front().unkeyed_rules;
 
   Json totals = worker_counters(sum);
   const Json control_json = control_counters(control);
@@ -166,6 +180,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
     l["queue"] = w.queue;
     l["counters"] = worker_counters(w.counters);
     l["accepted_by_class"] = class_counts(w.counters.accepted_by_class);
+    l["unkeyed"] = unkeyed_counts(w.counters, w.unkeyed_rules);
     l["tx"] = tx_counters(w.tx);
     l["rx_bursts"] = w.counters.rx_bursts;
     l["idle_polls"] = w.counters.idle_polls;
@@ -182,6 +197,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   Json doc;
   doc["totals"] = std::move(totals);
   doc["classes"] = class_counts(sum.accepted_by_class);
+  doc["unkeyed"] = unkeyed_counts(sum, unkeyed_rules);
   doc["lcores"] = std::move(lcores);
   Json txq;
   txq["queued"] = tx_queue.queued;
@@ -190,8 +206,27 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   txq["drop_too_large"] = tx_queue.drop_too_large;
   txq["drop_bad_endpoint"] = tx_queue.drop_bad_endpoint;
   doc["tx_queue"] = std::move(txq);
-  if (host != nullptr) doc["membership"] = membership(*host);
-  return doc.dump(2) + "\n";
+  if (host != nullptr) doc["membership"] = membership(*host, include_members);
+  for (const auto& [section, counters] : extra) {
+    Json s = Json::object();
+    for (const auto& [name, value] : counters) s[name] = value;
+    doc[section] = std::move(s);
+  }
+  return compact ? doc.dump() : doc.dump(2) + "\n";
+}
+
+std::string ip_text(const std::vector<std::uint8_t>& ip) {
+  char buf[64] = "";
+  if (ip.size() == 4) {
+    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);
+    return buf;
+  }
+  std::string s;
+  for (std::size_t i = 0; i + 1 < ip.size(); i += 2) {
+    std::snprintf(buf, sizeof buf, "%s%x", i == 0 ? "" : ":", (ip[i] << 8) | ip[i + 1]);
+    s += buf;
+  }
+  return s;
 }
 
 bool write_file_atomically(const std::string& path, const std::string& text) {

@@ -2,7 +2,9 @@
 // lcore, as one JSON document (written at exit by --stats-json).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "control/host/message_stats.h"
@@ -20,13 +22,23 @@ struct WorkerStats {
   unsigned queue = 0;
   WorkerCounters counters;
   TxCounters tx;
+  // Names of the classifier's rules, in counter order (null: classifier off).
+  const std::vector<std::string>* unkeyed_rules = nullptr;
 };
+
+// More sections from the composition root (control API, snapshots, event
+// handlers): section name -> counter name -> value.
+using ExtraSections = std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::uint64_t>>>>;
 
 // The JSON text (stable key order, documented in README.md).
 // `host` may be null (membership disabled).
 std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control_lcore,
                        const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
-                       const cp::EngineHost* host);
+                       const cp::EngineHost* host, bool compact = false, bool include_members = true,
+                       const ExtraSections& extra = {});
+
+// Dotted-quad or RFC 5952-ish hex groups for a 4- or 16-byte address.
+std::string ip_text(const std::vector<std::uint8_t>& ip);
 
 // Writes `text` to `path` atomically (temporary file + rename); false on error.
 bool write_file_atomically(const std::string& path, const std::string& text);

@@ -13,6 +13,13 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   std::array<std::uint16_t, crypto::kClassCount> class_count{};
   std::array<rte_mbuf*, kMaxBurst> dropped;
   std::uint16_t drop_count = 0;
+  // Unkeyed packets and where their UDP payload lies, for the classifier pass.
+  struct Unkeyed {
+    const std::uint8_t* payload;
+    std::uint32_t len;
+  };
+  std::array<Unkeyed, kMaxBurst> unkeyed;
+  std::uint16_t unkeyed_count = 0;
 
   for (std::uint16_t i = 0; i < kPrefetchAhead && i < n; ++i) {
     rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
@@ -28,16 +35,21 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     if (m->nb_segs != 1) {
       r.verdict = Verdict::kMalformed;  // jumbo chains: gossip datagrams fit one segment
     } else {
-      r = run_ladder(w.ladder, rte_pktmbuf_mtod(m, std::uint8_t*), m->data_len);
+      r = run_ladder(w.ladder, w.guard.state, rte_pktmbuf_mtod(m, std::uint8_t*), m->data_len);
     }
     if (r.verdict != Verdict::kAccepted) {
       w.counters.count(r.verdict);
+      if (r.verdict == Verdict::kUnkeyed) {
+        unkeyed[unkeyed_count++] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset),
+                                    r.plaintext_len};
+      }
       dropped[drop_count++] = m;
       continue;
     }
     // Authenticated: its source MAC is safe to learn for replies.
     if (w.tx.ring != nullptr) w.tx.neighbors.learn(r.from, rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 6));
     mbuf_meta(m)->endpoint = r.from;
+    mbuf_meta(m)->key_id = r.key_id;
     // Leave only the plaintext in the buffer for the control lcore.
     m->data_off = static_cast<std::uint16_t>(m->data_off + r.plaintext_offset);
     m->data_len = static_cast<std::uint16_t>(r.plaintext_len);
@@ -46,7 +58,23 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     by_class[c][class_count[c]++] = m;
   }
 
-  // Pass 2: one ring enqueue per class; what does not fit is counted and freed.
+  // Pass 2: name the unkeyed traffic, at most max_scans_per_burst packets a
+  // burst so an unkeyed flood costs a bounded share of it.
+  LcoreGuard& g = w.guard;
+  std::uint16_t scans = unkeyed_count;
+  if (g.classifier == nullptr) {
+    scans = 0;
+  } else if (g.max_scans_per_burst != 0 && scans > g.max_scans_per_burst) {
+    scans = static_cast<std::uint16_t>(g.max_scans_per_burst);
+  }
+  for (std::uint16_t i = 0; i < scans; ++i) {
+    ++w.counters.unkeyed_by_rule[g.classifier->classify(g.scratch, unkeyed[i].payload, unkeyed[i].len)];
+  }
+  w.counters.unkeyed_unscanned += unkeyed_count - scans;
+  if (g.replay != nullptr) w.counters.replay_table_evict = g.replay->evictions();
+  if (g.rate != nullptr) w.counters.ratelimit_table_evict = g.rate->evictions();
+
+  // Pass 3: one ring enqueue per class; what does not fit is counted and freed.
   for (std::size_t c = 0; c < crypto::kClassCount; ++c) {
     const std::uint16_t want = class_count[c];
     if (want == 0) continue;
@@ -62,12 +90,20 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   if (drop_count != 0) rte_pktmbuf_free_bulk(dropped.data(), drop_count);
 }
 
+void adopt_snapshot(WorkerContext& w) noexcept {
+  if (w.snapshots == nullptr) return;
+  w.snapshot = w.snapshots->adopt(w.worker_index);
+  w.ladder.keys = &w.snapshot->keys;
+  w.guard.state.snapshot = w.snapshot;  // known members get the larger rate budget
+}
+
 int run_worker(void* context) {
   WorkerContext& w = *static_cast<WorkerContext*>(context);
   std::array<rte_mbuf*, kMaxBurst> pkts;
   std::uint64_t last_rx = rte_rdtsc();
 
   while (!w.stop->load(std::memory_order_acquire)) {
+    adopt_snapshot(w);  // two atomic operations; keeps an idle worker from pinning old keys
     const std::uint16_t n = rte_eth_rx_burst(w.port, w.queue, pkts.data(), w.burst);
     const unsigned sent = w.tx.ring != nullptr ? drain_tx(w.tx, w.port, w.queue, w.burst) : 0;
     if (n == 0) {
@@ -80,9 +116,12 @@ int run_worker(void* context) {
     }
     ++w.counters.rx_bursts;
     last_rx = rte_rdtsc();
+    w.guard.clock.read(last_rx, w.guard.state);  // one clock read per burst
+
     w.idle.store(false, std::memory_order_relaxed);
     process_burst(w, pkts.data(), n);
   }
+  if (w.snapshots != nullptr) w.snapshots->retire_reader(w.worker_index);
   // The control lcore stops us only after the leave was queued: send it.
   if (w.tx.ring != nullptr) {
     while (drain_tx(w.tx, w.port, w.queue, w.burst) != 0) {

@@ -11,6 +11,8 @@
 
 #include "crypto/wire_header.h"
 #include "dataplane/api/counters.h"
+#include "dataplane/api/snapshot.h"
+#include "dataplane/guard.h"
 #include "dataplane/ladder.h"
 #include "dataplane/tx_path.h"
 
@@ -30,18 +32,29 @@ struct alignas(64) WorkerContext {
   // Report `idle` after this many TSC cycles without a packet (0: never), so
   // the control lcore can end a run whose input ends, such as a pcap file.
   std::uint64_t idle_exit_tsc = 0;
-  LadderConfig ladder;
+  LadderConfig ladder;  // ladder.keys follows the adopted snapshot
+  // Where the control plane publishes keys and known members; adopted between
+  // bursts. Null in tests that set ladder.keys themselves.
+  SnapshotExchange* snapshots = nullptr;
+  std::size_t worker_index = 0;  // this worker's reader slot in `snapshots`
+  const DataplaneSnapshot* snapshot = nullptr;
   std::array<rte_ring*, crypto::kClassCount> rings{};
   const std::atomic<bool>* stop = nullptr;  // set by the control lcore
   std::atomic<bool> idle{false};
   std::atomic<bool> done{false};
   WorkerCounters counters;
+  // Replay windows, token buckets, classifier scratch and the clock they
+  // read (setup_guard() at start; without it those steps are skipped).
+  LcoreGuard guard;
   TxContext tx;  // tx.ring is null on workers that do not transmit
 };
 
 // Runs on the worker's lcore until *stop, then sends what is still queued for
 // transmit and sets `done` last. Signature fits rte_eal_remote_launch.
 int run_worker(void* context);
+
+// Between bursts: takes the newest keys and known members from `snapshots`.
+void adopt_snapshot(WorkerContext& w) noexcept;
 
 // Applies the ladder to one burst and hands accepted payloads to the rings.
 // Exposed for tests; run_worker calls it.

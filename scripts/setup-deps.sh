@@ -9,7 +9,8 @@ usage: scripts/setup-deps.sh [--help]
 
 Installs gossipgw's build, test and demo dependencies from Debian 12 packages
 (DPDK 22.11, libsodium, protobuf, Hyperscan, spdlog, GoogleTest, yaml-cpp, CLI11,
-nlohmann-json, meson, clang for fuzzing). Needs root. Safe to re-run.
+nlohmann-json, cpp-httplib, meson, clang for fuzzing, tcpreplay and
+tcpdump for the cluster demo). Needs root. Safe to re-run.
 TXT
 }
 
@@ -27,9 +28,9 @@ packages=(
   libhyperscan-dev
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   clang libclang-rt-14-dev llvm
-  iproute2 tcpdump
+  iproute2 tcpdump tcpreplay procps
 )
 
 missing=()

@@ -11,11 +11,29 @@
 //
 // `config` is what scripts/launch.sh builds on, so that no shell script ever
 // parses YAML: the same loader as gossipgw decides what the file means.
+//
+// Talking to a running gateway over its control socket (control.socket;
+// --socket, or $GOSSIPGW_SOCKET, default /run/gossipgw/gossipgw.sock):
+//   gossipctl members [--json] [--state S] [--tag K=V]
+//   gossipctl stats [--json]
+//   gossipctl keys list [--json] | install FILE [--primary|--cluster] | use KEYID [--cluster]
+//                  | remove KEYID [--cluster]      (--cluster: on every live member)
+//   gossipctl join IP:PORT | leave | tags set K=V... | tags unset K... | log-level LEVEL
+// Exit status: 0 ok, 1 the gateway refused or cannot be reached, 2 bad usage.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -132,6 +150,132 @@ void check_config(const std::string& path) {
   (void)gw::dp::ladder_config(cfg);
 }
 
+// ---- the control socket ----
+
+constexpr const char* kDefaultSocket = "/run/gossipgw/gossipgw.sock";
+using Json = nlohmann::ordered_json;
+
+class RemoteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Sends one request line, returns the reply object; throws RemoteError.
+Json call(const std::string& socket_path, const Json& request) {
+  if (socket_path.empty() || socket_path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    throw std::invalid_argument("--socket: path must be 1..107 bytes");
+  }
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw RemoteError(std::string("socket(): ") + std::strerror(errno));
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw RemoteError("cannot reach the gateway at " + socket_path + ": " + why +
+                      " (is it running with control.socket set? --socket or $GOSSIPGW_SOCKET)");
+  }
+  timeval tv{15, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const std::string line = request.dump() + "\n";
+  std::size_t off = 0;
+  while (off < line.size()) {
+    const ssize_t n = ::send(fd, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) {
+      ::close(fd);
+      throw RemoteError("the gateway closed the connection");
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  std::string reply;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buf, static_cast<std::size_t>(n));
+    if (reply.back() == '\n') break;
+  }
+  ::close(fd);
+  Json j = Json::parse(reply, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw RemoteError("no valid reply from the gateway");
+  if (!j.value("ok", false)) throw RemoteError(j.value("error", std::string("request failed")));
+  return j;
+}
+
+std::string cell(const Json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
+
+void print_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& r : rows) {
+    for (std::size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string s;
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      s += r[c];
+      if (c + 1 < r.size()) s += std::string(width[c] - r[c].size() + 2, ' ');
+    }
+    std::printf("%s\n", s.c_str());
+  };
+  line(header);
+  for (const auto& r : rows) line(r);
+}
+
+void print_members(const Json& reply) {
+  std::vector<std::vector<std::string>> rows;
+  for (const Json& m : reply["members"]) {
+    std::string tags;
+    for (const auto& [k, v] : m["tags"].items()) tags += (tags.empty() ? "" : ",") + k + "=" + cell(v);
+    const std::string addr = cell(m["address"]);
+    const std::string where = (addr.find(':') != std::string::npos ? "[" + addr + "]" : addr) + ":" + cell(m["port"]);
+    rows.push_back({cell(m["name"]) + (m.value("self", false) ? " (self)" : ""), where, cell(m["state"]),
+                    cell(m["incarnation"]), m.contains("key_id") ? cell(m["key_id"]) : "-", tags});
+  }
+  print_table({"NAME", "ADDRESS", "STATE", "INCARNATION", "KEY", "TAGS"}, rows);
+  std::printf("%zu member(s) listed, %s live; node %s, health score %s\n", rows.size(),
+              cell(reply["live_members"]).c_str(), cell(reply["node"]).c_str(), cell(reply["health_score"]).c_str());
+}
+
+void print_stats(const Json& stats) {
+  const Json& t = stats["totals"];
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [k, v] : t.items()) rows.push_back({k, cell(v)});
+  print_table({"COUNTER (all lcores)", "VALUE"}, rows);
+  std::printf("\n");
+  std::vector<std::vector<std::string>> lc;
+  for (const Json& l : stats["lcores"]) {
+    if (l.value("role", "") != "worker") continue;
+    const Json& c = l["counters"];
+    std::uint64_t dropped = 0;
+    for (const auto& [k, v] : c.items()) {
+      if (k.rfind("drop_", 0) == 0 && v.is_number_unsigned()) dropped += v.get<std::uint64_t>();
+    }
+    lc.push_back({cell(l["lcore"]), cell(l["queue"]), cell(c["rx_total"]), cell(c["accepted"]), std::to_string(dropped),
+                  cell(l["tx"]["tx_packets"])});
+  }
+  print_table({"LCORE", "QUEUE", "RX", "ACCEPTED", "DROPPED", "TX"}, lc);
+  if (stats.contains("membership")) {
+    const Json& m = stats["membership"];
+    std::printf("\nmembership: %s live", cell(m["live_members"]).c_str());
+    for (const auto& [k, v] : m["members_by_state"].items()) std::printf(", %s %s", cell(v).c_str(), k.c_str());
+    std::printf("; incarnation %s\n", cell(m["incarnation"]).c_str());
+  }
+}
+
+std::string read_key_hex(const std::string& path) {
+  const gw::crypto::KeyBytes key = gw::crypto::load_key_file(path);
+  std::string hex;
+  char b[3];
+  for (std::uint8_t v : key) {
+    std::snprintf(b, sizeof b, "%02x", v);
+    hex += b;
+  }
+  return hex;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,6 +316,62 @@ int main(int argc, char** argv) {
   eal_cmd->add_option("--memory-mb", eal.memory_mb, "memory for EAL in MiB (default: estimated from the config, >= 512)")
       ->check(CLI::Range(std::uint64_t{64}, std::uint64_t{1} << 20));
 
+  // ---- a running gateway ----
+  const char* env_socket = std::getenv("GOSSIPGW_SOCKET");
+  std::string socket_path = env_socket != nullptr && *env_socket != '\0' ? env_socket : kDefaultSocket;
+  bool as_json = false;
+  auto remote = [&](const char* name, const char* help) {
+    CLI::App* c = app.add_subcommand(name, help);
+    c->add_option("--socket", socket_path, "the gateway's control socket (control.socket)")->capture_default_str();
+    return c;
+  };
+  std::string state_filter, tag_filter;
+  CLI::App* members = remote("members", "list the members this gateway knows (table, or --json)");
+  members->add_flag("--json", as_json, "print the reply as JSON");
+  members->add_option("--state", state_filter, "only members in this state")
+      ->check(CLI::IsMember({"alive", "suspect", "dead", "left"}));
+  members->add_option("--tag", tag_filter, "only members carrying this tag, K=V");
+  CLI::App* stats = remote("stats", "counters per verdict, class and lcore (table, or --json)");
+  stats->add_flag("--json", as_json, "print the counter document as JSON (same as --stats-json)");
+  CLI::App* keys = remote("keys", "list, install, promote or remove keys on a running gateway");
+  keys->require_subcommand(1);
+  keys->fallthrough();  // --socket after the nested command too
+  CLI::App* keys_list = keys->add_subcommand("list", "key ids, which is primary, how many live members use each");
+  keys_list->add_flag("--json", as_json, "print the reply as JSON");
+  std::string key_file, key_id;
+  bool key_primary = false;
+  CLI::App* keys_install = keys->add_subcommand("install", "add a key (read from FILE, mode 0600) to the keyring");
+  keys_install->add_option("file", key_file, "key file")->required();
+  keys_install->add_flag("--primary", key_primary, "also make it the key this node seals with (node scope)");
+  bool cluster_wide = false;
+  for (CLI::App* c : {keys_install}) {
+    c->add_flag("--cluster", cluster_wide,
+                "apply on every live member (sent sealed with the current key; waits for their answers)");
+  }
+  CLI::App* keys_use = keys->add_subcommand("use", "make KEYID the key this node seals with");
+  keys_use->add_option("id", key_id, "key id, 8 hex digits (keys list)")->required();
+  keys_use->add_flag("--cluster", cluster_wide, "make it primary on every live member (install it everywhere first)");
+  CLI::App* keys_remove = keys->add_subcommand("remove", "stop accepting KEYID (not the primary)");
+  keys_remove->add_option("id", key_id, "key id, 8 hex digits (keys list)")->required();
+  keys_remove->add_flag("--cluster", cluster_wide, "remove it on every live member (use the new key everywhere first)");
+  std::string join_addr;
+  CLI::App* join = remote("join", "join the cluster through a member at IP:PORT ([IPv6]:PORT)");
+  join->add_option("address", join_addr, "a member's gossip address")->required();
+  CLI::App* leave = remote("leave", "leave the cluster gracefully, then stop the gateway");
+  CLI::App* tags = remote("tags", "change this member's tags (gossiped with a new incarnation)");
+  tags->require_subcommand(1);
+  tags->fallthrough();
+  std::vector<std::string> tag_args;
+  CLI::App* tags_set = tags->add_subcommand("set", "set K=V tags (others are kept)");
+  tags_set->add_option("tags", tag_args, "K=V ...")->required();
+  CLI::App* tags_unset = tags->add_subcommand("unset", "remove tags by key");
+  tags_unset->add_option("keys", tag_args, "K ...")->required();
+  std::string level;
+  CLI::App* log_level = remote("log-level", "change the gateway's log level now");
+  log_level->add_option("level", level, "trace|debug|info|warn|error|critical|off")
+      ->required()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -185,16 +385,102 @@ int main(int argc, char** argv) {
   try {
     if (*keygen) {
       const std::uint32_t id = gw::crypto::write_key_file(out, force);
-      std::printf("%s: key id %u\n", out.c_str(), id);
+      std::printf("%s: key id %08x\n", out.c_str(), id);
     } else if (*keyid) {
       for (const std::string& f : files) {
-        std::printf("%s: key id %u\n", f.c_str(), gw::crypto::derive_key_id(gw::crypto::load_key_file(f)));
+        std::printf("%s: key id %08x\n", f.c_str(), gw::crypto::derive_key_id(gw::crypto::load_key_file(f)));
       }
     } else if (*check) {
       check_config(check_path);
       std::printf("ok\n");
     } else if (*eal_cmd) {
       for (const std::string& a : eal_args(eal)) std::printf("%s\n", a.c_str());
+    } else if (*members) {
+      Json req{{"cmd", "members"}};
+      if (!state_filter.empty()) req["state"] = state_filter;
+      if (!tag_filter.empty()) {
+        if (tag_filter.find('=') == std::string::npos) throw std::invalid_argument("--tag: expected K=V");
+        req["tag"] = tag_filter;
+      }
+      const Json reply = call(socket_path, req);
+      if (as_json) {
+        std::printf("%s\n", reply.dump(2).c_str());
+      } else {
+        print_members(reply);
+      }
+    } else if (*stats) {
+      const Json reply = call(socket_path, Json{{"cmd", "stats"}});
+      if (as_json) {
+        std::printf("%s\n", reply["stats"].dump(2).c_str());
+      } else {
+        print_stats(reply["stats"]);
+      }
+    } else if (*keys_list) {
+      const Json reply = call(socket_path, Json{{"cmd", "keys"}, {"op", "list"}});
+      if (as_json) {
+        std::printf("%s\n", reply.dump(2).c_str());
+      } else {
+        std::vector<std::vector<std::string>> rows;
+        for (const Json& k : reply["keys"]) {
+          rows.push_back({cell(k["id"]), k["primary"].get<bool>() ? "yes" : "", cell(k["suite"]), cell(k["members_using"])});
+        }
+        print_table({"KEY", "PRIMARY", "SUITE", "MEMBERS USING"}, rows);
+        std::printf("%s live member(s); %s not heard from yet\n", cell(reply["live_members"]).c_str(),
+                    cell(reply["members_key_unknown"]).c_str());
+      }
+    } else if (*keys_install || *keys_use || *keys_remove) {
+      Json req{{"cmd", "keys"}};
+      if (*keys_install) {
+        req["op"] = "install";
+        req["key"] = read_key_hex(key_file);
+        if (key_primary) req["primary"] = true;
+      } else {
+        req["op"] = *keys_use ? "use" : "remove";
+        req["id"] = key_id;
+      }
+      if (cluster_wide) {
+        if (key_primary) throw std::invalid_argument("--primary with --cluster: install everywhere, then 'keys use --cluster'");
+        req["scope"] = "cluster";
+      }
+      const Json reply = call(socket_path, req);
+      if (cluster_wide) {
+        std::printf("%s\n", reply.dump(2).c_str());
+        if (!reply.value("complete", false)) {
+          return fail(kExitRuntime, "not every member applied the change (see 'refused' and 'no_answer'); re-run it");
+        }
+      } else {
+        std::string ids;
+        for (const Json& k : reply["keys"]) ids += (ids.empty() ? "" : " ") + cell(k);
+        std::printf("ok: keys %s, primary %s\n", ids.c_str(), cell(reply["primary"]).c_str());
+      }
+    } else if (*join) {
+      const Json reply = call(socket_path, Json{{"cmd", "join"}, {"address", join_addr}});
+      std::printf("joining through %s\n", cell(reply["joining"]).c_str());
+    } else if (*leave) {
+      (void)call(socket_path, Json{{"cmd", "leave"}});
+      std::printf("leaving: the gateway broadcasts its leave, then stops\n");
+    } else if (*tags_set || *tags_unset) {
+      Json req{{"cmd", "tags"}};
+      if (*tags_set) {
+        Json t = Json::object();
+        for (const std::string& kv : tag_args) {
+          const std::size_t eq = kv.find('=');
+          if (eq == std::string::npos || eq == 0) throw std::invalid_argument("tags set: expected K=V, got '" + kv + "'");
+          t[kv.substr(0, eq)] = kv.substr(eq + 1);
+        }
+        req["op"] = "set";
+        req["tags"] = t;
+      } else {
+        req["op"] = "unset";
+        req["keys"] = tag_args;
+      }
+      const Json reply = call(socket_path, req);
+      std::string shown;
+      for (const auto& [k, v] : reply["tags"].items()) shown += (shown.empty() ? "" : ",") + k + "=" + cell(v);
+      std::printf("tags now {%s}, incarnation %s\n", shown.c_str(), cell(reply["incarnation"]).c_str());
+    } else if (*log_level) {
+      (void)call(socket_path, Json{{"cmd", "log-level"}, {"level", level}});
+      std::printf("log level %s\n", level.c_str());
     }
   } catch (const gw::crypto::KeyError& e) {
     return fail(kExitUsage, e.what());
@@ -202,6 +488,8 @@ int main(int argc, char** argv) {
     return fail(kExitUsage, e.what());
   } catch (const std::invalid_argument& e) {
     return fail(kExitUsage, e.what());
+  } catch (const RemoteError& e) {
+    return fail(kExitRuntime, e.what());
   } catch (const std::runtime_error& e) {
     // resolve_suite and ladder_config: a field the CPU or the parser refuses.
     return fail(kExitUsage, e.what());

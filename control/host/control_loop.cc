@@ -68,6 +68,7 @@ void ControlLoop::run(const StopControl& stop) {
     const std::uint64_t now = monotonic_ns();
     const std::size_t n = poll_once(now);
     if (host_ != nullptr) host_->poll(now, unix_seconds());
+    if (housekeeping_) housekeeping_(now);
 
     if (!stopping && (stop.requested->load(std::memory_order_relaxed) || stop.inputs_idle())) {
       // Leave before the workers stop: they carry the leave out.

@@ -51,11 +51,16 @@ class ControlLoop {
 
   const ControlCounters& counters() const noexcept { return counters_; }
 
+  // Runs once per pass on the control lcore, after the rings and the engine:
+  // the control API, counter publication, snapshots. Must not block.
+  void set_housekeeping(std::function<void(std::uint64_t now_ns)> f) { housekeeping_ = std::move(f); }
+
  private:
   dp::HandoffSource& source_;
   ControlLoopOptions options_;
   EngineHost* host_;
   ControlCounters counters_;
+  std::function<void(std::uint64_t)> housekeeping_;
 };
 
 // The clocks the host uses: monotonic ns for timers, Unix seconds for headers.

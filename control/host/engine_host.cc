@@ -29,7 +29,11 @@ EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t no
     : options_(std::move(options)),
       shaper_(options_.shaper, sink, now_ns),
       engine_(std::make_unique<engine::Engine>(options_.engine, options_.rng_seed, now_ns)),
-      sealed_(crypto::kHeaderBytes + 0xFFFF) {}
+      sealed_(crypto::kHeaderBytes + 0xFFFF) {
+  // Request ids differ across restarts, so a retry is never mistaken for a
+  // command from an earlier run.
+  next_request_id_ = options_.rng_seed | 1;
+}
 
 void EngineHost::start(std::uint64_t now_ns, std::uint32_t unix_s) {
   if (!options_.seeds.empty()) engine_->join(options_.seeds, now_ns);
@@ -48,14 +52,182 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
     return;
   }
   for (const engine::Message& m : r.messages) ++counters.msgs[m.index()];
-  engine_->handle(to_engine_address(h.from), r.messages, now_ns);
+  engine::Address from = to_engine_address(h.from);
+  note_sender_key(from, h.key_id);
+  if (r.messages.empty()) {
+    // No membership messages: a key command or result, or nothing we know.
+    if (const auto kc = decode_key_control(std::span<const std::uint8_t>(h.data, h.len))) {
+      on_key_control(*kc, from, now_ns);
+    } else {
+      ++counters.msg_unknown;
+    }
+    return;
+  }
+  engine_->handle(from, r.messages, now_ns);
 }
 
 void EngineHost::poll(std::uint64_t now_ns, std::uint32_t unix_s) {
   if (now_ns >= engine_->next_deadline()) engine_->tick(now_ns);
   flush(now_ns, unix_s);
+  if (!key_ops_.empty() || !key_results_out_.empty()) key_ops_tick(now_ns, unix_s);
   shaper_.release(now_ns);
   drain_events();
+}
+
+bool EngineHost::send_sealed(const engine::Address& to, crypto::PriorityClass cls,
+                             std::span<const std::uint8_t> plain, std::uint64_t now_ns, std::uint32_t unix_s) {
+  const crypto::Key* key = keyring().primary();
+  if (key == nullptr) {
+    ++counters_.drop_no_primary;
+    return false;
+  }
+  const crypto::SealParams params{options_.cluster_id, cls, unix_s};
+  const std::size_t n =
+      crypto::seal_datagram(*key, params, nonces_, plain.data(), plain.size(), sealed_.data(), sealed_.size());
+  if (n == 0) {
+    ++counters_.drop_encode;
+    return false;
+  }
+  ++counters_.sealed;
+  return shaper_.submit(to_endpoint(to), cls, sealed_.data(), n, now_ns);
+}
+
+std::string EngineHost::start_cluster_key_change(const KeyChange& change, std::uint64_t now_ns, std::uint32_t unix_s,
+                                                 KeyOpDone done) {
+  if (options_.snapshots == nullptr) return "key changes are not available on this gateway";
+  if (key_ops_.size() >= kMaxKeyOpsInFlight) return "too many cluster-wide key changes in flight; retry shortly";
+  if (change.op == KeyChange::Op::kInstall && change.primary) {
+    return "install and use are separate cluster-wide steps: install everywhere first, then use";
+  }
+  const std::string err = apply_key_change(*options_.snapshots, options_.suite, change, /*idempotent=*/true);
+  if (!err.empty()) return err;
+
+  KeyOp op;
+  op.command.request_id = next_request_id_++;
+  op.command.change = change;
+  op.command.origin = engine_->name();
+  for (const engine::Member& m : engine_->members()) {
+    if (m.is_tombstone() || m.name == engine_->name() || m.addr.empty()) continue;
+    op.targets.emplace(m.name, KeyOpTarget{m.addr, false});
+  }
+  op.outcome.request_id = op.command.request_id;
+  op.outcome.targets = op.targets.size();
+  op.next_send_ns = now_ns;
+  op.deadline_ns = now_ns + kKeyOpTimeoutNs;
+  op.done = std::move(done);
+  spdlog::info("cluster-wide key {} of {} to {} member(s) (request {:016x})", key_op_name(change.op),
+               [&] {
+                 char b[9];
+                 std::snprintf(b, sizeof b, "%08x",
+                               change.op == KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id);
+                 return std::string(b);
+               }(),
+               op.targets.size(), op.command.request_id);
+  key_ops_.push_back(std::move(op));
+  key_ops_tick(now_ns, unix_s);
+  return {};
+}
+
+void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& from, std::uint64_t now_ns) {
+  (void)now_ns;
+  if (kc.result) {
+    ++counters_.key_results_received;
+    const KeyResultMsg& r = *kc.result;
+    for (KeyOp& op : key_ops_) {
+      if (op.command.request_id != r.request_id) continue;
+      const auto t = op.targets.find(r.node);
+      if (t == op.targets.end() || t->second.answered) break;
+      t->second.answered = true;
+      if (r.ok) {
+        op.outcome.ok.push_back(r.node);
+      } else {
+        op.outcome.refused.emplace_back(r.node, r.error);
+      }
+      return;
+    }
+    ++counters_.key_results_unsolicited;
+    return;
+  }
+  const KeyCommandMsg& c = *kc.command;
+  if (c.origin == engine_->name()) {
+    ++counters_.key_results_unsolicited;  // our own command, reflected back
+    return;
+  }
+  KeyResultMsg answer{c.request_id, engine_->name(), true, {}};
+  const auto seen = std::find_if(applied_commands_.begin(), applied_commands_.end(), [&](const AppliedCommand& a) {
+    return a.origin == c.origin && a.request_id == c.request_id;
+  });
+  if (seen != applied_commands_.end()) {
+    ++counters_.key_commands_repeated;
+    answer.ok = seen->ok;
+    answer.error = seen->error;
+  } else {
+    answer.error = options_.snapshots == nullptr
+                       ? std::string("key changes are not available on this gateway")
+                       : apply_key_change(*options_.snapshots, options_.suite, c.change, /*idempotent=*/true);
+    answer.ok = answer.error.empty();
+    if (answer.ok) {
+      ++counters_.key_commands_applied;
+      spdlog::info("key {} applied at the request of member {}", key_op_name(c.change.op), c.origin);
+    } else {
+      ++counters_.key_commands_refused;
+      spdlog::warn("key {} requested by member {} refused: {}", key_op_name(c.change.op), c.origin, answer.error);
+    }
+    if (applied_commands_.size() == kRememberedCommands) applied_commands_.pop_front();
+    applied_commands_.push_back({c.origin, c.request_id, answer.ok, answer.error});
+  }
+  key_results_out_.emplace_back(from, std::move(answer));
+}
+
+void EngineHost::key_ops_tick(std::uint64_t now_ns, std::uint32_t unix_s) {
+  for (const auto& [to, result] : key_results_out_) {
+    (void)send_sealed(to, crypto::PriorityClass::kUrgent, encode_key_result(result), now_ns, unix_s);
+  }
+  key_results_out_.clear();
+  for (auto it = key_ops_.begin(); it != key_ops_.end();) {
+    KeyOp& op = *it;
+    const bool all = op.outcome.ok.size() + op.outcome.refused.size() == op.targets.size();
+    if (all || now_ns >= op.deadline_ns) {
+      for (const auto& [name, t] : op.targets) {
+        if (!t.answered) op.outcome.no_answer.push_back(name);
+      }
+      spdlog::info("cluster-wide key {}: {} ok, {} refused, {} no answer", key_op_name(op.command.change.op),
+                   op.outcome.ok.size(), op.outcome.refused.size(), op.outcome.no_answer.size());
+      if (op.done) op.done(op.outcome);
+      it = key_ops_.erase(it);
+      continue;
+    }
+    if (now_ns >= op.next_send_ns) {
+      const std::vector<std::uint8_t> plain = encode_key_command(op.command);
+      for (const auto& [name, t] : op.targets) {
+        if (t.answered) continue;
+        if (send_sealed(t.addr, crypto::PriorityClass::kUrgent, plain, now_ns, unix_s)) ++counters_.key_commands_sent;
+      }
+      op.next_send_ns = now_ns + kKeyOpRetryNs;
+    }
+    ++it;
+  }
+}
+
+void EngineHost::note_sender_key(const engine::Address& from, std::uint32_t key_id) {
+  const auto it = sender_keys_.find(from);
+  if (it != sender_keys_.end()) {
+    it->second = key_id;
+    return;
+  }
+  // Bounded: authenticated senders only, but a cluster can have many; forget
+  // all and relearn rather than grow without limit.
+  if (sender_keys_.size() >= kMaxSenderKeys) {
+    sender_keys_.clear();
+    ++counters_.sender_keys_reset;
+  }
+  sender_keys_.emplace(from, key_id);
+}
+
+std::optional<std::uint32_t> EngineHost::sender_key(const engine::Address& a) const {
+  const auto it = sender_keys_.find(a);
+  if (it == sender_keys_.end()) return std::nullopt;
+  return it->second;
 }
 
 const char* event_kind_name(engine::EventKind k) {
@@ -71,9 +243,10 @@ const char* event_kind_name(engine::EventKind k) {
 void EngineHost::drain_events() {
   for (engine::MemberEvent& e : engine_->take_events()) {
     ++event_counts_[static_cast<std::size_t>(e.kind)];
-    const bool loud = e.kind == engine::EventKind::kFailed || e.kind == engine::EventKind::kLeave;
+    const bool loud = e.kind != engine::EventKind::kUpdate;
     spdlog::log(loud ? spdlog::level::info : spdlog::level::debug, "member {} {} (incarnation {})", e.node,
                 event_kind_name(e.kind), e.incarnation);
+    if (event_listener_) event_listener_(e);
     if (recent_.size() == kRecentEvents) recent_.pop_front();
     recent_.push_back(std::move(e));
   }
@@ -87,7 +260,7 @@ void EngineHost::begin_leave(std::uint64_t now_ns, std::uint32_t unix_s) {
 void EngineHost::flush(std::uint64_t now_ns, std::uint32_t unix_s) {
   std::vector<engine::Outgoing> out = engine_->take_outbox();
   if (out.empty()) return;
-  const crypto::Key* key = options_.keys->primary();
+  const crypto::Key* key = keyring().primary();
   for (const engine::Outgoing& o : out) {
     if (key == nullptr) {
       ++counters_.drop_no_primary;

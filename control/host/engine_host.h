@@ -5,15 +5,22 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "control/engine/engine.h"
 #include "control/host/egress_shaper.h"
+#include "control/host/key_ops.h"
 #include "control/host/message_stats.h"
 #include "crypto/keys.h"
 #include "crypto/nonce.h"
 #include "dataplane/api/handoff.h"
+#include "dataplane/api/snapshot.h"
 
 namespace gw::cp {
 
@@ -21,6 +28,13 @@ struct EngineHostCounters {
   std::uint64_t sealed = 0;            // datagrams sealed and queued for transmit
   std::uint64_t drop_encode = 0;       // an outbox entry that would not encode
   std::uint64_t drop_no_primary = 0;   // no primary key to seal with
+  std::uint64_t sender_keys_reset = 0; // the sender -> key table filled up and was cleared
+  std::uint64_t key_commands_sent = 0;     // cluster-wide key commands sent (retries included)
+  std::uint64_t key_commands_applied = 0;  // received from another member and applied
+  std::uint64_t key_commands_refused = 0;  // received, valid, but the change was refused
+  std::uint64_t key_commands_repeated = 0; // a retry of a command already applied: answered again
+  std::uint64_t key_results_received = 0;
+  std::uint64_t key_results_unsolicited = 0;  // for no request of ours, or from a non-target
 };
 
 class EngineHost {
@@ -29,7 +43,13 @@ class EngineHost {
     engine::EngineConfig engine;
     std::vector<engine::Address> seeds;
     std::uint64_t cluster_id = 0;
+    // The keys to seal with: the published snapshot's when `snapshots` is set
+    // (so a rotation takes effect on both paths at once), else `keys`.
+    // Cluster-wide key commands change it (apply_key_change); they are
+    // refused when it is null.
+    dp::SnapshotExchange* snapshots = nullptr;
     const crypto::Keyring* keys = nullptr;
+    crypto::Suite suite = crypto::Suite::kChaCha20Poly1305;
     std::uint64_t rng_seed = 0;
     ShaperConfig shaper;
   };
@@ -51,20 +71,87 @@ class EngineHost {
   bool leave_done() const { return engine_->leave_done() && shaper_.queued(crypto::PriorityClass::kUrgent) == 0; }
 
   const engine::Engine& engine() const { return *engine_; }
+  engine::Engine& engine() { return *engine_; }
+  const crypto::Keyring& keyring() const noexcept {
+    return options_.snapshots != nullptr ? options_.snapshots->current().keys : *options_.keys;
+  }
   const EngineHostCounters& counters() const noexcept { return counters_; }
   const EgressShaper& shaper() const noexcept { return shaper_; }
 
-  // Member events for local consumers: each is logged (failed and left at
-  // info, join and update at debug) and the most recent kRecentEvents kept.
+  // Member events for local consumers: each is logged (join, failed and left
+  // at info, update at debug) and the most recent kRecentEvents kept.
   static constexpr std::size_t kRecentEvents = 256;
   const std::deque<engine::MemberEvent>& recent_events() const noexcept { return recent_; }
   // Events by kind: join, leave, failed, update.
   const std::array<std::uint64_t, 4>& event_counts() const noexcept { return event_counts_; }
+  // ---- cluster-wide key changes ----
+  struct KeyOpOutcome {
+    std::uint64_t request_id = 0;
+    std::size_t targets = 0;  // live members other than us when it started
+    std::vector<std::string> ok;
+    std::vector<std::pair<std::string, std::string>> refused;  // member, why
+    std::vector<std::string> no_answer;
+  };
+  using KeyOpDone = std::function<void(const KeyOpOutcome&)>;
+  // Retries to members that have not answered, and the overall deadline.
+  static constexpr std::uint64_t kKeyOpRetryNs = 500'000'000ULL;
+  static constexpr std::uint64_t kKeyOpTimeoutNs = 5'000'000'000ULL;
+  static constexpr std::size_t kMaxKeyOpsInFlight = 4;
+  // Control lcore only. Applies `change` here, then sends it to every live
+  // member and calls `done` once all answered or the deadline passed.
+  // Returns an empty string if it started, else why not (nothing changed).
+  std::string start_cluster_key_change(const KeyChange& change, std::uint64_t now_ns, std::uint32_t unix_s,
+                                       KeyOpDone done);
+
+  // Called on the control lcore for every member event, after it is logged
+  // (event handlers, hosts file). Must not block.
+  void set_event_listener(std::function<void(const engine::MemberEvent&)> f) { event_listener_ = std::move(f); }
+  // Changes whenever a member event happened (for consumers that poll).
+  std::uint64_t membership_version() const noexcept {
+    return event_counts_[0] + event_counts_[1] + event_counts_[2] + event_counts_[3];
+  }
+
+  // The key id that opened the last payload from `a` (how many members still
+  // use a key, during a rotation).
+  static constexpr std::size_t kMaxSenderKeys = 1 << 17;
+  std::optional<std::uint32_t> sender_key(const engine::Address& a) const;
 
  private:
   void flush(std::uint64_t now_ns, std::uint32_t unix_s);
   void drain_events();
+  void note_sender_key(const engine::Address& from, std::uint32_t key_id);
+  // Seals `plain` with the primary key and hands it to the shaper.
+  bool send_sealed(const engine::Address& to, crypto::PriorityClass cls, std::span<const std::uint8_t> plain,
+                   std::uint64_t now_ns, std::uint32_t unix_s);
+  void on_key_control(const KeyControl& kc, const engine::Address& from, std::uint64_t now_ns);
+  void key_ops_tick(std::uint64_t now_ns, std::uint32_t unix_s);
 
+  struct KeyOpTarget {
+    engine::Address addr;
+    bool answered = false;
+  };
+  struct KeyOp {
+    KeyCommandMsg command;
+    std::map<std::string, KeyOpTarget> targets;
+    KeyOpOutcome outcome;
+    std::uint64_t next_send_ns = 0;
+    std::uint64_t deadline_ns = 0;
+    KeyOpDone done;
+  };
+  std::vector<KeyOp> key_ops_;
+  std::uint64_t next_request_id_ = 0;
+  // Results to send (answers to other members' commands), sent from poll().
+  std::vector<std::pair<engine::Address, KeyResultMsg>> key_results_out_;
+  // Commands already applied, by (origin, request id): a retry is answered
+  // again without applying twice. Bounded, oldest forgotten first.
+  struct AppliedCommand {
+    std::string origin;
+    std::uint64_t request_id = 0;
+    bool ok = false;
+    std::string error;
+  };
+  static constexpr std::size_t kRememberedCommands = 64;
+  std::deque<AppliedCommand> applied_commands_;
   Options options_;
   EgressShaper shaper_;
   std::unique_ptr<engine::Engine> engine_;
@@ -74,6 +161,8 @@ class EngineHost {
   EngineHostCounters counters_;
   std::deque<engine::MemberEvent> recent_;
   std::array<std::uint64_t, 4> event_counts_{};
+  std::map<engine::Address, std::uint32_t> sender_keys_;
+  std::function<void(const engine::MemberEvent&)> event_listener_;
 };
 
 const char* event_kind_name(engine::EventKind k);

@@ -5,10 +5,22 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 #include "dataplane/api/verdict.h"
 
 namespace gw::dp {
+
+// Unkeyed packets are also counted by what the classifier named them: one
+// counter per rule (names from the classifier), plus these two. Stable names.
+inline constexpr std::string_view kUnkeyedUnmatchedName = "unmatched";  // scanned, no rule matched
+inline constexpr std::string_view kUnkeyedUnscannedName = "unscanned";  // classifier off or burst budget spent
+// Slots for per-rule counters (dataplane/classifier.h kMaxClassifierRules).
+inline constexpr std::size_t kUnkeyedRuleSlots = 64;
+
+// Table evictions of the per-lcore guard tables (not verdicts).
+inline constexpr std::string_view kReplayEvictName = "replay_table_evict";
+inline constexpr std::string_view kRateEvictName = "ratelimit_table_evict";
 
 struct alignas(64) WorkerCounters {
   std::uint64_t rx_total = 0;
@@ -17,6 +29,11 @@ struct alignas(64) WorkerCounters {
   std::array<std::uint64_t, 4> accepted_by_class{};
   std::uint64_t rx_bursts = 0;
   std::uint64_t idle_polls = 0;
+  // Unkeyed packets by classifier rule; [rule_count] is "unmatched".
+  std::array<std::uint64_t, kUnkeyedRuleSlots + 1> unkeyed_by_rule{};
+  std::uint64_t unkeyed_unscanned = 0;
+  std::uint64_t replay_table_evict = 0;
+  std::uint64_t ratelimit_table_evict = 0;
 
   void count(Verdict v) noexcept { ++verdicts[static_cast<std::size_t>(v)]; }
   std::uint64_t get(Verdict v) const noexcept { return verdicts[static_cast<std::size_t>(v)]; }

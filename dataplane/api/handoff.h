@@ -25,6 +25,7 @@ struct Handoff {
   const std::uint8_t* data = nullptr;
   std::uint32_t len = 0;
   Endpoint from;
+  std::uint32_t key_id = 0;  // the key id that opened it (authenticated)
   void* token = nullptr;  // the packet buffer; opaque to the control plane
 };
 

@@ -17,16 +17,20 @@ enum class Verdict : std::uint8_t {
   kForeignCluster,  // another cluster's id
   kUnknownKey,      // key id (and suite) not in our keyring
   kBadMac,          // header MAC wrong: forged without the key
+  kStale,           // header timestamp outside limits.replay_window_s of our clock
+  kReplay,          // nonce already seen, or older than the sender's window
+  kRateLimited,     // the source's token bucket was empty
   kBadAuth,         // AEAD open failed: tampered or forged with the key id
   kRingFull,        // the control lcore's ring for its class was full
 };
-inline constexpr std::size_t kVerdictCount = 9;
+inline constexpr std::size_t kVerdictCount = 12;
 
 // Counter names, stable: they are exported and documented.
 inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "accepted",          "drop_not_gossip",  "drop_malformed",
     "drop_unkeyed",      "drop_foreign_cluster", "drop_unknown_key",
-    "drop_bad_mac",      "drop_bad_auth",    "drop_ring_full",
+    "drop_bad_mac",      "drop_stale",       "drop_replay",
+    "drop_rate_limited", "drop_bad_auth",    "drop_ring_full",
 };
 
 constexpr std::string_view verdict_name(Verdict v) {

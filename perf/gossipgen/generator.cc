@@ -17,13 +17,26 @@ constexpr std::array<std::string_view, kKindCount> kKindNames = {
     "valid",          "valid_secondary", "foreign",         "unknown_key",
     "forged_header",  "forged_tag",      "forged_ciphertext", "unkeyed_random",
     "unkeyed_short",  "unkeyed_version", "unkeyed_memberlist", "not_gossip",
-    "malformed",
+    "malformed",      "replayed",        "stale",           "flood",
 };
 
 constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "accepted",          "drop_not_gossip",      "drop_malformed", "drop_unkeyed",
-    "drop_foreign_cluster", "drop_unknown_key", "drop_bad_mac",   "drop_bad_auth",
+    "drop_foreign_cluster", "drop_unknown_key", "drop_bad_mac",   "drop_stale",
+    "drop_replay",       "drop_rate_limited",    "drop_bad_auth",
 };
+
+constexpr std::array<std::string_view, kUnkeyedLabelCount> kUnkeyedLabels = {
+    "memberlist_ping",     "memberlist_indirect_ping", "memberlist_ack",  "memberlist_suspect",
+    "memberlist_alive",    "memberlist_dead",          "memberlist_push_pull", "memberlist_compound",
+    "serf",                "memberlist_compressed",    "memberlist_nack", "memberlist_err",
+    "weave_mesh",          "unmatched",
+};
+constexpr std::size_t kUnmatched = kUnkeyedLabelCount - 1;
+// The gateway's minimum classifier.scan_bytes: signatures look no further.
+constexpr std::size_t kScanBytes = 64;
+// Replayed packets copy one of this many latest valid frames.
+constexpr std::size_t kReplaySources = 64;
 
 constexpr std::array<std::string_view, kMsgTypeCount> kMsgTypeNames = {
     "ping",  "ack",   "indirect_ping", "nack",         "alive",        "suspect",
@@ -126,7 +139,16 @@ class Generator {
     for (std::size_t i = order.size(); i > 1; --i) {
       std::swap(order[i - 1], order[rng_.below(i)]);
     }
-    for (const Kind k : order) sink(make(k));
+    // A replay needs an earlier valid frame to copy: if the first replay
+    // comes before the first valid packet, they trade places.
+    const auto first_valid = std::find(order.begin(), order.end(), Kind::kValid);
+    const auto first_replay = std::find(order.begin(), order.end(), Kind::kReplayed);
+    if (first_replay < first_valid && first_valid != order.end()) std::iter_swap(first_replay, first_valid);
+    for (const Kind k : order) {
+      Packet p = make(k);
+      if (p.verdict == Verdict::kDropUnkeyed) p.unkeyed_label = label_of(p.frame);
+      sink(p);
+    }
   }
 
  private:
@@ -324,7 +346,7 @@ class Generator {
   // A sealed datagram of 1-4 random messages. `plaintext_target` (0: natural
   // size) pads it with a user_data message.
   Sealed seal(const crypto::Key& key, std::uint64_t cluster_id, std::size_t plaintext_target,
-              bool count_types) {
+              bool count_types, std::optional<std::uint32_t> timestamp = std::nullopt) {
     proto::Compound c;
     const std::size_t n = rng_.range(1, 4);
     for (std::size_t i = 0; i < n; ++i) {
@@ -355,7 +377,7 @@ class Generator {
     crypto::SealParams params;
     params.cluster_id = cluster_id;
     params.cls = s.cls;
-    params.timestamp = o_.timestamp;
+    params.timestamp = timestamp.value_or(o_.timestamp);
     const std::size_t len =
         crypto::seal_datagram(key, params, nonces_, reinterpret_cast<const std::uint8_t*>(plain.data()),
                               plain.size(), s.datagram.data(), s.datagram.size());
@@ -421,6 +443,42 @@ class Generator {
         p.cls = s.cls;
         p.messages = s.messages;
         p.frame = build_udp_frame(flow(), s.datagram);
+        if (k == Kind::kValid && o_.mix[static_cast<std::size_t>(Kind::kReplayed)] > 0) {
+          if (recent_valid_.size() < kReplaySources) {
+            recent_valid_.push_back(p.frame);
+          } else {
+            recent_valid_[recent_pos_++ % kReplaySources] = p.frame;
+          }
+        }
+        break;
+      }
+      case Kind::kReplayed:
+        // Byte for byte, source included: only the nonce window can tell.
+        p.variant = "duplicate";
+        p.frame = recent_valid_[rng_.below(recent_valid_.size())];
+        break;
+      case Kind::kStale: {
+        // Outside the window by 1 s to an hour, in the past or the future.
+        const std::uint32_t off = o_.replay_window_s + 1 + static_cast<std::uint32_t>(rng_.below(3600));
+        const bool future = rng_.coin();
+        p.variant = future ? "future" : "past";
+        const std::uint32_t ts = future ? o_.timestamp + off : o_.timestamp - off;
+        p.frame = build_udp_frame(flow(), seal(keys_[0], cluster_id_, sized_plaintext(), false, ts).datagram);
+        break;
+      }
+      case Kind::kFlood: {
+        Sealed s = seal_valid(keys_[0]);
+        Flow f = flow();
+        f.src = *parse_ip(v6_ ? "fd01::1" : "198.18.0.1");  // never a member address we generate
+        f.src_port = 7946;
+        p.variant = "one_source";
+        p.frame = build_udp_frame(f, s.datagram);
+        if (flood_seen_++ < o_.unknown_burst) {
+          p.cls = s.cls;
+          p.messages = s.messages;
+        } else {
+          p.verdict = Verdict::kDropRateLimited;
+        }
         break;
       }
       case Kind::kForeign: {
@@ -707,6 +765,18 @@ class Generator {
   std::vector<const std::vector<std::uint8_t>*> corpus_;
   std::size_t corpus_pos_ = 0;
   std::size_t valid_seq_ = 0;
+  std::vector<Frame> recent_valid_;
+  std::size_t recent_pos_ = 0;
+  std::uint64_t flood_seen_ = 0;
+
+  // The UDP payload of a frame this generator built (no VLAN tag).
+  std::size_t label_of(const Frame& f) const {
+    const std::size_t off = udp_payload_offset(v6_);
+    if (f.size() < off) return kUnmatched;
+    const std::size_t udp_len = load_be16(f.data() + l4_offset(v6_) + 4);
+    if (udp_len < kUdpHeaderBytes || off + udp_len - kUdpHeaderBytes > f.size()) return kUnmatched;
+    return unkeyed_label(f.data() + off, udp_len - kUdpHeaderBytes);
+  }
 };
 
 }  // namespace
@@ -728,6 +798,13 @@ void check_options(const GenOptions& o) {
     throw GenError("foreign cluster '" + o.foreign_cluster + "' is our own cluster");
   }
   if (o.dst_port == 0) throw GenError("destination port 0");
+  if (count(Kind::kReplayed) > 0 && count(Kind::kValid) == 0) {
+    throw GenError("replayed needs valid packets to copy");
+  }
+  if (count(Kind::kStale) > 0 && (o.timestamp <= o.replay_window_s + 3601 ||
+                                  o.timestamp > UINT32_MAX - o.replay_window_s - 3601)) {
+    throw GenError("stale needs a timestamp more than an hour plus the replay window from either end");
+  }
   if (o.src_ip && o.src_ip->v6 != o.dst_ip.v6) {
     throw GenError("source and destination addresses are of different families");
   }
@@ -762,7 +839,12 @@ Verdict expected_verdict(Kind k) noexcept {
   switch (k) {
     case Kind::kValid:
     case Kind::kValidSecondary:
+    case Kind::kFlood:
       return Verdict::kAccepted;
+    case Kind::kReplayed:
+      return Verdict::kDropReplay;
+    case Kind::kStale:
+      return Verdict::kDropStale;
     case Kind::kForeign:
       return Verdict::kDropForeignCluster;
     case Kind::kUnknownKey:
@@ -873,6 +955,7 @@ void TruthCounts::add(const Packet& p) noexcept {
   ++packets_;
   kinds_[static_cast<std::size_t>(p.kind)]++;
   verdicts_[static_cast<std::size_t>(p.verdict)]++;
+  if (p.verdict == Verdict::kDropUnkeyed) unkeyed_[p.unkeyed_label]++;
   if (p.verdict != Verdict::kAccepted) return;
   for (std::size_t t = 0; t < kMsgTypeCount; ++t) messages_[t] += p.messages[t];
   if (p.cls) classes_[static_cast<std::size_t>(*p.cls)]++;
@@ -895,7 +978,48 @@ nlohmann::ordered_json TruthCounts::json(std::uint64_t seed) const {
   nlohmann::ordered_json jc;
   for (std::size_t c = 0; c < crypto::kClassCount; ++c) jc[std::string(kClassNames[c])] = classes_[c];
   j["classes"] = jc;
+  nlohmann::ordered_json ju;
+  for (std::size_t l = 0; l < kUnkeyedLabelCount; ++l) ju[std::string(kUnkeyedLabels[l])] = unkeyed_[l];
+  j["unkeyed"] = ju;
   return j;
+}
+
+const std::array<std::string_view, kUnkeyedLabelCount>& unkeyed_labels() noexcept { return kUnkeyedLabels; }
+
+std::size_t unkeyed_label(const std::uint8_t* payload, std::size_t len) noexcept {
+  const std::size_t n = std::min(len, kScanBytes);
+  const auto at = [&](std::size_t i, unsigned lo, unsigned hi) {
+    return i < n && payload[i] >= lo && payload[i] <= hi;
+  };
+  // A msgpack fixmap whose first key is a short string starting with a
+  // capital: how Go's msgpack codec writes memberlist's message structs.
+  const auto go_map = [&](std::size_t i) {
+    return at(i, 0x81, 0x8f) && at(i + 1, 0xa1, 0xbf) && at(i + 2, 'A', 'Z');
+  };
+  static constexpr char kWeave[] = "weave";
+  if (n >= 7 && std::equal(kWeave, kWeave + 5, payload) && at(5, 1, 2) && at(6, 1, 2)) return 12;
+  // hasCrc (12): four bytes of CRC32 in front of the message.
+  const std::size_t m = at(0, 0x0c, 0x0c) ? 5 : 0;
+  if (m >= n) return kUnmatched;
+  switch (payload[m]) {
+    case 0: case 1: case 2: case 3: case 4: case 5: case 6:
+      return go_map(m + 1) ? payload[m] : kUnmatched;
+    case 7: {  // compound: count, count uint16 lengths, first message
+      if (!at(m + 1, 1, 16)) return kUnmatched;
+      const std::size_t first = m + 2 + 2 * std::size_t{payload[m + 1]};
+      return at(first, 0, 0x0b) && go_map(first + 1) ? 7 : kUnmatched;
+    }
+    case 8:  // user message carrying a Serf message
+      return at(m + 1, 0, 9) && go_map(m + 2) ? 8 : kUnmatched;
+    case 9:
+      return go_map(m + 1) ? 9 : kUnmatched;
+    case 11:
+      return go_map(m + 1) ? 10 : kUnmatched;
+    case 13:
+      return go_map(m + 1) ? 11 : kUnmatched;
+    default:
+      return kUnmatched;
+  }
 }
 
 nlohmann::ordered_json truth_json(const GenOptions& opts, const std::vector<Packet>& packets) {

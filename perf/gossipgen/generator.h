@@ -41,8 +41,16 @@ enum class Kind : std::uint8_t {
   kUnkeyedMemberlist,
   kNotGossip,
   kMalformed,
+  // Exact copy of an earlier valid frame: drop_replay.
+  kReplayed,
+  // Valid but for a header timestamp outside the replay window: drop_stale.
+  kStale,
+  // Valid packets all from one source outside the /24: the first
+  // unknown_burst are accepted, the rest drop_rate_limited (the gateway's
+  // clock frozen, so no bucket refills during the run).
+  kFlood,
 };
-inline constexpr std::size_t kKindCount = 13;
+inline constexpr std::size_t kKindCount = 16;
 
 // "valid", "valid_secondary", ... as on the command line and in the JSON.
 std::string_view kind_name(Kind k) noexcept;
@@ -57,12 +65,25 @@ enum class Verdict : std::uint8_t {
   kDropForeignCluster,
   kDropUnknownKey,
   kDropBadMac,
+  kDropStale,
+  kDropReplay,
+  kDropRateLimited,
   kDropBadAuth,
 };
-inline constexpr std::size_t kVerdictCount = 8;
+inline constexpr std::size_t kVerdictCount = 11;
 
 std::string_view verdict_name(Verdict v) noexcept;  // "accepted", "drop_not_gossip", ...
+// The verdict of a kind's packets (for flood: of those within the burst).
 Verdict expected_verdict(Kind k) noexcept;
+
+// The gateway's built-in classifier rule names (dataplane/classifier.cc),
+// in priority order, then "unmatched": what the truth's "unkeyed" counts.
+inline constexpr std::size_t kUnkeyedLabelCount = 14;
+const std::array<std::string_view, kUnkeyedLabelCount>& unkeyed_labels() noexcept;
+// What the gateway's built-in signatures call an unkeyed UDP payload, by an
+// independent decode of memberlist's framing (not by regular expression):
+// an index into unkeyed_labels().
+std::size_t unkeyed_label(const std::uint8_t* payload, std::size_t len) noexcept;
 
 // gw.proto.Message body types, in field-number order (ping = 1 ... user_data = 11).
 enum class MsgType : std::uint8_t {
@@ -120,6 +141,10 @@ struct GenOptions {
   std::vector<std::vector<std::uint8_t>> corpus;
   // The gateway's limits.max_payload_bytes: a larger payload_len is malformed.
   std::size_t max_payload = 1400;
+  // The gateway's limits.replay_window_s: stale packets lie beyond it.
+  std::uint32_t replay_window_s = 30;
+  // The gateway's limits.unknown_burst: flood packets past it are rate-limited.
+  std::uint32_t unknown_burst = 200;
 };
 
 struct Packet {
@@ -131,6 +156,8 @@ struct Packet {
   // Accepted packets only: the header class and the messages sealed inside.
   std::optional<crypto::PriorityClass> cls;
   std::array<std::uint32_t, kMsgTypeCount> messages{};
+  // Unkeyed packets only: index into unkeyed_labels().
+  std::size_t unkeyed_label = 0;
 };
 
 // Largest packet count one run may ask for.
@@ -161,6 +188,7 @@ class TruthCounts {
   std::array<std::uint64_t, kVerdictCount> verdicts_{};
   std::array<std::uint64_t, kMsgTypeCount> messages_{};
   std::array<std::uint64_t, crypto::kClassCount> classes_{};
+  std::array<std::uint64_t, kUnkeyedLabelCount> unkeyed_{};
 };
 
 // TruthCounts over `packets`.

@@ -4,7 +4,7 @@
 //   gossipgen --out FILE.pcap --truth FILE.json [--seed N] [--mix kind=count,...]
 //             [--size BYTES] [--config gossipgw.yaml]
 //             [--cluster NAME --key FILE [--key FILE2 ...] --suite SUITE
-//              --dst-ip IP --dst-port P] [--src-ip IP] [--timestamp UNIX_SECONDS]
+//              --dst-ip IP --dst-port P] [--src-ip IP] [--dst-mac MAC] [--timestamp UNIX_SECONDS]
 //             [--corpus capture.pcap] [--foreign-cluster NAME] [--max-payload BYTES]
 //
 // With --config the cluster, keys (primary first), suite, destination and
@@ -15,7 +15,14 @@
 //   { "seed": N, "packets": TOTAL, "kinds": {"valid": n, ... every kind},
 //     "expected": {"rx_total", "accepted", "drop_*" per verdict, "drop_ring_full": 0,
 //                  "msg_<type>" per message type, "msg_decode_error": 0},
-//     "classes": {"urgent", "probe", "gossip", "bulk"} }   (accepted packets by class)
+//     "classes": {"urgent", "probe", "gossip", "bulk"},    (accepted packets by class)
+//     "unkeyed": {built-in classifier rule names..., "unmatched"} }  (drop_unkeyed by
+//                what the gateway's built-in signatures call it)
+//
+// With --config, stale packets lie outside its limits.replay_window_s and
+// flood packets past its limits.unknown_burst are expected rate-limited
+// (defaults 30 and 200 otherwise); the gateway must run with
+// --freeze-clock at --timestamp for those to be exact.
 //
 // Exit status: 0 on success, 2 on a bad option, a bad input file or an output
 // that cannot be written (one line on stderr), 1 if libsodium cannot start.
@@ -52,6 +59,7 @@ struct Flags {
   std::string dst_ip;
   std::uint32_t dst_port = 0;
   std::string src_ip;
+  std::string dst_mac;
   std::uint32_t timestamp = 1700000000;
   std::string corpus;
   std::string foreign_cluster = "other-cluster";
@@ -70,6 +78,19 @@ gw::perf::IpAddr ip_flag(const std::string& flag, const std::string& text) {
   const auto ip = gw::perf::parse_ip(text);
   if (!ip) throw GenError(flag + ": '" + text + "' is not an IPv4 or IPv6 address");
   return *ip;
+}
+
+// "02:47:57:00:00:01" -> bytes; throws GenError naming the flag.
+gw::perf::MacAddr mac_flag(const std::string& flag, const std::string& text) {
+  gw::perf::MacAddr mac{};
+  unsigned b[6];
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6 ||
+      text.size() != 17) {
+    throw GenError(flag + ": '" + text + "' is not a MAC address like 02:00:00:00:00:01");
+  }
+  for (int i = 0; i < 6; ++i) mac[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(b[i]);
+  return mac;
 }
 
 // Turns flags (and the config they may name) into generator options. Throws
@@ -103,6 +124,8 @@ gw::perf::GenOptions resolve(const Flags& f) {
     dst_ip = cfg.node.address;
     dst_port = cfg.node.port;
     o.max_payload = cfg.limits.max_payload_bytes;
+    o.replay_window_s = cfg.limits.replay_window_s;
+    o.unknown_burst = cfg.limits.unknown_burst;
   }
   if (!f.cluster.empty()) o.cluster = f.cluster;
   if (!f.keys.empty()) key_files = f.keys;
@@ -121,6 +144,7 @@ gw::perf::GenOptions resolve(const Flags& f) {
   o.dst_ip = ip_flag("--dst-ip", dst_ip);
   o.dst_port = static_cast<std::uint16_t>(dst_port);
   if (!f.src_ip.empty()) o.src_ip = ip_flag("--src-ip", f.src_ip);
+  if (!f.dst_mac.empty()) o.dst_mac = mac_flag("--dst-mac", f.dst_mac);
   for (const auto& path : key_files) o.keys.push_back(gw::crypto::load_key_file(path));
 
   if (!f.corpus.empty()) o.corpus = gw::perf::read_udp_payloads(f.corpus);
@@ -156,6 +180,8 @@ int main(int argc, char** argv) {
   app.add_option("--dst-ip", f.dst_ip, "gateway address (IPv4 or IPv6)");
   app.add_option("--dst-port", f.dst_port, "gateway UDP port")->check(CLI::Range(1, 65535));
   app.add_option("--src-ip", f.src_ip, "base of the sources' /24 (default 10.0.0.2 / fd00::2)");
+  app.add_option("--dst-mac", f.dst_mac,
+                 "destination MAC of every frame, e.g. the gateway's port (default 02:00:00:00:00:01)");
   app.add_option("--timestamp", f.timestamp, "header and pcap time, Unix seconds");
   app.add_option("--corpus", f.corpus, "pcap whose UDP payloads unkeyed_memberlist replays");
   app.add_option("--foreign-cluster", f.foreign_cluster, "cluster name of foreign packets");

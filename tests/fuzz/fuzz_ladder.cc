@@ -5,7 +5,11 @@
 //   - an accepted frame was sealed by a key in the ring: re-sealing its
 //     plaintext under the same key, header and nonce reproduces the
 //     ciphertext and tag byte for byte (the AEAD is deterministic);
-//   - an accepted plaintext lies inside the frame.
+//   - an accepted plaintext lies inside the frame;
+//   - through the stateful ladder (replay table, token buckets, a clock at
+//     gossipgen's default timestamp): an accepted frame offered again is
+//     never accepted again (replay), and a frame refused before the AEAD
+//     never moves the replay table.
 // Keys are fixed (tests/fuzz/keys/) so seeds made by gossipgen open.
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +18,8 @@
 
 #include "crypto/keys.h"
 #include "dataplane/ladder.h"
+#include "dataplane/rate_limit.h"
+#include "dataplane/replay.h"
 
 namespace {
 
@@ -38,6 +44,33 @@ struct Fixture {
 
 void check(bool ok) {
   if (!ok) std::abort();
+}
+
+// The guard steps: small tables (one input touches one sender and one
+// source, and a fresh table per input keeps runs independent), a clock at
+// gossipgen's default --timestamp, budgets that one input cannot spend.
+struct Guard {
+  gw::dp::ReplayTable replay{4};
+  gw::dp::RateLimiter rate{4, {1'000'000, 1'000'000}, {1'000'000, 1'000'000}};
+  gw::dp::LadderState st;
+  Guard() {
+    st.have_clock = true;
+    st.now_s = 1700000000;
+    st.replay = &replay;
+    st.rate = &rate;
+  }
+};
+
+void run_stateful(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::size_t size) {
+  Guard g;  // fresh per input: runs stay independent
+  std::vector<std::uint8_t> frame(data, data + size);
+  const auto r = gw::dp::run_ladder(cfg, g.st, frame.data(), static_cast<std::uint32_t>(frame.size()));
+  check(static_cast<std::size_t>(r.verdict) < gw::dp::kVerdictCount);
+  const bool committed = r.verdict == gw::dp::Verdict::kAccepted;
+  check(g.replay.size() == (committed ? 1u : 0u));
+  frame.assign(data, data + size);
+  const auto again = gw::dp::run_ladder(cfg, g.st, frame.data(), static_cast<std::uint32_t>(frame.size()));
+  if (committed) check(again.verdict == gw::dp::Verdict::kReplay);
 }
 
 void run(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::size_t size) {
@@ -65,5 +98,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static Fixture fx;
   run(fx.v4, data, size);
   run(fx.v6, data, size);
+  run_stateful(fx.v4, data, size);
+  run_stateful(fx.v6, data, size);
   return 0;
 }

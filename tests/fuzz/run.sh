@@ -12,7 +12,7 @@ usage: tests/fuzz/run.sh [--seconds N] [--corpus DIR] [--jobs N] [TARGET...]
   --corpus DIR  persistent corpus root, one folder per target (default
                 build-fuzz/corpus); new inputs found are kept there
   --jobs N      libFuzzer workers per target (default 1)
-  TARGET        ladder, config, compound, engine, pcap, scenario (default: all)
+  TARGET        ladder, config, compound, engine, pcap, classifier, scenario (default: all)
 
 Writes build-fuzz/fuzz-report.txt: executions and coverage per target.
 Crashes are saved as build-fuzz/crash-<target>-*; reproduce one with
@@ -30,12 +30,12 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=${2:?}; shift 2 ;;
     --corpus) corpus=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
-    ladder|config|compound|engine|pcap|scenario) targets+=("$1"); shift ;;
+    ladder|config|compound|engine|pcap|classifier|scenario) targets+=("$1"); shift ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(ladder config compound engine pcap)
+  targets=(ladder config compound engine pcap classifier)
   [ -f perf/gossipsim/scenario.h ] && targets+=(scenario)
 fi
 
@@ -61,6 +61,14 @@ cp config/examples/gossipgw.yaml "$seeds/config/"
 for c in tests/pcap/cases/*/config.yaml; do cp "$c" "$seeds/config/$(basename "$(dirname "$c")").yaml"; done
 for p in "$root"/../shared/corpus/*.pcap; do [ -f "$p" ] && head -c 65536 "$p" > "$seeds/pcap/$(basename "$p")"; done
 [ -n "$(ls "$seeds/pcap")" ] || printf '\xd4\xc3\xb2\xa1\x02\x00\x04\x00' > "$seeds/pcap/minimal"
+# Classifier seeds: NAME \n PATTERN \n PAYLOAD (fuzz_classifier.cc).
+mkdir -p "$seeds/classifier"
+printf 'gossipgw_v2\n^GSGW\\x02\nGSGW\x02rest' > "$seeds/classifier/v2"
+printf 'ping_like\n^(?:\\x0c.{4})?\\x00[\\x81-\\x8f]\n\x00\x85\xa4Node\xa6m-0007' > "$seeds/classifier/ping"
+printf 'compound\n^\\x07[\\x01-\\x10]\n\x07\x02\x00\x45\x00\x3e\x00\x85\xa4Node' > "$seeds/classifier/compound"
+printf 'crc\nhasCrc\n\x0c\x03\x61\x5b\xa0\x03\x83\xa4From' > "$seeds/classifier/crc"
+printf 'weave\n^weave[\\x01-\\x02]\nweave\x01\x02' > "$seeds/classifier/weave"
+printf 'broken\nabc(\nabc' > "$seeds/classifier/broken"
 
 report="$build/fuzz-report.txt"
 : > "$report"

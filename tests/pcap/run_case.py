@@ -4,13 +4,22 @@
 A case is a folder under tests/pcap/cases/ holding:
   config.yaml    the gateway config (key files relative to it)
   keys/*.hex     test-only keys, written to 0600 files at run time
-  case.json      {"gossipgen": [args...], "defer_control": false}
+  case.json      {"gossipgen": [args...], "defer_control": false,
+                  "check_unkeyed": false, "operator_rules": {"RULE": "KIND"}}
   expected.json  the ground truth gossipgen wrote for these args (regenerate
                  with: tests/pcap/run_case.py CASE ... --regenerate)
 
 The runner generates the pcap, checks gossipgen still writes expected.json,
 runs gossipgw with --no-huge on the pcap until it is idle, and asserts that
 every counter in the gateway's --stats-json equals the ground truth exactly.
+
+The gateway's workers run on a frozen clock (--freeze-clock) at gossipgen's
+--timestamp (default 1700000000), so replay-window and token-bucket verdicts
+are exact. The unkeyed counters always add up to drop_unkeyed; with
+"check_unkeyed" each must equal the truth (the case's config must then scan
+every unkeyed packet: classifier.max_scans_per_burst: 0). "operator_rules"
+names config rules that match every packet of a gossipgen kind which the
+built-in signatures leave unmatched.
 """
 import argparse
 import json
@@ -86,11 +95,16 @@ def main():
             die(f"gossipgen's ground truth differs from {expected_path}; "
                 "rerun with --regenerate if the change is intended")
 
+        clock = "1700000000"  # gossipgen's default --timestamp
+        gen_args = spec["gossipgen"]
+        if "--timestamp" in gen_args:
+            clock = gen_args[gen_args.index("--timestamp") + 1]
         stats = os.path.join(tmp, "stats.json")
         gw = [args.gossipgw, "-l", "0,1", "--no-huge", "-m", "256", "--no-pci",
               f"--file-prefix=gwpcap-{name}-{os.getpid()}", "--log-level=lib.eal:warning",
               f"--vdev=net_pcap0,rx_pcap={pcap}",
-              "--", "--config", cfg, "--idle-exit-ms", "500", "--stats-json", stats]
+              "--", "--config", cfg, "--idle-exit-ms", "500", "--stats-json", stats,
+              "--freeze-clock", clock]
         if spec.get("defer_control"):
             gw.append("--defer-control")
         r = run(gw, timeout=120)
@@ -127,10 +141,28 @@ def main():
         verdicts = [k for k in totals if k == "accepted" or k.startswith("drop_")]
         if sum(totals[k] for k in verdicts) != totals["rx_total"]:
             bad.append("  verdict counters do not add up to rx_total")
+        unkeyed = got.get("unkeyed", {})
+        if sum(unkeyed.values()) != totals.get("drop_unkeyed"):
+            bad.append(f"  unkeyed counters {unkeyed} do not add up to drop_unkeyed")
+        n_unkeyed = 0
+        if spec.get("check_unkeyed"):
+            expect_unkeyed = dict(expected_truth["unkeyed"])
+            for rule, kind in spec.get("operator_rules", {}).items():
+                n = expected_truth["kinds"][kind]
+                expect_unkeyed[rule] = n
+                expect_unkeyed["unmatched"] -= n
+            expect_unkeyed["unscanned"] = 0
+            for k, v in sorted(expect_unkeyed.items()):
+                if unkeyed.get(k) != v:
+                    bad.append(f"  unkeyed.{k}: expected {v}, gateway counted {unkeyed.get(k)}")
+            for k, v in unkeyed.items():
+                if k not in expect_unkeyed and v != 0:
+                    bad.append(f"  unkeyed.{k}: expected 0, gateway counted {v}")
+            n_unkeyed = len(expect_unkeyed)
         print(f"{name}: rx_total={totals['rx_total']} accepted={totals['accepted']}")
         if bad:
             die(f"{name}: counters differ from the ground truth:\n" + "\n".join(bad))
-        print(f"{name}: all {len(expect) + len(expect_classes)} counters match")
+        print(f"{name}: all {len(expect) + len(expect_classes) + n_unkeyed} counters match")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

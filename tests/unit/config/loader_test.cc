@@ -265,7 +265,8 @@ TEST(ConfigLoaderReject, UnknownKeyFarFromAnyListsKnownFields) {
   EXPECT_EQ(foo.field, "foo");
   EXPECT_EQ(foo.line, 7);
   EXPECT_EQ(foo.message,
-            "unknown field 'foo'; known fields: cluster node lcores rings dataplane limits membership log");
+            "unknown field 'foo'; known fields: cluster node lcores rings dataplane limits classifier membership "
+            "control metrics events log");
 }
 
 TEST(ConfigLoaderReject, UnknownKeyInsideKeyEntry) {
@@ -795,6 +796,220 @@ TEST(ConfigLoaderMembership, EgressBudget) {
   EXPECT_EQ(c.membership.egress_burst_bytes, 2048u);
   EXPECT_REJECTED(with_minimal("membership:\n  egress_burst_bytes: 10\n"), "membership.egress_burst_bytes", 8, "");
   EXPECT_REJECTED(with_minimal("membership:\n  egress_queue_bytes: -1\n"), "membership.egress_queue_bytes", 8, "");
+}
+
+
+// --- limits (replay, rate limits) and classifier --------------------------
+
+TEST(ConfigLoaderGuard, DefaultsAndTheExampleAgree) {
+  const Config d = parse_config(with_minimal(""), kSource, kBaseDir);
+  EXPECT_EQ(d.limits.replay_window_s, 30u);
+  EXPECT_EQ(d.limits.replay_senders, 4096u);
+  EXPECT_EQ(d.limits.known_rate_pps, 2000u);
+  EXPECT_EQ(d.limits.known_burst, 4000u);
+  EXPECT_EQ(d.limits.unknown_rate_pps, 100u);
+  EXPECT_EQ(d.limits.unknown_burst, 200u);
+  EXPECT_EQ(d.limits.sources, 65536u);
+  EXPECT_TRUE(d.classifier.enabled);
+  EXPECT_TRUE(d.classifier.builtins);
+  EXPECT_EQ(d.classifier.scan_bytes, 64u);
+  EXPECT_EQ(d.classifier.max_scans_per_burst, 4u);
+  EXPECT_TRUE(d.classifier.rules.empty());
+  // The example file spells every default out.
+  const Config e = load_config(std::string(GW_SOURCE_ROOT) + "/config/examples/gossipgw.yaml");
+  EXPECT_EQ(e.limits.replay_window_s, d.limits.replay_window_s);
+  EXPECT_EQ(e.limits.replay_senders, d.limits.replay_senders);
+  EXPECT_EQ(e.limits.known_rate_pps, d.limits.known_rate_pps);
+  EXPECT_EQ(e.limits.known_burst, d.limits.known_burst);
+  EXPECT_EQ(e.limits.unknown_rate_pps, d.limits.unknown_rate_pps);
+  EXPECT_EQ(e.limits.unknown_burst, d.limits.unknown_burst);
+  EXPECT_EQ(e.limits.sources, d.limits.sources);
+  EXPECT_EQ(e.classifier.enabled, d.classifier.enabled);
+  EXPECT_EQ(e.classifier.builtins, d.classifier.builtins);
+  EXPECT_EQ(e.classifier.scan_bytes, d.classifier.scan_bytes);
+  EXPECT_EQ(e.classifier.max_scans_per_burst, d.classifier.max_scans_per_burst);
+  EXPECT_TRUE(e.classifier.rules.empty());
+}
+
+TEST(ConfigLoaderGuard, EveryFieldCanBeSet) {
+  const Config c = parse_config(with_minimal("limits:\n"
+                                             "  replay_window_s: 5\n"
+                                             "  replay_senders: 64\n"
+                                             "  known_rate_pps: 7\n"
+                                             "  known_burst: 8\n"
+                                             "  unknown_rate_pps: 1\n"
+                                             "  unknown_burst: 2\n"
+                                             "  sources: 1048576\n"
+                                             "classifier:\n"
+                                             "  enabled: false\n"
+                                             "  builtins: false\n"
+                                             "  scan_bytes: 1500\n"
+                                             "  max_scans_per_burst: 0\n"
+                                             "  rules:\n"
+                                             "    - name: v2\n"
+                                             "      pattern: '^GSGW\\x02'\n"
+                                             "    - {name: consul_rpc, pattern: 'Consul'}\n"),
+                                kSource, kBaseDir);
+  EXPECT_EQ(c.limits.replay_window_s, 5u);
+  EXPECT_EQ(c.limits.replay_senders, 64u);
+  EXPECT_EQ(c.limits.known_rate_pps, 7u);
+  EXPECT_EQ(c.limits.known_burst, 8u);
+  EXPECT_EQ(c.limits.unknown_rate_pps, 1u);
+  EXPECT_EQ(c.limits.unknown_burst, 2u);
+  EXPECT_EQ(c.limits.sources, 1048576u);
+  EXPECT_FALSE(c.classifier.enabled);
+  EXPECT_FALSE(c.classifier.builtins);
+  EXPECT_EQ(c.classifier.scan_bytes, 1500u);
+  EXPECT_EQ(c.classifier.max_scans_per_burst, 0u);
+  ASSERT_EQ(c.classifier.rules.size(), 2u);
+  EXPECT_EQ(c.classifier.rules[0].name, "v2");
+  EXPECT_EQ(c.classifier.rules[0].pattern, "^GSGW\\x02");
+  EXPECT_EQ(c.classifier.rules[1].name, "consul_rpc");
+}
+
+TEST(ConfigLoaderGuard, OutOfRangeLimitsAreRejected) {
+  EXPECT_REJECTED(with_minimal("limits:\n  replay_window_s: 0\n"), "limits.replay_window_s", 8, "out of range");
+  EXPECT_REJECTED(with_minimal("limits:\n  replay_window_s: 3601\n"), "limits.replay_window_s", 8, "1..3600");
+  EXPECT_REJECTED(with_minimal("limits:\n  replay_senders: 63\n"), "limits.replay_senders", 8, "64..1048576");
+  EXPECT_REJECTED(with_minimal("limits:\n  unknown_burst: 0\n"), "limits.unknown_burst", 8, "out of range");
+  EXPECT_REJECTED(with_minimal("limits:\n  known_rate_pps: 10000001\n"), "limits.known_rate_pps", 8, "");
+  EXPECT_REJECTED(with_minimal("limits:\n  sources: lots\n"), "limits.sources", 8, "expected an integer");
+  EXPECT_REJECTED(with_minimal("classifier:\n  scan_bytes: 63\n"), "classifier.scan_bytes", 8, "64..1500");
+  EXPECT_REJECTED(with_minimal("classifier:\n  max_scans_per_burst: 513\n"), "classifier.max_scans_per_burst", 8, "");
+  EXPECT_REJECTED(with_minimal("classifier:\n  enabled: yes\n"), "classifier.enabled", 8, "expected a boolean");
+}
+
+TEST(ConfigLoaderGuard, BadRulesAreRejectedNamingTheRule) {
+  // Hyperscan's own complaint, with the rule's name and where it is.
+  Rejection r = reject(with_minimal("classifier:\n  rules:\n    - name: broken_one\n      pattern: 'abc('\n"));
+  EXPECT_EQ(r.field, "classifier.rules[0].pattern") << r.what;
+  EXPECT_EQ(r.line, 10) << r.what;
+  EXPECT_NE(r.message.find("'broken_one'"), std::string::npos) << r.what;
+  EXPECT_NE(r.message.find("Hyperscan rejects"), std::string::npos) << r.what;
+  // A pattern that matches the empty buffer would count every packet.
+  r = reject(with_minimal("classifier:\n  rules:\n    - {name: ok, pattern: 'x'}\n    - {name: empty_match, pattern: 'a*'}\n"));
+  EXPECT_EQ(r.field, "classifier.rules[1].pattern") << r.what;
+  EXPECT_NE(r.message.find("'empty_match'"), std::string::npos) << r.what;
+  EXPECT_REJECTED(with_minimal("classifier:\n  rules:\n    - {name: x, pattern: ''}\n"),
+                  "classifier.rules[0].pattern", 9, "1..1024 bytes");
+  EXPECT_REJECTED(with_minimal("classifier:\n  rules:\n    - {name: Bad-Name, pattern: x}\n"),
+                  "classifier.rules[0].name", 9, "a-z, 0-9 and _");
+  EXPECT_REJECTED(with_minimal("classifier:\n  rules:\n    - {name: unmatched, pattern: x}\n"),
+                  "classifier.rules[0].name", 9, "reserved");
+  EXPECT_REJECTED(with_minimal("classifier:\n  rules:\n    - {name: a, pattern: x}\n    - {name: a, pattern: y}\n"),
+                  "classifier.rules[1].name", 10, "also classifier.rules[0].name");
+  EXPECT_REJECTED(with_minimal("classifier:\n  rules:\n    - {name: a}\n"), "classifier.rules[0].pattern", 9,
+                  "required field missing");
+  EXPECT_REJECTED(with_minimal("classifier:\n  rules:\n    - {name: a, pattern: x, flags: i}\n"),
+                  "classifier.rules[0].flags", 9, "unknown field");
+  EXPECT_REJECTED(with_minimal("classifier:\n  rules: {a: x}\n"), "classifier.rules", 8, "expected a list");
+  std::string many = "classifier:\n  rules:\n";
+  for (int i = 0; i < 33; ++i) many += "    - {name: r" + std::to_string(i) + ", pattern: x}\n";
+  EXPECT_REJECTED(with_minimal(many), "classifier.rules", 8, "at most 32");
+}
+
+}  // namespace
+}  // namespace gw::config
+
+// --- events -----------------------------------------------------------------
+
+namespace gw::config {
+namespace {
+
+TEST(ConfigLoaderEvents, DefaultsAndEveryField) {
+  const Config d = parse_config(with_minimal(""), kSource, kBaseDir);
+  EXPECT_EQ(d.events.handler, "");
+  EXPECT_TRUE(d.events.handler_args.empty());
+  EXPECT_EQ(d.events.max_concurrent, 2u);
+  EXPECT_EQ(d.events.queue, 1024u);
+  EXPECT_EQ(d.events.timeout_ms, 5000u);
+  EXPECT_EQ(d.events.coalesce_ms, 0u);
+  EXPECT_EQ(d.events.hosts_file.path, "");
+  EXPECT_EQ(d.events.hosts_file.tag, "");
+  EXPECT_TRUE(d.events.hosts_file.include_self);
+  EXPECT_EQ(d.events.hosts_min_interval_ms, 1000u);
+
+  // The example documents the defaults and keeps both features off.
+  const Config example = load_config(std::string(GW_SOURCE_ROOT) + "/config/examples/gossipgw.yaml");
+  EXPECT_EQ(example.events.handler, "");
+  EXPECT_EQ(example.events.max_concurrent, 2u);
+  EXPECT_EQ(example.events.queue, 1024u);
+  EXPECT_EQ(example.events.timeout_ms, 5000u);
+  EXPECT_EQ(example.events.hosts_file.path, "");
+  EXPECT_EQ(example.events.hosts_min_interval_ms, 1000u);
+
+  const Config c = parse_config(with_minimal("events:\n"
+                                             "  handler: /bin/sh\n"
+                                             "  handler_args: [\"-c\", \"logger $GOSSIPGW_EVENT\"]\n"
+                                             "  max_concurrent: 64\n"
+                                             "  queue: 1\n"
+                                             "  timeout_ms: 10\n"
+                                             "  coalesce_ms: 250\n"
+                                             "  hosts_file:\n"
+                                             "    path: /run/gossipgw/control-plane.hosts\n"
+                                             "    tag: role=control-plane\n"
+                                             "    include_self: false\n"
+                                             "  hosts_min_interval_ms: 0\n"),
+                                kSource, kBaseDir);
+  EXPECT_EQ(c.events.handler, "/bin/sh");
+  EXPECT_EQ(c.events.handler_args, (std::vector<std::string>{"-c", "logger $GOSSIPGW_EVENT"}));
+  EXPECT_EQ(c.events.max_concurrent, 64u);
+  EXPECT_EQ(c.events.queue, 1u);
+  EXPECT_EQ(c.events.timeout_ms, 10u);
+  EXPECT_EQ(c.events.coalesce_ms, 250u);
+  EXPECT_EQ(c.events.hosts_file.path, "/run/gossipgw/control-plane.hosts");
+  EXPECT_EQ(c.events.hosts_file.tag, "role=control-plane");
+  EXPECT_FALSE(c.events.hosts_file.include_self);
+  EXPECT_EQ(c.events.hosts_min_interval_ms, 0u);
+
+  // A tag value may be empty or hold '='; the key is up to the first '='.
+  const Config t = parse_config(with_minimal("events:\n  hosts_file: {path: /h, tag: \"k=\"}\n"), kSource, kBaseDir);
+  EXPECT_EQ(t.events.hosts_file.tag, "k=");
+  EXPECT_TRUE(t.events.hosts_file.include_self);
+}
+
+TEST(ConfigLoaderEvents, HandlerMustBeAnAbsoluteExecutableFile) {
+  EXPECT_REJECTED(with_minimal("events:\n  handler: bin/handler\n"), "events.handler", 8, "absolute path");
+  EXPECT_REJECTED(with_minimal("events:\n  handler: /nonexistent/gossipgw-handler\n"), "events.handler", 8,
+                  "cannot stat");
+  EXPECT_REJECTED(with_minimal("events:\n  handler: /\n"), "events.handler", 8, "not a regular file");
+  std::array<char, 64> tmpl{};
+  std::snprintf(tmpl.data(), tmpl.size(), "/tmp/gw-handler-XXXXXX");
+  const int fd = ::mkstemp(tmpl.data());  // mode 0600: no execute bit, even for root
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  EXPECT_REJECTED(with_minimal(std::string("events:\n  handler: ") + tmpl.data() + "\n"), "events.handler", 8,
+                  "not executable");
+  ::unlink(tmpl.data());
+  EXPECT_REJECTED(with_minimal("events:\n  handler_args: -c\n"), "events.handler_args", 8, "expected a list");
+  EXPECT_REJECTED(with_minimal("events:\n  handler_args: [a, [b]]\n"), "events.handler_args[1]", 8,
+                  "expected a string");
+}
+
+TEST(ConfigLoaderEvents, RangesAndHostsFile) {
+  EXPECT_REJECTED(with_minimal("events:\n  max_concurrent: 0\n"), "events.max_concurrent", 8, "1..64");
+  EXPECT_REJECTED(with_minimal("events:\n  max_concurrent: 65\n"), "events.max_concurrent", 8, "1..64");
+  EXPECT_REJECTED(with_minimal("events:\n  queue: 0\n"), "events.queue", 8, "1..1048576");
+  EXPECT_REJECTED(with_minimal("events:\n  timeout_ms: 9\n"), "events.timeout_ms", 8, "10..3600000");
+  EXPECT_REJECTED(with_minimal("events:\n  coalesce_ms: 60001\n"), "events.coalesce_ms", 8, "0..60000");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_min_interval_ms: -1\n"), "events.hosts_min_interval_ms", 8,
+                  "non-negative");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_fil: {path: /h}\n"), "events.hosts_fil", 8,
+                  "did you mean 'hosts_file'");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    tag: a=b\n"), "events.hosts_file.path", 8,
+                  "required field missing");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: run/cp.hosts\n"), "events.hosts_file.path", 9,
+                  "absolute file path");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: /run/gossipgw/\n"), "events.hosts_file.path", 9,
+                  "absolute file path");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: /h\n    tag: control-plane\n"),
+                  "events.hosts_file.tag", 10, "key=value");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: /h\n    tag: =x\n"), "events.hosts_file.tag", 10,
+                  "key=value");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: /h\n    include_self: yes\n"),
+                  "events.hosts_file.include_self", 10, "boolean");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: /h\n    owner: root\n"), "events.hosts_file.owner",
+                  10, "unknown field");
 }
 
 }  // namespace

@@ -328,7 +328,11 @@ void expect_truth_matches(const GenOptions& o, const std::vector<Packet>& packet
     classes += t.classes[c];
   }
   EXPECT_EQ(classes, e["accepted"].get<std::uint64_t>());
-  EXPECT_EQ(j.size(), 5u);
+  EXPECT_EQ(j["unkeyed"].size(), kUnkeyedLabelCount);
+  std::uint64_t unkeyed = 0;
+  for (const auto& [name, n] : j["unkeyed"].items()) unkeyed += n.get<std::uint64_t>();
+  EXPECT_EQ(unkeyed, e["drop_unkeyed"].get<std::uint64_t>());
+  EXPECT_EQ(j.size(), 6u);
 }
 
 std::vector<std::uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
@@ -467,6 +471,92 @@ TEST(GeneratorOptions, RefusesWhatItCannotMeet) {
   EXPECT_NO_THROW(generate(o));
   o.src_ip = parse_ip("fd00::2");
   EXPECT_THROW(generate(o), GenError);  // families differ
+}
+
+// ---- kinds for the stateful ladder steps ----------------------------------
+
+TEST(GeneratorGuardKinds, ReplayedStaleAndFlood) {
+  ASSERT_TRUE(crypto::init());
+  GenOptions o = base_options("10.0.0.1", Suite::kChaCha20Poly1305);
+  o.mix = Mix{};
+  o.mix[static_cast<std::size_t>(Kind::kValid)] = 100;
+  o.mix[static_cast<std::size_t>(Kind::kReplayed)] = 60;
+  o.mix[static_cast<std::size_t>(Kind::kStale)] = 40;
+  o.mix[static_cast<std::size_t>(Kind::kFlood)] = 30;
+  o.replay_window_s = 45;
+  o.unknown_burst = 12;
+  const Reference ref(o);
+  const auto packets = generate(o);
+  ASSERT_EQ(packets.size(), 230u);
+  std::set<Frame> valid_so_far;
+  std::size_t flood_seen = 0;
+  std::size_t past = 0, future = 0;
+  for (const Packet& p : packets) {
+    switch (p.kind) {
+      case Kind::kValid:
+        valid_so_far.insert(p.frame);
+        break;
+      case Kind::kReplayed:
+        // Byte for byte an earlier valid frame (the first replay never comes first).
+        EXPECT_TRUE(valid_so_far.count(p.frame)) << "replay of a frame not sent before";
+        EXPECT_EQ(p.verdict, Verdict::kDropReplay);
+        EXPECT_EQ(ref.classify(p.frame).verdict, Verdict::kAccepted);  // statelessly it is valid
+        break;
+      case Kind::kStale: {
+        EXPECT_EQ(p.verdict, Verdict::kDropStale);
+        EXPECT_EQ(ref.classify(p.frame).verdict, Verdict::kAccepted);
+        const std::uint32_t ts = (std::uint32_t{p.frame[42 + 20]} << 24) | (std::uint32_t{p.frame[42 + 21]} << 16) |
+                                 (std::uint32_t{p.frame[42 + 22]} << 8) | p.frame[42 + 23];
+        const std::uint32_t off = ts > o.timestamp ? ts - o.timestamp : o.timestamp - ts;
+        EXPECT_GT(off, o.replay_window_s);
+        (ts > o.timestamp ? future : past)++;
+        break;
+      }
+      case Kind::kFlood: {
+        const std::uint8_t* src = p.frame.data() + 14 + 12;
+        EXPECT_EQ(std::vector<std::uint8_t>(src, src + 4), (std::vector<std::uint8_t>{198, 18, 0, 1}));
+        EXPECT_EQ(ref.classify(p.frame).verdict, Verdict::kAccepted);
+        if (flood_seen++ < o.unknown_burst) {
+          EXPECT_EQ(p.verdict, Verdict::kAccepted);
+          EXPECT_TRUE(p.cls.has_value());
+        } else {
+          EXPECT_EQ(p.verdict, Verdict::kDropRateLimited);
+          EXPECT_FALSE(p.cls.has_value());
+        }
+        break;
+      }
+      default:
+        ADD_FAILURE() << "unexpected kind";
+    }
+  }
+  EXPECT_GT(past, 5u);
+  EXPECT_GT(future, 5u);
+  const auto j = truth_json(o, packets);
+  EXPECT_EQ(j["expected"]["drop_replay"].get<std::uint64_t>(), 60u);
+  EXPECT_EQ(j["expected"]["drop_stale"].get<std::uint64_t>(), 40u);
+  EXPECT_EQ(j["expected"]["drop_rate_limited"].get<std::uint64_t>(), 30u - 12u);
+  EXPECT_EQ(j["expected"]["accepted"].get<std::uint64_t>(), 100u + 12u);
+  // Replays need something to copy.
+  o.mix[static_cast<std::size_t>(Kind::kValid)] = 0;
+  EXPECT_THROW(generate(o), GenError);
+}
+
+TEST(GeneratorGuardKinds, UnkeyedLabelsDecodeMemberlistFraming) {
+  const auto label = [](const std::vector<std::uint8_t>& b) {
+    return std::string(unkeyed_labels()[unkeyed_label(b.data(), b.size())]);
+  };
+  EXPECT_EQ(label({0x00, 0x85, 0xa4, 'N', 'o'}), "memberlist_ping");
+  EXPECT_EQ(label({0x0c, 1, 2, 3, 4, 0x02, 0x82, 0xa7, 'P'}), "memberlist_ack");
+  EXPECT_EQ(label({0x07, 0x01, 0x00, 0x10, 0x0b, 0x81, 0xa5, 'S'}), "memberlist_compound");
+  EXPECT_EQ(label({0x08, 0x03, 0x83, 0xa4, 'L'}), "serf");
+  EXPECT_EQ(label({'w', 'e', 'a', 'v', 'e', 1, 2}), "weave_mesh");
+  EXPECT_EQ(label({0x00, 0x85, 0xa4, 'n'}), "unmatched");
+  EXPECT_EQ(label({}), "unmatched");
+  // Only the first 64 bytes count, as in the gateway.
+  std::vector<std::uint8_t> late(70, 'x');
+  late[0] = 0x07;
+  late[1] = 0x20;  // 32 parts: the first message would start past byte 64
+  EXPECT_EQ(label(late), "unmatched");
 }
 
 TEST(GeneratorOptions, ParseMix) {

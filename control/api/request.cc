@@ -1,0 +1,278 @@
+#include "control/api/request.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace gw::cp::api {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::size_t kMaxTags = 32;
+constexpr std::size_t kMaxTagKey = 64;
+constexpr std::size_t kMaxTagValue = 256;
+
+struct Invalid {
+  std::string why;
+};
+
+// Keys and values an operator can type and a log line can show.
+bool printable(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+bool printable_or_space(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+std::string field_string(const Json& j, const char* name, bool required) {
+  const auto it = j.find(name);
+  if (it == j.end()) {
+    if (required) throw Invalid{std::string("missing field '") + name + "'"};
+    return {};
+  }
+  if (!it->is_string()) throw Invalid{std::string("field '") + name + "' must be a string"};
+  return it->get<std::string>();
+}
+
+void only_fields(const Json& j, std::initializer_list<const char*> allowed) {
+  for (const auto& [k, v] : j.items()) {
+    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; })) {
+      std::string shown = printable(k) ? k.substr(0, 32) : std::string("(unprintable)");
+      throw Invalid{"unknown field '" + shown + "'"};
+    }
+  }
+}
+
+Scope scope_of(const Json& j) {
+  const std::string s = field_string(j, "scope", false);
+  if (s.empty() || s == "node") return Scope::kNode;
+  if (s == "cluster") return Scope::kCluster;
+  throw Invalid{"scope must be 'node' or 'cluster'"};
+}
+
+std::uint32_t key_id_field(const Json& j) {
+  const std::optional<std::uint32_t> id = parse_key_id(field_string(j, "id", true));
+  if (!id) throw Invalid{"id must be 8 hex digits (see 'keys list')"};
+  return *id;
+}
+
+std::pair<std::string, std::string> split_tag(std::string_view t) {
+  const std::size_t eq = t.find('=');
+  if (eq == std::string_view::npos || eq == 0) throw Invalid{"tag must be key=value"};
+  return {std::string(t.substr(0, eq)), std::string(t.substr(eq + 1))};
+}
+
+void check_tag(const std::string& k, const std::string& v) {
+  if (k.empty() || k.size() > kMaxTagKey || !printable(k)) {
+    throw Invalid{"tag keys must be 1..64 printable bytes without spaces"};
+  }
+  if (v.size() > kMaxTagValue || !printable_or_space(v)) throw Invalid{"tag values must be 0..256 printable bytes"};
+}
+
+Request parse_object(const Json& j) {
+  if (!j.is_object()) throw Invalid{"request must be a JSON object"};
+  const std::string cmd = field_string(j, "cmd", true);
+  if (cmd == "members") {
+    only_fields(j, {"cmd", "state", "tag"});
+    MembersRequest r;
+    const std::string state = field_string(j, "state", false);
+    if (!state.empty()) {
+      if (state != "alive" && state != "suspect" && state != "dead" && state != "left") {
+        throw Invalid{"state must be alive, suspect, dead or left"};
+      }
+      r.state = state;
+    }
+    const std::string tag = field_string(j, "tag", false);
+    if (!tag.empty()) {
+      r.tag = split_tag(tag);
+      check_tag(r.tag->first, r.tag->second);
+    }
+    return r;
+  }
+  if (cmd == "stats") {
+    only_fields(j, {"cmd"});
+    return StatsRequest{};
+  }
+  if (cmd == "keys") {
+    const std::string op = field_string(j, "op", true);
+    if (op == "list") {
+      only_fields(j, {"cmd", "op"});
+      return KeysListRequest{};
+    }
+    if (op == "install") {
+      only_fields(j, {"cmd", "op", "key", "primary", "scope"});
+      KeysInstallRequest r;
+      const std::string hex = field_string(j, "key", true);
+      if (hex.size() != 64) throw Invalid{"key must be 64 hex digits (32 bytes)"};
+      for (std::size_t i = 0; i < 32; ++i) {
+        unsigned byte = 0;
+        const char pair[3] = {hex[2 * i], hex[2 * i + 1], '\0'};
+        if (!std::isxdigit(static_cast<unsigned char>(pair[0])) ||
+            !std::isxdigit(static_cast<unsigned char>(pair[1])) || std::sscanf(pair, "%2x", &byte) != 1) {
+          throw Invalid{"key must be 64 hex digits (32 bytes)"};
+        }
+        r.key[i] = static_cast<std::uint8_t>(byte);
+      }
+      if (const auto it = j.find("primary"); it != j.end()) {
+        if (!it->is_boolean()) throw Invalid{"field 'primary' must be true or false"};
+        r.primary = it->get<bool>();
+      }
+      r.scope = scope_of(j);
+      return r;
+    }
+    if (op == "use") {
+      only_fields(j, {"cmd", "op", "id", "scope"});
+      return KeysUseRequest{key_id_field(j), scope_of(j)};
+    }
+    if (op == "remove") {
+      only_fields(j, {"cmd", "op", "id", "scope"});
+      return KeysRemoveRequest{key_id_field(j), scope_of(j)};
+    }
+    throw Invalid{"keys op must be list, install, use or remove"};
+  }
+  if (cmd == "join") {
+    only_fields(j, {"cmd", "address"});
+    const auto hp = parse_host_port(field_string(j, "address", true));
+    if (!hp) throw Invalid{"address must be IP:PORT or [IPv6]:PORT"};
+    return JoinRequest{hp->first, hp->second};
+  }
+  if (cmd == "leave") {
+    only_fields(j, {"cmd"});
+    return LeaveRequest{};
+  }
+  if (cmd == "tags") {
+    const std::string op = field_string(j, "op", true);
+    if (op == "set") {
+      only_fields(j, {"cmd", "op", "tags"});
+      const auto it = j.find("tags");
+      if (it == j.end() || !it->is_object() || it->empty()) throw Invalid{"tags must be a non-empty object of strings"};
+      if (it->size() > kMaxTags) throw Invalid{"at most 32 tags"};
+      TagsSetRequest r;
+      for (const auto& [k, v] : it->items()) {
+        if (!v.is_string()) throw Invalid{"tag values must be strings"};
+        check_tag(k, v.get<std::string>());
+        r.tags.emplace_back(k, v.get<std::string>());
+      }
+      return r;
+    }
+    if (op == "unset") {
+      only_fields(j, {"cmd", "op", "keys"});
+      const auto it = j.find("keys");
+      if (it == j.end() || !it->is_array() || it->empty()) throw Invalid{"keys must be a non-empty list of tag keys"};
+      if (it->size() > kMaxTags) throw Invalid{"at most 32 keys"};
+      TagsUnsetRequest r;
+      for (const auto& k : *it) {
+        if (!k.is_string()) throw Invalid{"keys must be strings"};
+        check_tag(k.get<std::string>(), "");
+        r.keys.push_back(k.get<std::string>());
+      }
+      return r;
+    }
+    throw Invalid{"tags op must be set or unset"};
+  }
+  if (cmd == "log-level") {
+    only_fields(j, {"cmd", "level"});
+    const std::string level = field_string(j, "level", true);
+    static constexpr std::array<std::string_view, 7> kLevels = {"trace", "debug", "info", "warn",
+                                                                 "error", "critical", "off"};
+    if (std::find(kLevels.begin(), kLevels.end(), level) == kLevels.end()) {
+      throw Invalid{"level must be trace, debug, info, warn, error, critical or off"};
+    }
+    return LogLevelRequest{level};
+  }
+  throw Invalid{printable(cmd) && cmd.size() <= 32
+                    ? "unknown cmd '" + cmd + "' (members, stats, keys, join, leave, tags, log-level)"
+                    : std::string("unknown cmd (members, stats, keys, join, leave, tags, log-level)")};
+}
+
+}  // namespace
+
+ParseResult parse_request(std::string_view line) noexcept {
+  ParseResult out;
+  try {
+    if (line.size() > kMaxRequestBytes) {
+      out.error = "request too large";
+      return out;
+    }
+    const Json j = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      out.error = "request is not valid JSON";
+      return out;
+    }
+    out.request = parse_object(j);
+  } catch (const Invalid& e) {
+    out.error = e.why;
+  } catch (const std::exception&) {
+    // nlohmann type errors (e.g. invalid UTF-8 in a key), bad_alloc.
+    out.error = "request could not be read";
+  }
+  return out;
+}
+
+std::string error_reply(std::string_view message) {
+  Json j;
+  j["ok"] = false;
+  j["error"] = std::string(message);
+  return j.dump(-1, ' ', true, Json::error_handler_t::replace);
+}
+
+std::string key_id_text(std::uint32_t id) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", id);
+  return buf;
+}
+
+std::optional<std::uint32_t> parse_key_id(std::string_view text) {
+  if (text.size() != 8) return std::nullopt;
+  std::uint32_t v = 0;
+  for (char c : text) {
+    unsigned d = 0;
+    if (c >= '0' && c <= '9') {
+      d = static_cast<unsigned>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      d = static_cast<unsigned>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      d = static_cast<unsigned>(c - 'A' + 10);
+    } else {
+      return std::nullopt;
+    }
+    v = (v << 4) | d;
+  }
+  return v;
+}
+
+std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(std::string_view text) {
+  std::string host;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return std::nullopt;
+    host = std::string(text.substr(1, close - 1));
+    port = text.substr(close + 2);
+  } else {
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos || text.find(':') != colon) return std::nullopt;
+    host = std::string(text.substr(0, colon));
+    port = text.substr(colon + 1);
+  }
+  if (host.empty() || host.find('\0') != std::string::npos) return std::nullopt;
+  std::array<unsigned char, sizeof(in6_addr)> buf{};
+  if (inet_pton(AF_INET, host.c_str(), buf.data()) != 1 && inet_pton(AF_INET6, host.c_str(), buf.data()) != 1) {
+    return std::nullopt;
+  }
+  if (port.empty() || port.size() > 5) return std::nullopt;
+  unsigned p = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return std::nullopt;
+    p = p * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (p < 1 || p > 65535) return std::nullopt;
+  return std::make_pair(host, static_cast<std::uint16_t>(p));
+}
+
+}  // namespace gw::cp::api

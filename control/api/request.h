@@ -1,0 +1,92 @@
+// The control API's requests: one JSON object per line on the Unix socket,
+// parsed and validated here before anything acts on them. Pure (no sockets,
+// no engine), so the fuzzer and tests drive it directly.
+//
+//   {"cmd":"members"[,"state":"alive|suspect|dead|left"][,"tag":"k=v"]}
+//   {"cmd":"stats"}
+//   {"cmd":"keys","op":"list"}
+//   {"cmd":"keys","op":"install","key":"<64 hex>"[,"primary":true][,"scope":"node|cluster"]}
+//   {"cmd":"keys","op":"use","id":"<8 hex>"[,"scope":"node|cluster"]}
+//   {"cmd":"keys","op":"remove","id":"<8 hex>"[,"scope":"node|cluster"]}
+//   {"cmd":"join","address":"IP:PORT"}          ("[IPv6]:PORT" for IPv6)
+//   {"cmd":"leave"}                              leave gracefully, then stop
+//   {"cmd":"tags","op":"set","tags":{"k":"v",...}}
+//   {"cmd":"tags","op":"unset","keys":["k",...]}
+//   {"cmd":"log-level","level":"trace|debug|info|warn|error|critical|off"}
+//
+// Replies are one JSON object line: {"ok":true,...} or {"ok":false,"error":"..."}.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace gw::cp::api {
+
+// Longest request line accepted, in bytes (tags and a key fit easily).
+inline constexpr std::size_t kMaxRequestBytes = 64 * 1024;
+
+enum class Scope : std::uint8_t { kNode, kCluster };
+
+struct MembersRequest {
+  std::optional<std::string> state;  // alive | suspect | dead | left
+  std::optional<std::pair<std::string, std::string>> tag;
+};
+struct StatsRequest {};
+struct KeysListRequest {};
+struct KeysInstallRequest {
+  std::array<std::uint8_t, 32> key{};
+  bool primary = false;
+  Scope scope = Scope::kNode;
+};
+struct KeysUseRequest {
+  std::uint32_t id = 0;
+  Scope scope = Scope::kNode;
+};
+struct KeysRemoveRequest {
+  std::uint32_t id = 0;
+  Scope scope = Scope::kNode;
+};
+struct JoinRequest {
+  std::string ip;  // literal, validated
+  std::uint16_t port = 0;
+};
+struct LeaveRequest {};
+struct TagsSetRequest {
+  std::vector<std::pair<std::string, std::string>> tags;
+};
+struct TagsUnsetRequest {
+  std::vector<std::string> keys;
+};
+struct LogLevelRequest {
+  std::string level;
+};
+
+using Request = std::variant<MembersRequest, StatsRequest, KeysListRequest, KeysInstallRequest, KeysUseRequest,
+                             KeysRemoveRequest, JoinRequest, LeaveRequest, TagsSetRequest, TagsUnsetRequest,
+                             LogLevelRequest>;
+
+struct ParseResult {
+  std::optional<Request> request;
+  std::string error;  // set when !request
+};
+
+// Never throws; any bytes in, a request or an error out.
+ParseResult parse_request(std::string_view line) noexcept;
+
+// {"ok":false,"error":message} as one line (no trailing newline).
+std::string error_reply(std::string_view message);
+
+// "0a1b2c3d" <-> key id.
+std::string key_id_text(std::uint32_t id);
+std::optional<std::uint32_t> parse_key_id(std::string_view text);
+
+// "IP:PORT" or "[IPv6]:PORT" -> literal and port; nullopt if not valid.
+std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(std::string_view text);
+
+}  // namespace gw::cp::api

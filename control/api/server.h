@@ -1,0 +1,96 @@
+// The control API's socket: a Unix stream socket (mode 0600, owner only)
+// served by one thread that never touches gateway state. Each connection
+// carries one request line and gets one reply line. The thread hands the
+// request to the control lcore through a mailbox; the control lcore answers
+// it between passes over the rings (serve()), so the engine and the keyring
+// are only ever touched by their owner, and no worker ever sees the API.
+//
+//   ApiServer api(cfg.control.socket);      // binds, or throws ApiError
+//   api.start();
+//   ... control loop: api.serve([&](std::string_view line) { return reply; });
+//   api.stop();                             // also in the destructor
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace gw::cp::api {
+
+class ApiError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ServerCounters {
+  std::atomic<std::uint64_t> connections{0};
+  std::atomic<std::uint64_t> requests{0};         // complete lines handed to the control lcore
+  std::atomic<std::uint64_t> rejected_too_large{0};
+  std::atomic<std::uint64_t> rejected_read{0};    // closed or timed out before a full line
+  std::atomic<std::uint64_t> timed_out{0};        // the control lcore did not answer in time
+};
+
+class ApiServer {
+ public:
+  // How long the socket thread waits for a request line, and for the control
+  // lcore's answer, before replying with an error.
+  static constexpr int kReadTimeoutMs = 2000;
+  static constexpr int kAnswerTimeoutMs = 10000;
+
+  // Creates the directory (0700) if missing, replaces a stale socket file,
+  // refuses one that still answers, binds and listens. Throws ApiError.
+  explicit ApiServer(std::string path);
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  void start();
+  // Stops the thread, answers nothing more, removes the socket file.
+  void stop();
+
+  // Control lcore: answers the requests waiting, each with handle(line).
+  // One relaxed atomic load when none waits. Returns requests answered.
+  std::size_t serve(const std::function<std::string(std::string_view)>& handle);
+
+  // The same, for requests whose answer comes later (a cluster-wide key
+  // change waits for the other members): handle(line, reply) may call
+  // reply(text) now or on a later pass, on the control lcore, once. A reply
+  // after kAnswerTimeoutMs is dropped (the client got a timeout error).
+  using Reply = std::function<void(std::string)>;
+  std::size_t serve_async(const std::function<void(std::string_view, Reply)>& handle);
+
+  const std::string& path() const noexcept { return path_; }
+  const ServerCounters& counters() const noexcept { return counters_; }
+
+ private:
+  struct Pending {
+    std::string request;
+    std::string reply;
+    bool answered = false;
+  };
+
+  void run();
+  void handle_connection(int fd);
+
+  std::string path_;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: stop() wakes the thread's poll
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+
+  std::mutex mu_;
+  std::condition_variable answered_cv_;
+  std::deque<std::shared_ptr<Pending>> queue_;
+  std::atomic<std::size_t> waiting_{0};
+  ServerCounters counters_;
+};
+
+}  // namespace gw::cp::api

@@ -1,0 +1,301 @@
+#include "dataplane/control_api.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <nlohmann/json.hpp>
+#include <variant>
+
+#include "control/api/request.h"
+#include "control/host/key_ops.h"
+#include "dataplane/ladder.h"
+#include "dataplane/stats_json.h"
+
+namespace gw::dp {
+namespace {
+
+using Json = nlohmann::ordered_json;
+namespace api = cp::api;
+namespace engine = cp::engine;
+
+constexpr const char* kStateNames[] = {"alive", "suspect", "dead", "left"};
+
+const char* state_name(engine::MemberStatus s) { return kStateNames[static_cast<std::size_t>(s) & 3]; }
+
+const char* suite_name(crypto::Suite s) {
+  return s == crypto::Suite::kAes256Gcm ? "aes-256-gcm" : "chacha20-poly1305";
+}
+
+std::string ok_reply(Json j) {
+  Json out;
+  out["ok"] = true;
+  for (auto& [k, v] : j.items()) out[k] = std::move(v);
+  return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+bool has_tag(const engine::Member& m, const std::pair<std::string, std::string>& tag) {
+  return std::any_of(m.tags.begin(), m.tags.end(),
+                     [&](const engine::Tag& t) { return t.key == tag.first && t.value == tag.second; });
+}
+
+}  // namespace
+
+std::unique_ptr<DataplaneSnapshot> snapshot_with_members(const DataplaneSnapshot& current,
+                                                         const engine::Engine& eng) {
+  auto next = std::make_unique<DataplaneSnapshot>();
+  next->keys = current.keys;
+  for (const engine::Member& m : eng.members()) {
+    if (m.is_tombstone() || m.name == eng.name()) continue;
+    if (m.addr.ip.size() != 4 && m.addr.ip.size() != 16) continue;
+    SourceAddress a;
+    std::copy(m.addr.ip.begin(), m.addr.ip.end(), a.ip.begin());
+    a.ip_len = static_cast<std::uint8_t>(m.addr.ip.size());
+    next->known_members.push_back(a);
+  }
+  std::sort(next->known_members.begin(), next->known_members.end());
+  next->known_members.erase(std::unique(next->known_members.begin(), next->known_members.end()),
+                            next->known_members.end());
+  return next;
+}
+
+void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32_t unix_s, const Reply& reply) {
+  const api::ParseResult parsed = api::parse_request(line);
+  std::optional<cp::KeyChange> cluster_change;
+  if (parsed.request) {
+    std::visit(
+        [&](const auto& req) {
+          using T = std::decay_t<decltype(req)>;
+          if constexpr (std::is_same_v<T, api::KeysInstallRequest>) {
+            if (req.scope == api::Scope::kCluster) {
+              cp::KeyChange c;
+              c.op = cp::KeyChange::Op::kInstall;
+              std::copy(req.key.begin(), req.key.end(), c.key.begin());
+              c.primary = req.primary;
+              cluster_change = c;
+            }
+          } else if constexpr (std::is_same_v<T, api::KeysUseRequest> || std::is_same_v<T, api::KeysRemoveRequest>) {
+            if (req.scope == api::Scope::kCluster) {
+              cp::KeyChange c;
+              c.op = std::is_same_v<T, api::KeysUseRequest> ? cp::KeyChange::Op::kUse : cp::KeyChange::Op::kRemove;
+              c.id = req.id;
+              cluster_change = c;
+            }
+          }
+        },
+        *parsed.request);
+  }
+  if (!cluster_change) {
+    reply(handle_now(line, now_ns));
+    return;
+  }
+  ++counters_.requests;
+  if (ctx_.host == nullptr) {
+    ++counters_.failed;
+    reply(api::error_reply("membership is disabled on this gateway: there is no cluster to tell"));
+    return;
+  }
+  const std::string err = ctx_.host->start_cluster_key_change(
+      *cluster_change, now_ns, unix_s, [reply](const cp::EngineHost::KeyOpOutcome& o) {
+        Json j;
+        j["scope"] = "cluster";
+        j["request"] = o.request_id;
+        j["targets"] = o.targets;
+        j["complete"] = o.ok.size() == o.targets;
+        j["applied"] = o.ok;
+        Json refused = Json::array();
+        for (const auto& [node, why] : o.refused) refused.push_back(Json{{"member", node}, {"error", why}});
+        j["refused"] = std::move(refused);
+        j["no_answer"] = o.no_answer;
+        reply(ok_reply(std::move(j)));
+      });
+  if (!err.empty()) {
+    ++counters_.failed;
+    reply(api::error_reply(err));
+    return;
+  }
+  ++counters_.cluster_key_changes;
+}
+
+std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) {
+  ++counters_.requests;
+  const api::ParseResult parsed = api::parse_request(line);
+  if (!parsed.request) {
+    ++counters_.bad_requests;
+    return api::error_reply(parsed.error);
+  }
+  auto refuse = [this](const std::string& why) {
+    ++counters_.failed;
+    return api::error_reply(why);
+  };
+  auto need_engine = [this]() { return ctx_.host != nullptr; };
+
+  // Key changes: a new snapshot with the changed keyring (key_ops.h).
+  auto change_keys = [&](const cp::KeyChange& change) -> std::string {
+    const std::string err = cp::apply_key_change(*ctx_.snapshots, ctx_.suite, change, /*idempotent=*/false);
+    if (!err.empty()) return refuse(err);
+    const std::uint64_t version = ctx_.snapshots->current().version;
+    ++counters_.key_changes;
+    spdlog::info("key {} of {} through the control API", cp::key_op_name(change.op),
+                 api::key_id_text(change.op == cp::KeyChange::Op::kInstall ? crypto::derive_key_id(change.key)
+                                                                           : change.id));
+    Json j;
+    j["snapshot"] = version;
+    Json ids = Json::array();
+    for (std::uint32_t id : ctx_.snapshots->current().keys.ids()) ids.push_back(api::key_id_text(id));
+    j["keys"] = std::move(ids);
+    j["primary"] = api::key_id_text(ctx_.snapshots->current().keys.primary()->id());
+    return ok_reply(std::move(j));
+  };
+
+  return std::visit(
+      [&](const auto& req) -> std::string {
+        using T = std::decay_t<decltype(req)>;
+        if constexpr (std::is_same_v<T, api::MembersRequest>) {
+          if (!need_engine()) return refuse("membership is disabled on this gateway (membership.enabled: false)");
+          const engine::Engine& eng = ctx_.host->engine();
+          Json members = Json::array();
+          for (const engine::Member& m : eng.members()) {
+            if (req.state && *req.state != state_name(m.status)) continue;
+            if (req.tag && !has_tag(m, *req.tag)) continue;
+            Json mj;
+            mj["name"] = m.name;
+            mj["address"] = ip_text(m.addr.ip);
+            mj["port"] = m.addr.port;
+            mj["state"] = state_name(m.status);
+            mj["incarnation"] = m.incarnation;
+            Json tags = Json::object();
+            for (const auto& t : m.tags) tags[t.key] = t.value;
+            mj["tags"] = std::move(tags);
+            if (m.name == eng.name()) {
+              mj["self"] = true;
+            } else if (const auto k = ctx_.host->sender_key(m.addr)) {
+              mj["key_id"] = api::key_id_text(*k);
+            }
+            members.push_back(std::move(mj));
+          }
+          Json j;
+          j["node"] = eng.name();
+          j["incarnation"] = eng.incarnation();
+          j["live_members"] = eng.num_live();
+          j["health_score"] = eng.health_score();
+          j["members"] = std::move(members);
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::StatsRequest>) {
+          return "{\"ok\":true,\"stats\":" + ctx_.stats_json() + "}";
+        } else if constexpr (std::is_same_v<T, api::KeysListRequest>) {
+          const crypto::Keyring& ring = ctx_.snapshots->current().keys;
+          const crypto::Key* primary = ring.primary();
+          std::map<std::uint32_t, std::uint64_t> using_key;
+          std::uint64_t live = 0;
+          std::uint64_t unknown = 0;
+          if (ctx_.host != nullptr) {
+            const engine::Engine& eng = ctx_.host->engine();
+            for (const engine::Member& m : eng.members()) {
+              if (m.is_tombstone()) continue;
+              ++live;
+              if (m.name == eng.name()) {
+                if (primary != nullptr) ++using_key[primary->id()];
+              } else if (const auto k = ctx_.host->sender_key(m.addr)) {
+                ++using_key[*k];
+              } else {
+                ++unknown;
+              }
+            }
+          }
+          Json keys = Json::array();
+          for (std::uint32_t id : ring.ids()) {
+            Json kj;
+            kj["id"] = api::key_id_text(id);
+            kj["primary"] = primary != nullptr && primary->id() == id;
+            kj["suite"] = suite_name(ring.find(id)->suite());
+            kj["members_using"] = using_key[id];
+            keys.push_back(std::move(kj));
+          }
+          Json j;
+          j["keys"] = std::move(keys);
+          j["live_members"] = live;
+          // Live members we have not heard from since the start (or since
+          // the sender table was reset): their key is not known yet.
+          j["members_key_unknown"] = unknown;
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::KeysInstallRequest>) {
+          cp::KeyChange c;
+          c.op = cp::KeyChange::Op::kInstall;
+          std::copy(req.key.begin(), req.key.end(), c.key.begin());
+          c.primary = req.primary;
+          return change_keys(c);
+        } else if constexpr (std::is_same_v<T, api::KeysUseRequest>) {
+          cp::KeyChange c;
+          c.op = cp::KeyChange::Op::kUse;
+          c.id = req.id;
+          return change_keys(c);
+        } else if constexpr (std::is_same_v<T, api::KeysRemoveRequest>) {
+          cp::KeyChange c;
+          c.op = cp::KeyChange::Op::kRemove;
+          c.id = req.id;
+          return change_keys(c);
+        } else if constexpr (std::is_same_v<T, api::JoinRequest>) {
+          if (!need_engine()) return refuse("membership is disabled on this gateway (membership.enabled: false)");
+          LocalEndpoint ep;
+          if (!parse_endpoint(req.ip.c_str(), req.port, &ep)) return refuse("address is not an IP literal");
+          engine::Address a;
+          if (ep.ipv6) {
+            a.ip.assign(ep.ipv6_addr.begin(), ep.ipv6_addr.end());
+          } else {
+            a.ip.assign(ep.ipv4.begin(), ep.ipv4.end());
+          }
+          a.port = req.port;
+          ctx_.host->engine().join(std::span<const engine::Address>(&a, 1), now_ns);
+          spdlog::info("joining through {}:{} (control API)", req.ip, req.port);
+          Json j;
+          j["joining"] = req.ip + ":" + std::to_string(req.port);
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::LeaveRequest>) {
+          spdlog::info("leave requested through the control API");
+          ctx_.request_stop();
+          Json j;
+          j["leaving"] = true;
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::TagsSetRequest> || std::is_same_v<T, api::TagsUnsetRequest>) {
+          if (!need_engine()) return refuse("membership is disabled on this gateway (membership.enabled: false)");
+          engine::Engine& eng = ctx_.host->engine();
+          std::vector<engine::Tag> tags;
+          if (const engine::Member* self = eng.member(eng.name())) tags = self->tags;
+          if constexpr (std::is_same_v<T, api::TagsSetRequest>) {
+            for (const auto& [k, v] : req.tags) {
+              auto it = std::find_if(tags.begin(), tags.end(), [&](const engine::Tag& t) { return t.key == k; });
+              if (it != tags.end()) {
+                it->value = v;
+              } else {
+                tags.push_back({k, v});
+              }
+            }
+          } else {
+            for (const std::string& k : req.keys) {
+              std::erase_if(tags, [&](const engine::Tag& t) { return t.key == k; });
+            }
+          }
+          if (!eng.set_tags(tags, now_ns)) {
+            return refuse("tags exceed " + std::to_string(eng.config().max_tag_bytes) + " bytes in all");
+          }
+          spdlog::info("tags changed through the control API; now incarnation {}", eng.incarnation());
+          Json tj = Json::object();
+          for (const auto& t : tags) tj[t.key] = t.value;
+          Json j;
+          j["tags"] = std::move(tj);
+          j["incarnation"] = eng.incarnation();
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::LogLevelRequest>) {
+          spdlog::set_level(spdlog::level::from_str(req.level));
+          spdlog::info("log level set to {} through the control API", req.level);
+          Json j;
+          j["level"] = req.level;
+          return ok_reply(std::move(j));
+        }
+      },
+      *parsed.request);
+}
+
+}  // namespace gw::dp

@@ -1,0 +1,62 @@
+// What the control API's requests do, on the control lcore: list members,
+// report counters, change keys (through a new dataplane snapshot, so workers
+// switch between bursts and never see a half-updated keyring), join, leave,
+// change our tags, change the log level. Requests are parsed and validated by
+// control/api/request.h first; this only acts on valid ones.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "control/host/engine_host.h"
+#include "crypto/wire_header.h"
+#include "dataplane/api/snapshot.h"
+
+namespace gw::dp {
+
+struct ControlApiCounters {
+  std::uint64_t requests = 0;
+  std::uint64_t bad_requests = 0;  // did not parse or validate
+  std::uint64_t failed = 0;        // valid, but refused (e.g. removing the primary key)
+  std::uint64_t key_changes = 0;   // snapshots published for a key change (node scope)
+  std::uint64_t cluster_key_changes = 0;  // cluster-wide key changes started
+};
+
+class ControlApi {
+ public:
+  struct Context {
+    cp::EngineHost* host = nullptr;  // null when membership is disabled
+    SnapshotExchange* snapshots = nullptr;
+    crypto::Suite suite = crypto::Suite::kChaCha20Poly1305;
+    // The full counter document (compact JSON), as --stats-json writes it.
+    std::function<std::string()> stats_json;
+    // Starts a graceful stop (leave first), like SIGTERM.
+    std::function<void()> request_stop;
+  };
+
+  explicit ControlApi(Context ctx) : ctx_(std::move(ctx)) {}
+
+  using Reply = std::function<void(std::string)>;
+  // One request line in, one reply line out (no newline) through `reply`:
+  // at once, or for cluster-wide key changes once the other members answered
+  // (on a later pass of the control lcore). Never throws for bad input:
+  // every error is a {"ok":false,"error":...} reply.
+  void handle(std::string_view line, std::uint64_t now_ns, std::uint32_t unix_s, const Reply& reply);
+  const ControlApiCounters& counters() const noexcept { return counters_; }
+
+ private:
+  // Requests that are answered at once (everything but cluster-wide keys).
+  std::string handle_now(std::string_view line, std::uint64_t now_ns);
+
+  Context ctx_;
+  ControlApiCounters counters_;
+};
+
+// The snapshot to publish after membership changed: same keys, the live
+// members' addresses as known sources.
+std::unique_ptr<DataplaneSnapshot> snapshot_with_members(const DataplaneSnapshot& current,
+                                                         const cp::engine::Engine& engine);
+
+}  // namespace gw::dp

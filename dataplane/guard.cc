@@ -1,0 +1,27 @@
+#include "dataplane/guard.h"
+
+#include <ctime>
+
+namespace gw::dp {
+
+std::uint64_t unix_time_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+void setup_guard(LcoreGuard& g, const config::Config& cfg, const Classifier* classifier,
+                 std::uint64_t seed) {
+  const config::LimitsConfig& l = cfg.limits;
+  g.replay = std::make_unique<ReplayTable>(l.replay_senders, seed);
+  g.rate = std::make_unique<RateLimiter>(l.sources, RateBudget{l.known_rate_pps, l.known_burst},
+                                         RateBudget{l.unknown_rate_pps, l.unknown_burst},
+                                         seed ^ 0x9E3779B97F4A7C15ULL);
+  g.state.replay = g.replay.get();
+  g.state.rate = g.rate.get();
+  g.classifier = classifier;
+  if (classifier != nullptr) g.scratch = classifier->make_scratch();
+  g.max_scans_per_burst = cfg.classifier.max_scans_per_burst;
+}
+
+}  // namespace gw::dp

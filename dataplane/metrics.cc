@@ -1,0 +1,423 @@
+#include "dataplane/metrics.h"
+
+#include <rte_telemetry.h>
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace gw::dp {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+class Builder {
+ public:
+  void add(const std::string& name, const char* type, const std::string& help, std::string labels, double value) {
+    auto it = index_.find(name);
+    if (it == index_.end()) {
+      it = index_.emplace(name, families_.size()).first;
+      families_.push_back({name, type, help, {}});
+    }
+    families_[it->second].samples.push_back({std::move(labels), value});
+  }
+  std::vector<MetricFamily> take() { return std::move(families_); }
+
+ private:
+  std::vector<MetricFamily> families_;
+  std::map<std::string, std::size_t> index_;
+};
+
+std::string label_value(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string labels(std::initializer_list<std::pair<const char*, std::string>> kv) {
+  std::string out;
+  for (const auto& [k, v] : kv) {
+    if (!out.empty()) out += ',';
+    out += k;
+    out += "=\"" + label_value(v) + '"';
+  }
+  return out;
+}
+
+std::string join_labels(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return a + "," + b;
+}
+
+// Metric names allow [a-zA-Z0-9_:].
+std::string sanitize(std::string s) {
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  }
+  return s;
+}
+
+std::string text_of(const Json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  return j.dump();
+}
+
+// Numeric leaves nobody mapped yet still get exported, under their path.
+void generic(Builder& b, const std::string& prefix, const Json& j, const std::string& lbl) {
+  if (j.is_number()) {
+    b.add(sanitize("gossipgw_" + prefix), "untyped", "gossipgw counter '" + prefix + "' (see docs/metrics.md)", lbl,
+          j.get<double>());
+    return;
+  }
+  if (!j.is_object()) return;
+  for (const auto& [k, v] : j.items()) generic(b, prefix + "_" + k, v, lbl);
+}
+
+void by_class(Builder& b, const std::string& name, const char* type, const std::string& help, const Json& j,
+              const std::string& lbl) {
+  for (const auto& [cls, v] : j.items()) {
+    if (v.is_number()) b.add(name, type, help, join_labels(lbl, labels({{"class", cls}})), v.get<double>());
+  }
+}
+
+void worker(Builder& b, const Json& l) {
+  const std::string lbl = labels({{"lcore", text_of(l.value("lcore", Json(0)))}, {"queue", text_of(l.value("queue", Json(0)))}});
+  for (const auto& [k, v] : l.items()) {
+    if (k == "lcore" || k == "role" || k == "queue") continue;
+    if (k == "counters") {
+      for (const auto& [ck, cv] : v.items()) {
+        if (ck == "rx_total") {
+          b.add("gossipgw_rx_packets_total", "counter", "Packets received on the worker's rx queue (packets)", lbl,
+                cv.get<double>());
+        } else if (cv.is_number()) {
+          b.add("gossipgw_verdict_packets_total", "counter",
+                "Received packets by check-ladder verdict: accepted or the drop reason (packets)",
+                join_labels(lbl, labels({{"verdict", ck}})), cv.get<double>());
+        } else {
+          generic(b, "worker_" + ck, cv, lbl);
+        }
+      }
+    } else if (k == "accepted_by_class") {
+      by_class(b, "gossipgw_accepted_packets_total", "counter",
+               "Accepted packets handed to the control lcore, by priority class (packets)", v, lbl);
+    } else if (k == "tx") {
+      for (const auto& [tk, tv] : v.items()) {
+        static const std::map<std::string, std::pair<const char*, const char*>> kTx = {
+            {"tx_packets", {"gossipgw_tx_packets_total", "Datagrams transmitted (packets)"}},
+            {"tx_bytes", {"gossipgw_tx_bytes_total", "Bytes transmitted, Ethernet header included (bytes)"}},
+            {"tx_drop_nic", {"gossipgw_tx_nic_dropped_total", "Datagrams the NIC's tx queue refused (packets)"}},
+            {"tx_broadcast_unknown_mac",
+             {"gossipgw_tx_broadcast_unknown_mac_total",
+              "Datagrams sent to the broadcast MAC because the peer's MAC was not known yet (packets)"}},
+        };
+        const auto it = kTx.find(tk);
+        if (it != kTx.end() && tv.is_number()) {
+          b.add(it->second.first, "counter", it->second.second, lbl, tv.get<double>());
+        } else {
+          generic(b, "worker_tx_" + tk, tv, lbl);
+        }
+      }
+    } else if (k == "rx_bursts") {
+      b.add("gossipgw_rx_bursts_total", "counter", "Non-empty rx bursts (bursts)", lbl, v.get<double>());
+    } else if (k == "idle_polls") {
+      b.add("gossipgw_idle_polls_total", "counter", "rx polls that returned no packet (polls)", lbl, v.get<double>());
+    } else {
+      generic(b, "worker_" + k, v, lbl);
+    }
+  }
+}
+
+void control(Builder& b, const Json& l) {
+  const std::string lbl = labels({{"lcore", text_of(l.value("lcore", Json(0)))}});
+  for (const auto& [k, v] : l.items()) {
+    if (k == "lcore" || k == "role") continue;
+    if (k == "counters") {
+      for (const auto& [ck, cv] : v.items()) {
+        if (!cv.is_number()) continue;
+        if (ck == "msg_decode_error") {
+          b.add("gossipgw_message_decode_errors_total", "counter",
+                "Authenticated payloads that did not decode as a gossip Compound (payloads)", lbl, cv.get<double>());
+        } else if (ck == "msg_unknown") {
+          b.add("gossipgw_message_unknown_total", "counter",
+                "Authenticated payloads with no message this version knows (payloads)", lbl, cv.get<double>());
+        } else if (ck.rfind("msg_", 0) == 0) {
+          b.add("gossipgw_messages_total", "counter", "Gossip messages received, by type (messages)",
+                join_labels(lbl, labels({{"type", ck.substr(4)}})), cv.get<double>());
+        } else {
+          generic(b, "control_" + ck, cv, lbl);
+        }
+      }
+    } else if (k == "handoffs_by_class") {
+      by_class(b, "gossipgw_handoffs_total", "counter",
+               "Payloads the control lcore took from the workers' rings, by class (payloads)", v, lbl);
+    } else if (k == "ring_depth_max") {
+      by_class(b, "gossipgw_ring_depth_max", "gauge",
+               "Deepest a worker-to-control ring of the class was seen (payloads)", v, lbl);
+    } else {
+      generic(b, "control_" + k, v, lbl);
+    }
+  }
+}
+
+void membership(Builder& b, const Json& m) {
+  for (const auto& [k, v] : m.items()) {
+    if (k == "node" || k == "members" || k == "recent_events") continue;
+    if (k == "incarnation") {
+      b.add("gossipgw_incarnation", "gauge", "This member's incarnation number", "", v.get<double>());
+    } else if (k == "live_members") {
+      b.add("gossipgw_live_members", "gauge", "Alive or suspect members in our view, ourselves included (members)",
+            "", v.get<double>());
+    } else if (k == "health_score") {
+      b.add("gossipgw_health_score", "gauge", "Lifeguard local health multiplier score (0 = healthy)", "",
+            v.get<double>());
+    } else if (k == "members_by_state") {
+      for (const auto& [s, n] : v.items()) {
+        b.add("gossipgw_members", "gauge", "Members in our view by state, tombstones included (members)",
+              labels({{"state", s}}), n.get<double>());
+      }
+    } else if (k == "events") {
+      for (const auto& [s, n] : v.items()) {
+        b.add("gossipgw_member_events_total", "counter", "Member events by kind (events)", labels({{"kind", s}}),
+              n.get<double>());
+      }
+    } else if (k == "engine_counters") {
+      for (const auto& [ek, ev] : v.items()) {
+        if (!ev.is_number()) continue;
+        if (ek.rfind("in_", 0) == 0) {
+          b.add("gossipgw_engine_messages_in_total", "counter", "Messages the engine handled, by type (messages)",
+                labels({{"type", ek.substr(3)}}), ev.get<double>());
+        } else if (ek.rfind("out_", 0) == 0) {
+          b.add("gossipgw_engine_messages_out_total", "counter", "Messages the engine sent, by type (messages)",
+                labels({{"type", ek.substr(4)}}), ev.get<double>());
+        } else if (ek.rfind("broadcast_drop_", 0) == 0) {
+          b.add("gossipgw_engine_broadcast_dropped_total", "counter",
+                "Broadcasts dropped from the full queue, by class (broadcasts)",
+                labels({{"class", ek.substr(15)}}), ev.get<double>());
+        } else {
+          b.add(sanitize("gossipgw_engine_" + ek + "_total"), "counter",
+                "Membership engine counter " + ek + " (see docs/metrics.md)", "", ev.get<double>());
+        }
+      }
+    } else if (k == "sealed") {
+      b.add("gossipgw_sealed_datagrams_total", "counter", "Datagrams sealed for transmit (datagrams)", "",
+            v.get<double>());
+    } else if (k == "drop_encode" || k == "drop_no_primary") {
+      b.add("gossipgw_seal_dropped_total", "counter", "Outgoing datagrams dropped before sealing, by reason (datagrams)",
+            labels({{"reason", k.substr(5)}}), v.get<double>());
+    } else if (k == "shaper") {
+      for (const auto& [cls, sc] : v.items()) {
+        static const std::map<std::string, std::pair<const char*, const char*>> kShaper = {
+            {"sent", {"gossipgw_egress_sent_datagrams_total", "Datagrams the egress shaper let out (datagrams)"}},
+            {"sent_bytes", {"gossipgw_egress_sent_bytes_total", "Bytes the egress shaper let out (bytes)"}},
+            {"deferred", {"gossipgw_egress_deferred_total", "Datagrams that waited for budget (datagrams)"}},
+            {"dropped", {"gossipgw_egress_dropped_total", "Datagrams dropped from the full egress queue (datagrams)"}},
+            {"refused", {"gossipgw_egress_refused_total", "Datagrams the transmit path refused (datagrams)"}},
+            {"depth", {"gossipgw_egress_queue_depth", "Datagrams waiting in the egress queue now (datagrams)"}},
+            {"depth_max", {"gossipgw_egress_queue_depth_max", "Most datagrams ever waiting in the egress queue"}},
+        };
+        for (const auto& [sk, sv] : sc.items()) {
+          const auto it = kShaper.find(sk);
+          const std::string lbl = labels({{"class", cls}});
+          if (it != kShaper.end() && sv.is_number()) {
+            const bool gauge = sk == "depth" || sk == "depth_max";
+            b.add(it->second.first, gauge ? "gauge" : "counter", it->second.second, lbl, sv.get<double>());
+          } else {
+            generic(b, "egress_" + sk, sv, lbl);
+          }
+        }
+      }
+    } else {
+      generic(b, "membership_" + k, v, "");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<MetricFamily> metric_families(std::string_view text) {
+  const Json doc = Json::parse(text.begin(), text.end(), nullptr, false);
+  Builder b;
+  if (!doc.is_object()) return b.take();
+  for (const auto& [k, v] : doc.items()) {
+    if (k == "totals" || k == "classes") continue;  // sums of the per-lcore series
+    if (k == "lcores") {
+      for (const Json& l : v) {
+        if (l.value("role", "") == "worker") {
+          worker(b, l);
+        } else {
+          control(b, l);
+        }
+      }
+    } else if (k == "tx_queue") {
+      for (const auto& [tk, tv] : v.items()) {
+        b.add("gossipgw_tx_queue_datagrams_total", "counter",
+              "Datagrams the control lcore queued for transmit, or dropped before the ring (datagrams)",
+              labels({{"result", tk}}), tv.get<double>());
+      }
+    } else if (k == "membership") {
+      membership(b, v);
+    } else {
+      generic(b, k, v, "");
+    }
+  }
+  return b.take();
+}
+
+std::string prometheus_text(const std::vector<MetricFamily>& families) {
+  std::string out;
+  char num[64];
+  for (const MetricFamily& f : families) {
+    out += "# HELP " + f.name + " " + f.help + "\n";
+    out += "# TYPE " + f.name + " " + f.type + "\n";
+    for (const MetricSample& s : f.samples) {
+      out += f.name;
+      if (!s.labels.empty()) out += "{" + s.labels + "}";
+      if (std::floor(s.value) == s.value && std::fabs(s.value) < 1e18) {
+        std::snprintf(num, sizeof num, " %.0f\n", s.value);
+      } else {
+        std::snprintf(num, sizeof num, " %.17g\n", s.value);
+      }
+      out += num;
+    }
+  }
+  return out;
+}
+
+void MetricsPublisher::publish(std::string_view stats_json_text, std::uint64_t unix_ms) {
+  auto fams = std::make_shared<const std::vector<MetricFamily>>(metric_families(stats_json_text));
+  auto text = std::make_shared<const std::string>(prometheus_text(*fams));
+  std::lock_guard<std::mutex> lock(mu_);
+  view_.families = std::move(fams);
+  view_.text = std::move(text);
+  view_.published_unix_ms = unix_ms;
+  ++view_.publications;
+}
+
+MetricsPublisher::View MetricsPublisher::latest() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return view_;
+}
+
+PrometheusServer::PrometheusServer(const MetricsPublisher& publisher, const std::string& address,
+                                   std::uint16_t port)
+    : server_(std::make_unique<httplib::Server>()) {
+  server_->Get("/metrics", [&publisher](const httplib::Request&, httplib::Response& res) {
+    const MetricsPublisher::View v = publisher.latest();
+    if (!v.text) {
+      res.status = 503;
+      res.set_content("no counters published yet\n", "text/plain");
+      return;
+    }
+    res.set_content(*v.text, "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("gossipgw: counters at /metrics\n", "text/plain");
+  });
+  const int bound = port == 0 ? server_->bind_to_any_port(address) : (server_->bind_to_port(address, port) ? port : -1);
+  if (bound <= 0) {
+    throw std::runtime_error("metrics.prometheus_port: cannot listen on " + address + ":" + std::to_string(port));
+  }
+  port_ = static_cast<std::uint16_t>(bound);
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+}
+
+PrometheusServer::~PrometheusServer() {
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+namespace {
+
+const MetricsPublisher* g_publisher = nullptr;  // set once, before EAL serves telemetry
+std::string g_node;
+
+constexpr int kPageEntries = RTE_TEL_MAX_DICT_ENTRIES;
+
+int tel_metrics(const char*, const char* params, rte_tel_data* d) {
+  const MetricsPublisher::View v = g_publisher->latest();
+  rte_tel_data_start_dict(d);
+  if (!v.families) return 0;
+  long page = 0;
+  if (params != nullptr && *params != '\0') {
+    char* end = nullptr;
+    page = std::strtol(params, &end, 10);
+    if (end == params || *end != '\0' || page < 0) return -EINVAL;
+  }
+  long index = 0;
+  const long first = page * (kPageEntries - 1);
+  int added = 0;
+  long total = 0;
+  for (const MetricFamily& f : *v.families) total += static_cast<long>(f.samples.size());
+  for (const MetricFamily& f : *v.families) {
+    for (const MetricSample& s : f.samples) {
+      if (index++ < first || added >= kPageEntries - 1) continue;
+      std::string name = f.name;
+      if (!s.labels.empty()) name += "{" + s.labels + "}";
+      // Telemetry names are short and plain: drop quotes, bound the length.
+      std::erase(name, '"');
+      if (name.size() >= RTE_TEL_MAX_STRING_LEN) name.resize(RTE_TEL_MAX_STRING_LEN - 1);
+      rte_tel_data_add_dict_u64(d, name.c_str(), static_cast<std::uint64_t>(s.value < 0 ? 0 : s.value));
+      ++added;
+    }
+  }
+  const long pages = (total + kPageEntries - 2) / (kPageEntries - 1);
+  rte_tel_data_add_dict_u64(d, "_pages", static_cast<std::uint64_t>(pages));
+  return 0;
+}
+
+int tel_totals(const char*, const char*, rte_tel_data* d) {
+  const MetricsPublisher::View v = g_publisher->latest();
+  rte_tel_data_start_dict(d);
+  if (!v.families) return 0;
+  // One number per family: the sum over its series (per-lcore counters add up).
+  int added = 0;
+  for (const MetricFamily& f : *v.families) {
+    if (added >= kPageEntries) break;
+    double sum = 0;
+    for (const MetricSample& s : f.samples) sum += s.value;
+    std::string name = f.name;
+    if (name.size() >= RTE_TEL_MAX_STRING_LEN) name.resize(RTE_TEL_MAX_STRING_LEN - 1);
+    rte_tel_data_add_dict_u64(d, name.c_str(), static_cast<std::uint64_t>(sum < 0 ? 0 : sum));
+    ++added;
+  }
+  return 0;
+}
+
+int tel_info(const char*, const char*, rte_tel_data* d) {
+  const MetricsPublisher::View v = g_publisher->latest();
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_string(d, "node", g_node.c_str());
+  rte_tel_data_add_dict_u64(d, "published_unix_ms", v.published_unix_ms);
+  rte_tel_data_add_dict_u64(d, "publications", v.publications);
+  return 0;
+}
+
+}  // namespace
+
+bool register_telemetry(const MetricsPublisher* publisher, std::string node_name) {
+  g_publisher = publisher;
+  g_node = std::move(node_name);
+  int rc = rte_telemetry_register_cmd("/gossipgw/metrics", tel_metrics,
+                                      "Every gossipgw counter, one entry per series. Param: page (0..._pages-1)");
+  rc |= rte_telemetry_register_cmd("/gossipgw/totals", tel_totals,
+                                   "Every gossipgw metric family summed over its series (lcores, classes, ...)");
+  rc |= rte_telemetry_register_cmd("/gossipgw/info", tel_info, "Node name and when counters were last published");
+  return rc == 0;
+}
+
+}  // namespace gw::dp

@@ -1,0 +1,89 @@
+// Counter export. The control lcore publishes, every metrics.interval_ms, the
+// same counter document --stats-json writes (without the member list); the
+// exporters only ever read the latest publication, so neither a scrape nor a
+// telemetry request touches a worker or the engine.
+//
+//   Prometheus text:  http://127.0.0.1:PORT/metrics   (metrics.prometheus_port)
+//   DPDK telemetry:   /gossipgw/totals, /gossipgw/metrics[,PAGE], /gossipgw/info
+//                     (dpdk-telemetry.py -f FILE_PREFIX)
+//
+// Metric names, types, units and help are fixed in metrics.cc and listed in
+// docs/metrics.md; they are stable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace httplib {
+class Server;
+}
+
+namespace gw::dp {
+
+struct MetricSample {
+  std::string labels;  // `a="x",b="y"` (empty: none)
+  double value = 0;
+};
+
+struct MetricFamily {
+  std::string name;  // gossipgw_...
+  std::string type;  // counter | gauge
+  std::string help;  // includes the unit
+  std::vector<MetricSample> samples;
+};
+
+// The families for one counter document (stats_json's JSON text). Unknown
+// numeric fields (counters added later) still appear, under a name derived
+// from their path, so nothing counted is ever missing from the export.
+std::vector<MetricFamily> metric_families(std::string_view stats_json_text);
+
+// Prometheus text exposition format 0.0.4.
+std::string prometheus_text(const std::vector<MetricFamily>& families);
+
+// The latest publication, shared by the exporters.
+class MetricsPublisher {
+ public:
+  // Control lcore: builds the families from a counter document and swaps
+  // them in. Not on any worker's path.
+  void publish(std::string_view stats_json_text, std::uint64_t unix_ms);
+
+  struct View {
+    std::shared_ptr<const std::vector<MetricFamily>> families;
+    std::shared_ptr<const std::string> text;  // Prometheus text
+    std::uint64_t published_unix_ms = 0;
+    std::uint64_t publications = 0;
+  };
+  View latest() const;
+
+ private:
+  mutable std::mutex mu_;
+  View view_;
+};
+
+// Serves GET /metrics from `publisher` on its own thread. Throws
+// std::runtime_error if the address cannot be bound.
+class PrometheusServer {
+ public:
+  PrometheusServer(const MetricsPublisher& publisher, const std::string& address, std::uint16_t port);
+  ~PrometheusServer();
+  PrometheusServer(const PrometheusServer&) = delete;
+  PrometheusServer& operator=(const PrometheusServer&) = delete;
+
+  std::uint16_t port() const noexcept { return port_; }
+
+ private:
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::uint16_t port_ = 0;
+};
+
+// Registers the /gossipgw/* telemetry commands, reading from `publisher`
+// (which must outlive EAL cleanup). Returns false if registration failed.
+bool register_telemetry(const MetricsPublisher* publisher, std::string node_name);
+
+}  // namespace gw::dp

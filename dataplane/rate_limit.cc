@@ -1,0 +1,83 @@
+#include "dataplane/rate_limit.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+namespace gw::dp {
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) noexcept {
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDULL;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ULL;
+  return x ^ (x >> 33);
+}
+
+RateBudget sane(RateBudget b) noexcept {
+  // Bounds keep burst * kScale and the refill product within 64 bits.
+  b.rate_pps = std::clamp<std::uint64_t>(b.rate_pps, 1, 1'000'000'000ULL);
+  b.burst = std::clamp<std::uint64_t>(b.burst, 1, 1'000'000'000ULL);
+  return b;
+}
+
+}  // namespace
+
+RateLimiter::RateLimiter(std::size_t capacity, RateBudget known, RateBudget unknown, std::uint64_t seed)
+    : known_(sane(known)), unknown_(sane(unknown)), seed_(seed) {
+  const std::size_t want = capacity < kWays ? kWays : capacity;
+  sets_ = std::bit_ceil(want) / kWays;
+  entries_ = std::make_unique<Entry[]>(sets_ * kWays);
+}
+
+std::size_t RateLimiter::set_of(const SourceAddress& a) const noexcept {
+  std::uint64_t lo = 0;
+  std::uint64_t hi = 0;
+  std::memcpy(&lo, a.ip.data(), 8);
+  std::memcpy(&hi, a.ip.data() + 8, 8);
+  return static_cast<std::size_t>(mix64(mix64(lo ^ seed_) ^ hi ^ a.ip_len)) & (sets_ - 1);
+}
+
+bool RateLimiter::charge(const SourceAddress& src, bool known, std::uint64_t now_ns) noexcept {
+  const RateBudget& b = known ? known_ : unknown_;
+  const std::uint64_t cap = b.burst * kScale;
+  Entry* set = &entries_[set_of(src) * kWays];
+  Entry* e = nullptr;
+  Entry* victim = &set[0];
+  for (std::size_t i = 0; i < kWays; ++i) {
+    Entry& s = set[i];
+    if (s.last_used != 0 && s.src == src) {
+      e = &s;
+      break;
+    }
+    if (victim->last_used != 0 && (s.last_used == 0 || s.last_used < victim->last_used)) victim = &s;
+  }
+  if (e == nullptr) {
+    // A new source starts with a full bucket.
+    if (victim->last_used != 0) {
+      ++evictions_;
+    } else {
+      ++size_;
+    }
+    e = victim;
+    e->src = src;
+    e->tokens = cap;
+    e->last_ns = now_ns;
+  } else if (now_ns > e->last_ns) {
+    // Clamp before multiplying: past a full refill more time adds nothing,
+    // and the product must not overflow however long the source was quiet.
+    const std::uint64_t full_after = cap / b.rate_pps + 1;
+    const std::uint64_t elapsed = std::min(now_ns - e->last_ns, full_after);
+    e->tokens = std::min(cap, e->tokens + elapsed * b.rate_pps);
+    e->last_ns = now_ns;
+  }
+  // A source that lost its known status keeps no more than the smaller burst.
+  e->tokens = std::min(e->tokens, cap);
+  e->last_used = ++tick_;
+  if (e->tokens < kScale) return false;
+  e->tokens -= kScale;
+  return true;
+}
+
+}  // namespace gw::dp

@@ -1,0 +1,60 @@
+#include "dataplane/replay.h"
+
+#include <bit>
+
+namespace gw::dp {
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) noexcept {
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDULL;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ULL;
+  return x ^ (x >> 33);
+}
+
+}  // namespace
+
+ReplayTable::ReplayTable(std::size_t capacity, std::uint64_t seed) : seed_(seed) {
+  const std::size_t want = capacity < kWays ? kWays : capacity;
+  sets_ = std::bit_ceil(want) / kWays;
+  entries_ = std::make_unique<Entry[]>(sets_ * kWays);
+}
+
+std::size_t ReplayTable::set_of(const ReplayKey& k) const noexcept {
+  return static_cast<std::size_t>(mix64(k.epoch ^ seed_ ^ (std::uint64_t{k.key_id} << 32 | k.key_id))) &
+         (sets_ - 1);
+}
+
+const ReplayTable::Entry* ReplayTable::find(const ReplayKey& k) const noexcept {
+  const Entry* set = &entries_[set_of(k) * kWays];
+  for (std::size_t i = 0; i < kWays; ++i) {
+    if (set[i].last_used != 0 && set[i].key == k) return &set[i];
+  }
+  return nullptr;
+}
+
+void ReplayTable::commit(const ReplayKey& k, std::uint32_t counter) noexcept {
+  Entry* set = &entries_[set_of(k) * kWays];
+  Entry* victim = &set[0];
+  for (std::size_t i = 0; i < kWays; ++i) {
+    Entry& e = set[i];
+    if (e.last_used != 0 && e.key == k) {
+      e.window.commit(counter);
+      e.last_used = ++tick_;
+      return;
+    }
+    // Prefer an empty slot, else the least recently used one.
+    if (victim->last_used != 0 && (e.last_used == 0 || e.last_used < victim->last_used)) victim = &e;
+  }
+  if (victim->last_used != 0) {
+    ++evictions_;
+  } else {
+    ++size_;
+  }
+  victim->key = k;
+  victim->window.reset(counter);
+  victim->last_used = ++tick_;
+}
+
+}  // namespace gw::dp

@@ -1,0 +1,124 @@
+// Replay protection, step 6 of the ladder: a sliding window over each
+// sender's nonce counter, in a bounded per-lcore table.
+//
+// A nonce is an 8-byte random per-boot epoch and a 4-byte counter (nonce.h),
+// so (key id, epoch) names one sender's sequence and the counter orders it.
+// Each window remembers the highest counter seen and which of the last
+// kReplayWindow counters below it were seen (RFC 6479: a ring of 64-bit
+// blocks with one spare block, so advancing clears whole words).
+//
+// Two phases per packet, so forged packets cannot poison a window:
+//   find() + is_fresh()  before the AEAD: read-only;
+//   commit()             only after the AEAD opened the payload.
+// Only authenticated packets ever insert, so an outsider cannot fill the
+// table; when a set is full its least recently used window is evicted and
+// counted (that sender's next packet starts a new window: old packets of it
+// are then caught only by the timestamp window).
+//
+// Pure: no DPDK, no allocation after construction, no locks; one table per lcore.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "crypto/wire_header.h"
+
+namespace gw::dp {
+
+// Packets a window tracks below the highest counter seen.
+inline constexpr std::uint32_t kReplayWindow = 1024;
+
+struct ReplayKey {
+  std::uint32_t key_id = 0;
+  std::uint64_t epoch = 0;
+  friend bool operator==(const ReplayKey&, const ReplayKey&) = default;
+};
+
+// Splits a nonce into its window key (with `key_id`) and its counter.
+inline ReplayKey replay_key(std::uint32_t key_id, const crypto::Nonce& n, std::uint32_t* counter) noexcept {
+  std::uint64_t epoch = 0;
+  for (std::size_t i = 0; i < 8; ++i) epoch = (epoch << 8) | n[i];
+  *counter = (std::uint32_t{n[8]} << 24) | (std::uint32_t{n[9]} << 16) | (std::uint32_t{n[10]} << 8) | n[11];
+  return ReplayKey{key_id, epoch};
+}
+
+// One sender's window.
+class ReplayWindow {
+ public:
+  static constexpr std::size_t kBlocks = kReplayWindow / 64 + 1;
+
+  // A fresh window whose first packet is `counter`.
+  void reset(std::uint32_t counter) noexcept {
+    bits_.fill(0);
+    top_ = counter;
+    set(counter);
+  }
+  // False if `counter` was seen or is older than the window.
+  bool is_fresh(std::uint32_t counter) const noexcept {
+    if (counter > top_) return true;
+    if (top_ - counter >= kReplayWindow) return false;
+    return (bits_[block(counter)] & bit(counter)) == 0;
+  }
+  // Records `counter` (which is_fresh() accepted) and slides the window.
+  void commit(std::uint32_t counter) noexcept {
+    if (counter > top_) {
+      const std::uint64_t from = top_ / 64;
+      const std::uint64_t to = counter / 64;
+      const std::uint64_t clear = to - from < kBlocks ? to - from : kBlocks;
+      for (std::uint64_t i = 1; i <= clear; ++i) bits_[(from + i) % kBlocks] = 0;
+      top_ = counter;
+    }
+    set(counter);
+  }
+  std::uint32_t top() const noexcept { return top_; }
+
+ private:
+  static std::size_t block(std::uint32_t c) noexcept { return (c / 64) % kBlocks; }
+  static std::uint64_t bit(std::uint32_t c) noexcept { return std::uint64_t{1} << (c % 64); }
+  void set(std::uint32_t c) noexcept { bits_[block(c)] |= bit(c); }
+
+  std::array<std::uint64_t, kBlocks> bits_{};
+  std::uint32_t top_ = 0;
+};
+
+class ReplayTable {
+ public:
+  static constexpr std::size_t kWays = 4;
+
+  // At least `capacity` windows (rounded up to a power of two, minimum
+  // kWays). `seed` keys the set hash (random per lcore in the gateway).
+  explicit ReplayTable(std::size_t capacity, std::uint64_t seed = 0);
+
+  struct Entry {
+    ReplayKey key;
+    std::uint64_t last_used = 0;  // 0: empty slot
+    ReplayWindow window;
+  };
+
+  // Read-only lookup; null if this sender has no window (then any counter is fresh).
+  const Entry* find(const ReplayKey& k) const noexcept;
+  static bool is_fresh(const Entry* e, std::uint32_t counter) noexcept {
+    return e == nullptr || e->window.is_fresh(counter);
+  }
+  // After the AEAD: records `counter` for `k`, creating its window (and
+  // evicting the least recently used one of its set) if needed.
+  void commit(const ReplayKey& k, std::uint32_t counter) noexcept;
+
+  std::size_t capacity() const noexcept { return sets_ * kWays; }
+  std::size_t size() const noexcept { return size_; }
+  std::uint64_t evictions() const noexcept { return evictions_; }
+
+ private:
+  std::size_t set_of(const ReplayKey& k) const noexcept;
+
+  std::size_t sets_ = 0;
+  std::uint64_t seed_ = 0;
+  std::uint64_t tick_ = 0;  // use order, for LRU within a set
+  std::size_t size_ = 0;
+  std::uint64_t evictions_ = 0;
+  std::unique_ptr<Entry[]> entries_;
+};
+
+}  // namespace gw::dp

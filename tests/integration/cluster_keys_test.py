@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Cluster-wide key rotation between two live gateways, over net_memif.
+
+usage: cluster_keys_test.py GOSSIPGW GOSSIPCTL
+
+Two gateways (memif server and client on one host, no namespaces needed)
+join through a seed and gossip continuously. From gateway A only, a new key
+is installed on every member, made primary everywhere, and the old key
+removed everywhere (`gossipctl keys ... --cluster`), while they keep probing
+each other. Afterwards both keyrings hold only the new key as primary, both
+members use it, nobody was suspected, no packet was dropped for a key reason,
+and gossip keeps flowing. A change the origin itself must refuse (removing
+the primary) is refused before anything is sent.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+GW, CTL = sys.argv[1:3]
+failures = []
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+    if not cond:
+        failures.append(name)
+
+
+def ctl(*args, sock):
+    return subprocess.run([CTL, *args, "--socket", sock], capture_output=True, text=True, timeout=60)
+
+
+def ctl_json(*args, sock):
+    r = ctl(*args, "--json", sock=sock)
+    if r.returncode != 0:
+        raise RuntimeError(f"gossipctl {' '.join(args)}: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def wait_for(what, pred, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = pred()
+            if last:
+                return last
+        except (OSError, RuntimeError, ValueError) as e:
+            last = e
+        time.sleep(0.1)
+    raise TimeoutError(f"{what}: {last}")
+
+
+def key_id(path):
+    return subprocess.run([CTL, "keyid", path], capture_output=True, text=True, check=True).stdout.split()[-1]
+
+
+def states(sock):
+    return {m["name"]: m["state"] for m in ctl_json("members", sock=sock)["members"]}
+
+
+tmp = tempfile.mkdtemp(prefix="gwkeys-")
+procs = {}
+try:
+    k1, k2 = os.path.join(tmp, "k1.key"), os.path.join(tmp, "k2.key")
+    for k in (k1, k2):
+        subprocess.run([CTL, "keygen", "--out", k], check=True, capture_output=True)
+    id1, id2 = key_id(k1), key_id(k2)
+    memif = os.path.join(tmp, "memif.sock")
+    socks = {}
+    for name, ip, role in (("a", "10.0.0.1", "server"), ("b", "10.0.0.2", "client")):
+        socks[name] = os.path.join(tmp, f"{name}.sock")
+        cfg = os.path.join(tmp, f"{name}.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"""cluster:
+  name: keys
+  suite: chacha20poly1305
+  keys:
+    - file: k1.key
+      primary: true
+node:
+  name: gw-{name}
+  address: {ip}
+dataplane:
+  mbufs: 2048
+  idle_backoff_us: 200
+membership:
+  preset: local
+  seeds: [10.0.0.1:7946]
+control:
+  socket: {socks[name]}
+""")
+        err = open(os.path.join(tmp, f"{name}.err"), "w")
+        procs[name] = subprocess.Popen(
+            [GW, "-l", "0,1", "--no-huge", "-m", "256", "--no-pci", f"--file-prefix=gwkeys-{name}-{os.getpid()}",
+             "--log-level=lib.eal:warning",
+             f"--vdev=net_memif0,role={role},socket={memif},socket-abstract=no",
+             "--", "--config", cfg, "--stats-json", os.path.join(tmp, f"{name}.json")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        if name == "a":
+            wait_for("memif socket", lambda: os.path.exists(memif))
+
+    both = {"gw-a": "alive", "gw-b": "alive"}
+    wait_for("a sees both alive", lambda: states(socks["a"]) == both)
+    wait_for("b sees both alive", lambda: states(socks["b"]) == both)
+    check("converged: both alive in both views", True)
+
+    before = {n: ctl_json("stats", sock=s)["totals"]["accepted"] for n, s in socks.items()}
+
+    # ---- rotation, driven from A only ----
+    r = ctl("keys", "install", k2, "--cluster", sock=socks["a"])
+    rep = json.loads(r.stdout) if r.returncode == 0 else {}
+    check("install --cluster complete", r.returncode == 0 and rep.get("applied") == ["gw-b"], r.stdout + r.stderr)
+    ring_b = {k["id"]: k["primary"] for k in ctl_json("keys", "list", sock=socks["b"])["keys"]}
+    check("b holds both keys, old primary", ring_b == {id1: True, id2: False}, str(ring_b))
+
+    r = ctl("keys", "use", id2, "--cluster", sock=socks["a"])
+    check("use --cluster complete", r.returncode == 0 and json.loads(r.stdout).get("complete") is True,
+          r.stdout + r.stderr)
+    # Both now seal with k2: each sees the other's packets under k2.
+    wait_for("both members use the new key", lambda: all(
+        {k["id"]: k["members_using"] for k in ctl_json("keys", "list", sock=s)["keys"]}.get(id2) == 2
+        for s in socks.values()))
+    check("both members use the new key", True)
+
+    # A command B refuses is reported as such: B cannot remove its primary.
+    r = ctl("keys", "remove", id2, "--cluster", sock=socks["a"])
+    check("removing the primary cluster-wide refused locally first", r.returncode == 1 and "primary" in r.stderr,
+          r.stdout + r.stderr)
+
+    r = ctl("keys", "remove", id1, "--cluster", sock=socks["a"])
+    check("remove --cluster complete", r.returncode == 0 and json.loads(r.stdout).get("complete") is True,
+          r.stdout + r.stderr)
+    for n, s in socks.items():
+        ring = {k["id"]: k["primary"] for k in ctl_json("keys", "list", sock=s)["keys"]}
+        check(f"{n}: only the new key, primary", ring == {id2: True}, str(ring))
+
+    # Gossip keeps flowing under the new key; nobody was suspected.
+    wait_for("gossip after rotation", lambda: all(
+        ctl_json("stats", sock=s)["totals"]["accepted"] > before[n] + 5 for n, s in socks.items()))
+    for n, s in socks.items():
+        st = ctl_json("stats", sock=s)
+        t = st["totals"]
+        check(f"{n}: no key drops", t["drop_unknown_key"] == 0 and t["drop_bad_mac"] == 0 and t["drop_bad_auth"] == 0,
+              str(t))
+        ec = st["membership"]["engine_counters"]
+        check(f"{n}: nobody suspected", ec["suspicions"] == 0, str(ec))
+        check(f"{n}: view unchanged", states(s) == both)
+    kc = ctl_json("stats", sock=socks["b"])["key_commands"]
+    check("b applied three commands", kc["applied"] == 3 and kc["refused"] == 0, str(kc))
+
+    # ---- graceful leave: A records B as left, not failed ----
+    procs["b"].send_signal(signal.SIGTERM)
+    check("b exits 0 on SIGTERM", procs["b"].wait(timeout=30) == 0)
+    wait_for("a records b as left", lambda: states(socks["a"]).get("gw-b") == "left")
+    check("a records b as left", True)
+finally:
+    for p in procs.values():
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if failures:
+        for n in ("a", "b"):
+            path = os.path.join(tmp, f"{n}.err")
+            if os.path.exists(path):
+                print(f"---- gw-{n} stderr ----\n" + open(path).read()[-2000:])
+    shutil.rmtree(tmp, ignore_errors=True)
+
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""The control API, Prometheus and DPDK telemetry on a running gateway.
+
+usage: control_api_test.py GOSSIPGW PEER_TOOL GOSSIPCTL
+
+A scripted peer joins through the gateway (pcap in). While the gateway runs,
+every gossipctl command is exercised against its control socket, malformed
+requests are sent raw (the gateway must answer each with an error and keep
+serving), the keys are rotated (k1 -> k2) and what the gateway transmits
+before and after is checked to be sealed with the right key (pcap out), the
+Prometheus text is validated line by line, DPDK telemetry is read with
+dpdk-telemetry.py, and `gossipctl leave` stops the gateway gracefully.
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+GW, PEER, CTL = sys.argv[1:4]
+failures = []
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
+    if not cond:
+        failures.append(name)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ctl(*args, sock):
+    return subprocess.run([CTL, *args, "--socket", sock], capture_output=True, text=True, timeout=30)
+
+
+def ctl_json(*args, sock):
+    r = ctl(*args, "--json", sock=sock)
+    if r.returncode != 0:
+        raise RuntimeError(f"gossipctl {' '.join(args)}: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def raw(sock, payload: bytes):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(15)
+    s.connect(sock)
+    s.sendall(payload)
+    s.shutdown(socket.SHUT_WR)
+    out = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    s.close()
+    return out
+
+
+def wait_for(what, pred, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            v = pred()
+            if v:
+                return v
+        except (OSError, RuntimeError, ValueError):
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(what)
+
+
+def key_id(path):
+    r = subprocess.run([CTL, "keyid", path], capture_output=True, text=True, check=True)
+    return r.stdout.strip().split()[-1]
+
+
+def sent_frames(pcap):
+    """(destination IPv4, key id hex) of every gossipgw datagram in a pcap."""
+    out = []
+    with open(pcap, "rb") as f:
+        data = f.read()
+    off = 24
+    while off + 16 <= len(data):
+        incl = struct.unpack_from("<I", data, off + 8)[0]
+        frame = data[off + 16: off + 16 + incl]
+        off += 16 + incl
+        if len(frame) < 14 + 20 + 8 + 48 or frame[12:14] != b"\x08\x00":
+            continue
+        ihl = (frame[14] & 0x0F) * 4
+        dst = socket.inet_ntoa(frame[30:34])
+        payload = frame[14 + ihl + 8:]
+        if payload[:4] != b"GSGW":
+            continue
+        out.append((dst, payload[16:20]))
+    return out
+
+
+tmp = tempfile.mkdtemp(prefix="gwapi-")
+proc = None
+try:
+    k1, k2 = os.path.join(tmp, "k1.key"), os.path.join(tmp, "k2.key")
+    for k in (k1, k2):
+        subprocess.run([CTL, "keygen", "--out", k], check=True, capture_output=True)
+    id1, id2 = key_id(k1), key_id(k2)
+    sock = os.path.join(tmp, "run", "gw.sock")
+    prom_port = free_port()
+    prefix = f"gwapi-{os.getpid()}"
+    cfg = os.path.join(tmp, "gw.yaml")
+    with open(cfg, "w") as f:
+        f.write(f"""cluster:
+  name: api
+  suite: chacha20poly1305
+  keys:
+    - file: k1.key
+      primary: true
+node:
+  name: gw-a
+  address: 10.0.0.1
+  port: 7946
+dataplane:
+  idle_backoff_us: 500
+membership:
+  preset: lan
+  tags: {{role: control-plane}}
+  leave_timeout_ms: 2000
+control:
+  socket: {sock}
+metrics:
+  interval_ms: 100
+  prometheus_port: {prom_port}
+""")
+    rx = os.path.join(tmp, "in.pcap")
+    tx = os.path.join(tmp, "out.pcap")
+    stats_path = os.path.join(tmp, "stats.json")
+    r = subprocess.run([PEER, "join", "--config", cfg, "--peer-name", "peer-1", "--peer-ip", "10.0.0.2",
+                        "--out", rx], capture_output=True, text=True)
+    check("peer wrote its join", r.returncode == 0, r.stderr)
+
+    errlog = open(os.path.join(tmp, "gw.err"), "w")
+    proc = subprocess.Popen([GW, "-l", "0,1", "--no-huge", "-m", "256", "--no-pci", f"--file-prefix={prefix}",
+                             "--log-level=lib.eal:warning", f"--vdev=net_pcap0,rx_pcap={rx},tx_pcap={tx}",
+                             "--", "--config", cfg, "--stats-json", stats_path],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errlog)
+    wait_for("control socket", lambda: os.path.exists(sock))
+    mode = stat.S_IMODE(os.stat(sock).st_mode)
+    check("socket is owner-only (0600)", mode == 0o600, oct(mode))
+    check("socket directory 0700", stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700)
+
+    # ---- members ----
+    doc = wait_for("peer-1 admitted",
+                   lambda: (lambda d: d if any(m["name"] == "peer-1" for m in d["members"]) else None)(
+                       ctl_json("members", sock=sock)))
+    by_name = {m["name"]: m for m in doc["members"]}
+    check("members: self and peer", set(by_name) == {"gw-a", "peer-1"}, str(by_name))
+    check("members: self flagged, tags shown",
+          by_name["gw-a"].get("self") is True and by_name["gw-a"]["tags"] == {"role": "control-plane"}, str(by_name))
+    check("members: peer state and address",
+          by_name["peer-1"]["state"] == "alive" and by_name["peer-1"]["address"] == "10.0.0.2", str(by_name))
+    check("members: peer's key is k1", by_name["peer-1"].get("key_id") == id1, str(by_name["peer-1"]))
+    only = ctl_json("members", "--tag", "role=control-plane", sock=sock)["members"]
+    check("members --tag filters", [m["name"] for m in only] == ["gw-a"], str(only))
+    check("members --state filters", ctl_json("members", "--state", "dead", sock=sock)["members"] == [])
+    table = ctl("members", sock=sock)
+    check("members table", table.returncode == 0 and re.search(r"^NAME\s+ADDRESS\s+STATE", table.stdout, re.M)
+          and "peer-1" in table.stdout and "10.0.0.1:7946" in table.stdout, table.stdout + table.stderr)
+
+    # ---- keys: before the rotation the join answer to peer-1 went out under k1 ----
+    keys = ctl_json("keys", "list", sock=sock)
+    check("keys list: one primary key used by both members",
+          [(k["id"], k["primary"], k["members_using"]) for k in keys["keys"]] == [(id1, True, 2)], str(keys))
+    r = ctl("keys", "install", k2, sock=sock)
+    check("keys install", r.returncode == 0 and id2 in r.stdout, r.stdout + r.stderr)
+    r = ctl("keys", "install", k2, sock=sock)
+    check("keys install twice refused", r.returncode == 1 and "already" in r.stderr, r.stderr)
+    r = ctl("keys", "use", id2, sock=sock)
+    check("keys use", r.returncode == 0 and f"primary {id2}" in r.stdout, r.stdout + r.stderr)
+    r = ctl("keys", "remove", id2, sock=sock)
+    check("removing the primary refused", r.returncode == 1 and "primary" in r.stderr, r.stderr)
+    r = ctl("keys", "remove", "0badc0de", sock=sock)
+    check("removing an unknown key refused", r.returncode == 1 and "not in the keyring" in r.stderr, r.stderr)
+    r = ctl("keys", "remove", id1, sock=sock)
+    check("keys remove old", r.returncode == 0 and id1 not in r.stdout.split("primary")[0], r.stdout + r.stderr)
+    keys = ctl_json("keys", "list", sock=sock)
+    check("keys list after rotation", [(k["id"], k["primary"]) for k in keys["keys"]] == [(id2, True)], str(keys))
+    r = ctl("keys", "install", os.path.join(tmp, "missing.key"), sock=sock)
+    check("install of a missing file is a usage error", r.returncode == 2 and "missing.key" in r.stderr, r.stderr)
+
+    # ---- join: goes out sealed with the new primary ----
+    r = ctl("join", "10.0.0.9:7946", sock=sock)
+    check("join", r.returncode == 0 and "10.0.0.9:7946" in r.stdout, r.stdout + r.stderr)
+    r = ctl("join", "10.0.0.9", sock=sock)
+    check("join without a port refused", r.returncode == 1 and "IP:PORT" in r.stderr, r.stderr)
+
+    # ---- tags ----
+    before = by_name["gw-a"]["incarnation"]
+    r = ctl("tags", "set", "zone=b", sock=sock)
+    check("tags set", r.returncode == 0 and "zone=b" in r.stdout, r.stdout + r.stderr)
+    me = [m for m in ctl_json("members", sock=sock)["members"] if m.get("self")][0]
+    check("tags set gossiped with a new incarnation",
+          me["tags"] == {"role": "control-plane", "zone": "b"} and me["incarnation"] > before, str(me))
+    r = ctl("tags", "unset", "zone", sock=sock)
+    me = [m for m in ctl_json("members", sock=sock)["members"] if m.get("self")][0]
+    check("tags unset", r.returncode == 0 and me["tags"] == {"role": "control-plane"}, str(me))
+    r = ctl("tags", "set", "big=" + "x" * 600, sock=sock)
+    check("oversized tag refused", r.returncode == 1, r.stdout + r.stderr)
+
+    # ---- log level ----
+    r = ctl("log-level", "debug", sock=sock)
+    check("log-level", r.returncode == 0, r.stderr)
+    r = ctl("log-level", "loud", sock=sock)
+    check("bad log level is a usage error", r.returncode == 2, r.stderr)
+
+    # ---- malformed requests: an error each, and the gateway keeps serving ----
+    bad = [b"", b"\n", b"not json\n", b"[]\n", b"{}\n", b'{"cmd":"reboot"}\n', b'{"cmd":"keys","op":"use","id":1}\n',
+           b'{"cmd":"members","state":"zombie"}\n', b"\xff\xfe\x00garbage\n", b'{"cmd":"stats"' + b" " * 70000 + b"}\n",
+           b'{"cmd":"join","address":"[::1:80"}\n', b'{"cmd":"tags","op":"set","tags":{"k":{"x":1}}}\n']
+    for i, payload in enumerate(bad):
+        reply = raw(sock, payload)
+        ok = False
+        if reply:
+            try:
+                ok = json.loads(reply)["ok"] is False
+            except ValueError:
+                ok = False
+        # An empty request (closed at once) may get no reply at all.
+        check(f"malformed request {i} refused", ok or (payload in (b"",) and reply == b""), repr(reply[:120]))
+    check("gateway alive after malformed requests", proc.poll() is None)
+
+    # ---- stats ----
+    st = ctl_json("stats", sock=sock)
+    check("stats: accepted counted", st["totals"]["accepted"] >= 1, str(st["totals"]))
+    check("stats: API counters", st["control_api"]["bad_requests"] >= len(bad) - 2, str(st.get("control_api")))
+    table = ctl("stats", sock=sock)
+    check("stats table", table.returncode == 0 and "drop_unkeyed" in table.stdout and "LCORE" in table.stdout,
+          table.stdout + table.stderr)
+
+    # ---- Prometheus ----
+    time.sleep(0.3)  # one publication interval (100 ms) and then some: the text must reflect the join
+    body = urllib.request.urlopen(f"http://127.0.0.1:{prom_port}/metrics", timeout=10).read().decode()
+    sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*"'
+                        r'(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*")*\})? -?[0-9.e+]+$')
+    bad_lines = [ln for ln in body.splitlines()
+                 if not (ln.startswith("# HELP ") or re.match(r"^# TYPE \S+ (counter|gauge|untyped)$", ln)
+                         or sample.match(ln))]
+    check("prometheus: every line well formed", not bad_lines and len(body) > 1000, str(bad_lines[:3]))
+    helps = {ln.split()[2] for ln in body.splitlines() if ln.startswith("# HELP ")}
+    types = {ln.split()[2] for ln in body.splitlines() if ln.startswith("# TYPE ")}
+    check("prometheus: HELP and TYPE for every family", helps == types and len(helps) > 20, str(helps ^ types))
+    m = re.search(r'^gossipgw_verdict_packets_total\{lcore="1",queue="0",verdict="accepted"\} (\d+)$', body, re.M)
+    check("prometheus: accepted packets", m is not None and int(m.group(1)) >= 1, body[:400])
+    check("prometheus: membership gauges", re.search(r'^gossipgw_members\{state="alive"\} 2$', body, re.M) is not None)
+
+    # ---- DPDK telemetry ----
+    tel = shutil.which("dpdk-telemetry.py")
+    if tel:
+        r = subprocess.run([tel, "-f", prefix], input="/gossipgw/totals\n/gossipgw/metrics,0\n", capture_output=True,
+                           text=True, timeout=20)
+        replies = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+        totals = next((x["/gossipgw/totals"] for x in replies if "/gossipgw/totals" in x), {})
+        check("telemetry: /gossipgw/totals", totals.get("gossipgw_rx_packets_total", 0) >= 1, r.stdout[-400:] + r.stderr)
+        metrics = next((x["/gossipgw/metrics"] for x in replies if "/gossipgw/metrics" in x), {})
+        check("telemetry: /gossipgw/metrics paged", metrics.get("_pages", 0) >= 1 and len(metrics) > 10, str(metrics)[:300])
+    else:
+        check("dpdk-telemetry.py installed (dpdk package)", False)
+
+    # ---- leave: graceful, then the gateway stops ----
+    r = ctl("leave", sock=sock)
+    check("leave", r.returncode == 0, r.stderr)
+    try:
+        rc = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check("gateway stopped after leave, exit 0", rc == 0, str(rc))
+    check("socket removed on exit", not os.path.exists(sock))
+    proc = None
+    with open(stats_path) as f:
+        final = json.load(f)
+    check("leave broadcast counted", final["membership"]["engine_counters"]["out_leave"] >= 1,
+          str(final["membership"]["engine_counters"]))
+
+    # ---- what went out: k1 before the rotation, k2 after ----
+    frames = sent_frames(tx)
+    to_peer = {k.hex() for d, k in frames if d == "10.0.0.2"}
+    to_new = {k.hex() for d, k in frames if d == "10.0.0.9"}
+    check("join answer to peer-1 sealed with k1 (before rotation)", id1 in to_peer, f"{to_peer} {frames[:4]}")
+    check("join to 10.0.0.9 sealed with k2 only (after rotation)", to_new == {id2}, f"{to_new}")
+finally:
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    if failures:
+        err = os.path.join(tmp, "gw.err")
+        if os.path.exists(err):
+            print("---- gateway stderr ----\n" + open(err).read()[-3000:])
+    if os.environ.get("GW_KEEP_TMP"):
+        print("kept " + tmp)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)

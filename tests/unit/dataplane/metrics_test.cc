@@ -1,0 +1,132 @@
+// Counter export: every numeric counter of the stats document appears exactly
+// once in the Prometheus text, under a valid name with HELP and TYPE lines,
+// and counters nobody mapped yet still appear (under their path).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "dataplane/metrics.h"
+
+namespace gw::dp {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const char* kDoc = R"({
+  "totals": {"rx_total": 10, "accepted": 7},
+  "classes": {"urgent": 1},
+  "lcores": [
+    {"lcore": 1, "role": "worker", "queue": 0,
+     "counters": {"rx_total": 10, "accepted": 7, "drop_unkeyed": 3, "classifier": {"memberlist": 2}},
+     "accepted_by_class": {"urgent": 1, "probe": 2, "gossip": 4, "bulk": 0},
+     "tx": {"tx_packets": 5, "tx_bytes": 500, "tx_drop_nic": 0, "tx_broadcast_unknown_mac": 1, "tx_new": 9},
+     "rx_bursts": 4, "idle_polls": 100, "replay_evictions": 6},
+    {"lcore": 0, "role": "control",
+     "counters": {"msg_ping": 3, "msg_decode_error": 1, "msg_unknown": 0},
+     "handoffs_by_class": {"urgent": 1}, "ring_depth_max": {"urgent": 2}}
+  ],
+  "tx_queue": {"queued": 5, "drop_no_buffer": 0},
+  "membership": {
+    "node": "gw\"1", "incarnation": 17, "live_members": 3, "health_score": 0,
+    "members_by_state": {"alive": 3, "suspect": 0, "dead": 1, "left": 0},
+    "events": {"join": 3, "leave": 0, "failed": 1, "update": 0},
+    "recent_events": [{"event": "join", "node": "x", "incarnation": 1}],
+    "engine_counters": {"in_ping": 3, "out_ack": 3, "broadcast_drop_bulk": 0, "suspicions": 1},
+    "sealed": 9, "drop_encode": 0, "drop_no_primary": 0,
+    "shaper": {"urgent": {"sent": 2, "sent_bytes": 200, "deferred": 0, "dropped": 0, "refused": 0, "depth": 0, "depth_max": 1}}
+  },
+  "control_api": {"requests": 4}
+})";
+
+// Numeric leaves outside totals/classes/recent_events: what must be exported.
+std::size_t numeric_leaves(const Json& j, const std::string& key = "") {
+  if (key == "totals" || key == "classes" || key == "recent_events") return 0;
+  if (j.is_number()) return (key == "lcore" || key == "queue") ? 0 : 1;
+  std::size_t n = 0;
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) n += numeric_leaves(v, k);
+  } else if (j.is_array()) {
+    for (const auto& v : j) n += numeric_leaves(v, key);
+  }
+  return n;
+}
+
+TEST(Metrics, EveryCounterExportedOnceInValidFormat) {
+  const auto families = metric_families(kDoc);
+  std::size_t samples = 0;
+  std::set<std::string> names;
+  for (const auto& f : families) {
+    EXPECT_TRUE(names.insert(f.name).second) << "family twice: " << f.name;
+    samples += f.samples.size();
+  }
+  EXPECT_EQ(samples, numeric_leaves(Json::parse(kDoc)));
+
+  const std::string text = prometheus_text(families);
+  const std::regex help(R"(^# HELP [a-zA-Z_:][a-zA-Z0-9_:]* \S.*$)");
+  const std::regex type(R"(^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge|untyped)$)");
+  const std::regex sample(
+      R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*")*\})? -?[0-9.e+]+$)");
+  std::istringstream in(text);
+  std::string line;
+  std::size_t sample_lines = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("# HELP", 0) == 0) {
+      EXPECT_TRUE(std::regex_match(line, help)) << line;
+    } else if (line.rfind("# TYPE", 0) == 0) {
+      EXPECT_TRUE(std::regex_match(line, type)) << line;
+    } else {
+      EXPECT_TRUE(std::regex_match(line, sample)) << line;
+      ++sample_lines;
+    }
+  }
+  EXPECT_EQ(sample_lines, samples);
+}
+
+TEST(Metrics, NamesAndLabels) {
+  const std::string text = prometheus_text(metric_families(kDoc));
+  for (const char* expected : {
+           "gossipgw_verdict_packets_total{lcore=\"1\",queue=\"0\",verdict=\"drop_unkeyed\"} 3\n",
+           "gossipgw_rx_packets_total{lcore=\"1\",queue=\"0\"} 10\n",
+           "gossipgw_accepted_packets_total{lcore=\"1\",queue=\"0\",class=\"gossip\"} 4\n",
+           "gossipgw_messages_total{lcore=\"0\",type=\"ping\"} 3\n",
+           "gossipgw_message_decode_errors_total{lcore=\"0\"} 1\n",
+           "gossipgw_members{state=\"dead\"} 1\n",
+           "gossipgw_member_events_total{kind=\"failed\"} 1\n",
+           "gossipgw_engine_suspicions_total 1\n",
+           "gossipgw_egress_queue_depth_max{class=\"urgent\"} 1\n",
+           "# TYPE gossipgw_egress_queue_depth gauge\n",
+           "# TYPE gossipgw_verdict_packets_total counter\n",
+           // Not mapped by name: exported under their path.
+           "gossipgw_worker_classifier_memberlist{lcore=\"1\",queue=\"0\"} 2\n",
+           "gossipgw_worker_replay_evictions{lcore=\"1\",queue=\"0\"} 6\n",
+           "gossipgw_worker_tx_tx_new{lcore=\"1\",queue=\"0\"} 9\n",
+           "gossipgw_control_api_requests 4\n",
+       }) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected;
+  }
+}
+
+TEST(Metrics, BadDocumentGivesNothing) {
+  EXPECT_TRUE(metric_families("not json").empty());
+  EXPECT_TRUE(metric_families("[1,2,3]").empty());
+  EXPECT_EQ(prometheus_text({}), "");
+}
+
+TEST(Metrics, PublisherKeepsLatest) {
+  MetricsPublisher p;
+  EXPECT_EQ(p.latest().text, nullptr);
+  p.publish(kDoc, 1000);
+  p.publish(R"({"tx_queue": {"queued": 77}})", 2000);
+  const auto v = p.latest();
+  EXPECT_EQ(v.publications, 2u);
+  EXPECT_EQ(v.published_unix_ms, 2000u);
+  EXPECT_NE(v.text->find("gossipgw_tx_queue_datagrams_total{result=\"queued\"} 77"), std::string::npos);
+  EXPECT_EQ(v.text->find("gossipgw_rx_packets_total"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gw::dp
