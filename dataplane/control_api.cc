@@ -264,8 +264,10 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
           std::vector<engine::Tag> tags;
           if (const engine::Member* self = eng.member(eng.name())) tags = self->tags;
           if constexpr (std::is_same_v<T, api::TagsSetRequest>) {
-            for (const auto& [k, v] : req.tags) {
-              auto it = std::find_if(tags.begin(), tags.end(), [&](const engine::Tag& t) { return t.key == k; });
+            for (const auto& kv : req.tags) {
+              const std::string& k = kv.first;
+              const std::string& v = kv.second;
+              auto it = std::find_if(tags.begin(), tags.end(), [&k](const engine::Tag& t) { return t.key == k; });
               if (it != tags.end()) {
                 it->value = v;
               } else {

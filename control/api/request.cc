@@ -40,8 +40,9 @@ std::string field_string(const Json& j, const char* name, bool required) {
 }
 
 void only_fields(const Json& j, std::initializer_list<const char*> allowed) {
-  for (const auto& [k, v] : j.items()) {
-    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; })) {
+  for (const auto& item : j.items()) {
+    const std::string& k = item.key();
+    if (std::none_of(allowed.begin(), allowed.end(), [&k](const char* a) { return k == a; })) {
       std::string shown = printable(k) ? k.substr(0, 32) : std::string("(unprintable)");
       throw Invalid{"unknown field '" + shown + "'"};
     }

@@ -30,12 +30,12 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=${2:?}; shift 2 ;;
     --corpus) corpus=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
-    ladder|config|compound|engine|pcap|classifier|scenario) targets+=("$1"); shift ;;
+    ladder|config|compound|engine|pcap|classifier|api_request|scenario) targets+=("$1"); shift ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(ladder config compound engine pcap classifier)
+  targets=(ladder config compound engine pcap classifier api_request)
   [ -f perf/gossipsim/scenario.h ] && targets+=(scenario)
 fi
 
@@ -69,6 +69,18 @@ printf 'compound\n^\\x07[\\x01-\\x10]\n\x07\x02\x00\x45\x00\x3e\x00\x85\xa4Node'
 printf 'crc\nhasCrc\n\x0c\x03\x61\x5b\xa0\x03\x83\xa4From' > "$seeds/classifier/crc"
 printf 'weave\n^weave[\\x01-\\x02]\nweave\x01\x02' > "$seeds/classifier/weave"
 printf 'broken\nabc(\nabc' > "$seeds/classifier/broken"
+
+# Control API seeds: one request line each (control/api/request.h).
+mkdir -p "$seeds/api_request"
+i=0
+for req in '{"cmd":"members","state":"alive","tag":"role=db"}' '{"cmd":"stats"}' \
+    '{"cmd":"keys","op":"install","key":"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff","primary":true,"scope":"cluster"}' \
+    '{"cmd":"keys","op":"use","id":"0a1b2c3d","scope":"node"}' '{"cmd":"keys","op":"remove","id":"0a1b2c3d"}' \
+    '{"cmd":"join","address":"[fd00::1]:7946"}' '{"cmd":"leave"}' '{"cmd":"tags","op":"set","tags":{"a":"b"}}' \
+    '{"cmd":"tags","op":"unset","keys":["a"]}' '{"cmd":"log-level","level":"debug"}'; do
+  printf '%s' "$req" > "$seeds/api_request/$i"
+  i=$((i + 1))
+done
 
 report="$build/fuzz-report.txt"
 : > "$report"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cluster-wide key rotation between two live gateways, over net_memif.
+"""Cluster-wide key rotation and member events between two live gateways, over net_memif.
 
 usage: cluster_keys_test.py GOSSIPGW GOSSIPCTL
 
@@ -10,7 +10,10 @@ removed everywhere (`gossipctl keys ... --cluster`), while they keep probing
 each other. Afterwards both keyrings hold only the new key as primary, both
 members use it, nobody was suspected, no packet was dropped for a key reason,
 and gossip keeps flowing. A change the origin itself must refuse (removing
-the primary) is refused before anything is sent.
+the primary) is refused before anything is sent. Gateway A also runs an
+event handler and keeps a hosts file of control-plane members: B's join and
+leave reach the handler (environment and stdin as docs/events.md says) and
+B appears in, then disappears from, the hosts file.
 """
 import json
 import os
@@ -72,6 +75,13 @@ try:
         subprocess.run([CTL, "keygen", "--out", k], check=True, capture_output=True)
     id1, id2 = key_id(k1), key_id(k2)
     memif = os.path.join(tmp, "memif.sock")
+    events_log = os.path.join(tmp, "events.log")
+    hosts = os.path.join(tmp, "cp.hosts")
+    handler = os.path.join(tmp, "handler.sh")
+    with open(handler, "w") as f:
+        f.write("#!/bin/sh\n{ echo \"EVENT=$GOSSIPGW_EVENT NODE=$GOSSIPGW_NODE CLUSTER=$GOSSIPGW_CLUSTER\"; cat; } >> "
+                + events_log + "\n")
+    os.chmod(handler, 0o755)
     socks = {}
     for name, ip, role in (("a", "10.0.0.1", "server"), ("b", "10.0.0.2", "client")):
         socks[name] = os.path.join(tmp, f"{name}.sock")
@@ -92,9 +102,17 @@ dataplane:
 membership:
   preset: local
   seeds: [10.0.0.1:7946]
+  tags: {{role: {"control-plane" if name == "b" else "edge"}}}
 control:
   socket: {socks[name]}
 """)
+            if name == "a":
+                f.write(f"""events:
+  handler: {handler}
+  hosts_file: {{path: {hosts}, tag: "role=control-plane", include_self: false}}
+  hosts_min_interval_ms: 0
+""")
+
         err = open(os.path.join(tmp, f"{name}.err"), "w")
         procs[name] = subprocess.Popen(
             [GW, "-l", "0,1", "--no-huge", "-m", "256", "--no-pci", f"--file-prefix=gwkeys-{name}-{os.getpid()}",
@@ -109,6 +127,16 @@ control:
     wait_for("a sees both alive", lambda: states(socks["a"]) == both)
     wait_for("b sees both alive", lambda: states(socks["b"]) == both)
     check("converged: both alive in both views", True)
+
+    # ---- member events on A: handler and hosts file ----
+    wait_for("handler saw gw-b join", lambda: os.path.exists(events_log) and "gw-b\t" in open(events_log).read())
+    log = open(events_log).read()
+    check("handler environment", "EVENT=member-join NODE=gw-a CLUSTER=keys" in log, log)
+    check("handler stdin line", "gw-b\t10.0.0.2\t7946\talive\t" in log and "role=control-plane" in log, log)
+    wait_for("hosts file lists gw-b", lambda: os.path.exists(hosts) and "10.0.0.2 gw-b" in open(hosts).read())
+    hosts_text = open(hosts).read()
+    entries = [ln for ln in hosts_text.splitlines() if ln and not ln.startswith("#")]
+    check("hosts file: only the control-plane member", entries == ["10.0.0.2 gw-b"], hosts_text)
 
     before = {n: ctl_json("stats", sock=s)["totals"]["accepted"] for n, s in socks.items()}
 
@@ -159,6 +187,13 @@ control:
     check("b exits 0 on SIGTERM", procs["b"].wait(timeout=30) == 0)
     wait_for("a records b as left", lambda: states(socks["a"]).get("gw-b") == "left")
     check("a records b as left", True)
+    wait_for("handler saw gw-b leave", lambda: "EVENT=member-leave" in open(events_log).read())
+    log = open(events_log).read()
+    check("leave reached the handler", "gw-b\t10.0.0.2\t7946\tleft\t" in log, log)
+    wait_for("gw-b gone from the hosts file", lambda: "gw-b" not in open(hosts).read())
+    check("hosts file updated on leave", True)
+    ev = ctl_json("stats", sock=socks["a"])["event_handler"]
+    check("handler runs counted", ev["succeeded"] >= 2 and ev["failed_exit"] == 0 and ev["timed_out"] == 0, str(ev))
 finally:
     for p in procs.values():
         if p.poll() is None:

@@ -85,6 +85,8 @@ dataplane:
 YAML
 C=$tmp/cfg/gw.yaml
 P=$tmp/in.pcap
+# Headers carry gossipgen's default timestamp; the launches below freeze the
+# workers' clock there (--freeze-clock) so the replay window accepts them.
 "$GEN" --config "$C" --out "$P" --truth "$tmp/truth.json" --seed 1 >/dev/null || { echo "FAIL gossipgen"; exit 1; }
 ln -s "$GW" "$tmp/bin/gossipgw"
 ln -s "$CTL" "$tmp/bin/gossipctl"
@@ -217,7 +219,7 @@ chmod 600 "$tmp/cfg/k.key"
 expected_accepted=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["expected"]["accepted"])' "$tmp/truth.json")
 accepted_in() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["totals"]["accepted"])' "$1" 2>/dev/null; }
 run "$S/launch.sh" --config "$C" --no-huge --file-prefix "gwscripts-nohuge-$$" --vdev "net_pcap0,rx_pcap=$P" \
-  -- --idle-exit-ms 300 --stats-json "$tmp/stats-nohuge.json"
+  -- --idle-exit-ms 300 --stats-json "$tmp/stats-nohuge.json" --freeze-clock 1700000000
 expect_rc "launch --no-huge on net_pcap" 0
 [ -s "$tmp/stats-nohuge.json" ]
 check "launch --no-huge: wrote --stats-json" $? "$(tail -n 5 "$tmp/err")"
@@ -283,7 +285,7 @@ else
   # page back when it exits.
   free_before=$(cat "$hp/free_hugepages")
   run "$S/launch.sh" --config "$C" --memory-mb 128 --file-prefix "gwscripts-huge-$$" --vdev "net_pcap0,rx_pcap=$P" \
-    -- --idle-exit-ms 300 --stats-json "$tmp/stats-huge.json"
+    -- --idle-exit-ms 300 --stats-json "$tmp/stats-huge.json" --freeze-clock 1700000000
   expect_rc "launch on hugepages" 0
   not_says "launch on hugepages" "$tmp/err" "falling back"
   [ "$(accepted_in "$tmp/stats-huge.json")" = "$expected_accepted" ]
