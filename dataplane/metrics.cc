@@ -95,6 +95,85 @@ void by_class(Builder& b, const std::string& name, const char* type, const std::
   }
 }
 
+// The engine's own counters (control/engine/engine.h), with their meaning.
+const std::map<std::string, const char*>& engine_help() {
+  static const std::map<std::string, const char*> kHelp = {
+      {"packets_in", "Datagrams the engine handled (datagrams)"},
+      {"packets_out", "Datagrams the engine queued for sending (datagrams)"},
+      {"outbox_drop_full", "Outgoing datagrams dropped because the engine's outbox was full (datagrams)"},
+      {"events_drop_full", "Member events dropped because nobody drained them in time (events)"},
+      {"broadcast_superseded", "Queued broadcasts replaced by newer news about the same member (broadcasts)"},
+      {"admission_drop_rate", "New members refused by the admission rate limit (members)"},
+      {"admission_drop_policy", "New members refused by the name-prefix or required-tag policy (members)"},
+      {"admission_drop_table_full", "New members refused because the member table was full (members)"},
+      {"alive_drop_tombstone", "Stale Alive messages about dead or left members ignored (messages)"},
+      {"update_drop_stale", "Updates with an older incarnation than we hold ignored (messages)"},
+      {"update_drop_unknown", "Suspect/Dead/Leave about unknown members ignored (messages)"},
+      {"update_drop_far_future", "Updates with an implausibly far incarnation jump refused (messages)"},
+      {"conflict_self_name", "Alive messages claiming our name at another address (messages)"},
+      {"conflict_address", "A live member's name claimed at another address, not newer (messages)"},
+      {"tags_drop_too_large", "Members whose tags exceeded the size limit (messages)"},
+      {"alive_drop_no_addr", "Alive messages without an address (messages)"},
+      {"alive_drop_bad_name", "Alive messages with an empty or oversized name (messages)"},
+      {"refutations", "Times we refuted a suspicion about ourselves (refutations)"},
+      {"suspicions", "Members we started to suspect (suspicions)"},
+      {"suspicion_confirmations", "Independent confirmations of suspicions received (confirmations)"},
+      {"deaths", "Members declared failed (members)"},
+      {"leaves", "Members that left gracefully (members)"},
+      {"joins", "Members that joined (members)"},
+      {"updates", "Member metadata updates applied (updates)"},
+      {"tombstones_expired", "Dead or left members forgotten after their tombstone TTL (members)"},
+      {"probe_started", "Probes started (probes)"},
+      {"probe_ack_direct", "Probes answered directly (probes)"},
+      {"probe_ack_indirect", "Probes answered through indirect helpers (probes)"},
+      {"probe_failed", "Probes that got no answer in time (probes)"},
+      {"probe_indirect_sent", "Indirect probe requests sent to helpers (requests)"},
+      {"probe_nack_received", "Nacks received from indirect helpers (nacks)"},
+      {"ack_drop_unsolicited", "Acks for no pending probe or relay ignored (acks)"},
+      {"nack_drop_unsolicited", "Nacks for no pending probe or from a helper we did not ask ignored (nacks)"},
+      {"ping_drop_misdirected", "Pings addressed to another member name ignored (pings)"},
+      {"relay_started", "Indirect probes we relayed for others (relays)"},
+      {"relay_drop_full", "Indirect probe requests refused because the relay table was full (requests)"},
+      {"relay_ack_forwarded", "Acks forwarded back to the member that asked us to relay (acks)"},
+      {"relay_nack_sent", "Nacks sent for relayed probes that got no ack (nacks)"},
+      {"sync_started", "Full-state syncs we started (syncs)"},
+      {"sync_reconnects", "Syncs sent to members we consider failed, to heal partitions (syncs)"},
+      {"sync_answered", "Sync requests we answered (syncs)"},
+      {"sync_drop_concurrency", "Sync requests refused by the concurrency cap (syncs)"},
+      {"sync_drop_rate", "Sync requests refused by the answer rate limit (syncs)"},
+      {"sync_drop_unsolicited", "Sync responses nobody asked for ignored (syncs)"},
+      {"sync_drop_oversize", "Received syncs over the size or part limit refused (syncs)"},
+      {"sync_bytes_out", "Estimated encoded bytes of sync parts sent (bytes)"},
+      {"user_data_in", "User data messages received (messages)"},
+  };
+  return kHelp;
+}
+
+// Sections the composition root adds (stats_json ExtraSections): one family
+// per section, its counters as a label.
+struct Section {
+  const char* name;
+  const char* type;
+  const char* label;
+  const char* help;
+};
+const std::map<std::string, Section>& sections() {
+  static const std::map<std::string, Section> kSections = {
+      {"control_api", {"gossipgw_control_api_total", "counter", "counter",
+                       "Control API: connections, requests, bad_requests, failed, key_changes, "
+                       "cluster_key_changes, rejected_too_large, rejected_read, timed_out (requests)"}},
+      {"key_commands", {"gossipgw_key_commands_total", "counter", "result",
+                        "Cluster-wide key commands: sent, applied, refused, repeated, results_received, "
+                        "results_unsolicited (commands)"}},
+      {"event_handler", {"gossipgw_event_handler_total", "counter", "result",
+                         "Event handler: submitted, coalesced, dropped_queue_full, dropped_stopped, started, "
+                         "succeeded, failed_exit, timed_out, spawn_errors (events or runs)"}},
+      {"hosts_file", {"gossipgw_hosts_file_total", "counter", "result",
+                      "Hosts file: writes, unchanged, deferred, write_errors, skipped_members (updates)"}},
+  };
+  return kSections;
+}
+
 void worker(Builder& b, const Json& l) {
   const std::string lbl = labels({{"lcore", text_of(l.value("lcore", Json(0)))}, {"queue", text_of(l.value("queue", Json(0)))}});
   for (const auto& [k, v] : l.items()) {
@@ -104,7 +183,12 @@ void worker(Builder& b, const Json& l) {
         if (ck == "rx_total") {
           b.add("gossipgw_rx_packets_total", "counter", "Packets received on the worker's rx queue (packets)", lbl,
                 cv.get<double>());
-        } else if (cv.is_number()) {
+        } else if (cv.is_number() && ck.size() > 6 && ck.compare(ck.size() - 6, 6, "_evict") == 0) {
+          b.add("gossipgw_table_evictions_total", "counter",
+                "Entries evicted from a worker's bounded per-sender table: replay windows or rate-limit buckets "
+                "(entries)",
+                join_labels(lbl, labels({{"table", ck.substr(0, ck.find('_'))}})), cv.get<double>());
+        } else if (cv.is_number() && (ck == "accepted" || ck.rfind("drop_", 0) == 0)) {
           b.add("gossipgw_verdict_packets_total", "counter",
                 "Received packets by check-ladder verdict: accepted or the drop reason (packets)",
                 join_labels(lbl, labels({{"verdict", ck}})), cv.get<double>());
@@ -131,6 +215,25 @@ void worker(Builder& b, const Json& l) {
         } else {
           generic(b, "worker_tx_" + tk, tv, lbl);
         }
+      }
+    } else if (k == "guard") {
+      for (const auto& [gk, gv] : v.items()) {
+        if (gv.is_number() && gk.size() > 6 && gk.compare(gk.size() - 6, 6, "_evict") == 0) {
+          b.add("gossipgw_table_evictions_total", "counter",
+                "Entries evicted from a worker's bounded per-sender table: replay windows or rate-limit buckets "
+                "(entries)",
+                join_labels(lbl, labels({{"table", gk.substr(0, gk.find('_'))}})), gv.get<double>());
+        } else {
+          generic(b, "worker_guard_" + gk, gv, lbl);
+        }
+      }
+    } else if (k == "unkeyed") {
+      for (const auto& [rule, n] : v.items()) {
+        if (!n.is_number()) continue;
+        b.add("gossipgw_unkeyed_packets_total", "counter",
+              "drop_unkeyed packets by the classifier rule that matched (built-in signatures, operator rules, "
+              "unmatched, unscanned) (packets)",
+              join_labels(lbl, labels({{"rule", rule}})), n.get<double>());
       }
     } else if (k == "rx_bursts") {
       b.add("gossipgw_rx_bursts_total", "counter", "Non-empty rx bursts (bursts)", lbl, v.get<double>());
@@ -209,13 +312,18 @@ void membership(Builder& b, const Json& m) {
                 "Broadcasts dropped from the full queue, by class (broadcasts)",
                 labels({{"class", ek.substr(15)}}), ev.get<double>());
         } else {
+          const auto h = engine_help().find(ek);
           b.add(sanitize("gossipgw_engine_" + ek + "_total"), "counter",
-                "Membership engine counter " + ek + " (see docs/metrics.md)", "", ev.get<double>());
+                h != engine_help().end() ? std::string(h->second) : "Membership engine counter " + ek, "",
+                ev.get<double>());
         }
       }
     } else if (k == "sealed") {
       b.add("gossipgw_sealed_datagrams_total", "counter", "Datagrams sealed for transmit (datagrams)", "",
             v.get<double>());
+    } else if (k == "sender_keys_reset") {
+      b.add("gossipgw_sender_keys_resets_total", "counter",
+            "Times the table of which key each sender uses filled up and was cleared (resets)", "", v.get<double>());
     } else if (k == "drop_encode" || k == "drop_no_primary") {
       b.add("gossipgw_seal_dropped_total", "counter", "Outgoing datagrams dropped before sealing, by reason (datagrams)",
             labels({{"reason", k.substr(5)}}), v.get<double>());
@@ -254,7 +362,7 @@ std::vector<MetricFamily> metric_families(std::string_view text) {
   Builder b;
   if (!doc.is_object()) return b.take();
   for (const auto& [k, v] : doc.items()) {
-    if (k == "totals" || k == "classes") continue;  // sums of the per-lcore series
+    if (k == "totals" || k == "classes" || k == "unkeyed") continue;  // sums of the per-lcore series
     if (k == "lcores") {
       for (const Json& l : v) {
         if (l.value("role", "") == "worker") {
@@ -271,6 +379,21 @@ std::vector<MetricFamily> metric_families(std::string_view text) {
       }
     } else if (k == "membership") {
       membership(b, v);
+    } else if (k == "snapshots") {
+      if (v.contains("version") && v["version"].is_number()) {
+        b.add("gossipgw_snapshot_version", "gauge",
+              "Version of the keys and known-members snapshot published to the workers", "", v["version"].get<double>());
+      }
+      if (v.contains("retained") && v["retained"].is_number()) {
+        b.add("gossipgw_snapshots_retained", "gauge",
+              "Snapshots kept until every worker has moved past them (snapshots)", "", v["retained"].get<double>());
+      }
+    } else if (const auto s = sections().find(k); s != sections().end() && v.is_object()) {
+      for (const auto& [ck, cv] : v.items()) {
+        if (cv.is_number()) {
+          b.add(s->second.name, s->second.type, s->second.help, labels({{s->second.label, ck}}), cv.get<double>());
+        }
+      }
     } else {
       generic(b, k, v, "");
     }

@@ -17,6 +17,7 @@ Json worker_counters(const WorkerCounters& c) {
   Json j;
   j["rx_total"] = c.rx_total;
   for (std::size_t v = 0; v < kVerdictCount; ++v) j[std::string(kVerdictNames[v])] = c.verdicts[v];
+  // Not verdicts (no drop_ prefix): the guard tables' evictions.
   j[std::string(kReplayEvictName)] = c.replay_table_evict;
   j[std::string(kRateEvictName)] = c.ratelimit_table_evict;
   return j;

@@ -21,7 +21,9 @@ const char* kDoc = R"({
   "classes": {"urgent": 1},
   "lcores": [
     {"lcore": 1, "role": "worker", "queue": 0,
-     "counters": {"rx_total": 10, "accepted": 7, "drop_unkeyed": 3, "classifier": {"memberlist": 2}},
+     "counters": {"rx_total": 10, "accepted": 7, "drop_unkeyed": 3, "replay_table_evict": 2,
+                  "classifier": {"memberlist": 2}},
+     "unkeyed": {"serf": 1, "unmatched": 2},
      "accepted_by_class": {"urgent": 1, "probe": 2, "gossip": 4, "bulk": 0},
      "tx": {"tx_packets": 5, "tx_bytes": 500, "tx_drop_nic": 0, "tx_broadcast_unknown_mac": 1, "tx_new": 9},
      "rx_bursts": 4, "idle_polls": 100, "replay_evictions": 6},
@@ -39,18 +41,24 @@ const char* kDoc = R"({
     "sealed": 9, "drop_encode": 0, "drop_no_primary": 0,
     "shaper": {"urgent": {"sent": 2, "sent_bytes": 200, "deferred": 0, "dropped": 0, "refused": 0, "depth": 0, "depth_max": 1}}
   },
-  "control_api": {"requests": 4}
+  "control_api": {"requests": 4},
+  "snapshots": {"version": 3, "retained": 1},
+  "unkeyed": {"serf": 1, "unmatched": 2}
 })";
 
-// Numeric leaves outside totals/classes/recent_events: what must be exported.
-std::size_t numeric_leaves(const Json& j, const std::string& key = "") {
-  if (key == "totals" || key == "classes" || key == "recent_events") return 0;
+// Numeric leaves, except the top-level sums (totals, classes, unkeyed) and
+// recent_events: what must be exported.
+std::size_t numeric_leaves(const Json& j, const std::string& key = "", bool top = true) {
+  if (key == "recent_events") return 0;
   if (j.is_number()) return (key == "lcore" || key == "queue") ? 0 : 1;
   std::size_t n = 0;
   if (j.is_object()) {
-    for (const auto& [k, v] : j.items()) n += numeric_leaves(v, k);
+    for (const auto& [k, v] : j.items()) {
+      if (top && (k == "totals" || k == "classes" || k == "unkeyed")) continue;
+      n += numeric_leaves(v, k, false);
+    }
   } else if (j.is_array()) {
-    for (const auto& v : j) n += numeric_leaves(v, key);
+    for (const auto& v : j) n += numeric_leaves(v, key, false);
   }
   return n;
 }
@@ -104,7 +112,10 @@ TEST(Metrics, NamesAndLabels) {
            "gossipgw_worker_classifier_memberlist{lcore=\"1\",queue=\"0\"} 2\n",
            "gossipgw_worker_replay_evictions{lcore=\"1\",queue=\"0\"} 6\n",
            "gossipgw_worker_tx_tx_new{lcore=\"1\",queue=\"0\"} 9\n",
-           "gossipgw_control_api_requests 4\n",
+           "gossipgw_control_api_total{counter=\"requests\"} 4\n",
+           "gossipgw_table_evictions_total{lcore=\"1\",queue=\"0\",table=\"replay\"} 2\n",
+           "gossipgw_unkeyed_packets_total{lcore=\"1\",queue=\"0\",rule=\"serf\"} 1\n",
+           "gossipgw_snapshot_version 3\n",
        }) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected;
   }
