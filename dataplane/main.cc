@@ -295,11 +295,9 @@ int main(int argc, char** argv) {
           w->rings[c] = rings->ring(q, static_cast<gw::crypto::PriorityClass>(c));
         }
         w->stop = &workers_stop;
-        if (q == 0) {  // worker 0 transmits what the control lcore queues
-          w->tx.ring = tx_ring;
-          w->tx.src_mac = port.mac;
-          w->tx.local = ladder.local;
-        }
+        w->tx.src_mac = port.mac;  // every worker answers ARP (dataplane/arp.h)
+        w->tx.local = ladder.local;
+        if (q == 0) w->tx.ring = tx_ring;  // worker 0 transmits what the control lcore queues
         gw::dp::setup_guard(w->guard, cfg, classifier.get(), rte_rdtsc() ^ (q * 0x9E3779B97F4A7C15ULL));
         w->guard.clock.tsc_hz = rte_get_tsc_hz();
         w->guard.clock.tsc0 = rte_rdtsc();
@@ -415,7 +413,10 @@ int main(int argc, char** argv) {
       };
       auto live_stats = [&](bool include_members) {
         std::vector<gw::dp::WorkerStats> live;
-        for (const auto& w : workers) live.push_back({w->lcore, w->queue, w->counters, w->tx.counters});
+        for (const auto& w : workers) {
+          live.push_back({w->lcore, w->queue, w->counters, w->tx.counters,
+                          classifier ? &classifier->rule_names() : nullptr});
+        }
         return gw::dp::stats_json(live, main_lcore, loop.counters(), tx_queue.counters(), host.get(), true,
                                   include_members, extra_sections());
       };

@@ -24,6 +24,14 @@ class Neighbors {
     std::memcpy(s.mac.data(), mac, 6);
   }
 
+  // An unauthenticated hint (ARP, dataplane/arp.h): fills an empty slot only,
+  // never replaces what an authenticated packet taught. True if it was taken.
+  bool hint(const Endpoint& ip, const std::uint8_t* mac) noexcept {
+    if (slots_[index(ip)].used) return false;
+    learn(ip, mac);
+    return true;
+  }
+
   // False if unknown (or evicted by another address in the same slot).
   bool lookup(const Endpoint& ip, Mac* mac) const noexcept {
     const Slot& s = slots_[index(ip)];

@@ -4,6 +4,8 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "dataplane/mbuf_meta.h"
@@ -45,9 +47,22 @@ PortState start_port(const PortPlan& plan) {
                                                                 RTE_ETH_RSS_NONFRAG_IPV6_UDP |
                                                                 RTE_ETH_RSS_IP);
   if (plan.queues > 1 && rss_hf != 0) {
+    // UDP hashes the 4-tuple, so one source's packets stay on one worker
+    // (its token bucket and replay windows live there); RTE_ETH_RSS_IP keeps
+    // fragments (dropped as malformed anyway) on a queue by address.
     conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_key = nullptr;  // the driver's default key
     conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
     state.rss = true;
+    spdlog::info("port {} ({}): RSS over {} rx queues, hash fields {:#x} (udp4 {}, udp6 {})", plan.port_id,
+                 info.driver_name, plan.queues, rss_hf, (rss_hf & RTE_ETH_RSS_NONFRAG_IPV4_UDP) != 0,
+                 (rss_hf & RTE_ETH_RSS_NONFRAG_IPV6_UDP) != 0);
+  } else if (plan.queues > 1) {
+    // Virtual devices (net_pcap, net_ring, net_memif) hash nothing: each rx
+    // queue gets what its own source feeds it, e.g. one rx_pcap= per queue.
+    spdlog::warn("port {} ({}): no RSS (driver offers hash fields {:#x}); {} rx queues each get only what the "
+                 "device puts on them",
+                 plan.port_id, info.driver_name, info.flow_type_rss_offloads, plan.queues);
   }
   rc = rte_eth_dev_configure(plan.port_id, plan.queues, plan.queues, &conf);
   if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": configure failed: " + dpdk_error(rc));

@@ -29,8 +29,16 @@ Json unkeyed_counts(const WorkerCounters& c, const std::vector<std::string>* rul
   Json j = Json::object();
   const std::size_t n = rules != nullptr ? std::min(rules->size(), kUnkeyedRuleSlots) : 0;
   for (std::size_t i = 0; i < n; ++i) j[(*rules)[i]] = c.unkeyed_by_rule[i];
-  j[std::string(kUnkeyedUnmatchedName)] = c.unkeyed_by_rule[n];
+  j[std::string(kUnkeyedUnmatchedName)] = c.unkeyed_by_rule[kUnkeyedRuleSlots];
   j[std::string(kUnkeyedUnscannedName)] = c.unkeyed_unscanned;
+  return j;
+}
+
+// Beside the verdicts: ARP frames stay drop_not_gossip (dataplane/arp.h).
+Json arp_counts(const WorkerCounters& c) {
+  Json j;
+  j["replies"] = c.arp_replies;
+  j["hints"] = c.arp_hints;
   return j;
 }
 
@@ -163,6 +171,8 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
     sum.unkeyed_unscanned += w.counters.unkeyed_unscanned;
     sum.replay_table_evict += w.counters.replay_table_evict;
     sum.ratelimit_table_evict += w.counters.ratelimit_table_evict;
+    sum.arp_replies += w.counters.arp_replies;
+    sum.arp_hints += w.counters.arp_hints;
   }
   // Every worker runs the same classifier.
   const std::vector<std::string>* unkeyed_rules = workers.empty() ? nullptr : workers.front().unkeyed_rules;
@@ -185,6 +195,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
     l["tx"] = tx_counters(w.tx);
     l["rx_bursts"] = w.counters.rx_bursts;
     l["idle_polls"] = w.counters.idle_polls;
+    l["arp"] = arp_counts(w.counters);
     lcores.push_back(std::move(l));
   }
   Json ctl;
@@ -199,6 +210,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   doc["totals"] = std::move(totals);
   doc["classes"] = class_counts(sum.accepted_by_class);
   doc["unkeyed"] = unkeyed_counts(sum, unkeyed_rules);
+  doc["arp"] = arp_counts(sum);
   doc["lcores"] = std::move(lcores);
   Json txq;
   txq["queued"] = tx_queue.queued;

@@ -4,6 +4,7 @@
 #include <rte_ethdev.h>
 #include <rte_prefetch.h>
 
+#include "dataplane/arp.h"
 #include "dataplane/mbuf_meta.h"
 
 namespace gw::dp {
@@ -20,6 +21,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   };
   std::array<Unkeyed, kMaxBurst> unkeyed;
   std::uint16_t unkeyed_count = 0;
+  ArpReplies arp;  // requests for our address, answered at the end of the burst
 
   for (std::uint16_t i = 0; i < kPrefetchAhead && i < n; ++i) {
     rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
@@ -39,6 +41,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     }
     if (r.verdict != Verdict::kAccepted) {
       w.counters.count(r.verdict);
+      if (r.verdict == Verdict::kNotGossip && arp_take(w, m, arp)) continue;  // now a reply
       if (r.verdict == Verdict::kUnkeyed) {
         unkeyed[unkeyed_count++] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset),
                                     r.plaintext_len};
@@ -68,7 +71,8 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     scans = static_cast<std::uint16_t>(g.max_scans_per_burst);
   }
   for (std::uint16_t i = 0; i < scans; ++i) {
-    ++w.counters.unkeyed_by_rule[g.classifier->classify(g.scratch, unkeyed[i].payload, unkeyed[i].len)];
+    const std::uint32_t rule = g.classifier->classify(g.scratch, unkeyed[i].payload, unkeyed[i].len);
+    ++w.counters.unkeyed_by_rule[rule == g.classifier->unmatched() ? kUnkeyedRuleSlots : rule];
   }
   w.counters.unkeyed_unscanned += unkeyed_count - scans;
   if (g.replay != nullptr) w.counters.replay_table_evict = g.replay->evictions();
@@ -88,6 +92,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     }
   }
   if (drop_count != 0) rte_pktmbuf_free_bulk(dropped.data(), drop_count);
+  arp_flush(w, arp);
 }
 
 void adopt_snapshot(WorkerContext& w) noexcept {

@@ -257,6 +257,11 @@ void print_stats(const Json& stats) {
                   cell(l["tx"]["tx_packets"])});
   }
   print_table({"LCORE", "QUEUE", "RX", "ACCEPTED", "DROPPED", "TX"}, lc);
+  if (stats.contains("classes")) {
+    std::printf("\naccepted by class:");
+    for (const auto& [k, v] : stats["classes"].items()) std::printf(" %s %s", k.c_str(), cell(v).c_str());
+    std::printf("\n");
+  }
   if (stats.contains("membership")) {
     const Json& m = stats["membership"];
     std::printf("\nmembership: %s live", cell(m["live_members"]).c_str());

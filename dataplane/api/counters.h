@@ -29,11 +29,14 @@ struct alignas(64) WorkerCounters {
   std::array<std::uint64_t, 4> accepted_by_class{};
   std::uint64_t rx_bursts = 0;
   std::uint64_t idle_polls = 0;
-  // Unkeyed packets by classifier rule; [rule_count] is "unmatched".
+  // Unkeyed packets by classifier rule index; [kUnkeyedRuleSlots] is "unmatched".
   std::array<std::uint64_t, kUnkeyedRuleSlots + 1> unkeyed_by_rule{};
   std::uint64_t unkeyed_unscanned = 0;
   std::uint64_t replay_table_evict = 0;
   std::uint64_t ratelimit_table_evict = 0;
+  // ARP (dataplane/arp.h), not verdicts: the frames stay drop_not_gossip.
+  std::uint64_t arp_replies = 0;  // requests for our address answered
+  std::uint64_t arp_hints = 0;    // senders taken as transmit MAC hints
 
   void count(Verdict v) noexcept { ++verdicts[static_cast<std::size_t>(v)]; }
   std::uint64_t get(Verdict v) const noexcept { return verdicts[static_cast<std::size_t>(v)]; }

@@ -118,6 +118,8 @@ class Generator {
         foreign_id_(crypto::derive_cluster_id(o.foreign_cluster)),
         v6_(o.dst_ip.v6) {
     for (const auto& kb : o.keys) keys_.emplace_back(kb, o.suite);
+    // Epoch 0 is nonces_ itself, so the default output does not change.
+    for (std::uint32_t e = 1; e < o.nonce_epochs; ++e) extra_nonces_.emplace_back(mix64(o.seed + 0x9E37ULL * e));
     src_base_ = o.src_ip ? *o.src_ip : *parse_ip(v6_ ? "fd00::2" : "10.0.0.2");
     ip_id_ = static_cast<std::uint16_t>(rng_.next());
     const std::size_t max_udp_payload = kMaxFrameBytes - udp_payload_offset(v6_);
@@ -379,7 +381,7 @@ class Generator {
     params.cls = s.cls;
     params.timestamp = timestamp.value_or(o_.timestamp);
     const std::size_t len =
-        crypto::seal_datagram(key, params, nonces_, reinterpret_cast<const std::uint8_t*>(plain.data()),
+        crypto::seal_datagram(key, params, next_nonces(), reinterpret_cast<const std::uint8_t*>(plain.data()),
                               plain.size(), s.datagram.data(), s.datagram.size());
     if (len != s.datagram.size()) throw GenError("internal error: sealing failed");
     return s;
@@ -753,9 +755,18 @@ class Generator {
     p.frame = std::move(f);
   }
 
+  // The nonce source for the next sealed packet: the epochs in turn.
+  crypto::NonceSource& next_nonces() {
+    if (extra_nonces_.empty()) return nonces_;
+    const std::size_t i = epoch_turn_++ % (extra_nonces_.size() + 1);
+    return i == 0 ? nonces_ : extra_nonces_[i - 1];
+  }
+
   const GenOptions& o_;
   Rng rng_;
   crypto::NonceSource nonces_;
+  std::vector<crypto::NonceSource> extra_nonces_;
+  std::size_t epoch_turn_ = 0;
   std::vector<crypto::Key> keys_;
   std::uint64_t cluster_id_;
   std::uint64_t foreign_id_;
@@ -798,6 +809,7 @@ void check_options(const GenOptions& o) {
     throw GenError("foreign cluster '" + o.foreign_cluster + "' is our own cluster");
   }
   if (o.dst_port == 0) throw GenError("destination port 0");
+  if (o.nonce_epochs == 0 || o.nonce_epochs > 1'000'000) throw GenError("nonce epochs must be 1..1000000");
   if (count(Kind::kReplayed) > 0 && count(Kind::kValid) == 0) {
     throw GenError("replayed needs valid packets to copy");
   }

@@ -145,6 +145,12 @@ struct GenOptions {
   std::uint32_t replay_window_s = 30;
   // The gateway's limits.unknown_burst: flood packets past it are rate-limited.
   std::uint32_t unknown_burst = 200;
+  // Sender nonce epochs (as if from this many gateway boots), used in turn by
+  // every sealed packet. 1 (default): one epoch, one replay window at the
+  // gateway. Many epochs against a small limits.replay_senders make the
+  // gateway evict each window before its next packet, so an endlessly
+  // replayed pcap keeps exercising the accept path (perf/bench/run.sh).
+  std::uint32_t nonce_epochs = 1;
 };
 
 struct Packet {

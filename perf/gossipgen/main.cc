@@ -5,7 +5,7 @@
 //             [--size BYTES] [--config gossipgw.yaml]
 //             [--cluster NAME --key FILE [--key FILE2 ...] --suite SUITE
 //              --dst-ip IP --dst-port P] [--src-ip IP] [--dst-mac MAC] [--timestamp UNIX_SECONDS]
-//             [--corpus capture.pcap] [--foreign-cluster NAME] [--max-payload BYTES]
+//             [--corpus capture.pcap] [--foreign-cluster NAME] [--max-payload BYTES] [--nonce-epochs N]
 //
 // With --config the cluster, keys (primary first), suite, destination and
 // payload limit come from the gateway's config; explicit flags override them.
@@ -64,6 +64,7 @@ struct Flags {
   std::string corpus;
   std::string foreign_cluster = "other-cluster";
   std::size_t max_payload = 0;
+  std::uint32_t nonce_epochs = 1;
 };
 
 gw::crypto::Suite suite_from_name(const std::string& name) {
@@ -100,6 +101,7 @@ gw::perf::GenOptions resolve(const Flags& f) {
   o.seed = f.seed;
   o.timestamp = f.timestamp;
   o.foreign_cluster = f.foreign_cluster;
+  o.nonce_epochs = f.nonce_epochs;
 
   std::vector<std::string> key_files;
   std::string suite_name;
@@ -188,6 +190,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-payload", f.max_payload,
                  "gateway payload limit in bytes (default: config's limits, else 1400)")
       ->check(CLI::Range(std::size_t{64}, std::size_t{9000}));
+  app.add_option("--nonce-epochs", f.nonce_epochs,
+                 "sender nonce epochs used in turn by sealed packets (default 1; benchmarks: many)")
+      ->check(CLI::Range(1, 1000000));
 
   try {
     app.parse(argc, argv);
