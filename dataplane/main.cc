@@ -298,7 +298,12 @@ int main(int argc, char** argv) {
         w->tx.src_mac = port.mac;  // every worker answers ARP (dataplane/arp.h)
         w->tx.local = ladder.local;
         if (q == 0) w->tx.ring = tx_ring;  // worker 0 transmits what the control lcore queues
-        gw::dp::setup_guard(w->guard, cfg, classifier.get(), rte_rdtsc() ^ (q * 0x9E3779B97F4A7C15ULL));
+        try {
+          gw::dp::setup_guard(w->guard, cfg, classifier.get(), rte_rdtsc() ^ (q * 0x9E3779B97F4A7C15ULL));
+        } catch (const std::exception& e) {
+          // Out of memory for limits.replay_senders / limits.sources tables or a scratch.
+          rte_exit(kExitRuntime, "gossipgw: worker %zu: cannot allocate its guard tables: %s\n", q, e.what());
+        }
         w->guard.clock.tsc_hz = rte_get_tsc_hz();
         w->guard.clock.tsc0 = rte_rdtsc();
         w->guard.clock.unix_ns0 = opt.freeze_clock != 0 ? std::uint64_t{opt.freeze_clock} * 1'000'000'000ULL

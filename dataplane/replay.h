@@ -15,6 +15,10 @@
 // counted (that sender's next packet starts a new window: old packets of it
 // are then caught only by the timestamp window).
 //
+// Tables are per lcore: a sender's packets reach one worker through RSS, but
+// a copy sent from another address or port may hash to another worker, whose
+// table has not seen it; there only the timestamp window bounds the replay.
+//
 // Pure: no DPDK, no allocation after construction, no locks; one table per lcore.
 #pragma once
 

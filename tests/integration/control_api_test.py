@@ -264,7 +264,11 @@ metrics:
     check("prometheus: every family documented in docs/metrics.md", helps <= documented and
           not any(ln.endswith(" untyped") for ln in body.splitlines() if ln.startswith("# TYPE")),
           str(sorted(helps - documented)))
-    check("prometheus: membership gauges", re.search(r'^gossipgw_members\{state="alive"\} 2$', body, re.M) is not None)
+    # peer-1 is a one-shot scripted peer: it never answers probes, so by now
+    # it may be alive, suspect or dead (slow sanitizer builds); two in all.
+    by_state = {m.group(1): int(m.group(2)) for m in re.finditer(r'^gossipgw_members\{state="(\w+)"\} (\d+)$', body, re.M)}
+    check("prometheus: membership gauges", set(by_state) == {"alive", "suspect", "dead", "left"} and
+          sum(by_state.values()) == 2 and by_state["alive"] >= 1, str(by_state))
 
     # ---- DPDK telemetry ----
     tel = shutil.which("dpdk-telemetry.py")
@@ -280,6 +284,8 @@ metrics:
         check("dpdk-telemetry.py installed (dpdk package)", False)
 
     # ---- leave: graceful, then the gateway stops ----
+    peer_live = any(m["name"] == "peer-1" and m["state"] in ("alive", "suspect")
+                    for m in ctl_json("members", sock=sock)["members"])
     r = ctl("leave", sock=sock)
     check("leave", r.returncode == 0, r.stderr)
     try:
@@ -291,8 +297,10 @@ metrics:
     proc = None
     with open(stats_path) as f:
         final = json.load(f)
-    check("leave broadcast counted", final["membership"]["engine_counters"]["out_leave"] >= 1,
+    # With nobody left alive there is nobody to tell.
+    check("leave broadcast counted", final["membership"]["engine_counters"]["out_leave"] >= (1 if peer_live else 0),
           str(final["membership"]["engine_counters"]))
+    check("leave logged", "leave requested through the control API" in open(os.path.join(tmp, "gw.err")).read())
 
     # ---- what went out: k1 before the rotation, k2 after ----
     frames = sent_frames(tx)

@@ -541,6 +541,40 @@ TEST(GeneratorGuardKinds, ReplayedStaleAndFlood) {
   EXPECT_THROW(generate(o), GenError);
 }
 
+// --nonce-epochs (perf/bench/run.sh): sealed packets take the epochs in
+// turn, each epoch's counter runs on its own, and 1 is the old output.
+TEST(GeneratorOptions, NonceEpochsAreUsedInTurn) {
+  ASSERT_TRUE(crypto::init());
+  GenOptions o = base_options("10.0.0.1", Suite::kChaCha20Poly1305);
+  o.mix = Mix{};
+  o.mix[static_cast<std::size_t>(Kind::kValid)] = 12;
+  const auto one = generate(o);
+  o.nonce_epochs = 1;
+  EXPECT_EQ(generate(o).size(), one.size());
+  for (std::size_t i = 0; i < one.size(); ++i) EXPECT_EQ(generate(o)[i].frame, one[i].frame);
+  o.nonce_epochs = 3;
+  const auto three = generate(o);
+  ASSERT_EQ(three.size(), 12u);
+  std::vector<std::uint64_t> epochs;
+  std::map<std::uint64_t, std::vector<std::uint32_t>> counters;
+  for (const Packet& p : three) {
+    const std::size_t off = udp_payload_offset(false);
+    crypto::WireHeader h;
+    ASSERT_EQ(crypto::parse_header(p.frame.data() + off, p.frame.size() - off, &h), crypto::HeaderStatus::kOk);
+    std::uint64_t e = 0;
+    for (std::size_t i = 0; i < 8; ++i) e = (e << 8) | h.nonce[i];
+    const std::uint32_t c = (std::uint32_t{h.nonce[8]} << 24) | (std::uint32_t{h.nonce[9]} << 16) |
+                            (std::uint32_t{h.nonce[10]} << 8) | h.nonce[11];
+    epochs.push_back(e);
+    counters[e].push_back(c);
+  }
+  ASSERT_EQ(counters.size(), 3u);
+  for (std::size_t i = 3; i < epochs.size(); ++i) EXPECT_EQ(epochs[i], epochs[i - 3]);
+  for (const auto& [e, cs] : counters) EXPECT_EQ(cs, (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  o.nonce_epochs = 0;
+  EXPECT_THROW(check_options(o), GenError);
+}
+
 TEST(GeneratorGuardKinds, UnkeyedLabelsDecodeMemberlistFraming) {
   const auto label = [](const std::vector<std::uint8_t>& b) {
     return std::string(unkeyed_labels()[unkeyed_label(b.data(), b.size())]);
