@@ -216,6 +216,13 @@ void worker(Builder& b, const Json& l) {
           generic(b, "worker_tx_" + tk, tv, lbl);
         }
       }
+    } else if (k == "arp") {
+      for (const auto& [ak, av] : v.items()) {
+        if (!av.is_number()) continue;
+        b.add("gossipgw_arp_total", "counter",
+              "ARP on the gateway's address: replies sent, peer MAC hints learned (packets)",
+              join_labels(lbl, labels({{"result", ak}})), av.get<double>());
+      }
     } else if (k == "guard") {
       for (const auto& [gk, gv] : v.items()) {
         if (gv.is_number() && gk.size() > 6 && gk.compare(gk.size() - 6, 6, "_evict") == 0) {
@@ -362,7 +369,7 @@ std::vector<MetricFamily> metric_families(std::string_view text) {
   Builder b;
   if (!doc.is_object()) return b.take();
   for (const auto& [k, v] : doc.items()) {
-    if (k == "totals" || k == "classes" || k == "unkeyed") continue;  // sums of the per-lcore series
+    if (k == "totals" || k == "classes" || k == "unkeyed" || k == "arp") continue;  // sums of the per-lcore series
     if (k == "lcores") {
       for (const Json& l : v) {
         if (l.value("role", "") == "worker") {

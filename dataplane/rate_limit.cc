@@ -4,16 +4,10 @@
 #include <bit>
 #include <cstring>
 
+#include "dataplane/hash.h"
+
 namespace gw::dp {
 namespace {
-
-std::uint64_t mix64(std::uint64_t x) noexcept {
-  x ^= x >> 33;
-  x *= 0xFF51AFD7ED558CCDULL;
-  x ^= x >> 33;
-  x *= 0xC4CEB9FE1A85EC53ULL;
-  return x ^ (x >> 33);
-}
 
 RateBudget sane(RateBudget b) noexcept {
   // Bounds keep burst * kScale and the refill product within 64 bits.

@@ -2,18 +2,9 @@
 
 #include <bit>
 
+#include "dataplane/hash.h"
+
 namespace gw::dp {
-namespace {
-
-std::uint64_t mix64(std::uint64_t x) noexcept {
-  x ^= x >> 33;
-  x *= 0xFF51AFD7ED558CCDULL;
-  x ^= x >> 33;
-  x *= 0xC4CEB9FE1A85EC53ULL;
-  return x ^ (x >> 33);
-}
-
-}  // namespace
 
 ReplayTable::ReplayTable(std::size_t capacity, std::uint64_t seed) : seed_(seed) {
   const std::size_t want = capacity < kWays ? kWays : capacity;

@@ -24,47 +24,14 @@ import sys
 import tempfile
 import time
 
+import gwtest
+from gwtest import check, wait_for
+
 GW, CTL = sys.argv[1:3]
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
-    if not cond:
-        failures.append(name)
-
-
-def ctl(*args, sock):
-    return subprocess.run([CTL, *args, "--socket", sock], capture_output=True, text=True, timeout=60)
-
-
-def ctl_json(*args, sock):
-    r = ctl(*args, "--json", sock=sock)
-    if r.returncode != 0:
-        raise RuntimeError(f"gossipctl {' '.join(args)}: {r.stderr}")
-    return json.loads(r.stdout)
-
-
-def wait_for(what, pred, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = pred()
-            if last:
-                return last
-        except (OSError, RuntimeError, ValueError) as e:
-            last = e
-        time.sleep(0.1)
-    raise TimeoutError(f"{what}: {last}")
-
-
-def key_id(path):
-    return subprocess.run([CTL, "keyid", path], capture_output=True, text=True, check=True).stdout.split()[-1]
 
 
 def states(sock):
-    return {m["name"]: m["state"] for m in ctl_json("members", sock=sock)["members"]}
+    return {m["name"]: m["state"] for m in gwtest.ctl_json(CTL, "members", sock=sock)["members"]}
 
 
 tmp = tempfile.mkdtemp(prefix="gwkeys-")
@@ -73,7 +40,7 @@ try:
     k1, k2 = os.path.join(tmp, "k1.key"), os.path.join(tmp, "k2.key")
     for k in (k1, k2):
         subprocess.run([CTL, "keygen", "--out", k], check=True, capture_output=True)
-    id1, id2 = key_id(k1), key_id(k2)
+    id1, id2 = gwtest.key_id(CTL, k1), gwtest.key_id(CTL, k2)
     memif = os.path.join(tmp, "memif.sock")
     events_log = os.path.join(tmp, "events.log")
     hosts = os.path.join(tmp, "cp.hosts")
@@ -138,48 +105,48 @@ control:
     entries = [ln for ln in hosts_text.splitlines() if ln and not ln.startswith("#")]
     check("hosts file: only the control-plane member", entries == ["10.0.0.2 gw-b"], hosts_text)
 
-    before = {n: ctl_json("stats", sock=s)["totals"]["accepted"] for n, s in socks.items()}
+    before = {n: gwtest.ctl_json(CTL, "stats", sock=s)["totals"]["accepted"] for n, s in socks.items()}
 
     # ---- rotation, driven from A only ----
-    r = ctl("keys", "install", k2, "--cluster", sock=socks["a"])
+    r = gwtest.ctl(CTL, "keys", "install", k2, "--cluster", sock=socks["a"])
     rep = json.loads(r.stdout) if r.returncode == 0 else {}
     check("install --cluster complete", r.returncode == 0 and rep.get("applied") == ["gw-b"], r.stdout + r.stderr)
-    ring_b = {k["id"]: k["primary"] for k in ctl_json("keys", "list", sock=socks["b"])["keys"]}
+    ring_b = {k["id"]: k["primary"] for k in gwtest.ctl_json(CTL, "keys", "list", sock=socks["b"])["keys"]}
     check("b holds both keys, old primary", ring_b == {id1: True, id2: False}, str(ring_b))
 
-    r = ctl("keys", "use", id2, "--cluster", sock=socks["a"])
+    r = gwtest.ctl(CTL, "keys", "use", id2, "--cluster", sock=socks["a"])
     check("use --cluster complete", r.returncode == 0 and json.loads(r.stdout).get("complete") is True,
           r.stdout + r.stderr)
     # Both now seal with k2: each sees the other's packets under k2.
     wait_for("both members use the new key", lambda: all(
-        {k["id"]: k["members_using"] for k in ctl_json("keys", "list", sock=s)["keys"]}.get(id2) == 2
+        {k["id"]: k["members_using"] for k in gwtest.ctl_json(CTL, "keys", "list", sock=s)["keys"]}.get(id2) == 2
         for s in socks.values()))
     check("both members use the new key", True)
 
     # A command B refuses is reported as such: B cannot remove its primary.
-    r = ctl("keys", "remove", id2, "--cluster", sock=socks["a"])
+    r = gwtest.ctl(CTL, "keys", "remove", id2, "--cluster", sock=socks["a"])
     check("removing the primary cluster-wide refused locally first", r.returncode == 1 and "primary" in r.stderr,
           r.stdout + r.stderr)
 
-    r = ctl("keys", "remove", id1, "--cluster", sock=socks["a"])
+    r = gwtest.ctl(CTL, "keys", "remove", id1, "--cluster", sock=socks["a"])
     check("remove --cluster complete", r.returncode == 0 and json.loads(r.stdout).get("complete") is True,
           r.stdout + r.stderr)
     for n, s in socks.items():
-        ring = {k["id"]: k["primary"] for k in ctl_json("keys", "list", sock=s)["keys"]}
+        ring = {k["id"]: k["primary"] for k in gwtest.ctl_json(CTL, "keys", "list", sock=s)["keys"]}
         check(f"{n}: only the new key, primary", ring == {id2: True}, str(ring))
 
     # Gossip keeps flowing under the new key; nobody was suspected.
     wait_for("gossip after rotation", lambda: all(
-        ctl_json("stats", sock=s)["totals"]["accepted"] > before[n] + 5 for n, s in socks.items()))
+        gwtest.ctl_json(CTL, "stats", sock=s)["totals"]["accepted"] > before[n] + 5 for n, s in socks.items()))
     for n, s in socks.items():
-        st = ctl_json("stats", sock=s)
+        st = gwtest.ctl_json(CTL, "stats", sock=s)
         t = st["totals"]
         check(f"{n}: no key drops", t["drop_unknown_key"] == 0 and t["drop_bad_mac"] == 0 and t["drop_bad_auth"] == 0,
               str(t))
         ec = st["membership"]["engine_counters"]
         check(f"{n}: nobody suspected", ec["suspicions"] == 0, str(ec))
         check(f"{n}: view unchanged", states(s) == both)
-    kc = ctl_json("stats", sock=socks["b"])["key_commands"]
+    kc = gwtest.ctl_json(CTL, "stats", sock=socks["b"])["key_commands"]
     check("b applied three commands", kc["applied"] == 3 and kc["refused"] == 0, str(kc))
 
     # ---- graceful leave: A records B as left, not failed ----
@@ -192,19 +159,18 @@ control:
     check("leave reached the handler", "gw-b\t10.0.0.2\t7946\tleft\t" in log, log)
     wait_for("gw-b gone from the hosts file", lambda: "gw-b" not in open(hosts).read())
     check("hosts file updated on leave", True)
-    ev = ctl_json("stats", sock=socks["a"])["event_handler"]
+    ev = gwtest.ctl_json(CTL, "stats", sock=socks["a"])["event_handler"]
     check("handler runs counted", ev["succeeded"] >= 2 and ev["failed_exit"] == 0 and ev["timed_out"] == 0, str(ev))
 finally:
     for p in procs.values():
         if p.poll() is None:
             p.kill()
             p.wait()
-    if failures:
+    if gwtest.failures:
         for n in ("a", "b"):
             path = os.path.join(tmp, f"{n}.err")
             if os.path.exists(path):
                 print(f"---- gw-{n} stderr ----\n" + open(path).read()[-2000:])
     shutil.rmtree(tmp, ignore_errors=True)
 
-print(f"{len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+gwtest.finish()

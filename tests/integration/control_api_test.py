@@ -24,31 +24,16 @@ import tempfile
 import time
 import urllib.request
 
+import gwtest
+from gwtest import check, wait_for
+
 GW, PEER, CTL = sys.argv[1:4]
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
-    if not cond:
-        failures.append(name)
 
 
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def ctl(*args, sock):
-    return subprocess.run([CTL, *args, "--socket", sock], capture_output=True, text=True, timeout=30)
-
-
-def ctl_json(*args, sock):
-    r = ctl(*args, "--json", sock=sock)
-    if r.returncode != 0:
-        raise RuntimeError(f"gossipctl {' '.join(args)}: {r.stderr}")
-    return json.loads(r.stdout)
 
 
 def raw(sock, payload: bytes):
@@ -65,24 +50,6 @@ def raw(sock, payload: bytes):
         out += chunk
     s.close()
     return out
-
-
-def wait_for(what, pred, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            v = pred()
-            if v:
-                return v
-        except (OSError, RuntimeError, ValueError):
-            pass
-        time.sleep(0.05)
-    raise TimeoutError(what)
-
-
-def key_id(path):
-    r = subprocess.run([CTL, "keyid", path], capture_output=True, text=True, check=True)
-    return r.stdout.strip().split()[-1]
 
 
 def sent_frames(pcap):
@@ -112,7 +79,7 @@ try:
     k1, k2 = os.path.join(tmp, "k1.key"), os.path.join(tmp, "k2.key")
     for k in (k1, k2):
         subprocess.run([CTL, "keygen", "--out", k], check=True, capture_output=True)
-    id1, id2 = key_id(k1), key_id(k2)
+    id1, id2 = gwtest.key_id(CTL, k1), gwtest.key_id(CTL, k2)
     sock = os.path.join(tmp, "run", "gw.sock")
     prom_port = free_port()
     prefix = f"gwapi-{os.getpid()}"
@@ -160,7 +127,7 @@ metrics:
     # ---- members ----
     doc = wait_for("peer-1 admitted",
                    lambda: (lambda d: d if any(m["name"] == "peer-1" for m in d["members"]) else None)(
-                       ctl_json("members", sock=sock)))
+                       gwtest.ctl_json(CTL, "members", sock=sock)))
     by_name = {m["name"]: m for m in doc["members"]}
     check("members: self and peer", set(by_name) == {"gw-a", "peer-1"}, str(by_name))
     check("members: self flagged, tags shown",
@@ -168,57 +135,57 @@ metrics:
     check("members: peer state and address",
           by_name["peer-1"]["state"] == "alive" and by_name["peer-1"]["address"] == "10.0.0.2", str(by_name))
     check("members: peer's key is k1", by_name["peer-1"].get("key_id") == id1, str(by_name["peer-1"]))
-    only = ctl_json("members", "--tag", "role=control-plane", sock=sock)["members"]
+    only = gwtest.ctl_json(CTL, "members", "--tag", "role=control-plane", sock=sock)["members"]
     check("members --tag filters", [m["name"] for m in only] == ["gw-a"], str(only))
-    check("members --state filters", ctl_json("members", "--state", "dead", sock=sock)["members"] == [])
-    table = ctl("members", sock=sock)
+    check("members --state filters", gwtest.ctl_json(CTL, "members", "--state", "dead", sock=sock)["members"] == [])
+    table = gwtest.ctl(CTL, "members", sock=sock)
     check("members table", table.returncode == 0 and re.search(r"^NAME\s+ADDRESS\s+STATE", table.stdout, re.M)
           and "peer-1" in table.stdout and "10.0.0.1:7946" in table.stdout, table.stdout + table.stderr)
 
     # ---- keys: before the rotation the join answer to peer-1 went out under k1 ----
-    keys = ctl_json("keys", "list", sock=sock)
+    keys = gwtest.ctl_json(CTL, "keys", "list", sock=sock)
     check("keys list: one primary key used by both members",
           [(k["id"], k["primary"], k["members_using"]) for k in keys["keys"]] == [(id1, True, 2)], str(keys))
-    r = ctl("keys", "install", k2, sock=sock)
+    r = gwtest.ctl(CTL, "keys", "install", k2, sock=sock)
     check("keys install", r.returncode == 0 and id2 in r.stdout, r.stdout + r.stderr)
-    r = ctl("keys", "install", k2, sock=sock)
+    r = gwtest.ctl(CTL, "keys", "install", k2, sock=sock)
     check("keys install twice refused", r.returncode == 1 and "already" in r.stderr, r.stderr)
-    r = ctl("keys", "use", id2, sock=sock)
+    r = gwtest.ctl(CTL, "keys", "use", id2, sock=sock)
     check("keys use", r.returncode == 0 and f"primary {id2}" in r.stdout, r.stdout + r.stderr)
-    r = ctl("keys", "remove", id2, sock=sock)
+    r = gwtest.ctl(CTL, "keys", "remove", id2, sock=sock)
     check("removing the primary refused", r.returncode == 1 and "primary" in r.stderr, r.stderr)
-    r = ctl("keys", "remove", "0badc0de", sock=sock)
+    r = gwtest.ctl(CTL, "keys", "remove", "0badc0de", sock=sock)
     check("removing an unknown key refused", r.returncode == 1 and "not in the keyring" in r.stderr, r.stderr)
-    r = ctl("keys", "remove", id1, sock=sock)
+    r = gwtest.ctl(CTL, "keys", "remove", id1, sock=sock)
     check("keys remove old", r.returncode == 0 and id1 not in r.stdout.split("primary")[0], r.stdout + r.stderr)
-    keys = ctl_json("keys", "list", sock=sock)
+    keys = gwtest.ctl_json(CTL, "keys", "list", sock=sock)
     check("keys list after rotation", [(k["id"], k["primary"]) for k in keys["keys"]] == [(id2, True)], str(keys))
-    r = ctl("keys", "install", os.path.join(tmp, "missing.key"), sock=sock)
+    r = gwtest.ctl(CTL, "keys", "install", os.path.join(tmp, "missing.key"), sock=sock)
     check("install of a missing file is a usage error", r.returncode == 2 and "missing.key" in r.stderr, r.stderr)
 
     # ---- join: goes out sealed with the new primary ----
-    r = ctl("join", "10.0.0.9:7946", sock=sock)
+    r = gwtest.ctl(CTL, "join", "10.0.0.9:7946", sock=sock)
     check("join", r.returncode == 0 and "10.0.0.9:7946" in r.stdout, r.stdout + r.stderr)
-    r = ctl("join", "10.0.0.9", sock=sock)
+    r = gwtest.ctl(CTL, "join", "10.0.0.9", sock=sock)
     check("join without a port refused", r.returncode == 1 and "IP:PORT" in r.stderr, r.stderr)
 
     # ---- tags ----
     before = by_name["gw-a"]["incarnation"]
-    r = ctl("tags", "set", "zone=b", sock=sock)
+    r = gwtest.ctl(CTL, "tags", "set", "zone=b", sock=sock)
     check("tags set", r.returncode == 0 and "zone=b" in r.stdout, r.stdout + r.stderr)
-    me = [m for m in ctl_json("members", sock=sock)["members"] if m.get("self")][0]
+    me = [m for m in gwtest.ctl_json(CTL, "members", sock=sock)["members"] if m.get("self")][0]
     check("tags set gossiped with a new incarnation",
           me["tags"] == {"role": "control-plane", "zone": "b"} and me["incarnation"] > before, str(me))
-    r = ctl("tags", "unset", "zone", sock=sock)
-    me = [m for m in ctl_json("members", sock=sock)["members"] if m.get("self")][0]
+    r = gwtest.ctl(CTL, "tags", "unset", "zone", sock=sock)
+    me = [m for m in gwtest.ctl_json(CTL, "members", sock=sock)["members"] if m.get("self")][0]
     check("tags unset", r.returncode == 0 and me["tags"] == {"role": "control-plane"}, str(me))
-    r = ctl("tags", "set", "big=" + "x" * 600, sock=sock)
+    r = gwtest.ctl(CTL, "tags", "set", "big=" + "x" * 600, sock=sock)
     check("oversized tag refused", r.returncode == 1, r.stdout + r.stderr)
 
     # ---- log level ----
-    r = ctl("log-level", "debug", sock=sock)
+    r = gwtest.ctl(CTL, "log-level", "debug", sock=sock)
     check("log-level", r.returncode == 0, r.stderr)
-    r = ctl("log-level", "loud", sock=sock)
+    r = gwtest.ctl(CTL, "log-level", "loud", sock=sock)
     check("bad log level is a usage error", r.returncode == 2, r.stderr)
 
     # ---- malformed requests: an error each, and the gateway keeps serving ----
@@ -238,10 +205,10 @@ metrics:
     check("gateway alive after malformed requests", proc.poll() is None)
 
     # ---- stats ----
-    st = ctl_json("stats", sock=sock)
+    st = gwtest.ctl_json(CTL, "stats", sock=sock)
     check("stats: accepted counted", st["totals"]["accepted"] >= 1, str(st["totals"]))
     check("stats: API counters", st["control_api"]["bad_requests"] >= len(bad) - 2, str(st.get("control_api")))
-    table = ctl("stats", sock=sock)
+    table = gwtest.ctl(CTL, "stats", sock=sock)
     check("stats table", table.returncode == 0 and "drop_unkeyed" in table.stdout and "LCORE" in table.stdout,
           table.stdout + table.stderr)
 
@@ -285,8 +252,8 @@ metrics:
 
     # ---- leave: graceful, then the gateway stops ----
     peer_live = any(m["name"] == "peer-1" and m["state"] in ("alive", "suspect")
-                    for m in ctl_json("members", sock=sock)["members"])
-    r = ctl("leave", sock=sock)
+                    for m in gwtest.ctl_json(CTL, "members", sock=sock)["members"])
+    r = gwtest.ctl(CTL, "leave", sock=sock)
     check("leave", r.returncode == 0, r.stderr)
     try:
         rc = proc.wait(timeout=30)
@@ -312,7 +279,7 @@ finally:
     if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait()
-    if failures:
+    if gwtest.failures:
         err = os.path.join(tmp, "gw.err")
         if os.path.exists(err):
             print("---- gateway stderr ----\n" + open(err).read()[-3000:])
@@ -321,5 +288,4 @@ finally:
     else:
         shutil.rmtree(tmp, ignore_errors=True)
 
-print(f"{len(failures)} failure(s)")
-sys.exit(1 if failures else 0)
+gwtest.finish()
