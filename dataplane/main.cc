@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -102,6 +103,14 @@ gw::cp::EngineHost::Options engine_options(const gw::config::Config& cfg, const 
   o.suite = gw::dp::resolve_suite(cfg);
   o.rng_seed = gw::cp::monotonic_ns() ^ (std::uint64_t{gw::cp::unix_seconds()} << 20);
   return o;
+}
+
+// Only a directory named like EAL's own (.../dpdk/<prefix>) is removed.
+void remove_runtime_dir(const std::string& dir) {
+  const std::filesystem::path p(dir);
+  if (dir.empty() || !p.has_parent_path() || p.parent_path().filename() != "dpdk") return;
+  std::error_code ec;
+  std::filesystem::remove_all(p, ec);
 }
 
 int fail(int status, const std::string& message) {
@@ -501,6 +510,10 @@ int main(int argc, char** argv) {
     }
     if (!port.pools.empty()) gw::dp::stop_port(port);
   }
+  // EAL leaves its runtime directory (/var/run/dpdk/<file-prefix>) behind;
+  // gossipgw runs no secondary processes, so nothing else can need it.
+  const std::string runtime_dir = rte_eal_get_runtime_dir();
   rte_eal_cleanup();
+  remove_runtime_dir(runtime_dir);
   return status;
 }

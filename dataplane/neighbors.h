@@ -1,6 +1,7 @@
 // IP -> MAC for peers, learned by a worker from packets that passed the AEAD
-// (so an outsider cannot poison it), used when that worker transmits. A small
-// direct-mapped table: bounded memory, a miss only costs a broadcast frame.
+// (so an outsider cannot poison it), used when that worker transmits. ARP may
+// fill an empty slot as a hint (hint(); dataplane/arp.h), never overwrite one.
+// A small direct-mapped table: bounded memory, a miss only costs a broadcast frame.
 #pragma once
 
 #include <array>

@@ -405,6 +405,13 @@ def main():
         # pipe), and nothing may keep the cluster from being removed.
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)
+        # Sanitizer reports (ASan/UBSan builds) in the gateways' logs, read
+        # before the work directory goes.
+        sanitizer = []
+        if c.info:
+            for i in range(1, K + 1):
+                sanitizer += [f"gw-{i}: {line}" for line in c.log_lines(i, current_only=False)
+                              if "Sanitizer" in line or "runtime error:" in line]
         r = c.down(keep_dir=a.keep)
         banner("teardown")
         print("  " + (r.stdout or "").strip().replace("\n", "\n  ") + (r.stderr or "").strip())
@@ -412,6 +419,7 @@ def main():
         check("no namespace left behind", f"gwc{c.id}-" not in left, left)
         check("no DPDK runtime dir left behind",
               not any(os.path.exists(f"/var/run/dpdk/gwc{c.id}-n{i}") for i in range(1, K + 1)))
+        check("no sanitizer report in any gateway's log", not sanitizer, "\n".join(sanitizer[:10]))
         check("no gateway process left behind", not any(
             os.path.exists(f"/proc/{p}") and _is_gateway(p, c.id) for p in _pids()))
 
