@@ -98,7 +98,7 @@ node:
 dataplane:
   idle_backoff_us: 500
 membership:
-  preset: lan
+  preset: wan  # 5 s probes: peer-1 (which never answers) stays alive through the test
   tags: {{role: control-plane}}
   leave_timeout_ms: 2000
 control:
@@ -251,8 +251,6 @@ metrics:
         check("dpdk-telemetry.py installed (dpdk package)", False)
 
     # ---- leave: graceful, then the gateway stops ----
-    peer_live = any(m["name"] == "peer-1" and m["state"] in ("alive", "suspect")
-                    for m in gwtest.ctl_json(CTL, "members", sock=sock)["members"])
     r = gwtest.ctl(CTL, "leave", sock=sock)
     check("leave", r.returncode == 0, r.stderr)
     try:
@@ -264,9 +262,13 @@ metrics:
     proc = None
     with open(stats_path) as f:
         final = json.load(f)
-    # With nobody left alive there is nobody to tell.
-    check("leave broadcast counted", final["membership"]["engine_counters"]["out_leave"] >= (1 if peer_live else 0),
-          str(final["membership"]["engine_counters"]))
+    # peer-1 never answers probes, so it may be declared dead at any moment,
+    # also just before the leave; with nobody left alive
+    # there is nobody to tell. Decided on the final state, not on timing.
+    peer_final = {m["name"]: m["status"] for m in final["membership"]["members"]}.get("peer-1")
+    out_leave = final["membership"]["engine_counters"]["out_leave"]
+    check("leave broadcast counted", out_leave >= 1 or peer_final == "dead",
+          f"out_leave {out_leave}, peer-1 {peer_final}")
     check("leave logged", "leave requested through the control API" in open(os.path.join(tmp, "gw.err")).read())
 
     # ---- what went out: k1 before the rotation, k2 after ----
