@@ -164,8 +164,12 @@ control:
 finally:
     for p in procs.values():
         if p.poll() is None:
-            p.kill()
-            p.wait()
+            p.send_signal(signal.SIGTERM)  # a clean exit removes its DPDK runtime dir
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
     if gwtest.failures:
         for n in ("a", "b"):
             path = os.path.join(tmp, f"{n}.err")
