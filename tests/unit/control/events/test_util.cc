@@ -58,6 +58,9 @@ std::vector<std::string> list(const std::string& dir, const std::string& prefix)
   return out;
 }
 
+// Polls a condition until it holds or `limit` passes (a bound, not a guess):
+// the conditions are files and processes written by a spawned handler, which
+// offer nothing to block on. The 2 ms poll interval only spares the CPU.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!pred()) {
