@@ -367,7 +367,7 @@ class Parser {
                           "known_burst", "unknown_rate_pps", "unknown_burst", "sources"}),
                  config.limits);
     parse_classifier(section(top, "classifier",
-                             {"enabled", "builtins", "scan_bytes", "max_scans_per_burst", "rules"}),
+                             {"enabled", "builtins", "scan_bytes", "max_scans_per_burst", "max_scans_per_sec", "rules"}),
                      config.classifier);
     parse_membership(section(top, "membership", {"enabled", "preset", "seeds", "tags", "allowed_name_prefixes", "required_tags",
                                   "admit_rate", "admit_burst", "egress_bytes_per_sec", "egress_burst_bytes",
@@ -622,6 +622,9 @@ class Parser {
     if (auto f = m.find("scan_bytes")) c.scan_bytes = read_uint<std::uint32_t>(*f, 64, 1500);
     if (auto f = m.find("max_scans_per_burst")) {
       c.max_scans_per_burst = read_uint<std::uint32_t>(*f, 0, 512);
+    }
+    if (auto f = m.find("max_scans_per_sec")) {
+      c.max_scans_per_sec = read_uint<std::uint32_t>(*f, 0, 10000000);
     }
     std::optional<Field> rules = m.find("rules");
     if (!rules) return;

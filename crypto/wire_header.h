@@ -22,8 +22,10 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace gw::crypto {
 
@@ -66,10 +68,61 @@ enum class HeaderStatus : std::uint8_t {
   kBadLength,    // payload_len disagrees with the datagram, or too short for a tag
 };
 
+namespace detail {
+
+inline std::uint16_t wire_be16(const std::uint8_t* p) noexcept {
+  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+inline std::uint32_t wire_be32(const std::uint8_t* p) noexcept {
+  std::uint32_t v = 0;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
+  return v;
+}
+inline std::uint64_t wire_be64(const std::uint8_t* p) noexcept {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
+  return v;
+}
+
+}  // namespace detail
+
 // Parses `len` bytes of UDP payload. Checks the datagram is exactly header +
 // payload_len and that payload_len holds at least a tag. Reads only; the MAC is
-// checked separately (it needs the key).
-HeaderStatus parse_header(const std::uint8_t* data, std::size_t len, WireHeader* out) noexcept;
+// checked separately (it needs the key). Inline: the worker parses every
+// datagram addressed to it, so the call and the out-parameter must fold away.
+inline HeaderStatus parse_header(const std::uint8_t* data, std::size_t len, WireHeader* out) noexcept {
+  if (len < kHeaderBytes) return HeaderStatus::kTooShort;
+  constexpr std::uint32_t kMagicBe = (std::uint32_t{kWireMagic[0]} << 24) | (std::uint32_t{kWireMagic[1]} << 16) |
+                                     (std::uint32_t{kWireMagic[2]} << 8) | std::uint32_t{kWireMagic[3]};
+  if (detail::wire_be32(data) != kMagicBe) return HeaderStatus::kBadMagic;
+  if (data[4] != kWireVersion) return HeaderStatus::kBadVersion;
+
+  const std::uint8_t cls = data[5];
+  const std::uint8_t suite = data[6];
+  if (cls >= kClassCount) return HeaderStatus::kBadField;
+  if (suite != static_cast<std::uint8_t>(Suite::kAes256Gcm) &&
+      suite != static_cast<std::uint8_t>(Suite::kChaCha20Poly1305)) {
+    return HeaderStatus::kBadField;
+  }
+  // Reserved bits set: a sender we do not understand, not a version we speak.
+  if ((data[7] | data[38] | data[39]) != 0) return HeaderStatus::kBadField;
+
+  const std::uint16_t payload_len = detail::wire_be16(data + 36);
+  if (payload_len < kTagBytes || payload_len != len - kHeaderBytes) return HeaderStatus::kBadLength;
+
+  out->version = data[4];
+  out->cls = static_cast<PriorityClass>(cls);
+  out->suite = static_cast<Suite>(suite);
+  out->cluster_id = detail::wire_be64(data + 8);
+  out->key_id = detail::wire_be32(data + 16);
+  out->timestamp = detail::wire_be32(data + 20);
+  std::memcpy(out->nonce.data(), data + 24, kNonceBytes);
+  out->payload_len = payload_len;
+  out->mac = detail::wire_be64(data + kMacOffset);
+  return HeaderStatus::kOk;
+}
 
 // Writes the 48 header bytes; `mac` is written as given.
 void write_header(const WireHeader& h, std::uint8_t* out) noexcept;

@@ -22,6 +22,7 @@ void setup_guard(LcoreGuard& g, const config::Config& cfg, const Classifier* cla
   g.classifier = classifier;
   if (classifier != nullptr) g.scratch = classifier->make_scratch();
   g.max_scans_per_burst = cfg.classifier.max_scans_per_burst;
+  g.scan_budget.configure(cfg.classifier.max_scans_per_sec);
 }
 
 }  // namespace gw::dp

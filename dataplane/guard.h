@@ -37,6 +37,40 @@ struct WorkerClock {
   }
 };
 
+// A token bucket of classifier scans (classifier.max_scans_per_sec), one
+// tenth of a second deep, refilled from the worker's burst clock.
+class ScanBudget {
+ public:
+  static constexpr std::uint64_t kScale = 1'000'000'000ULL;  // tokens in nano-scans
+
+  // 0: no limit.
+  void configure(std::uint32_t per_sec) noexcept {
+    rate_ = per_sec;
+    depth_ = (per_sec / 10 > 0 ? per_sec / 10 : 1) * kScale;
+    tokens_ = depth_;
+    last_ns_ = 0;
+  }
+  // How many of `want` scans may run at monotonic time `now_ns`; takes them.
+  std::uint32_t take(std::uint32_t want, std::uint64_t now_ns) noexcept {
+    if (rate_ == 0) return want;
+    if (now_ns > last_ns_) {
+      const std::uint64_t elapsed = now_ns - last_ns_ < kScale ? now_ns - last_ns_ : kScale;
+      tokens_ = tokens_ + elapsed * rate_ < depth_ ? tokens_ + elapsed * rate_ : depth_;
+      last_ns_ = now_ns;
+    }
+    const std::uint64_t avail = tokens_ / kScale;
+    const std::uint32_t n = want < avail ? want : static_cast<std::uint32_t>(avail);
+    tokens_ -= n * kScale;
+    return n;
+  }
+
+ private:
+  std::uint64_t rate_ = 0;
+  std::uint64_t depth_ = 0;
+  std::uint64_t tokens_ = 0;
+  std::uint64_t last_ns_ = 0;
+};
+
 struct alignas(64) LcoreGuard {
   LadderState state;  // points at the tables below once set up
   WorkerClock clock;
@@ -48,6 +82,8 @@ struct alignas(64) LcoreGuard {
   // Unkeyed packets scanned per burst at most (0: all); the rest are
   // unscanned, so an unkeyed flood costs a bounded share of each burst.
   std::uint32_t max_scans_per_burst = 0;
+  // And per second (classifier.max_scans_per_sec); unconfigured: no limit.
+  ScanBudget scan_budget;
 };
 
 // The wall clock now, in nanoseconds since the Unix epoch. Start-up only.

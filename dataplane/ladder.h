@@ -2,9 +2,11 @@
 //   1. L2/L3/L4: Ethernet (one optional 802.1Q tag), IPv4 or IPv6, UDP to our
 //      address and port. Not ours: not-gossip. Lengths that lie, IPv4
 //      fragments (we never reassemble): malformed.
-//   2. Gateway header: too short, wrong magic or version: unkeyed. Fields or
-//      lengths inconsistent, payload over the limit: malformed.
-//   3. Cluster id: foreign-cluster.
+//   2. Gateway header: too short, wrong magic or version: unkeyed.
+//   3. Cluster id: foreign-cluster (checked before the rest of the header:
+//      another cluster's packet is foreign whatever else it holds).
+//   3b. The rest of the header: fields or lengths inconsistent, payload
+//      over the limit: malformed.
 //   4. Key id (and its suite) in the keyring: unknown-key. One key id, one key.
 //   5. Header MAC (SipHash): bad-mac. Nothing below is reachable without a key.
 //   6. Replay pre-check, read-only: header timestamp outside the window of
@@ -15,6 +17,10 @@
 // Steps 6 and 7 read and write per-lcore state (LadderState); the rest only
 // reads the config. Pure: no DPDK, no allocation, no exceptions, so tests and
 // fuzzers run it on plain byte arrays.
+//
+// The stateful ladder and step 1 are defined inline (dataplane/ladder_inl.h,
+// included at the end): the worker runs them for every packet, and a call
+// with its results passed back through memory cost more than the checks.
 #pragma once
 
 #include <array>
@@ -65,11 +71,17 @@ struct LadderState {
   const DataplaneSnapshot* snapshot = nullptr;
 };
 
-// What step 1 learns about a datagram addressed to us.
+// What step 1 learns about a datagram addressed to us. The source address is
+// left in the frame: it is copied out only for packets that get past the
+// header MAC, so a flood never pays for it.
 struct UdpView {
   std::uint32_t payload_offset = 0;
   std::uint32_t payload_len = 0;
-  Endpoint from;  // source address and port (not authenticated)
+  const std::uint8_t* src_ip = nullptr;  // in the frame (not authenticated)
+  std::uint8_t src_ip_len = 0;           // 4 or 16
+  std::uint16_t src_port = 0;            // host byte order
+
+  Endpoint from() const noexcept;
 };
 
 struct LadderResult {
@@ -84,16 +96,36 @@ struct LadderResult {
 };
 
 // Step 1 only: on success returns kAccepted and fills `out`.
-Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::uint32_t len,
-                    UdpView* out) noexcept;
+inline Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::uint32_t len,
+                           UdpView* out) noexcept;
+
+// Steps 1 to 4 (and 5, the header MAC, separately) for callers that check
+// the MACs of a whole burst side by side (crypto::siphash24_40_batch).
+struct LadderFront {
+  UdpView udp;
+  crypto::WireHeader header;
+  const crypto::Key* key = nullptr;  // the key the header names
+  std::uint8_t* dgram = nullptr;     // the datagram (header) in the frame
+};
+
+// Steps 1-4. kAccepted means the packet names one of our keys and `out` is
+// filled: its header MAC (out->key over out->dgram) must be checked next.
+// Any other verdict is final (for kUnkeyed, plaintext_* give the UDP payload).
+inline LadderResult ladder_front(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len,
+                                 LadderFront* out) noexcept;
+
+// Steps 6-8 for a packet whose header MAC verified. Same result as run_ladder.
+inline LadderResult ladder_back(const LadderConfig& cfg, LadderState& st, const LadderFront& f) noexcept;
 
 // The whole ladder. Decrypts in place: on kAccepted the plaintext replaces the
 // ciphertext in `frame`, and the nonce is committed to `st.replay`.
-LadderResult run_ladder(const LadderConfig& cfg, LadderState& st, std::uint8_t* frame,
-                        std::uint32_t len) noexcept;
+inline LadderResult run_ladder(const LadderConfig& cfg, LadderState& st, std::uint8_t* frame,
+                               std::uint32_t len) noexcept;
 
 // Stateless: steps 6 and 7 skipped (no clock, no tables). For tools, tests
 // and fuzzers that look at single frames; never the worker.
 LadderResult run_ladder(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len) noexcept;
 
 }  // namespace gw::dp
+
+#include "dataplane/ladder_inl.h"  // IWYU pragma: export

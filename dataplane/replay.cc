@@ -2,27 +2,12 @@
 
 #include <bit>
 
-#include "dataplane/hash.h"
-
 namespace gw::dp {
 
 ReplayTable::ReplayTable(std::size_t capacity, std::uint64_t seed) : seed_(seed) {
   const std::size_t want = capacity < kWays ? kWays : capacity;
   sets_ = std::bit_ceil(want) / kWays;
   entries_ = std::make_unique<Entry[]>(sets_ * kWays);
-}
-
-std::size_t ReplayTable::set_of(const ReplayKey& k) const noexcept {
-  return static_cast<std::size_t>(mix64(k.epoch ^ seed_ ^ (std::uint64_t{k.key_id} << 32 | k.key_id))) &
-         (sets_ - 1);
-}
-
-const ReplayTable::Entry* ReplayTable::find(const ReplayKey& k) const noexcept {
-  const Entry* set = &entries_[set_of(k) * kWays];
-  for (std::size_t i = 0; i < kWays; ++i) {
-    if (set[i].last_used != 0 && set[i].key == k) return &set[i];
-  }
-  return nullptr;
 }
 
 void ReplayTable::commit(const ReplayKey& k, std::uint32_t counter) noexcept {

@@ -28,6 +28,7 @@
 #include <memory>
 
 #include "crypto/wire_header.h"
+#include "dataplane/hash.h"
 
 namespace gw::dp {
 
@@ -101,8 +102,15 @@ class ReplayTable {
     ReplayWindow window;
   };
 
-  // Read-only lookup; null if this sender has no window (then any counter is fresh).
-  const Entry* find(const ReplayKey& k) const noexcept;
+  // Read-only lookup; null if this sender has no window (then any counter is
+  // fresh). Inline: every packet past the header MAC looks itself up.
+  const Entry* find(const ReplayKey& k) const noexcept {
+    const Entry* set = &entries_[set_of(k) * kWays];
+    for (std::size_t i = 0; i < kWays; ++i) {
+      if (set[i].last_used != 0 && set[i].key == k) return &set[i];
+    }
+    return nullptr;
+  }
   static bool is_fresh(const Entry* e, std::uint32_t counter) noexcept {
     return e == nullptr || e->window.is_fresh(counter);
   }
@@ -115,7 +123,10 @@ class ReplayTable {
   std::uint64_t evictions() const noexcept { return evictions_; }
 
  private:
-  std::size_t set_of(const ReplayKey& k) const noexcept;
+  std::size_t set_of(const ReplayKey& k) const noexcept {
+    return static_cast<std::size_t>(mix64(k.epoch ^ seed_ ^ (std::uint64_t{k.key_id} << 32 | k.key_id))) &
+           (sets_ - 1);
+  }
 
   std::size_t sets_ = 0;
   std::uint64_t seed_ = 0;

@@ -4,6 +4,9 @@
 #include <rte_ethdev.h>
 #include <rte_prefetch.h>
 
+#include <algorithm>
+
+#include "crypto/siphash.h"
 #include "dataplane/arp.h"
 #include "dataplane/mbuf_meta.h"
 
@@ -27,25 +30,64 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
   }
 
-  // Pass 1: one verdict per packet.
+  // Pass 1: steps 1-4 per packet. Most floods end here; packets that name
+  // one of our keys wait for their header MAC.
+  std::array<LadderFront, kMaxBurst>& keyed = w.scratch.keyed;  // per lcore: no per-burst construction
+  std::array<rte_mbuf*, kMaxBurst> keyed_mbuf;
+  std::uint16_t keyed_count = 0;
+  w.counters.rx_total += n;
   for (std::uint16_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
     rte_mbuf* m = pkts[i];
-    ++w.counters.rx_total;
-
-    LadderResult r;
     if (m->nb_segs != 1) {
-      r.verdict = Verdict::kMalformed;  // jumbo chains: gossip datagrams fit one segment
-    } else {
-      r = run_ladder(w.ladder, w.guard.state, rte_pktmbuf_mtod(m, std::uint8_t*), m->data_len);
+      w.counters.count(Verdict::kMalformed);  // jumbo chains: gossip datagrams fit one segment
+      dropped[drop_count++] = m;
+      continue;
     }
+    // Initialised in place and read field by field, so the compiler keeps it
+    // in registers (a copy of the whole struct stalled on store forwarding).
+    const LadderResult r = ladder_front(w.ladder, rte_pktmbuf_mtod(m, std::uint8_t*), m->data_len, &keyed[keyed_count]);
+    if (r.verdict == Verdict::kAccepted) {
+      keyed_mbuf[keyed_count++] = m;
+      continue;
+    }
+    w.counters.count(r.verdict);
+    if (r.verdict == Verdict::kNotGossip && arp_take(w, m, arp)) continue;  // now a reply
+    if (r.verdict == Verdict::kUnkeyed) {
+      unkeyed[unkeyed_count++] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset),
+                                  r.plaintext_len};
+    }
+    dropped[drop_count++] = m;
+  }
+
+  // Pass 1b: the header MACs, kSipBatch at a time side by side (a forged
+  // flood pays one SipHash per packet; in lanes they overlap).
+  std::array<std::uint64_t, kMaxBurst + crypto::kSipBatch> macs;
+  for (std::uint16_t i = 0; i < keyed_count; i += crypto::kSipBatch) {
+    std::array<const crypto::SipKey*, crypto::kSipBatch> keys;
+    std::array<const std::uint8_t*, crypto::kSipBatch> heads;
+    const std::size_t lanes = std::min<std::size_t>(crypto::kSipBatch, keyed_count - i);
+    for (std::size_t l = 0; l < lanes; ++l) {
+      keys[l] = &keyed[i + l].key->mac_sip_key();
+      heads[l] = keyed[i + l].dgram;
+    }
+    crypto::siphash24_40_batch(keys.data(), heads.data(), &macs[i], lanes);
+  }
+
+  // Pass 1c: in arrival order, the MAC verdict and steps 6-8 (replay,
+  // token bucket, AEAD), which read and write this lcore's tables.
+  for (std::uint16_t i = 0; i < keyed_count; ++i) {
+    rte_mbuf* m = keyed_mbuf[i];
+    const LadderFront& f = keyed[i];
+    // One 64-bit XOR and test against the MAC on the wire: constant time.
+    if ((macs[i] ^ crypto::load_le64(f.dgram + crypto::kMacOffset)) != 0) {
+      w.counters.count(Verdict::kBadMac);
+      dropped[drop_count++] = m;
+      continue;
+    }
+    const LadderResult r = ladder_back(w.ladder, w.guard.state, f);
     if (r.verdict != Verdict::kAccepted) {
       w.counters.count(r.verdict);
-      if (r.verdict == Verdict::kNotGossip && arp_take(w, m, arp)) continue;  // now a reply
-      if (r.verdict == Verdict::kUnkeyed) {
-        unkeyed[unkeyed_count++] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset),
-                                    r.plaintext_len};
-      }
       dropped[drop_count++] = m;
       continue;
     }
@@ -62,7 +104,8 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   }
 
   // Pass 2: name the unkeyed traffic, at most max_scans_per_burst packets a
-  // burst so an unkeyed flood costs a bounded share of it.
+  // burst and max_scans_per_sec a second, so an unkeyed flood costs a
+  // bounded share of the core.
   LcoreGuard& g = w.guard;
   std::uint16_t scans = unkeyed_count;
   if (g.classifier == nullptr) {
@@ -70,6 +113,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   } else if (g.max_scans_per_burst != 0 && scans > g.max_scans_per_burst) {
     scans = static_cast<std::uint16_t>(g.max_scans_per_burst);
   }
+  if (scans != 0) scans = static_cast<std::uint16_t>(g.scan_budget.take(scans, g.state.now_ns));
   for (std::uint16_t i = 0; i < scans; ++i) {
     const std::uint32_t rule = g.classifier->classify(g.scratch, unkeyed[i].payload, unkeyed[i].len);
     ++w.counters.unkeyed_by_rule[rule == g.classifier->unmatched() ? kUnkeyedRuleSlots : rule];

@@ -23,6 +23,12 @@ inline constexpr std::uint16_t kMaxBurst = 512;
 // IP, UDP and the start of the gossipgw header) is prefetched.
 inline constexpr std::uint16_t kPrefetchAhead = 4;
 
+// What a burst keeps between the passes of process_burst, kept per lcore so
+// no burst constructs it.
+struct BurstScratch {
+  std::array<LadderFront, kMaxBurst> keyed;  // packets waiting for their header MAC
+};
+
 struct alignas(64) WorkerContext {
   unsigned lcore = 0;
   std::uint16_t port = 0;
@@ -47,6 +53,7 @@ struct alignas(64) WorkerContext {
   // read (setup_guard() at start; without it those steps are skipped).
   LcoreGuard guard;
   TxContext tx;  // tx.ring is null on workers that do not transmit
+  BurstScratch scratch;
 };
 
 // Runs on the worker's lcore until *stop, then sends what is still queued for

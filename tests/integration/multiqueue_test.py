@@ -47,7 +47,7 @@ try:
                 "lcores:\n  control: 0\n  workers: [1, 2]\n"
                 "dataplane:\n  mbufs: 8192\n  idle_backoff_us: 50\n"  # two workers share one CPU
                 "rings:\n  size: 8192\n"
-                "classifier:\n  max_scans_per_burst: 0\n")
+                "classifier:\n  max_scans_per_burst: 0\n  max_scans_per_sec: 0\n")
     mixes = [
         ("a", "1", "10.0.1.2", "valid=700,foreign=300,unknown_key=100,forged_header=200,forged_tag=50,"
                                "unkeyed_random=200,not_gossip=60,malformed=90,replayed=120,stale=40"),

@@ -814,6 +814,7 @@ TEST(ConfigLoaderGuard, DefaultsAndTheExampleAgree) {
   EXPECT_TRUE(d.classifier.builtins);
   EXPECT_EQ(d.classifier.scan_bytes, 64u);
   EXPECT_EQ(d.classifier.max_scans_per_burst, 4u);
+  EXPECT_EQ(d.classifier.max_scans_per_sec, 100000u);
   EXPECT_TRUE(d.classifier.rules.empty());
   // The example file spells every default out.
   const Config e = load_config(std::string(GW_SOURCE_ROOT) + "/config/examples/gossipgw.yaml");
@@ -828,6 +829,7 @@ TEST(ConfigLoaderGuard, DefaultsAndTheExampleAgree) {
   EXPECT_EQ(e.classifier.builtins, d.classifier.builtins);
   EXPECT_EQ(e.classifier.scan_bytes, d.classifier.scan_bytes);
   EXPECT_EQ(e.classifier.max_scans_per_burst, d.classifier.max_scans_per_burst);
+  EXPECT_EQ(e.classifier.max_scans_per_sec, d.classifier.max_scans_per_sec);
   EXPECT_TRUE(e.classifier.rules.empty());
 }
 
@@ -845,6 +847,7 @@ TEST(ConfigLoaderGuard, EveryFieldCanBeSet) {
                                              "  builtins: false\n"
                                              "  scan_bytes: 1500\n"
                                              "  max_scans_per_burst: 0\n"
+                                             "  max_scans_per_sec: 0\n"
                                              "  rules:\n"
                                              "    - name: v2\n"
                                              "      pattern: '^GSGW\\x02'\n"
@@ -861,6 +864,7 @@ TEST(ConfigLoaderGuard, EveryFieldCanBeSet) {
   EXPECT_FALSE(c.classifier.builtins);
   EXPECT_EQ(c.classifier.scan_bytes, 1500u);
   EXPECT_EQ(c.classifier.max_scans_per_burst, 0u);
+  EXPECT_EQ(c.classifier.max_scans_per_sec, 0u);
   ASSERT_EQ(c.classifier.rules.size(), 2u);
   EXPECT_EQ(c.classifier.rules[0].name, "v2");
   EXPECT_EQ(c.classifier.rules[0].pattern, "^GSGW\\x02");
@@ -876,6 +880,8 @@ TEST(ConfigLoaderGuard, OutOfRangeLimitsAreRejected) {
   EXPECT_REJECTED(with_minimal("limits:\n  sources: lots\n"), "limits.sources", 8, "expected an integer");
   EXPECT_REJECTED(with_minimal("classifier:\n  scan_bytes: 63\n"), "classifier.scan_bytes", 8, "64..1500");
   EXPECT_REJECTED(with_minimal("classifier:\n  max_scans_per_burst: 513\n"), "classifier.max_scans_per_burst", 8, "");
+  EXPECT_REJECTED(with_minimal("classifier:\n  max_scans_per_sec: 10000001\n"), "classifier.max_scans_per_sec", 8,
+                  "0..10000000");
   EXPECT_REJECTED(with_minimal("classifier:\n  enabled: yes\n"), "classifier.enabled", 8, "expected a boolean");
 }
 

@@ -244,5 +244,36 @@ TEST(WorkerClock, TscToWallAndMonotonicTime) {
   EXPECT_EQ(st.now_s, kNow);
 }
 
+TEST(ScanBudget, UnconfiguredOrZeroRateNeverLimits) {
+  ScanBudget b;
+  EXPECT_EQ(b.take(500, 0), 500u);
+  b.configure(0);
+  EXPECT_EQ(b.take(1'000'000, 5), 1'000'000u);
+}
+
+TEST(ScanBudget, StartsFullOneTenthOfASecondDeepThenRefillsAtTheRate) {
+  ScanBudget b;
+  b.configure(1000);  // depth 100 scans
+  const std::uint64_t t0 = 7 * kSecond;
+  EXPECT_EQ(b.take(60, t0), 60u);
+  EXPECT_EQ(b.take(60, t0), 40u);  // only the rest of the depth
+  EXPECT_EQ(b.take(1, t0), 0u);    // empty, and time stands still
+  EXPECT_EQ(b.take(10, t0 + 4'000'000), 4u);  // 4 ms at 1000/s: 4 scans
+  EXPECT_EQ(b.take(10, t0 + 4'500'000), 0u);  // half a scan so far
+  EXPECT_EQ(b.take(10, t0 + 5'000'000), 1u);
+  // A long quiet spell refills to the depth, never beyond it.
+  EXPECT_EQ(b.take(1000, t0 + 3600 * kSecond), 100u);
+  // A clock that goes backwards refills nothing.
+  EXPECT_EQ(b.take(1, t0), 0u);
+}
+
+TEST(ScanBudget, TinyRatesStillAllowOneScan) {
+  ScanBudget b;
+  b.configure(5);  // a tenth of a second is half a scan: the depth is one
+  EXPECT_EQ(b.take(3, kSecond), 1u);
+  EXPECT_EQ(b.take(3, kSecond), 0u);
+  EXPECT_EQ(b.take(3, kSecond + 200'000'000), 1u);  // 0.2 s at 5/s
+}
+
 }  // namespace
 }  // namespace gw::dp

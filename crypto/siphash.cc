@@ -1,0 +1,121 @@
+#include "crypto/siphash.h"
+
+// The lane vectors below never cross a call boundary (always_inline), so
+// GCC's note that their calling convention depends on the ISA is moot here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace gw::crypto {
+namespace {
+
+// Eight 64-bit lanes (GCC/Clang vector extension). Compiled three times:
+// with AVX-512 (one zmm register per state word, native 64-bit rotates),
+// with AVX2 (two ymm registers) and for the baseline ISA.
+using Lanes = std::uint64_t __attribute__((vector_size(8 * kSipBatch)));
+
+template <int R>
+[[gnu::always_inline]] inline Lanes rotl(Lanes v) noexcept {
+  return (v << R) | (v >> (64 - R));
+}
+
+struct LaneState {
+  Lanes v0, v1, v2, v3;
+
+  [[gnu::always_inline]] void round() noexcept {
+    v0 += v1;
+    v1 = rotl<13>(v1);
+    v1 ^= v0;
+    v0 = rotl<32>(v0);
+    v2 += v3;
+    v3 = rotl<16>(v3);
+    v3 ^= v2;
+    v0 += v3;
+    v3 = rotl<21>(v3);
+    v3 ^= v0;
+    v2 += v1;
+    v1 = rotl<17>(v1);
+    v1 ^= v2;
+    v2 = rotl<32>(v2);
+  }
+  [[gnu::always_inline]] void absorb(Lanes m) noexcept {
+    v3 ^= m;
+    round();
+    round();
+    v0 ^= m;
+  }
+};
+
+// Unused lanes hash a copy of lane 0; their results are not written.
+[[gnu::always_inline]] inline void batch_body(const SipKey* const* keys, const std::uint8_t* const* in,
+                                              std::uint64_t* out, std::size_t n) noexcept {
+  Lanes k0{};
+  Lanes k1{};
+  for (std::size_t l = 0; l < kSipBatch; ++l) {
+    const SipKey& k = *keys[l < n ? l : 0];
+    k0[l] = k.k0;
+    k1[l] = k.k1;
+  }
+  LaneState s{k0 ^ 0x736f6d6570736575ULL, k1 ^ 0x646f72616e646f6dULL, k0 ^ 0x6c7967656e657261ULL,
+              k1 ^ 0x7465646279746573ULL};
+  for (std::size_t w = 0; w < 5; ++w) {
+    Lanes m{};
+    for (std::size_t l = 0; l < kSipBatch; ++l) m[l] = load_le64(in[l < n ? l : 0] + 8 * w);
+    s.absorb(m);
+  }
+  Lanes last{};
+  last += std::uint64_t{40} << 56;
+  s.absorb(last);
+  s.v2 ^= 0xff;
+  for (int i = 0; i < 4; ++i) s.round();
+  const Lanes h = s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+  for (std::size_t l = 0; l < n; ++l) out[l] = h[l];
+}
+
+using BatchFn = void (*)(const SipKey* const*, const std::uint8_t* const*, std::uint64_t*, std::size_t) noexcept;
+
+void batch_generic(const SipKey* const* keys, const std::uint8_t* const* in, std::uint64_t* out,
+                   std::size_t n) noexcept {
+  batch_body(keys, in, out, n);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512vl"))) void batch_avx512(const SipKey* const* keys,
+                                                               const std::uint8_t* const* in,
+                                                               std::uint64_t* out, std::size_t n) noexcept {
+  batch_body(keys, in, out, n);
+}
+
+__attribute__((target("avx2"))) void batch_avx2(const SipKey* const* keys, const std::uint8_t* const* in,
+                                                std::uint64_t* out, std::size_t n) noexcept {
+  batch_body(keys, in, out, n);
+}
+#endif
+
+struct Choice {
+  BatchFn fn;
+  const char* name;
+};
+
+Choice choose() noexcept {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) return {batch_avx512, "avx512"};
+  if (__builtin_cpu_supports("avx2")) return {batch_avx2, "avx2"};
+#endif
+  return {batch_generic, "generic"};
+}
+
+// Chosen during static initialisation, before any worker runs.
+const Choice kChoice = choose();
+
+}  // namespace
+
+void siphash24_40_batch(const SipKey* const* keys, const std::uint8_t* const* in, std::uint64_t* out,
+                        std::size_t n) noexcept {
+  if (n != 0) kChoice.fn(keys, in, out, n);
+}
+
+const char* siphash_batch_impl() noexcept { return kChoice.name; }
+
+}  // namespace gw::crypto

@@ -1,0 +1,281 @@
+// Inline definitions of the check ladder (declared in dataplane/ladder.h).
+// Include dataplane/ladder.h, not this file.
+#pragma once
+
+#include <bit>
+#include <cstring>
+
+#include "dataplane/api/snapshot.h"
+#include "dataplane/ladder.h"
+#include "dataplane/rate_limit.h"
+#include "dataplane/replay.h"
+
+namespace gw::dp {
+namespace ladder_detail {
+
+inline constexpr std::uint32_t kEthHeader = 14;
+inline constexpr std::uint32_t kVlanTag = 4;
+inline constexpr std::uint16_t kEtherIpv4 = 0x0800;
+inline constexpr std::uint16_t kEtherIpv6 = 0x86DD;
+inline constexpr std::uint16_t kEtherVlan = 0x8100;
+inline constexpr std::uint32_t kIpv4MinHeader = 20;
+inline constexpr std::uint32_t kIpv6Header = 40;
+inline constexpr std::uint32_t kUdpHeader = 8;
+inline constexpr std::uint8_t kProtoUdp = 17;
+
+inline std::uint16_t be16(const std::uint8_t* p) noexcept {
+  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+// Raw loads in memory order, compared against constants laid out the same way.
+inline std::uint32_t load32(const std::uint8_t* p) noexcept {
+  std::uint32_t v = 0;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline std::uint16_t load16(const std::uint8_t* p) noexcept {
+  std::uint16_t v = 0;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline std::uint64_t load64(const std::uint8_t* p) noexcept {
+  std::uint64_t v = 0;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+// A host-order 16-bit value as load16() reads it from the wire.
+constexpr std::uint16_t raw16(std::uint16_t v) noexcept {
+  const std::uint8_t b[2] = {static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
+  return std::endian::native == std::endian::little ? static_cast<std::uint16_t>(b[0] | (b[1] << 8))
+                                                    : static_cast<std::uint16_t>((b[0] << 8) | b[1]);
+}
+// Bytes 12..14 of an untagged IPv4 frame without options (EtherType 0x0800,
+// version 4, IHL 5) as load32() reads them; the fourth byte (TOS) is masked.
+inline constexpr std::uint32_t kEthIpv4Ihl5 =
+    std::endian::native == std::endian::little ? 0x0045'0008u : 0x0800'4500u;
+inline constexpr std::uint32_t kEthIpv4Mask =
+    std::endian::native == std::endian::little ? 0x00FF'FFFFu : 0xFFFF'FF00u;
+// The header's magic and version (bytes 0..4) as load64() reads them.
+inline constexpr std::uint64_t kMagicVersionMask =
+    std::endian::native == std::endian::little ? 0x0000'00FF'FFFF'FFFFULL : 0xFFFF'FFFF'FF00'0000ULL;
+inline constexpr std::uint64_t kMagicVersion =
+    std::endian::native == std::endian::little ? 0x0000'0001'5747'5347ULL : 0x4753'4757'0100'0000ULL;
+static_assert(crypto::kWireMagic[0] == 'G' && crypto::kWireMagic[1] == 'S' && crypto::kWireMagic[2] == 'G' &&
+                  crypto::kWireMagic[3] == 'W' && crypto::kWireVersion == 1,
+              "kMagicVersion spells the wire magic and version");
+
+}  // namespace ladder_detail
+
+inline Endpoint UdpView::from() const noexcept {
+  Endpoint e;
+  if (src_ip_len == 16) {
+    std::memcpy(e.ip.data(), src_ip, 16);
+  } else {
+    std::memcpy(e.ip.data(), src_ip, 4);
+  }
+  e.ip_len = src_ip_len;
+  e.port = src_port;
+  return e;
+}
+
+// always_inline: GCC judges the ladder too large to inline into the burst
+// loop, and the result struct then round-trips through the stack (a
+// store-forwarding stall per packet that cost more than the checks).
+[[gnu::always_inline]] inline Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame,
+                                                 std::uint32_t len, UdpView* out) noexcept {
+  using namespace ladder_detail;
+  // Fast path: untagged IPv4 without options, UDP to our address and port,
+  // not a fragment; the field checks folded into one branch. Anything else
+  // (or any check failing) takes the general path below, which decides.
+  if (!local.ipv6 && len >= kEthHeader + kIpv4MinHeader + kUdpHeader) {
+    const std::uint32_t bad = ((load32(frame + 12) ^ kEthIpv4Ihl5) & kEthIpv4Mask) |
+                              (load32(frame + 30) ^ load32(local.ipv4.data())) |
+                              static_cast<std::uint32_t>(frame[23] ^ kProtoUdp) |
+                              static_cast<std::uint32_t>(load16(frame + 36) ^ raw16(local.port)) |
+                              static_cast<std::uint32_t>(load16(frame + 20) & raw16(0x3FFF));
+    if (bad == 0) {
+      const std::uint32_t total = be16(frame + 16);
+      const std::uint32_t udp_len = be16(frame + 38);
+      if (total >= kIpv4MinHeader + kUdpHeader && total <= len - kEthHeader && udp_len >= kUdpHeader &&
+          udp_len <= total - kIpv4MinHeader) {
+        out->payload_offset = kEthHeader + kIpv4MinHeader + kUdpHeader;
+        out->payload_len = udp_len - kUdpHeader;
+        out->src_ip = frame + 26;
+        out->src_ip_len = 4;
+        out->src_port = be16(frame + 34);
+        return Verdict::kAccepted;
+      }
+    }
+  }
+
+  if (len < kEthHeader) return Verdict::kMalformed;
+  std::uint32_t off = kEthHeader;
+  std::uint16_t ether = be16(frame + 12);
+  if (ether == kEtherVlan) {
+    if (len < kEthHeader + kVlanTag) return Verdict::kMalformed;
+    ether = be16(frame + 16);
+    off += kVlanTag;
+  }
+
+  // [l3, l3_end) is the IP packet as its header claims; bytes past it are
+  // Ethernet padding. [l4, l3_end) is the transport segment.
+  std::uint32_t l4 = 0;
+  std::uint32_t l3_end = 0;
+  const std::uint8_t* src_ip = nullptr;
+  std::uint8_t src_ip_len = 0;
+  if (ether == kEtherIpv4) {
+    if (len - off < kIpv4MinHeader) return Verdict::kMalformed;
+    const std::uint8_t* ip = frame + off;
+    const std::uint32_t ihl = (ip[0] & 0x0F) * 4u;
+    if ((ip[0] >> 4) != 4 || ihl < kIpv4MinHeader || ihl > len - off) return Verdict::kMalformed;
+    const std::uint32_t total = be16(ip + 2);
+    if (total < ihl || total > len - off) return Verdict::kMalformed;
+    if (ip[9] != kProtoUdp) return Verdict::kNotGossip;
+    if (local.ipv6 || std::memcmp(ip + 16, local.ipv4.data(), 4) != 0) return Verdict::kNotGossip;
+    // More-fragments set or a non-zero offset: we never reassemble.
+    if ((be16(ip + 6) & 0x3FFF) != 0) return Verdict::kMalformed;
+    l4 = off + ihl;
+    l3_end = off + total;
+    src_ip = ip + 12;
+    src_ip_len = 4;
+  } else if (ether == kEtherIpv6) {
+    if (len - off < kIpv6Header) return Verdict::kMalformed;
+    const std::uint8_t* ip = frame + off;
+    if ((ip[0] >> 4) != 6) return Verdict::kMalformed;
+    const std::uint32_t payload = be16(ip + 4);
+    if (payload > len - off - kIpv6Header) return Verdict::kMalformed;
+    // Extension headers are not walked: gossip is sent without them.
+    if (ip[6] != kProtoUdp) return Verdict::kNotGossip;
+    if (!local.ipv6 || std::memcmp(ip + 24, local.ipv6_addr.data(), 16) != 0) return Verdict::kNotGossip;
+    l4 = off + kIpv6Header;
+    l3_end = l4 + payload;
+    src_ip = ip + 8;
+    src_ip_len = 16;
+  } else {
+    return Verdict::kNotGossip;
+  }
+
+  if (l3_end - l4 < kUdpHeader) return Verdict::kMalformed;
+  const std::uint8_t* udp = frame + l4;
+  if (be16(udp + 2) != local.port) return Verdict::kNotGossip;
+  const std::uint32_t udp_len = be16(udp + 4);
+  if (udp_len < kUdpHeader || udp_len > l3_end - l4) return Verdict::kMalformed;
+
+  out->payload_offset = l4 + kUdpHeader;
+  out->payload_len = udp_len - kUdpHeader;
+  out->src_ip = src_ip;
+  out->src_ip_len = src_ip_len;
+  out->src_port = be16(udp);
+  return Verdict::kAccepted;
+}
+
+[[gnu::always_inline]] inline LadderResult ladder_front(const LadderConfig& cfg, std::uint8_t* frame,
+                                                         std::uint32_t len, LadderFront* out) noexcept {
+  LadderResult r;
+  UdpView udp;  // in registers; copied to `out` only for packets that name our key
+  r.verdict = parse_l2_l4(cfg.local, frame, len, &udp);
+  if (r.verdict != Verdict::kAccepted) return r;
+  const std::uint32_t off = udp.payload_offset;
+  const std::uint32_t plen = udp.payload_len;
+
+  std::uint8_t* dgram = frame + off;
+  // Cheapest first: magic and version (else unkeyed), then the cluster id
+  // (else foreign, whatever the rest of the header holds), before the rest
+  // of the header is parsed.
+  if (plen < crypto::kHeaderBytes || (ladder_detail::load64(dgram) & ladder_detail::kMagicVersionMask) !=
+                                         ladder_detail::kMagicVersion) {
+    r.verdict = Verdict::kUnkeyed;
+    r.plaintext_offset = off;  // the classifier names what it is
+    r.plaintext_len = plen;
+    return r;
+  }
+  if (crypto::detail::wire_be64(dgram + 8) != cfg.cluster_id) {
+    r.verdict = Verdict::kForeignCluster;
+    return r;
+  }
+  crypto::WireHeader& h = out->header;
+  switch (crypto::parse_header(dgram, plen, &h)) {
+    case crypto::HeaderStatus::kOk:
+      break;
+    case crypto::HeaderStatus::kTooShort:
+    case crypto::HeaderStatus::kBadMagic:
+    case crypto::HeaderStatus::kBadVersion:  // not reached: checked above
+      r.verdict = Verdict::kUnkeyed;
+      r.plaintext_offset = off;
+      r.plaintext_len = plen;
+      return r;
+    case crypto::HeaderStatus::kBadField:
+    case crypto::HeaderStatus::kBadLength:
+      r.verdict = Verdict::kMalformed;
+      return r;
+  }
+  if (h.payload_len > cfg.max_payload_bytes) {
+    r.verdict = Verdict::kMalformed;
+    return r;
+  }
+  const crypto::Key* key = cfg.keys->find(h.key_id);
+  if (key == nullptr || key->suite() != h.suite) {
+    r.verdict = Verdict::kUnknownKey;
+    return r;
+  }
+  out->udp = udp;
+  out->key = key;
+  out->dgram = dgram;
+  return r;  // kAccepted: the header MAC is next
+}
+
+[[gnu::always_inline]] inline LadderResult ladder_back(const LadderConfig& cfg, LadderState& st,
+                                                        const LadderFront& f) noexcept {
+  LadderResult r;
+  const crypto::WireHeader& h = f.header;
+  // Past here the header was made by a key holder, but may be a replay of
+  // one: check its age and nonce before it may spend anything.
+  if (st.have_clock) {
+    const std::uint32_t age = h.timestamp > st.now_s ? h.timestamp - st.now_s : st.now_s - h.timestamp;
+    if (age > cfg.replay_window_s) {
+      r.verdict = Verdict::kStale;
+      return r;
+    }
+  }
+  std::uint32_t counter = 0;
+  const ReplayKey rkey = replay_key(h.key_id, h.nonce, &counter);
+  if (st.replay != nullptr && !ReplayTable::is_fresh(st.replay->find(rkey), counter)) {
+    r.verdict = Verdict::kReplay;
+    return r;
+  }
+  r.from = f.udp.from();
+  if (st.rate != nullptr) {
+    const SourceAddress src = SourceAddress::of(r.from);
+    const bool known = st.snapshot != nullptr && st.snapshot->is_known(src);
+    if (!st.rate->charge(src, known, st.now_ns)) {
+      r.verdict = Verdict::kRateLimited;
+      return r;
+    }
+  }
+  if (!f.key->open_in_place(f.dgram, h.nonce, f.dgram + crypto::kHeaderBytes, h.payload_len)) {
+    r.verdict = Verdict::kBadAuth;
+    return r;
+  }
+  // Authentic: only now may the nonce move the sender's window.
+  if (st.replay != nullptr) st.replay->commit(rkey, counter);
+  r.verdict = Verdict::kAccepted;
+  r.cls = h.cls;
+  r.plaintext_offset = f.udp.payload_offset + static_cast<std::uint32_t>(crypto::kHeaderBytes);
+  r.plaintext_len = h.payload_len - static_cast<std::uint32_t>(crypto::kTagBytes);
+  r.key_id = h.key_id;
+  return r;
+}
+
+[[gnu::always_inline]] inline LadderResult run_ladder(const LadderConfig& cfg, LadderState& st,
+                                                       std::uint8_t* frame, std::uint32_t len) noexcept {
+  LadderFront f;
+  const LadderResult r = ladder_front(cfg, frame, len, &f);
+  if (r.verdict != Verdict::kAccepted) return r;
+  if (!f.key->verify_header_mac(f.dgram)) {
+    LadderResult bad;
+    bad.verdict = Verdict::kBadMac;
+    return bad;
+  }
+  return ladder_back(cfg, st, f);
+}
+
+}  // namespace gw::dp
