@@ -1,10 +1,9 @@
 #include "crypto/siphash.h"
 
 // The lane vectors below never cross a call boundary (always_inline), so
-// GCC's note that their calling convention depends on the ISA is moot here.
-#if defined(__GNUC__) && !defined(__clang__)
+// the compilers' note that their calling convention depends on the ISA is
+// moot here.
 #pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 
 namespace gw::crypto {
 namespace {
@@ -46,22 +45,40 @@ struct LaneState {
   }
 };
 
+// A vector built from one value per lane, as a tree of pairs joined by
+// shuffles: inserting lanes one by one makes a chain as long as the vector,
+// and writing them to memory to load the vector back stalls on store
+// forwarding.
+using Pair = std::uint64_t __attribute__((vector_size(16)));
+using Quad = std::uint64_t __attribute__((vector_size(32)));
+static_assert(kSipBatch == 8, "make_lanes builds eight lanes");
+
+template <typename F>
+[[gnu::always_inline]] inline Lanes make_lanes(F f) noexcept {
+  const Pair p0 = {f(0), f(1)};
+  const Pair p1 = {f(2), f(3)};
+  const Pair p2 = {f(4), f(5)};
+  const Pair p3 = {f(6), f(7)};
+  const Quad q0 = __builtin_shufflevector(p0, p1, 0, 1, 2, 3);
+  const Quad q1 = __builtin_shufflevector(p2, p3, 0, 1, 2, 3);
+  return __builtin_shufflevector(q0, q1, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+
 // Unused lanes hash a copy of lane 0; their results are not written.
-[[gnu::always_inline]] inline void batch_body(const SipKey* const* keys, const std::uint8_t* const* in,
+[[gnu::always_inline]] inline void batch_body(const SipKey* const* keys_in, const std::uint8_t* const* in_in,
                                               std::uint64_t* out, std::size_t n) noexcept {
-  Lanes k0{};
-  Lanes k1{};
+  const SipKey* keys[kSipBatch];
+  const std::uint8_t* in[kSipBatch];
   for (std::size_t l = 0; l < kSipBatch; ++l) {
-    const SipKey& k = *keys[l < n ? l : 0];
-    k0[l] = k.k0;
-    k1[l] = k.k1;
+    keys[l] = keys_in[l < n ? l : 0];
+    in[l] = in_in[l < n ? l : 0];
   }
+  const Lanes k0 = make_lanes([&](std::size_t l) { return keys[l]->k0; });
+  const Lanes k1 = make_lanes([&](std::size_t l) { return keys[l]->k1; });
   LaneState s{k0 ^ 0x736f6d6570736575ULL, k1 ^ 0x646f72616e646f6dULL, k0 ^ 0x6c7967656e657261ULL,
               k1 ^ 0x7465646279746573ULL};
   for (std::size_t w = 0; w < 5; ++w) {
-    Lanes m{};
-    for (std::size_t l = 0; l < kSipBatch; ++l) m[l] = load_le64(in[l < n ? l : 0] + 8 * w);
-    s.absorb(m);
+    s.absorb(make_lanes([&](std::size_t l) { return load_le64(in[l] + 8 * w); }));
   }
   Lanes last{};
   last += std::uint64_t{40} << 56;
@@ -117,5 +134,15 @@ void siphash24_40_batch(const SipKey* const* keys, const std::uint8_t* const* in
 }
 
 const char* siphash_batch_impl() noexcept { return kChoice.name; }
+
+std::vector<SipBatchImpl> siphash_batch_impls() {
+  std::vector<SipBatchImpl> all;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) all.push_back({"avx512", batch_avx512});
+  if (__builtin_cpu_supports("avx2")) all.push_back({"avx2", batch_avx2});
+#endif
+  all.push_back({"generic", batch_generic});
+  return all;
+}
 
 }  // namespace gw::crypto

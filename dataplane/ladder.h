@@ -103,7 +103,6 @@ inline Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame
 // the MACs of a whole burst side by side (crypto::siphash24_40_batch).
 struct LadderFront {
   UdpView udp;
-  crypto::WireHeader header;
   const crypto::Key* key = nullptr;  // the key the header names
   std::uint8_t* dgram = nullptr;     // the datagram (header) in the frame
 };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstring>
 
 #include "dataplane/api/snapshot.h"
@@ -66,14 +67,22 @@ static_assert(crypto::kWireMagic[0] == 'G' && crypto::kWireMagic[1] == 'S' && cr
 }  // namespace ladder_detail
 
 inline Endpoint UdpView::from() const noexcept {
+  // The address as one 16-byte store and ip_len and port as one 4-byte store:
+  // copies of the Endpoint then load exactly what was stored, where
+  // field-by-field stores made every copy stall on store forwarding.
+  using Ip16 = std::uint64_t __attribute__((vector_size(16)));
+  const Ip16 ip = src_ip_len == 16 ? Ip16{ladder_detail::load64(src_ip), ladder_detail::load64(src_ip + 8)}
+                                   : Ip16{ladder_detail::load32(src_ip), 0};
   Endpoint e;
-  if (src_ip_len == 16) {
-    std::memcpy(e.ip.data(), src_ip, 16);
+  std::memcpy(e.ip.data(), &ip, sizeof ip);
+  if constexpr (std::endian::native == std::endian::little && offsetof(Endpoint, ip_len) == 16 &&
+                offsetof(Endpoint, port) == 18 && sizeof(Endpoint) == 20) {
+    const std::uint32_t tail = std::uint32_t{src_ip_len} | (std::uint32_t{src_port} << 16);
+    std::memcpy(reinterpret_cast<std::uint8_t*>(&e) + 16, &tail, sizeof tail);
   } else {
-    std::memcpy(e.ip.data(), src_ip, 4);
+    e.ip_len = src_ip_len;
+    e.port = src_port;
   }
-  e.ip_len = src_ip_len;
-  e.port = src_port;
   return e;
 }
 
@@ -192,7 +201,7 @@ inline Endpoint UdpView::from() const noexcept {
     r.verdict = Verdict::kForeignCluster;
     return r;
   }
-  crypto::WireHeader& h = out->header;
+  crypto::WireHeader h;  // in registers: ladder_back reads the fields again from the frame
   switch (crypto::parse_header(dgram, plen, &h)) {
     case crypto::HeaderStatus::kOk:
       break;
@@ -226,7 +235,9 @@ inline Endpoint UdpView::from() const noexcept {
 [[gnu::always_inline]] inline LadderResult ladder_back(const LadderConfig& cfg, LadderState& st,
                                                         const LadderFront& f) noexcept {
   LadderResult r;
-  const crypto::WireHeader& h = f.header;
+  crypto::WireHeader h;
+  // Parsed (and found consistent) by ladder_front; only the fields are read again.
+  (void)crypto::parse_header(f.dgram, f.udp.payload_len, &h);
   // Past here the header was made by a key holder, but may be a replay of
   // one: check its age and nonce before it may spend anything.
   if (st.have_clock) {

@@ -83,6 +83,34 @@ TEST(SipHash, BatchEqualsLibsodiumForEveryBatchSizeAndMixedKeys) {
   }
 }
 
+TEST(SipHash, EveryImplementationThisCpuRunsEqualsLibsodium) {
+  std::mt19937_64 rng(13);
+  const auto impls = siphash_batch_impls();
+  ASSERT_FALSE(impls.empty());
+  EXPECT_STREQ(impls.back().name, "generic");
+  for (const SipBatchImpl& impl : impls) {
+    for (std::size_t n = 1; n <= kSipBatch; ++n) {
+      std::array<KeyRaw, kSipBatch> raw;
+      std::array<SipKey, kSipBatch> keys;
+      std::array<Header40, kSipBatch> in;
+      std::array<const SipKey*, kSipBatch> kp;
+      std::array<const std::uint8_t*, kSipBatch> ip;
+      for (std::size_t l = 0; l < n; ++l) {
+        raw[l] = random_bytes<KeyRaw>(rng);
+        keys[l] = SipKey::from_bytes(raw[l].data());
+        in[l] = random_bytes<Header40>(rng);
+        kp[l] = &keys[l];
+        ip[l] = in[l].data();
+      }
+      std::array<std::uint64_t, kSipBatch> out{};
+      impl.fn(kp.data(), ip.data(), out.data(), n);
+      for (std::size_t l = 0; l < n; ++l) {
+        ASSERT_EQ(out[l], libsodium_mac(raw[l], in[l])) << impl.name << " lane " << l << " of " << n;
+      }
+    }
+  }
+}
+
 TEST(SipHash, BatchOfZeroWritesNothing) {
   std::uint64_t out = 42;
   siphash24_40_batch(nullptr, nullptr, &out, 0);
