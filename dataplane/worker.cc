@@ -167,7 +167,9 @@ int run_worker(void* context) {
     last_rx = rte_rdtsc();
     w.guard.clock.read(last_rx, w.guard.state);  // one clock read per burst
 
-    w.idle.store(false, std::memory_order_relaxed);
+    // Written only when it changes: the control lcore reads it, and a store
+    // every burst would pull the line back from its cache each time.
+    if (w.idle.load(std::memory_order_relaxed)) w.idle.store(false, std::memory_order_relaxed);
     process_burst(w, pkts.data(), n);
   }
   if (w.snapshots != nullptr) w.snapshots->retire_reader(w.worker_index);
