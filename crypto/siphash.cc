@@ -86,7 +86,13 @@ template <typename F>
   s.v2 ^= 0xff;
   for (int i = 0; i < 4; ++i) s.round();
   const Lanes h = s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
-  for (std::size_t l = 0; l < n; ++l) out[l] = h[l];
+  if (n == kSipBatch) {
+    std::memcpy(out, &h, sizeof h);  // one vector store
+    return;
+  }
+  std::uint64_t all[kSipBatch];
+  std::memcpy(all, &h, sizeof h);
+  for (std::size_t l = 0; l < n; ++l) out[l] = all[l];
 }
 
 using BatchFn = void (*)(const SipKey* const*, const std::uint8_t* const*, std::uint64_t*, std::size_t) noexcept;

@@ -88,6 +88,21 @@ inline std::uint64_t wire_be64(const std::uint8_t* p) noexcept {
 
 }  // namespace detail
 
+// The fields of a header that parse_header() accepted, read without checking
+// anything again (the worker parses a header, checks a burst's MACs, then
+// reads the fields of those that passed).
+inline void read_header_fields(const std::uint8_t* data, WireHeader* out) noexcept {
+  out->version = data[4];
+  out->cls = static_cast<PriorityClass>(data[5]);
+  out->suite = static_cast<Suite>(data[6]);
+  out->cluster_id = detail::wire_be64(data + 8);
+  out->key_id = detail::wire_be32(data + 16);
+  out->timestamp = detail::wire_be32(data + 20);
+  std::memcpy(out->nonce.data(), data + 24, kNonceBytes);
+  out->payload_len = detail::wire_be16(data + 36);
+  out->mac = detail::wire_be64(data + kMacOffset);
+}
+
 // Parses `len` bytes of UDP payload. Checks the datagram is exactly header +
 // payload_len and that payload_len holds at least a tag. Reads only; the MAC is
 // checked separately (it needs the key). Inline: the worker parses every
@@ -112,15 +127,7 @@ inline HeaderStatus parse_header(const std::uint8_t* data, std::size_t len, Wire
   const std::uint16_t payload_len = detail::wire_be16(data + 36);
   if (payload_len < kTagBytes || payload_len != len - kHeaderBytes) return HeaderStatus::kBadLength;
 
-  out->version = data[4];
-  out->cls = static_cast<PriorityClass>(cls);
-  out->suite = static_cast<Suite>(suite);
-  out->cluster_id = detail::wire_be64(data + 8);
-  out->key_id = detail::wire_be32(data + 16);
-  out->timestamp = detail::wire_be32(data + 20);
-  std::memcpy(out->nonce.data(), data + 24, kNonceBytes);
-  out->payload_len = payload_len;
-  out->mac = detail::wire_be64(data + kMacOffset);
+  read_header_fields(data, out);
   return HeaderStatus::kOk;
 }
 

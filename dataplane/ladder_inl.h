@@ -237,7 +237,7 @@ inline Endpoint UdpView::from() const noexcept {
   LadderResult r;
   crypto::WireHeader h;
   // Parsed (and found consistent) by ladder_front; only the fields are read again.
-  (void)crypto::parse_header(f.dgram, f.udp.payload_len, &h);
+  crypto::read_header_fields(f.dgram, &h);
   // Past here the header was made by a key holder, but may be a replay of
   // one: check its age and nonce before it may spend anything.
   if (st.have_clock) {

@@ -43,10 +43,8 @@ struct ReplayKey {
 
 // Splits a nonce into its window key (with `key_id`) and its counter.
 inline ReplayKey replay_key(std::uint32_t key_id, const crypto::Nonce& n, std::uint32_t* counter) noexcept {
-  std::uint64_t epoch = 0;
-  for (std::size_t i = 0; i < 8; ++i) epoch = (epoch << 8) | n[i];
-  *counter = (std::uint32_t{n[8]} << 24) | (std::uint32_t{n[9]} << 16) | (std::uint32_t{n[10]} << 8) | n[11];
-  return ReplayKey{key_id, epoch};
+  *counter = crypto::detail::wire_be32(n.data() + 8);
+  return ReplayKey{key_id, crypto::detail::wire_be64(n.data())};
 }
 
 // One sender's window.
