@@ -9,7 +9,10 @@
 //   - through the stateful ladder (replay table, token buckets, a clock at
 //     gossipgen's default timestamp): an accepted frame offered again is
 //     never accepted again (replay), and a frame refused before the AEAD
-//     never moves the replay table.
+//     never moves the replay table;
+//   - the worker's split path (ladder_front, the header MAC from
+//     crypto::siphash24_40_batch, ladder_back) gives the same verdict and
+//     result as run_ladder.
 // Keys are fixed (tests/fuzz/keys/) so seeds made by gossipgen open.
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "crypto/keys.h"
+#include "crypto/siphash.h"
 #include "dataplane/ladder.h"
 #include "dataplane/rate_limit.h"
 #include "dataplane/replay.h"
@@ -73,6 +77,39 @@ void run_stateful(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std
   if (committed) check(again.verdict == gw::dp::Verdict::kReplay);
 }
 
+// What process_burst does, one packet at a time, against run_ladder.
+void run_split(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::size_t size) {
+  Guard whole_g;
+  std::vector<std::uint8_t> whole_frame(data, data + size);
+  const auto whole =
+      gw::dp::run_ladder(cfg, whole_g.st, whole_frame.data(), static_cast<std::uint32_t>(whole_frame.size()));
+
+  Guard g;
+  std::vector<std::uint8_t> frame(data, data + size);
+  gw::dp::LadderFront f;
+  auto r = gw::dp::ladder_front(cfg, frame.data(), static_cast<std::uint32_t>(frame.size()), &f);
+  if (r.verdict == gw::dp::Verdict::kAccepted) {
+    const gw::crypto::SipKey* key = &f.key->mac_sip_key();
+    const std::uint8_t* head = f.dgram;
+    std::uint64_t mac = 0;
+    gw::crypto::siphash24_40_batch(&key, &head, &mac, 1);
+    if ((mac ^ gw::crypto::load_le64(f.dgram + gw::crypto::kMacOffset)) != 0) {
+      r = gw::dp::LadderResult{};
+      r.verdict = gw::dp::Verdict::kBadMac;
+    } else {
+      r = gw::dp::ladder_back(cfg, g.st, f);
+    }
+  }
+  check(r.verdict == whole.verdict);
+  check(r.plaintext_offset == whole.plaintext_offset && r.plaintext_len == whole.plaintext_len);
+  if (r.verdict == gw::dp::Verdict::kAccepted) {
+    check(r.cls == whole.cls && r.key_id == whole.key_id);
+    check(std::memcmp(&r.from.ip, &whole.from.ip, sizeof r.from.ip) == 0 && r.from.ip_len == whole.from.ip_len &&
+          r.from.port == whole.from.port);
+    check(frame == whole_frame);  // the same plaintext in place
+  }
+}
+
 void run(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::size_t size) {
   std::vector<std::uint8_t> frame(data, data + size);
   const auto r = gw::dp::run_ladder(cfg, frame.data(), static_cast<std::uint32_t>(frame.size()));
@@ -100,5 +137,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   run(fx.v6, data, size);
   run_stateful(fx.v4, data, size);
   run_stateful(fx.v6, data, size);
+  run_split(fx.v4, data, size);
+  run_split(fx.v6, data, size);
   return 0;
 }
