@@ -4,8 +4,10 @@
 For each case and frame size, on the same net_pcap infinite_rx input:
   rxonly  dpdk-testpmd --forward-mode=rxonly: the receive ceiling
   gw      gossipgw with one worker core
-and, per size, the crypto floor (perf/bench/crypto_floor: the same libsodium
-AEAD open in a plain loop). Each measurement is repeated and the median kept.
+and the crypto floor (perf/bench/crypto_floor: the same libsodium AEAD open
+in a plain loop). Each run measures the gateway and, right next to it (the
+order alternating between runs), its baseline: rxonly, or for "valid" the
+crypto floor; the ratio is taken per run and the median of the runs kept.
 
 How rates are read:
   rxonly  testpmd's own "Rx-pps" lines (--stats-period 1; each the rate since
@@ -300,41 +302,55 @@ def main():
                 subprocess.run([args.gossipgen, "--config", cfg, "--seed", "7", "--mix", mix, "--size", str(size),
                                 "--timestamp", str(now), "--nonce-epochs", str(epochs), "--out", pcap,
                                 "--truth", truth], check=True, stdout=subprocess.DEVNULL)
-                rx, gw, shares = [], [], []
+                base = TARGETS.get(case, ("rxonly", None))[0]
+                rx, gw, floor, ratios, shares = [], [], [], [], []
                 for rep in range(args.repeats):
                     n += 1
                     tag = f"gwb{os.getpid()}x{n}"
-                    rx.append(run_testpmd(args, pcap, tag + "t"))
                     stats_path = os.path.join(work, f"stats-{case}-{size}-{rep}.json")
-                    mpps, stats = run_gateway(args, cfg, pcap, tag + "g", stats_path)
+                    # Each run pairs the gateway with its baseline measured right
+                    # next to it (the order alternates), and the ratio is taken
+                    # per pair: on a shared VM the rates drift by tens of percent
+                    # between minutes, far more than between neighbouring runs.
+                    if rep % 2 == 0:
+                        rx.append(run_testpmd(args, pcap, tag + "t"))
+                        mpps, stats = run_gateway(args, cfg, pcap, tag + "g", stats_path)
+                    else:
+                        mpps, stats = run_gateway(args, cfg, pcap, tag + "g", stats_path)
+                        rx.append(run_testpmd(args, pcap, tag + "t"))
                     gw.append(mpps)
+                    if base == "crypto":
+                        floor.append(run_crypto(args, size))
+                    ratios.append(mpps / (rx[-1] if base == "rxonly" else floor[-1]))
                     tot = stats["totals"]
                     verdicts = {k: v for k, v in tot.items() if (k == "accepted" or k.startswith("drop_")) and v}
                     shares.append({k: round(v / tot["rx_total"], 4) for k, v in verdicts.items()})
-                    log(f"{case} {size} B run {rep + 1}: rxonly {rx[-1]:.3f} Mpps, gossipgw {mpps:.3f} Mpps, "
-                        f"verdicts {shares[-1]}")
+                    extra = f", crypto floor {floor[-1]:.3f} Mpps" if floor else ""
+                    log(f"{case} {size} B run {rep + 1}: rxonly {rx[-1]:.3f} Mpps, gossipgw {mpps:.3f} Mpps{extra}, "
+                        f"ratio {ratios[-1]:.3f}, verdicts {shares[-1]}")
                 results["cases"].setdefault(case, {})[size] = {
-                    "rxonly_runs": rx, "gw_runs": gw, "rxonly": median(rx), "gw": median(gw),
+                    "rxonly_runs": rx, "gw_runs": gw, "floor_runs": floor, "ratio_runs": ratios,
+                    "rxonly": median(rx), "gw": median(gw), "ratio": median(ratios),
                     "verdict_share": shares[-1], "main_verdict": verdict}
 
         # The table.
         print(f"suite {args.suite}, one worker core, {args.seconds} s per run, median of {args.repeats}, "
-              f"nice {args.nice}")
+              f"nice {args.nice}; ratio: median of the per-run ratios [lowest-highest]")
         print()
         print("| case | frame B | rxonly Mpps | gossipgw Mpps | crypto floor Mpps | ratio | target | met |")
         print("|---|---|---|---|---|---|---|---|")
         for case in cases:
             for size in sizes:
                 r = results["cases"][case][size]
-                cf = results["crypto"][size]["mpps"]
+                cf = median(r["floor_runs"]) if r["floor_runs"] else results["crypto"][size]["mpps"]
                 base, need = TARGETS.get(case, ("rxonly", None))
-                ratio = r["gw"] / (r["rxonly"] if base == "rxonly" else cf)
-                r["ratio"] = ratio
+                ratio = r["ratio"]
                 r["ratio_of"] = base
                 target = f"≥ {need} × {base}" if need else f"(× {base})"
                 met = "—" if need is None else ("yes" if ratio >= need else "no")
                 r["met"] = met
-                print(f"| {case} | {size} | {r['rxonly']:.2f} | {r['gw']:.2f} | {cf:.2f} | {ratio:.2f} | "
+                spread = f"{min(r['ratio_runs']):.2f}–{max(r['ratio_runs']):.2f}"
+                print(f"| {case} | {size} | {r['rxonly']:.2f} | {r['gw']:.2f} | {cf:.2f} | {ratio:.2f} [{spread}] | "
                       f"{target} | {met} |")
         if args.json:
             with open(args.json, "w") as f:
