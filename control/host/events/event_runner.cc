@@ -231,6 +231,12 @@ bool EventRunner::submit(const engine::MemberEvent& event, std::span<const engin
   return true;
 }
 
+bool EventRunner::wait_for(const std::function<bool(const EventCounters&)>& pred,
+                           std::chrono::milliseconds limit) const {
+  std::unique_lock<std::mutex> lock(progress_mu_);
+  return progress_cv_.wait_for(lock, limit, [&] { return pred(counters()); });
+}
+
 EventCounters EventRunner::counters() const {
   EventCounters c;
   c.submitted = submitted_.load(std::memory_order_relaxed);

@@ -18,7 +18,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <deque>
 #include <mutex>
 #include <span>
@@ -76,6 +79,10 @@ class EventRunner {
 
   // Any thread. A consistent-enough snapshot (each counter read atomically).
   EventCounters counters() const;
+  // Any thread but the runner's. Blocks until `pred` holds for the counters
+  // or `limit` passes (woken by every counter change, never by polling);
+  // true if it holds. For callers that must know handlers have finished.
+  bool wait_for(const std::function<bool(const EventCounters&)>& pred, std::chrono::milliseconds limit) const;
   // Any thread. Events waiting, and handlers running now.
   std::size_t queued() const;
   std::size_t running() const { return running_count_.load(std::memory_order_relaxed); }
@@ -97,7 +104,13 @@ class EventRunner {
   void run();
   bool take_batch(Queued& out, std::uint64_t now_ns);  // with mu_ held
   void start(Queued batch, std::vector<Invocation>& running);
-  void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+  // Counts and wakes wait_for(): taking progress_mu_ between the change and
+  // the notify means a waiter that just checked cannot miss it.
+  void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) {
+    c.fetch_add(n, std::memory_order_relaxed);
+    { std::lock_guard<std::mutex> lock(progress_mu_); }
+    progress_cv_.notify_all();
+  }
 
   const config::EventsConfig config_;
   const std::string node_;
@@ -111,6 +124,8 @@ class EventRunner {
   bool stopping_ = false;     // guarded by mu_
   int wake_fd_ = -1;          // eventfd: submit() and stop() wake the thread
   std::atomic<std::size_t> running_count_{0};
+  mutable std::mutex progress_mu_;  // wait_for() and bump() only
+  mutable std::condition_variable progress_cv_;
   std::thread thread_;
 
   std::atomic<std::uint64_t> submitted_{0};

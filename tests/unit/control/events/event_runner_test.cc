@@ -28,7 +28,6 @@ namespace {
 using engine::EventKind;
 using engine::MemberStatus;
 using test::TempDir;
-using test::wait_until;
 
 // Records env (GOSSIPGW_ only, sorted), argv[1..] and stdin as files named by
 // its pid; with a `block` file present, also records how many handlers were
@@ -83,7 +82,7 @@ std::vector<std::string> started_pids(const TempDir& dir) {
 // Waits for a handler not yet in `seen` to block, adds and returns its pid.
 std::string next_started(const TempDir& dir, std::set<std::string>& seen) {
   std::string found;
-  const bool ok = wait_until([&] {
+  const bool ok = test::wait_for_dir(dir.path(), [&] {
     for (const std::string& pid : started_pids(dir)) {
       if (seen.count(pid) == 0) {
         found = pid;
@@ -97,19 +96,18 @@ std::string next_started(const TempDir& dir, std::set<std::string>& seen) {
   return found;
 }
 
-// Lets a blocked handler finish: writes a line into its FIFO (opened
-// nonblocking, retried until it has opened its end, so a dead handler fails
-// the test instead of hanging it).
+// Lets a blocked handler finish: writes a line into its FIFO and waits until
+// the handler has marked itself done. The FIFO is opened read-write, which on
+// Linux never blocks and keeps the line in the pipe until the handler opens
+// its end and reads it, so nothing here waits on a guess; a dead handler
+// fails the test at the bound instead of hanging it.
 void release(const TempDir& dir, const std::string& pid) {
   const std::string fifo = dir / ("release." + pid);
-  int fd = -1;
-  EXPECT_TRUE(wait_until([&] {
-    fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    return fd >= 0;
-  })) << "handler "
-      << pid << " never opened its FIFO";
-  if (fd < 0) return;
+  const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << "handler " << pid << " has no FIFO";
   EXPECT_EQ(::write(fd, "go\n", 3), 3);
+  EXPECT_TRUE(test::wait_for_dir(dir.path(), [&] { return test::exists(dir / ("done." + pid)); }))
+      << "handler " << pid << " never finished";
   ::close(fd);
 }
 
@@ -149,7 +147,7 @@ TEST(EventRunner, HandlerGetsEnvironmentArgumentsAndOneLinePerMember) {
   const engine::Member m = test::member("gw-2", test::v4(10, 0, 0, 2, 7946), MemberStatus::kAlive,
                                         {{"role", "control-plane"}, {"zone", "a"}}, 5);
   EXPECT_TRUE(runner.submit(event(EventKind::kJoin, "gw-2", 5), std::span(&m, 1)));
-  ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == 1; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 1; }, test::kWaitLimit));
   std::vector<std::string> envs = test::list(dir.path(), "env.");
   ASSERT_EQ(envs.size(), 1u);
   std::string pid = envs[0].substr(4);
@@ -165,7 +163,7 @@ TEST(EventRunner, HandlerGetsEnvironmentArgumentsAndOneLinePerMember) {
   failed.addr.port = 8000;
   failed.tags = {{"a b", "x,y=z"}, {"empty", ""}};
   EXPECT_TRUE(runner.submit(failed));
-  ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == 2; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 2; }, test::kWaitLimit));
   envs = test::list(dir.path(), "env.");
   ASSERT_EQ(envs.size(), 2u);
   pid = envs[0].substr(4) == pid ? envs[1].substr(4) : envs[0].substr(4);
@@ -206,7 +204,7 @@ TEST(EventRunner, NeverRunsMoreThanMaxConcurrent) {
     const EventCounters n = runner.counters();  // started is read first: no underflow
     EXPECT_LE(n.started - n.succeeded, 2u);
   }
-  ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == kEvents; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == kEvents; }, test::kWaitLimit));
   // What each handler saw as it started.
   const std::string live = test::read_file(dir / "live");
   EXPECT_EQ(std::count(live.begin(), live.end(), '\n'), kEvents);
@@ -246,7 +244,7 @@ TEST(EventRunner, CoalescesSameKindEventsQueuedBehindABusyHandler) {
   EXPECT_EQ(test::read_file(dir / ("stdin." + leave)), "d\t10.0.0.9\t7946\tleft\t3\t\n");
   release(dir, leave);
 
-  ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == 3; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 3; }, test::kWaitLimit));
   const EventCounters n = runner.counters();
   EXPECT_EQ(n.submitted, 5u);
   EXPECT_EQ(n.coalesced, 2u);
@@ -262,7 +260,7 @@ TEST(EventRunner, CoalesceWindowMergesABurst) {
   const auto t0 = std::chrono::steady_clock::now();
   for (const char* name : {"x", "y", "z"}) EXPECT_TRUE(runner.submit(event(EventKind::kFailed, name)));
   const auto submitted_in = std::chrono::steady_clock::now() - t0;
-  ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == 1; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 1; }, test::kWaitLimit));
   if (submitted_in < std::chrono::milliseconds(1500)) {
     EXPECT_EQ(runner.counters().coalesced, 2u);
     const std::vector<std::string> stdins = test::list(dir.path(), "stdin.");
@@ -294,7 +292,7 @@ TEST(EventRunner, QueueOverflowIsCountedAndNeverBlocks) {
   const std::string last = next_started(dir, seen);
   EXPECT_EQ(test::read_file(dir / ("stdin." + last)), "c\t10.0.0.9\t7946\talive\t1\t\n");
   release(dir, last);
-  ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == 3; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 3; }, test::kWaitLimit));
   EXPECT_EQ(runner.counters().started, 3u);
 }
 
@@ -304,7 +302,7 @@ TEST(EventRunner, NonZeroExitIsCountedAndLoggedWithOutput) {
   const std::string handler = script(dir, "fail.sh", "#!/bin/sh\necho to-stdout\necho oops >&2\nexit 3\n");
   EventRunner runner(events_config(handler), "gw-1", "demo");
   EXPECT_TRUE(runner.submit(event(EventKind::kUpdate, "gw-9")));
-  ASSERT_TRUE(wait_until([&] { return runner.counters().failed_exit == 1; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.failed_exit == 1; }, test::kWaitLimit));
   runner.stop();
   EXPECT_EQ(runner.counters().succeeded, 0u);
   EXPECT_EQ(runner.counters().started, 1u);
@@ -321,7 +319,7 @@ TEST(EventRunner, OutputIsBoundedAndAChattyHandlerNeverBlocks) {
       script(dir, "chatty.sh", "#!/bin/sh\nhead -c 1048576 /dev/zero | tr '\\000' a\necho tail >&2\n");
   EventRunner runner(events_config(handler), "gw-1", "demo");
   EXPECT_TRUE(runner.submit(event(EventKind::kJoin, "gw-2")));
-  ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == 1; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 1; }, test::kWaitLimit));
   runner.stop();
   const std::string text = log.all();
   EXPECT_NE(text.find(std::string(EventRunner::kMaxOutputBytes, 'a') + "...' stderr: 'tail'"), std::string::npos);
@@ -340,7 +338,7 @@ TEST(EventRunner, LargeStdinIsDeliveredAndAHandlerMayIgnoreIt) {
   {
     EventRunner runner(events_config(counter), "gw-1", "demo");
     EXPECT_TRUE(runner.submit(event(EventKind::kJoin, "x"), many));
-    ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == 1; }));
+    ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 1; }, test::kWaitLimit));
   }
   EXPECT_EQ(std::stoi(test::read_file(dir / "lines")), 20000);
 
@@ -351,7 +349,7 @@ TEST(EventRunner, LargeStdinIsDeliveredAndAHandlerMayIgnoreIt) {
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(runner.submit(event(i % 2 == 0 ? EventKind::kJoin : EventKind::kLeave, "x"), many));
   }
-  ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == 3; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 3; }, test::kWaitLimit));
 }
 
 // Whether a process is gone (or a zombie nobody reaped yet).
@@ -376,13 +374,13 @@ TEST(EventRunner, TimeoutKillsTheHandlerAndWhatItStarted) {
   EXPECT_TRUE(runner.submit(event(EventKind::kJoin, "gw-2")));
   std::set<std::string> seen;
   const std::string pid = next_started(dir, seen);
-  ASSERT_TRUE(wait_until([&] { return runner.counters().timed_out == 1; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.timed_out == 1; }, test::kWaitLimit));
   EXPECT_EQ(runner.counters().succeeded + runner.counters().failed_exit, 0u);
   EXPECT_TRUE(process_gone(pid));
   std::string child = test::read_file(dir / "child");
   while (!child.empty() && child.back() == '\n') child.pop_back();
   ASSERT_FALSE(child.empty());
-  EXPECT_TRUE(wait_until([&] { return process_gone(child); })) << "sleep " << child << " survived";
+  EXPECT_TRUE(test::wait_for_exit(std::stoi(child))) << "sleep " << child << " survived";
 }
 
 TEST(EventRunner, StopWaitsForRunningHandlersUpToTheirTimeoutAndDropsTheQueue) {
@@ -413,7 +411,7 @@ TEST(EventRunner, SpawnErrorIsCounted) {
   test::write_file(not_executable, "#!/bin/sh\nexit 0\n", 0644);
   EventRunner runner(events_config(not_executable), "gw-1", "demo");
   EXPECT_TRUE(runner.submit(event(EventKind::kJoin, "a")));
-  ASSERT_TRUE(wait_until([&] { return runner.counters().spawn_errors == 1; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.spawn_errors == 1; }, test::kWaitLimit));
   EXPECT_EQ(runner.counters().started, 0u);
 }
 
@@ -426,7 +424,7 @@ TEST(EventRunner, HandlerInheritsNoDescriptorsButItsStdio) {
   {
     EventRunner runner(events_config(handler), "gw-1", "demo");
     EXPECT_TRUE(runner.submit(event(EventKind::kJoin, "a")));
-    ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == 1; }));
+    ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 1; }, test::kWaitLimit));
   }
   ::close(leaky);
   // The shell's own script descriptor (dash keeps it at 10 or above) is its
@@ -452,7 +450,7 @@ TEST(EventRunner, SampleHandlerScriptRuns) {
       test::member("gw-2", test::v4(10, 0, 0, 2, 7946), MemberStatus::kAlive, {{"role", "control-plane"}}, 3),
       test::member("gw-3", engine::Address{}, MemberStatus::kAlive, {}, 1)};
   EXPECT_TRUE(runner.submit(event(EventKind::kJoin, "gw-2"), members));
-  ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded + runner.counters().failed_exit == 1; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded + k.failed_exit == 1; }, test::kWaitLimit));
   EXPECT_EQ(runner.counters().succeeded, 1u);
   const std::string log = test::read_file(dir / "events.log");
   EXPECT_NE(log.find(" member-join cluster=demo seen-by=gw-1 member=gw-2 address=10.0.0.2:7946 state=alive "
@@ -477,7 +475,7 @@ TEST(EventRunner, HandlersRunOnTheGivenCpus) {
       script(dir, "cpus.sh", "#!/bin/sh\ngrep Cpus_allowed_list /proc/self/status > '@DIR@/cpus'\n");
   EventRunner runner(events_config(handler), "gw-1", "demo", {cpu});
   EXPECT_TRUE(runner.submit(event(EventKind::kJoin, "a")));
-  ASSERT_TRUE(wait_until([&] { return runner.counters().succeeded == 1; }));
+  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 1; }, test::kWaitLimit));
   EXPECT_EQ(test::read_file(dir / "cpus"), "Cpus_allowed_list:\t" + std::to_string(cpu) + "\n");
 }
 

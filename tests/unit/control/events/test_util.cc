@@ -2,8 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,7 +16,6 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 namespace gw::cp::events::test {
 
@@ -58,16 +62,42 @@ std::vector<std::string> list(const std::string& dir, const std::string& prefix)
   return out;
 }
 
-// Polls a condition until it holds or `limit` passes (a bound, not a guess):
-// the conditions are files and processes written by a spawned handler, which
-// offer nothing to block on. The 2 ms poll interval only spares the CPU.
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
+bool wait_for_dir(const std::string& dir, const std::function<bool()>& pred, std::chrono::milliseconds limit) {
+  const int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (fd < 0) throw std::runtime_error("inotify_init1 failed");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::inotify_add_watch(fd, dir.c_str(),
+                          IN_CREATE | IN_OPEN | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_ATTRIB) < 0) {
+    throw std::runtime_error("inotify_add_watch failed on " + dir);
+  }
+  // Watching before the first check: a change after it wakes the poll below.
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return pred();
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count()) + 1) > 0) {
+      alignas(inotify_event) char buf[4096];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+    }
   }
   return true;
+}
+
+bool wait_for_exit(int pid, std::chrono::milliseconds limit) {
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) {
+    if (errno == ESRCH) return true;  // already gone
+    throw std::runtime_error("pidfd_open failed");
+  }
+  pollfd p{fd, POLLIN, 0};  // readable once the process has exited
+  const int n = ::poll(&p, 1, static_cast<int>(limit.count()));
+  ::close(fd);
+  return n > 0;
 }
 
 engine::Address v4(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d, std::uint16_t port) {

@@ -32,9 +32,19 @@ bool exists(const std::string& path);
 // Names in `dir` starting with `prefix`, sorted.
 std::vector<std::string> list(const std::string& dir, const std::string& prefix = "");
 
-// Polls `pred` until it holds or `limit` passes (generous: these wait for real
-// processes on a shared, loaded machine). True if it held.
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit = std::chrono::seconds(30));
+// How long a test waits for real processes on a shared, loaded machine: a
+// bound, not a guess (every wait below returns as soon as its condition holds).
+inline constexpr std::chrono::milliseconds kWaitLimit{30000};
+
+// Blocks until `pred` holds or `limit` passes, checking it again whenever a
+// file in `dir` is created, opened, written, renamed or removed (inotify):
+// the handlers under test signal progress only through files. True if it held.
+bool wait_for_dir(const std::string& dir, const std::function<bool()>& pred,
+                  std::chrono::milliseconds limit = kWaitLimit);
+
+// Blocks until process `pid` (not necessarily our child) has exited, or
+// `limit` passes (pidfd). True if it has exited.
+bool wait_for_exit(int pid, std::chrono::milliseconds limit = kWaitLimit);
 
 engine::Address v4(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d, std::uint16_t port);
 engine::Member member(const std::string& name, engine::Address addr, engine::MemberStatus status,
