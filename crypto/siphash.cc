@@ -95,8 +95,6 @@ template <typename F>
   for (std::size_t l = 0; l < n; ++l) out[l] = all[l];
 }
 
-using BatchFn = void (*)(const SipKey* const*, const std::uint8_t* const*, std::uint64_t*, std::size_t) noexcept;
-
 void batch_generic(const SipKey* const* keys, const std::uint8_t* const* in, std::uint64_t* out,
                    std::size_t n) noexcept {
   batch_body(keys, in, out, n);
@@ -115,23 +113,23 @@ __attribute__((target("avx2"))) void batch_avx2(const SipKey* const* keys, const
 }
 #endif
 
-struct Choice {
-  BatchFn fn;
-  const char* name;
-};
+}  // namespace
 
-Choice choose() noexcept {
+std::vector<SipBatchImpl> siphash_batch_impls() {
+  std::vector<SipBatchImpl> all;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) return {batch_avx512, "avx512"};
-  if (__builtin_cpu_supports("avx2")) return {batch_avx2, "avx2"};
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) all.push_back({"avx512", batch_avx512});
+  if (__builtin_cpu_supports("avx2")) all.push_back({"avx2", batch_avx2});
 #endif
-  return {batch_generic, "generic"};
+  all.push_back({"generic", batch_generic});
+  return all;
 }
 
-// Chosen during static initialisation, before any worker runs.
-const Choice kChoice = choose();
-
+namespace {
+// The fastest this CPU runs, chosen during static initialisation, before any
+// worker runs.
+const SipBatchImpl kChoice = siphash_batch_impls().front();
 }  // namespace
 
 void siphash24_40_batch(const SipKey* const* keys, const std::uint8_t* const* in, std::uint64_t* out,
@@ -140,15 +138,5 @@ void siphash24_40_batch(const SipKey* const* keys, const std::uint8_t* const* in
 }
 
 const char* siphash_batch_impl() noexcept { return kChoice.name; }
-
-std::vector<SipBatchImpl> siphash_batch_impls() {
-  std::vector<SipBatchImpl> all;
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) all.push_back({"avx512", batch_avx512});
-  if (__builtin_cpu_supports("avx2")) all.push_back({"avx2", batch_avx2});
-#endif
-  all.push_back({"generic", batch_generic});
-  return all;
-}
 
 }  // namespace gw::crypto

@@ -85,7 +85,8 @@ void siphash24_40_batch(const SipKey* const* keys, const std::uint8_t* const* in
 // Which implementation siphash24_40_batch uses on this CPU: "avx512", "avx2" or "generic".
 const char* siphash_batch_impl() noexcept;
 
-// Every implementation this CPU can run (tests check each against libsodium).
+// Every implementation this CPU can run, fastest first (the batch function
+// uses the first; tests check each against libsodium).
 struct SipBatchImpl {
   const char* name;
   void (*fn)(const SipKey* const* keys, const std::uint8_t* const* in, std::uint64_t* out, std::size_t n) noexcept;

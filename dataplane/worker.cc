@@ -46,7 +46,8 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     }
     // Initialised in place and read field by field, so the compiler keeps it
     // in registers (a copy of the whole struct stalled on store forwarding).
-    const LadderResult r = ladder_front(w.ladder, rte_pktmbuf_mtod(m, std::uint8_t*), m->data_len, &keyed[keyed_count]);
+    const LadderResult r =
+        ladder_front(w.ladder, rte_pktmbuf_mtod(m, std::uint8_t*), m->data_len, &keyed[keyed_count]);
     if (r.verdict == Verdict::kAccepted) {
       keyed_mbuf[keyed_count++] = m;
       continue;
