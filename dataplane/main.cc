@@ -271,8 +271,9 @@ int main(int argc, char** argv) {
         plan.tx_descriptors = cfg.dataplane.tx_descriptors;
         plan.mbufs_per_queue = cfg.dataplane.mbufs;
         port = gw::dp::start_port(plan);
-        rings = std::make_unique<gw::dp::HandoffRings>(cfg.lcores.workers.size(), cfg.rings.size,
-                                                       static_cast<int>(rte_socket_id()));
+        rings = std::make_unique<gw::dp::HandoffRings>(
+            cfg.lcores.workers.size(), cfg.rings.size,
+            cfg.limits.max_payload_bytes - static_cast<std::uint32_t>(gw::crypto::kTagBytes));
         tx_ring = rte_ring_create("gw_tx", kTxRingSize, static_cast<int>(rte_socket_id()),
                                   RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
         if (tx_ring == nullptr) throw gw::dp::SetupError(std::string("cannot create the transmit ring: ") + rte_strerror(rte_errno));

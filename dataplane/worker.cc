@@ -13,8 +13,9 @@
 namespace gw::dp {
 
 void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept {
-  std::array<std::array<rte_mbuf*, kMaxBurst>, crypto::kClassCount> by_class;
   std::array<std::uint16_t, crypto::kClassCount> class_count{};
+  // Every buffer goes back to this lcore's pool at the end of the burst:
+  // accepted payloads leave as copies (payload_ring.h says why).
   std::array<rte_mbuf*, kMaxBurst> dropped;
   std::uint16_t drop_count = 0;
   // Unkeyed packets and where their UDP payload lies, for the classifier pass.
@@ -94,14 +95,14 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     }
     // Authenticated: its source MAC is safe to learn for replies.
     if (w.tx.ring != nullptr) w.tx.neighbors.learn(r.from, rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 6));
-    mbuf_meta(m)->endpoint = r.from;
-    mbuf_meta(m)->key_id = r.key_id;
-    // Leave only the plaintext in the buffer for the control lcore.
-    m->data_off = static_cast<std::uint16_t>(m->data_off + r.plaintext_offset);
-    m->data_len = static_cast<std::uint16_t>(r.plaintext_len);
-    m->pkt_len = r.plaintext_len;
+    dropped[drop_count++] = m;  // the buffer stays here; its plaintext travels
     const auto c = static_cast<std::size_t>(r.cls);
-    by_class[c][class_count[c]++] = m;
+    if (w.rings[c]->push(rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset), r.plaintext_len,
+                         r.from, r.key_id)) {
+      ++class_count[c];
+    } else {
+      w.counters.count(Verdict::kRingFull);
+    }
   }
 
   // Pass 2: name the unkeyed traffic, at most max_scans_per_burst packets a
@@ -123,18 +124,13 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   if (g.replay != nullptr) w.counters.replay_table_evict = g.replay->evictions();
   if (g.rate != nullptr) w.counters.ratelimit_table_evict = g.rate->evictions();
 
-  // Pass 3: one ring enqueue per class; what does not fit is counted and freed.
+  // Pass 3: one publish per class that got payloads; every buffer goes back.
   for (std::size_t c = 0; c < crypto::kClassCount; ++c) {
-    const std::uint16_t want = class_count[c];
-    if (want == 0) continue;
-    const unsigned sent = rte_ring_sp_enqueue_burst(
-        w.rings[c], reinterpret_cast<void* const*>(by_class[c].data()), want, nullptr);
+    const std::uint16_t sent = class_count[c];
+    if (sent == 0) continue;
+    w.rings[c]->publish();
     w.counters.verdicts[static_cast<std::size_t>(Verdict::kAccepted)] += sent;
     w.counters.accepted_by_class[c] += sent;
-    for (unsigned i = sent; i < want; ++i) {
-      w.counters.count(Verdict::kRingFull);
-      dropped[drop_count++] = by_class[c][i];
-    }
   }
   if (drop_count != 0) rte_pktmbuf_free_bulk(dropped.data(), drop_count);
   arp_flush(w, arp);

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <rte_mbuf.h>
-#include <rte_ring.h>
 
 #include <array>
 #include <atomic>
@@ -14,6 +13,7 @@
 #include "dataplane/api/snapshot.h"
 #include "dataplane/guard.h"
 #include "dataplane/ladder.h"
+#include "dataplane/payload_ring.h"
 #include "dataplane/tx_path.h"
 
 namespace gw::dp {
@@ -44,7 +44,7 @@ struct alignas(64) WorkerContext {
   SnapshotExchange* snapshots = nullptr;
   std::size_t worker_index = 0;  // this worker's reader slot in `snapshots`
   const DataplaneSnapshot* snapshot = nullptr;
-  std::array<rte_ring*, crypto::kClassCount> rings{};
+  std::array<PayloadRing*, crypto::kClassCount> rings{};  // to the control lcore, per class
   const std::atomic<bool>* stop = nullptr;  // set by the control lcore
   std::atomic<bool> idle{false};
   std::atomic<bool> done{false};

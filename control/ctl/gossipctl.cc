@@ -72,13 +72,14 @@ struct EalOptions {
   std::uint64_t memory_mb = 0;  // 0: estimate from the config
 };
 
-// What the gateway's pools and rings need, in MiB, rounded up to whole 2 MiB
-// pages: the one number an operator must reserve hugepages for.
+// What the gateway's packet pools need, in MiB, rounded up to whole 2 MiB
+// pages: the one number an operator must reserve hugepages for. The hand-off
+// rings to the control lcore hold copies in ordinary process memory
+// (dataplane/payload_ring.h), not in hugepages.
 std::uint64_t estimate_memory_mb(const gw::config::Config& cfg) {
   const std::uint64_t workers = cfg.lcores.workers.size();
   const std::uint64_t pools = workers * cfg.dataplane.mbufs * kBytesPerMbuf;
-  const std::uint64_t rings = workers * gw::crypto::kClassCount * std::uint64_t{cfg.rings.size} * sizeof(void*);
-  std::uint64_t mb = (pools + rings + kMiB - 1) / kMiB + kEalOverheadMb;
+  std::uint64_t mb = (pools + kMiB - 1) / kMiB + kEalOverheadMb;
   mb += mb % 2;
   return std::max(mb, kMinMemoryMb);
 }

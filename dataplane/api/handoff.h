@@ -18,15 +18,15 @@ struct Endpoint {
   std::uint16_t port = 0;
 };
 
-// One opened datagram: `data` points at the plaintext protobuf Compound inside
-// a packet buffer that stays valid until release(). `from` is the sender's
+// One opened datagram: `data` points at the plaintext protobuf Compound, in a
+// ring slot that stays valid until release(). `from` is the sender's
 // address as the worker saw it; the payload, not the address, is authenticated.
 struct Handoff {
   const std::uint8_t* data = nullptr;
   std::uint32_t len = 0;
   Endpoint from;
   std::uint32_t key_id = 0;  // the key id that opened it (authenticated)
-  void* token = nullptr;  // the packet buffer; opaque to the control plane
+  void* token = nullptr;  // the ring it came from; opaque to the control plane
 };
 
 // The control lcore's view of all worker rings.
@@ -41,7 +41,8 @@ class HandoffSource {
                               std::size_t max) noexcept = 0;
   // Control lcore only. Payloads waiting in worker `worker`'s ring of class `cls`.
   virtual std::size_t depth(std::size_t worker, crypto::PriorityClass cls) const noexcept = 0;
-  // Control lcore only. Returns the buffers of `n` handoffs to their pool.
+  // Control lcore only. Gives the slots of `n` handoffs back to the workers;
+  // items of one ring must be released in the order they were dequeued.
   virtual void release(Handoff* items, std::size_t n) noexcept = 0;
   // Control lcore only. True once every worker has stopped producing.
   virtual bool producers_done() const noexcept = 0;
