@@ -78,22 +78,23 @@ class PayloadRing {
 #if defined(__x86_64__)
     // Streaming stores: the consumer's core read this slot last, and a normal
     // store would first have to fetch the line back from it (measured: the
-    // worker stalled on those misses). Words of 8 bytes, the last one padded.
-    std::array<std::uint64_t, kDataOffset / 8> words{};
-    std::memcpy(words.data(), &h, sizeof h);
-    auto* out = reinterpret_cast<long long*>(s);
-    for (std::size_t i = 0; i < words.size(); ++i) _mm_stream_si64(out + i, static_cast<long long>(words[i]));
-    out += words.size();
-    const std::uint32_t whole = len / 8;
-    for (std::uint32_t i = 0; i < whole; ++i) {
-      long long v;
-      std::memcpy(&v, data + std::size_t{i} * 8, 8);
-      _mm_stream_si64(out + i, v);
+    // worker stalled on those misses). 16 bytes at a time (slots are 64-byte
+    // aligned, the payload 16-byte), the last piece padded with zeros.
+    std::array<std::uint8_t, kDataOffset> head{};
+    std::memcpy(head.data(), &h, sizeof h);
+    auto* out = reinterpret_cast<__m128i*>(s);
+    for (std::size_t i = 0; i < kDataOffset / 16; ++i) {
+      _mm_stream_si128(out + i, _mm_loadu_si128(reinterpret_cast<const __m128i*>(head.data() + 16 * i)));
     }
-    if (len % 8 != 0) {
-      long long v = 0;
-      std::memcpy(&v, data + std::size_t{whole} * 8, len % 8);
-      _mm_stream_si64(out + whole, v);
+    out += kDataOffset / 16;
+    const std::uint32_t whole = len / 16;
+    for (std::uint32_t i = 0; i < whole; ++i) {
+      _mm_stream_si128(out + i, _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + std::size_t{i} * 16)));
+    }
+    if (len % 16 != 0) {
+      std::array<std::uint8_t, 16> tail{};
+      std::memcpy(tail.data(), data + std::size_t{whole} * 16, len % 16);
+      _mm_stream_si128(out + whole, _mm_loadu_si128(reinterpret_cast<const __m128i*>(tail.data())));
     }
 #else
     std::memcpy(s, &h, sizeof h);
