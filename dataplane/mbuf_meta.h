@@ -1,5 +1,6 @@
-// What travels with a packet buffer between the planes, in the mbuf's private
-// area: on receive the sender's endpoint, on transmit the destination's.
+// What travels with a packet buffer from the control lcore to the transmitting
+// worker, in the mbuf's private area: the destination. (Received payloads
+// travel the other way as copies: dataplane/payload_ring.h.)
 #pragma once
 
 #include <rte_mbuf.h>
@@ -10,7 +11,6 @@ namespace gw::dp {
 
 struct MbufMeta {
   Endpoint endpoint;
-  std::uint32_t key_id = 0;  // on receive: the key that opened the payload
 };
 
 inline constexpr std::uint16_t kMbufPrivSize =

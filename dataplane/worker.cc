@@ -8,16 +8,15 @@
 
 #include "crypto/siphash.h"
 #include "dataplane/arp.h"
-#include "dataplane/mbuf_meta.h"
 
 namespace gw::dp {
 
 void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept {
   std::array<std::uint16_t, crypto::kClassCount> class_count{};
-  // Every buffer goes back to this lcore's pool at the end of the burst:
-  // accepted payloads leave as copies (payload_ring.h says why).
-  std::array<rte_mbuf*, kMaxBurst> dropped;
-  std::uint16_t drop_count = 0;
+  // Every buffer goes back to this lcore's pool at the end of the burst, the
+  // accepted ones too: their payloads leave as copies (payload_ring.h says why).
+  std::array<rte_mbuf*, kMaxBurst> spent;
+  std::uint16_t spent_count = 0;
   // Unkeyed packets and where their UDP payload lies, for the classifier pass.
   struct Unkeyed {
     const std::uint8_t* payload;
@@ -42,7 +41,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     rte_mbuf* m = pkts[i];
     if (m->nb_segs != 1) {
       w.counters.count(Verdict::kMalformed);  // jumbo chains: gossip datagrams fit one segment
-      dropped[drop_count++] = m;
+      spent[spent_count++] = m;
       continue;
     }
     // Initialised in place and read field by field, so the compiler keeps it
@@ -59,7 +58,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
       unkeyed[unkeyed_count++] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset),
                                   r.plaintext_len};
     }
-    dropped[drop_count++] = m;
+    spent[spent_count++] = m;
   }
 
   // Pass 1b: the header MACs, kSipBatch at a time side by side (a forged
@@ -84,18 +83,18 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     // One 64-bit XOR and test against the MAC on the wire: constant time.
     if ((macs[i] ^ crypto::load_le64(f.dgram + crypto::kMacOffset)) != 0) {
       w.counters.count(Verdict::kBadMac);
-      dropped[drop_count++] = m;
+      spent[spent_count++] = m;
       continue;
     }
     const LadderResult r = ladder_back(w.ladder, w.guard.state, f);
     if (r.verdict != Verdict::kAccepted) {
       w.counters.count(r.verdict);
-      dropped[drop_count++] = m;
+      spent[spent_count++] = m;
       continue;
     }
     // Authenticated: its source MAC is safe to learn for replies.
     if (w.tx.ring != nullptr) w.tx.neighbors.learn(r.from, rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 6));
-    dropped[drop_count++] = m;  // the buffer stays here; its plaintext travels
+    spent[spent_count++] = m;  // the buffer stays here; its plaintext travels
     const auto c = static_cast<std::size_t>(r.cls);
     if (w.rings[c]->push(rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset), r.plaintext_len,
                          r.from, r.key_id)) {
@@ -132,7 +131,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     w.counters.verdicts[static_cast<std::size_t>(Verdict::kAccepted)] += sent;
     w.counters.accepted_by_class[c] += sent;
   }
-  if (drop_count != 0) rte_pktmbuf_free_bulk(dropped.data(), drop_count);
+  if (spent_count != 0) rte_pktmbuf_free_bulk(spent.data(), spent_count);
   arp_flush(w, arp);
 }
 
