@@ -16,7 +16,8 @@ PayloadRing::PayloadRing(std::uint32_t capacity, std::uint32_t max_payload) {
   if (max_payload == 0) throw std::invalid_argument("payload ring slots must hold at least one byte");
   mask_ = capacity - 1;
   max_payload_ = max_payload;
-  stride_ = (kDataOffset + max_payload + 63) & ~std::size_t{63};  // whole cache lines
+  // Whole cache lines, with room for the last 16-byte piece push() writes.
+  stride_ = (kDataOffset + max_payload + kReadPast + 63) & ~std::size_t{63};
   bytes_ = stride_ * capacity;
   // Anonymous memory, not the EAL heap: nothing here is DMA'd, and it may be
   // large (rings.size x limits.max_payload_bytes per ring). Transparent huge

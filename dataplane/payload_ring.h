@@ -42,10 +42,17 @@ struct PayloadSlot {
 
 class PayloadRing {
  public:
-  // Payload bytes start here within a slot (after PayloadSlot, 8-aligned).
+  // Payload bytes start here within a slot (after PayloadSlot; 16-aligned,
+  // as the streaming stores need).
   static constexpr std::size_t kDataOffset = 32;
   static_assert(sizeof(PayloadSlot) <= kDataOffset);
+  // push() writes the slot header as two 16-byte vectors in this layout.
+  static_assert(kDataOffset == 32 && offsetof(PayloadSlot, from) == 0 && offsetof(Endpoint, ip) == 0 &&
+                offsetof(Endpoint, ip_len) == 16 && offsetof(Endpoint, port) == 18 && sizeof(Endpoint) == 20 &&
+                offsetof(PayloadSlot, key_id) == 20 && offsetof(PayloadSlot, len) == 24);
   static constexpr std::uint32_t kMaxCapacity = 1U << 20;
+  // Bytes past the payload that push() may read.
+  static constexpr std::size_t kReadPast = 15;
 
   // `capacity` slots (a power of two, 1..kMaxCapacity), each holding up to
   // `max_payload` bytes (>= 1). Reserves and touches all the memory now, so
@@ -63,7 +70,10 @@ class PayloadRing {
 
   // Producer. Copies `len` bytes into the next free slot. False, with
   // nothing written, when the ring is full or `len` exceeds max_payload().
-  // Not visible to the consumer until publish().
+  // Not visible to the consumer until publish(). `data` must stay readable
+  // kReadPast bytes past `len` (the copy moves whole 16-byte pieces; in a
+  // frame, the AEAD tag follows the plaintext); the slot's bytes past `len`
+  // are unspecified.
   bool push(const std::uint8_t* data, std::uint32_t len, const Endpoint& from, std::uint32_t key_id) noexcept {
     if (len > max_payload_) return false;
     if (prod_.head - prod_.tail_seen > mask_) {
@@ -71,32 +81,29 @@ class PayloadRing {
       if (prod_.head - prod_.tail_seen > mask_) return false;
     }
     std::uint8_t* s = slot(prod_.head);
-    PayloadSlot h;
-    h.from = from;
-    h.key_id = key_id;
-    h.len = len;
 #if defined(__x86_64__)
     // Streaming stores: the consumer's core read this slot last, and a normal
     // store would first have to fetch the line back from it (measured: the
     // worker stalled on those misses). 16 bytes at a time (slots are 64-byte
     // aligned, the payload 16-byte), the last piece padded with zeros.
-    std::array<std::uint8_t, kDataOffset> head{};
-    std::memcpy(head.data(), &h, sizeof h);
+    // The PayloadSlot is assembled in registers: built in memory and loaded
+    // back as two vectors, it stalled on store forwarding.
+    std::uint32_t ends = 0;  // Endpoint's ip_len, padding byte and port
+    std::memcpy(&ends, reinterpret_cast<const std::uint8_t*>(&from) + offsetof(Endpoint, ip_len), sizeof ends);
     auto* out = reinterpret_cast<__m128i*>(s);
-    for (std::size_t i = 0; i < kDataOffset / 16; ++i) {
-      _mm_stream_si128(out + i, _mm_loadu_si128(reinterpret_cast<const __m128i*>(head.data() + 16 * i)));
-    }
+    _mm_stream_si128(out, _mm_loadu_si128(reinterpret_cast<const __m128i*>(from.ip.data())));
+    _mm_stream_si128(out + 1, _mm_set_epi32(0, static_cast<int>(len), static_cast<int>(key_id), static_cast<int>(ends)));
     out += kDataOffset / 16;
-    const std::uint32_t whole = len / 16;
-    for (std::uint32_t i = 0; i < whole; ++i) {
+    // Whole 16-byte pieces, the last one running past `len` (kReadPast).
+    const std::uint32_t pieces = (len + 15) / 16;
+    for (std::uint32_t i = 0; i < pieces; ++i) {
       _mm_stream_si128(out + i, _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + std::size_t{i} * 16)));
     }
-    if (len % 16 != 0) {
-      std::array<std::uint8_t, 16> tail{};
-      std::memcpy(tail.data(), data + std::size_t{whole} * 16, len % 16);
-      _mm_stream_si128(out + whole, _mm_loadu_si128(reinterpret_cast<const __m128i*>(tail.data())));
-    }
 #else
+    PayloadSlot h;
+    h.from = from;
+    h.key_id = key_id;
+    h.len = len;
     std::memcpy(s, &h, sizeof h);
     std::memcpy(s + kDataOffset, data, len);
 #endif

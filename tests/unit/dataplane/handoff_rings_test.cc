@@ -16,9 +16,10 @@ TEST(HandoffRings, OneRingPerWorkerAndClassReleasedInDequeueOrder) {
   EXPECT_EQ(rings.worker_count(), 2u);
   EXPECT_NE(rings.ring(0, crypto::PriorityClass::kGossip), rings.ring(1, crypto::PriorityClass::kGossip));
   EXPECT_NE(rings.ring(0, crypto::PriorityClass::kGossip), rings.ring(0, crypto::PriorityClass::kUrgent));
-  EXPECT_EQ(rings.bytes(), 2u * crypto::kClassCount * 4u * 64u);
+  EXPECT_EQ(rings.bytes(), 2u * crypto::kClassCount * 4u * 128u);  // 32 + 32 + 15 in whole cache lines
 
-  const std::uint8_t p[3] = {1, 2, 3};
+  const std::array<std::uint8_t, 3 + PayloadRing::kReadPast> buf{1, 2, 3};
+  const std::uint8_t* p = buf.data();
   PayloadRing* r = rings.ring(1, crypto::PriorityClass::kProbe);
   for (std::uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(r->push(p, 3, Endpoint{}, i));
   r->publish();

@@ -26,15 +26,26 @@ std::vector<std::uint8_t> bytes(std::size_t n, std::uint8_t seed) {
   return v;
 }
 
+// A payload as push() reads it: kReadPast readable bytes after the end
+// (0xEE, which must not show up within the payload).
+struct Padded {
+  explicit Padded(const std::vector<std::uint8_t>& v) : len(static_cast<std::uint32_t>(v.size())), buf(v) {
+    buf.resize(v.size() + PayloadRing::kReadPast, 0xEE);
+  }
+  const std::uint8_t* data() const { return buf.data(); }
+  std::uint32_t len;
+  std::vector<std::uint8_t> buf;
+};
+
 TEST(PayloadRing, CopiesPayloadAndSenderAndShowsThemOnlyAfterPublish) {
   PayloadRing r(8, 100);
-  auto p = bytes(100, 7);
+  Padded p(bytes(100, 7));
   ASSERT_TRUE(r.push(p.data(), 100, endpoint(9, 7946), 42));
   std::array<Handoff, 4> out;
   EXPECT_EQ(r.pop(out.data(), out.size()), 0u);  // not published yet
   EXPECT_EQ(r.depth(), 0u);
   r.publish();
-  p.assign(100, 0);  // the ring holds a copy, not the caller's buffer
+  p.buf.assign(p.buf.size(), 0);  // the ring holds a copy, not the caller's buffer
   EXPECT_EQ(r.depth(), 1u);
   ASSERT_EQ(r.pop(out.data(), out.size()), 1u);
   EXPECT_EQ(out[0].len, 100u);
@@ -51,7 +62,7 @@ TEST(PayloadRing, CopiesPayloadAndSenderAndShowsThemOnlyAfterPublish) {
 
 TEST(PayloadRing, RefusesWhenFullUntilTheOldestIsReleased) {
   PayloadRing r(4, 16);
-  const auto p = bytes(16, 1);
+  const Padded p(bytes(16, 1));
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(r.push(p.data(), 16, endpoint(1, 1), static_cast<std::uint32_t>(i)));
   EXPECT_FALSE(r.push(p.data(), 16, endpoint(1, 1), 99));
   r.publish();
@@ -71,7 +82,7 @@ TEST(PayloadRing, RefusesWhenFullUntilTheOldestIsReleased) {
 
 TEST(PayloadRing, TakesPayloadsUpToTheSlotSizeAndRefusesLongerOnes) {
   PayloadRing r(4, 64);
-  const auto p = bytes(65, 3);
+  const Padded p(bytes(65, 3));
   EXPECT_FALSE(r.push(p.data(), 65, endpoint(1, 1), 1));
   EXPECT_TRUE(r.push(p.data(), 64, endpoint(1, 1), 2));
   EXPECT_TRUE(r.push(p.data(), 0, endpoint(1, 1), 3));
@@ -91,8 +102,8 @@ TEST(PayloadRing, ManyLapsKeepOrderAndContent) {
   for (int lap = 0; lap < 1000; ++lap) {
     const std::uint32_t k = 1 + static_cast<std::uint32_t>(lap) % 3;  // 1..3 per round
     for (std::uint32_t i = 0; i < k; ++i, ++next_in) {
-      const auto p = bytes(next_in % 41, static_cast<std::uint8_t>(next_in));
-      ASSERT_TRUE(r.push(p.data(), static_cast<std::uint32_t>(p.size()), endpoint(2, 2), next_in));
+      const Padded p(bytes(next_in % 41, static_cast<std::uint8_t>(next_in)));
+      ASSERT_TRUE(r.push(p.data(), p.len, endpoint(2, 2), next_in));
     }
     r.publish();
     const std::size_t got = r.pop(out.data(), out.size());
@@ -115,7 +126,7 @@ TEST(PayloadRing, RejectsBadSizes) {
   PayloadRing ok(64, 1384);
   EXPECT_EQ(ok.capacity(), 64u);
   EXPECT_EQ(ok.max_payload(), 1384u);
-  EXPECT_EQ(ok.bytes(), 64u * 1472u);  // 32 + 1384 rounded up to whole cache lines
+  EXPECT_EQ(ok.bytes(), 64u * 1472u);  // 32 + 1384 (+ 15 read past) rounded up to whole cache lines
 }
 
 // One producer and one consumer thread: every payload arrives once, in
@@ -124,7 +135,7 @@ TEST(PayloadRing, ProducerAndConsumerThreadsAgree) {
   constexpr std::uint32_t kCount = 200000;
   PayloadRing r(64, 48);
   std::thread producer([&r] {
-    std::array<std::uint8_t, 48> p;
+    std::array<std::uint8_t, 48 + PayloadRing::kReadPast> p{};
     for (std::uint32_t i = 0; i < kCount;) {
       const std::uint32_t len = i % 49;
       for (std::uint32_t b = 0; b < len; ++b) p[b] = static_cast<std::uint8_t>(i + b);
