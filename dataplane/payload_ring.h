@@ -99,6 +99,11 @@ class PayloadRing {
     for (std::uint32_t i = 0; i < pieces; ++i) {
       _mm_stream_si128(out + i, _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + std::size_t{i} * 16)));
     }
+    // Zeros to the end of the last cache line: a write-combining buffer
+    // that holds a partial line is written back as a partial write.
+    for (std::size_t i = kDataOffset / 16 + pieces; i % 4 != 0; ++i) {
+      _mm_stream_si128(reinterpret_cast<__m128i*>(s) + i, _mm_setzero_si128());
+    }
 #else
     PayloadSlot h;
     h.from = from;
