@@ -95,17 +95,17 @@ inline Endpoint UdpView::from() const noexcept {
   // Fast path: untagged IPv4 without options, UDP to our address and port,
   // not a fragment; the field checks folded into one branch. Anything else
   // (or any check failing) takes the general path below, which decides.
-  if (!local.ipv6 && len >= kEthHeader + kIpv4MinHeader + kUdpHeader) {
+  if (!local.ipv6 && len >= kEthHeader + kIpv4MinHeader + kUdpHeader) [[likely]] {
     const std::uint32_t bad = ((load32(frame + 12) ^ kEthIpv4Ihl5) & kEthIpv4Mask) |
                               (load32(frame + 30) ^ load32(local.ipv4.data())) |
                               static_cast<std::uint32_t>(frame[23] ^ kProtoUdp) |
                               static_cast<std::uint32_t>(load16(frame + 36) ^ raw16(local.port)) |
                               static_cast<std::uint32_t>(load16(frame + 20) & raw16(0x3FFF));
-    if (bad == 0) {
+    if (bad == 0) [[likely]] {
       const std::uint32_t total = be16(frame + 16);
       const std::uint32_t udp_len = be16(frame + 38);
       if (total >= kIpv4MinHeader + kUdpHeader && total <= len - kEthHeader && udp_len >= kUdpHeader &&
-          udp_len <= total - kIpv4MinHeader) {
+          udp_len <= total - kIpv4MinHeader) [[likely]] {
         out->payload_offset = kEthHeader + kIpv4MinHeader + kUdpHeader;
         out->payload_len = udp_len - kUdpHeader;
         out->src_ip = frame + 26;
