@@ -14,8 +14,8 @@ HandoffRings::HandoffRings(std::size_t workers, std::uint32_t size, std::uint32_
       try {
         r = std::make_unique<PayloadRing>(size, max_payload);
       } catch (const std::bad_alloc&) {
-        const std::uint64_t mib = std::uint64_t{size} * (PayloadRing::kDataOffset + max_payload) * workers *
-                                  crypto::kClassCount / (1024 * 1024);
+        const std::uint64_t mib =
+            std::uint64_t{PayloadRing::bytes_for(size, max_payload)} * workers * crypto::kClassCount / (1024 * 1024);
         throw SetupError("rings.size: cannot reserve memory for " + std::to_string(workers * crypto::kClassCount) +
                          " hand-off rings of " + std::to_string(size) + " payloads of up to " +
                          std::to_string(max_payload) + " bytes (about " + std::to_string(mib) +

@@ -22,7 +22,7 @@ RateLimiter::RateLimiter(std::size_t capacity, RateBudget known, RateBudget unkn
     : known_(sane(known)), unknown_(sane(unknown)), seed_(seed) {
   const std::size_t want = capacity < kWays ? kWays : capacity;
   sets_ = std::bit_ceil(want) / kWays;
-  entries_ = std::make_unique<Entry[]>(sets_ * kWays);
+  entries_ = HugeArray<Entry>(sets_ * kWays);
 }
 
 std::size_t RateLimiter::set_of(const SourceAddress& a) const noexcept {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "dataplane/huge_area.h"
 #include "dataplane/api/snapshot.h"
 
 namespace gw::dp {
@@ -62,7 +63,7 @@ class RateLimiter {
   std::uint64_t tick_ = 0;
   std::size_t size_ = 0;
   std::uint64_t evictions_ = 0;
-  std::unique_ptr<Entry[]> entries_;
+  HugeArray<Entry> entries_;  // huge pages: one random set per packet
 };
 
 }  // namespace gw::dp

@@ -7,7 +7,7 @@ namespace gw::dp {
 ReplayTable::ReplayTable(std::size_t capacity, std::uint64_t seed) : seed_(seed) {
   const std::size_t want = capacity < kWays ? kWays : capacity;
   sets_ = std::bit_ceil(want) / kWays;
-  entries_ = std::make_unique<Entry[]>(sets_ * kWays);
+  entries_ = HugeArray<Entry>(sets_ * kWays);
 }
 
 void ReplayTable::commit(const ReplayKey& k, std::uint32_t counter) noexcept {

@@ -28,6 +28,7 @@
 #include <cstring>
 #include <memory>
 
+#include "dataplane/huge_area.h"
 #include "crypto/wire_header.h"
 #include "dataplane/hash.h"
 
@@ -135,7 +136,7 @@ class ReplayTable {
   std::uint64_t tick_ = 0;  // use order, for LRU within a set
   std::size_t size_ = 0;
   std::uint64_t evictions_ = 0;
-  std::unique_ptr<Entry[]> entries_;
+  HugeArray<Entry> entries_;  // huge pages: one random set per packet
 };
 
 }  // namespace gw::dp

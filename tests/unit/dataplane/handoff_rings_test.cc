@@ -16,7 +16,8 @@ TEST(HandoffRings, OneRingPerWorkerAndClassReleasedInDequeueOrder) {
   EXPECT_EQ(rings.worker_count(), 2u);
   EXPECT_NE(rings.ring(0, crypto::PriorityClass::kGossip), rings.ring(1, crypto::PriorityClass::kGossip));
   EXPECT_NE(rings.ring(0, crypto::PriorityClass::kGossip), rings.ring(0, crypto::PriorityClass::kUrgent));
-  EXPECT_EQ(rings.bytes(), 2u * crypto::kClassCount * 4u * 128u);  // 32 + 32 + 15 in whole cache lines
+  // Per ring, 4 records plus two of one cache line each (32 + 32 bytes).
+  EXPECT_EQ(rings.bytes(), 2u * crypto::kClassCount * 6u * 64u);
 
   const std::array<std::uint8_t, 3 + PayloadRing::kReadPast> buf{1, 2, 3};
   const std::uint8_t* p = buf.data();

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -118,15 +120,62 @@ TEST(PayloadRing, ManyLapsKeepOrderAndContent) {
   EXPECT_EQ(r.depth(), 0u);
 }
 
+// Records take as many cache lines as their payload needs and wrap behind a
+// skip marker; whatever the mix of sizes, the ring takes exactly capacity()
+// payloads before it is full, and each comes back intact.
+TEST(PayloadRing, MixedSizesFillByCountAndWrapIntact) {
+  constexpr std::uint32_t kCap = 8;
+  constexpr std::uint32_t kMax = 300;  // 6 lines with the header
+  PayloadRing r(kCap, kMax);
+  std::mt19937 rng(20261130);
+  std::array<Handoff, kCap> out;
+  std::uint32_t next_in = 0;
+  std::uint32_t next_out = 0;
+  std::deque<std::uint32_t> lens;  // pushed, not yet popped
+  for (int round = 0; round < 2000; ++round) {
+    // Leave 0..kCap-1 payloads in the ring between rounds, so records
+    // start at every line offset.
+    const std::uint32_t keep = static_cast<std::uint32_t>(rng() % kCap);
+    std::uint32_t live = next_in - next_out;
+    while (true) {
+      const std::uint32_t len = rng() % 4 == 0 ? kMax : static_cast<std::uint32_t>(rng() % (kMax + 1));
+      const Padded p(bytes(len, static_cast<std::uint8_t>(next_in)));
+      if (!r.push(p.data(), p.len, endpoint(4, 4), next_in)) break;
+      lens.push_back(len);
+      ++next_in;
+      ++live;
+    }
+    ASSERT_EQ(live, kCap);  // full by count, never by space
+    r.publish();
+    const std::size_t got = r.pop(out.data(), kCap - keep);
+    ASSERT_EQ(got, kCap - keep);
+    for (std::size_t i = 0; i < got; ++i, ++next_out) {
+      ASSERT_EQ(out[i].key_id, next_out);
+      ASSERT_EQ(out[i].len, lens.front());
+      lens.pop_front();
+      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(out[i].data) % 16, 0u);
+      const Padded want(bytes(out[i].len, static_cast<std::uint8_t>(next_out)));
+      ASSERT_EQ(std::vector<std::uint8_t>(out[i].data, out[i].data + out[i].len),
+                std::vector<std::uint8_t>(want.buf.begin(), want.buf.begin() + want.len));
+    }
+    r.release(got);
+  }
+  EXPECT_EQ(r.depth(), next_in - next_out);
+}
+
 TEST(PayloadRing, RejectsBadSizes) {
   EXPECT_THROW(PayloadRing(0, 10), std::invalid_argument);
   EXPECT_THROW(PayloadRing(6, 10), std::invalid_argument);
   EXPECT_THROW(PayloadRing(PayloadRing::kMaxCapacity * 2, 10), std::invalid_argument);
   EXPECT_THROW(PayloadRing(4, 0), std::invalid_argument);
+  EXPECT_THROW(PayloadRing(4, PayloadRing::kMaxPayload + 1), std::invalid_argument);
   PayloadRing ok(64, 1384);
   EXPECT_EQ(ok.capacity(), 64u);
   EXPECT_EQ(ok.max_payload(), 1384u);
-  EXPECT_EQ(ok.bytes(), 64u * 1472u);  // 32 + 1384 (+ 15 read past) rounded up to whole cache lines
+  // 32 + 1384 rounded up to 16-byte pieces, in whole cache lines (23), for
+  // 64 records plus two.
+  EXPECT_EQ(ok.bytes(), 66u * 23u * 64u);
+  EXPECT_EQ(PayloadRing::bytes_for(64, 1384), ok.bytes());
 }
 
 // One producer and one consumer thread: every payload arrives once, in
