@@ -33,7 +33,14 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   std::uint16_t taken = 0;
   rte_mempool* const pool = pkts[0]->pool;
   bool plain = true;  // every buffer plain_mbuf()
-  // Unkeyed packets and where their UDP payload lies, for the classifier pass.
+  // Unkeyed packets and where their UDP payload lies, for the classifier
+  // pass; only as many as it may scan this burst are remembered.
+  LcoreGuard& g = w.guard;
+  std::uint16_t scan_cap = 0;
+  if (g.classifier != nullptr) {
+    scan_cap = g.max_scans_per_burst != 0 && g.max_scans_per_burst < n ? static_cast<std::uint16_t>(g.max_scans_per_burst)
+                                                                        : n;
+  }
   struct Unkeyed {
     const std::uint8_t* payload;
     std::uint32_t len;
@@ -70,8 +77,11 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     }
     // Unkeyed floods are counted once a burst, from unkeyed_count.
     if (r.verdict == Verdict::kUnkeyed) {
-      unkeyed[unkeyed_count++] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset),
+      if (unkeyed_count < scan_cap) {
+        unkeyed[unkeyed_count] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset),
                                   r.plaintext_len};
+      }
+      ++unkeyed_count;
       continue;
     }
     w.counters.count(r.verdict);
@@ -126,13 +136,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   // Pass 2: name the unkeyed traffic, at most max_scans_per_burst packets a
   // burst and max_scans_per_sec a second, so an unkeyed flood costs a
   // bounded share of the core.
-  LcoreGuard& g = w.guard;
-  std::uint16_t scans = unkeyed_count;
-  if (g.classifier == nullptr) {
-    scans = 0;
-  } else if (g.max_scans_per_burst != 0 && scans > g.max_scans_per_burst) {
-    scans = static_cast<std::uint16_t>(g.max_scans_per_burst);
-  }
+  std::uint16_t scans = std::min(unkeyed_count, scan_cap);
   if (scans != 0) scans = static_cast<std::uint16_t>(g.scan_budget.take(scans, g.state.now_ns));
   for (std::uint16_t i = 0; i < scans; ++i) {
     const std::uint32_t rule = g.classifier->classify(g.scratch, unkeyed[i].payload, unkeyed[i].len);
