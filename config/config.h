@@ -55,8 +55,9 @@ struct LcoreConfig {
 
 struct RingConfig {
   // Capacity in messages of each per-worker, per-class ring to the control
-  // lcore. Power of two, 64..1048576. Default 4096. Each slot holds a copy of
-  // up to limits.max_payload_bytes (dataplane/payload_ring.h).
+  // lcore. Power of two, 64..1048576. Default 4096. Each message is a copy
+  // of up to limits.max_payload_bytes in whole cache lines; the memory is
+  // sized for `size` messages of the largest size (dataplane/payload_ring.h).
   std::uint32_t size = 4096;
 };
 
