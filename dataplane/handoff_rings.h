@@ -17,9 +17,9 @@ namespace gw::dp {
 
 class HandoffRings final : public HandoffSource {
  public:
-  // Creates `workers` x 4 rings of exactly `size` slots of `max_payload`
-  // bytes each; throws SetupError naming rings.size when the memory is not
-  // there.
+  // Creates `workers` x 4 rings that each hold `size` payloads of up to
+  // `max_payload` bytes; throws SetupError naming rings.size when the memory
+  // is not there.
   HandoffRings(std::size_t workers, std::uint32_t size, std::uint32_t max_payload);
 
   PayloadRing* ring(std::size_t worker, crypto::PriorityClass cls) const noexcept {

@@ -5,7 +5,7 @@
 // freed there, into that lcore's mempool cache, and the worker's driver then
 // refills from the shared pool with buffers whose lines sit in the other
 // core's cache. On the valid-traffic benchmark (one worker, 128 B and 512 B
-// frames) copying the plaintext into a slot and freeing the buffer on the
+// frames) copying the plaintext into the ring and freeing the buffer on the
 // worker made the gateway 5-8 % faster (perf/RESULTS.md). The copy is at most
 // limits.max_payload_bytes, beside an AEAD open of hundreds of ns.
 //
