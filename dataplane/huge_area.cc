@@ -10,20 +10,24 @@ namespace gw::dp {
 
 HugeArea::HugeArea(std::size_t bytes) : size_(bytes) {
   if (bytes == 0) throw std::bad_alloc();
-  const bool huge = bytes >= kHugePage;
-  const std::size_t want = huge ? (bytes + kHugePage - 1) / kHugePage * kHugePage : bytes;
+  if (bytes < kHugePage) {
+    // Small (tests, fuzzers, tiny configs): the heap, no system call.
+    data_ = ::operator new(bytes, std::align_val_t{kSmallAlign});
+    std::memset(data_, 0, bytes);
+    return;
+  }
+  const std::size_t want = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   // One huge page more than needed, so the area can start on a boundary.
-  map_bytes_ = huge ? want + kHugePage : want;
+  map_bytes_ = want + kHugePage;
   map_ = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (map_ == MAP_FAILED) {
     map_ = nullptr;
     throw std::bad_alloc();
   }
-  auto start = reinterpret_cast<std::uintptr_t>(map_);
-  if (huge) start = (start + kHugePage - 1) / kHugePage * kHugePage;
+  const auto start = (reinterpret_cast<std::uintptr_t>(map_) + kHugePage - 1) / kHugePage * kHugePage;
   data_ = reinterpret_cast<void*>(start);
-  if (huge) (void)madvise(data_, want, MADV_HUGEPAGE);  // advice only: fine if refused
-  std::memset(data_, 0, want);  // fault every page in now, not on the hot path
+  (void)madvise(data_, want, MADV_HUGEPAGE);  // advice only: fine if refused
+  std::memset(data_, 0, want);                // fault every page in now, not on the hot path
 }
 
 HugeArea::~HugeArea() { release(); }
@@ -46,7 +50,11 @@ HugeArea& HugeArea::operator=(HugeArea&& o) noexcept {
 }
 
 void HugeArea::release() noexcept {
-  if (map_ != nullptr) munmap(map_, map_bytes_);
+  if (map_ != nullptr) {
+    munmap(map_, map_bytes_);
+  } else if (data_ != nullptr) {
+    ::operator delete(data_, std::align_val_t{kSmallAlign});
+  }
   map_ = nullptr;
   data_ = nullptr;
 }

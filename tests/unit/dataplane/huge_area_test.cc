@@ -28,7 +28,7 @@ TEST(HugeArea, BigAreasStartOnAHugePageAndComeZeroed) {
   static_cast<std::uint8_t*>(a.data())[n - 1] = 7;  // the whole size is writable
 
   HugeArea small(100);
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % 4096, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.data()) % HugeArea::kSmallAlign, 0u);
   EXPECT_TRUE(all_zero(small.data(), 100));
   EXPECT_THROW(HugeArea(0), std::bad_alloc);
 }
