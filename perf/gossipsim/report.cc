@@ -40,11 +40,21 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
   j["members"] = r.members;
   j["phantoms"] = r.phantoms;
   j["duration_s"] = r.duration_s;
+  nlohmann::json by_type = nlohmann::json::object();
+  for (std::size_t t = 0; t < r.egress_by_type.size(); ++t)
+    by_type[cp::engine::message_type_name(t)] = {
+        {"packets_per_member_s", r.egress_by_type[t].packets_per_s},
+        {"bytes_per_member_s", r.egress_by_type[t].bytes_per_s},
+        {"payload_bytes_per_member_s", r.egress_by_type[t].payload_bytes_per_s}};
   j["egress"] = {{"bytes_per_member_s", summary(r.egress_bytes_per_s)},
+                 {"payload_bytes_per_member_s", summary(r.egress_payload_bytes_per_s)},
                  {"packets_per_member_s", summary(r.egress_packets_per_s)},
+                 {"by_type", by_type},
+                 {"budget_bytes_per_s", r.egress_budget_bytes_per_s},
                  {"peak_interval_bytes_per_s", r.egress_peak_interval_bytes_per_s},
                  {"budget_violations", r.budget_violations},
                  {"queue_drops_by_class", r.egress_drops},
+                 {"deferred_by_class", r.egress_deferred},
                  {"link_fraction_mean", r.link_fraction_mean},
                  {"link_fraction_max", r.link_fraction_max}};
   nlohmann::json det = nlohmann::json::array();
@@ -80,13 +90,25 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
                       {"final_view_max", r.final_view_max},
                       {"final_expected_view", r.final_expected_view},
                       {"first_converged_s", r.first_converged_s},
-                      {"converged_after_heal_s", r.converged_after_heal_s}};
+                      {"converged_after_heal_s", r.converged_after_heal_s},
+                      {"after_last_join_s", r.converged_after_last_join_s}};
+  j["storm"] = {{"view_excess_max", r.view_excess_max},
+                {"view_excess_max_fraction", r.view_excess_max_fraction},
+                {"last_phantom_death_s", r.last_phantom_death_s},
+                {"recovered_after_last_phantom_s", r.recovered_after_last_phantom_s}};
+  nlohmann::json batches = nlohmann::json::array();
+  for (const RestartBatch& b : r.restarts)
+    batches.push_back({{"at_s", b.at_s}, {"members", b.members}, {"all_alive_after_s", b.all_alive_after_s}});
+  j["restarts"] = {{"batches", batches}, {"all_alive_after_s", r.restarts_all_alive_after_s}};
+  j["joins"] = {{"requests", r.join_requests}, {"requests_at_seeds", r.join_requests_at_seeds}};
   j["memory"] = {{"table_entries_max", r.table_entries_max},
                  {"table_bytes_per_member_est", r.table_bytes_per_member_est}};
   j["traffic"] = {{"datagrams_sent", r.datagrams_sent},
                   {"datagrams_delivered", r.datagrams_delivered},
                   {"datagrams_lost", r.datagrams_lost},
+                  {"datagrams_on_wire", r.datagrams_on_wire},
                   {"bytes_sent", r.bytes_sent},
+                  {"payload_bytes_sent", r.payload_bytes_sent},
                   {"max_datagram_bytes", r.max_datagram_bytes},
                   {"decode_failures", r.decode_failures}};
   j["sim_events"] = r.sim_events;
@@ -103,15 +125,16 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
 
 std::string to_csv(const Results& r) {
   std::ostringstream o;
-  o << "t_s,up,expected_view,view_mean,view_min,view_max,table_mean,"
-       "egress_bytes_per_member_s,egress_packets_per_member_s,link_fraction_max,"
-       "member_events,converged\n";
+  o << "t_s,up,phantoms_up,expected_view,view_mean,view_min,view_median,view_max,table_mean,"
+       "egress_bytes_per_member_s,egress_payload_bytes_per_member_s,egress_packets_per_member_s,"
+       "link_fraction_max,member_events,suspicions,refutations,converged\n";
   for (const Sample& s : r.series)
-    o << fmt(s.t_s) << ',' << s.up << ',' << s.expected_view << ',' << fmt(s.view_mean) << ','
-      << s.view_min << ',' << s.view_max << ',' << fmt(s.table_mean) << ','
-      << fmt(s.egress_bytes_per_member_s) << ',' << fmt(s.egress_packets_per_member_s) << ','
-      << fmt(s.link_fraction_max) << ',' << s.member_events << ',' << (s.converged ? 1 : 0)
-      << '\n';
+    o << fmt(s.t_s) << ',' << s.up << ',' << s.phantoms_up << ',' << s.expected_view << ','
+      << fmt(s.view_mean) << ',' << s.view_min << ',' << fmt(s.view_median) << ',' << s.view_max
+      << ',' << fmt(s.table_mean) << ',' << fmt(s.egress_bytes_per_member_s) << ','
+      << fmt(s.egress_payload_bytes_per_member_s) << ',' << fmt(s.egress_packets_per_member_s)
+      << ',' << fmt(s.link_fraction_max) << ',' << s.member_events << ',' << s.suspicions << ','
+      << s.refutations << ',' << (s.converged ? 1 : 0) << '\n';
   return o.str();
 }
 

@@ -139,11 +139,13 @@ void load_engine(const Reader& r, const YAML::Node& n, EngineConfig& c) {
 void load_network(const Reader& r, const YAML::Node& n, NetworkSpec& net) {
   r.only(n, "network",
          {"latency_base_ms", "latency_jitter_ms", "loss", "egress_bytes_per_s",
-          "egress_queue_bytes", "members_per_link", "link_capacity_bytes_per_s"});
+          "egress_burst_bytes", "egress_queue_bytes", "members_per_link",
+          "link_capacity_bytes_per_s"});
   if (n["latency_base_ms"]) net.latency_base_ns = r.millis(n["latency_base_ms"], "network.latency_base_ms", 1e5);
   if (n["latency_jitter_ms"]) net.latency_jitter_ns = r.millis(n["latency_jitter_ms"], "network.latency_jitter_ms", 1e5);
   if (n["loss"]) net.loss = r.number(n["loss"], "network.loss", 0, 0.99);
   if (n["egress_bytes_per_s"]) net.egress_bytes_per_s = r.integer(n["egress_bytes_per_s"], "network.egress_bytes_per_s", 0, 1e12);
+  if (n["egress_burst_bytes"]) net.egress_burst_bytes = r.integer(n["egress_burst_bytes"], "network.egress_burst_bytes", 1024, 1e9);
   if (n["egress_queue_bytes"]) net.egress_queue_bytes = r.integer(n["egress_queue_bytes"], "network.egress_queue_bytes", 1500, 1e10);
   if (n["members_per_link"]) net.members_per_link = static_cast<std::uint32_t>(r.integer(n["members_per_link"], "network.members_per_link", 0, 1e6));
   if (n["link_capacity_bytes_per_s"]) net.link_capacity_bytes_per_s = r.integer(n["link_capacity_bytes_per_s"], "network.link_capacity_bytes_per_s", 0, 1e13);
@@ -180,22 +182,33 @@ Scenario parse_scenario(const std::string& yaml, const std::string& origin) {
   if (!root["members"]) r.fail(root, "members", "required");
   {
     const YAML::Node m = root["members"];
-    r.only(m, "members", {"count", "join_over_s", "seeds"});
+    r.only(m, "members", {"count", "join_over_s", "seeds", "seed_mode"});
     if (!m["count"]) r.fail(m, "members.count", "required");
     s.members = static_cast<std::uint32_t>(r.integer(m["count"], "members.count", 1, 1e6));
     if (m["join_over_s"]) s.join_over_ns = r.seconds(m["join_over_s"], "members.join_over_s");
     if (m["seeds"]) s.seeds = static_cast<std::uint32_t>(r.integer(m["seeds"], "members.seeds", 1, 16));
+    if (const YAML::Node sm = m["seed_mode"]) {
+      const std::string v = sm.IsScalar() ? sm.as<std::string>() : "";
+      if (v == "random")
+        s.seed_mode = SeedMode::kRandom;
+      else if (v == "shared")
+        s.seed_mode = SeedMode::kShared;
+      else
+        r.fail(sm, "members.seed_mode", "must be random or shared");
+    }
   }
   if (const YAML::Node f = root["failures"]) {
     if (!f.IsSequence()) r.fail(f, "failures", "must be a list");
     for (const YAML::Node& e : f) {
-      r.only(e, "failures[]", {"at_s", "count", "leave"});
+      r.only(e, "failures[]", {"at_s", "count", "leave", "restart_after_s"});
       FailureSpec spec;
       if (!e["at_s"]) r.fail(e, "failures[].at_s", "required");
       spec.at_ns = r.seconds(e["at_s"], "failures[].at_s");
       if (!e["count"]) r.fail(e, "failures[].count", "required");
       spec.count = static_cast<std::uint32_t>(r.integer(e["count"], "failures[].count", 0, 1e6));
       if (e["leave"]) spec.leave = r.boolean(e["leave"], "failures[].leave");
+      if (e["restart_after_s"])
+        spec.restart_after_ns = r.seconds(e["restart_after_s"], "failures[].restart_after_s");
       if (spec.at_ns >= s.duration_ns) r.fail(e["at_s"], "failures[].at_s", "must be below duration_s");
       s.failures.push_back(spec);
     }
@@ -237,7 +250,9 @@ Scenario parse_scenario(const std::string& yaml, const std::string& origin) {
   if (const YAML::Node e = root["expect"]) {
     r.only(e, "expect",
            {"converged", "no_resurrection", "no_urgent_drop", "budget_respected",
-            "all_failures_detected", "max_false_positives"});
+            "all_failures_detected", "max_false_positives", "join_converged_within_s",
+            "view_excess_max_fraction", "recovered_within_s", "restarts_alive_within_s",
+            "detection_all_within_s", "egress_bytes_per_member_max"});
     if (e["converged"]) s.expect.converged = r.boolean(e["converged"], "expect.converged");
     if (e["no_resurrection"]) s.expect.no_resurrection = r.boolean(e["no_resurrection"], "expect.no_resurrection");
     if (e["no_urgent_drop"]) s.expect.no_urgent_drop = r.boolean(e["no_urgent_drop"], "expect.no_urgent_drop");
@@ -245,6 +260,15 @@ Scenario parse_scenario(const std::string& yaml, const std::string& origin) {
     if (e["all_failures_detected"]) s.expect.all_failures_detected = r.boolean(e["all_failures_detected"], "expect.all_failures_detected");
     if (e["max_false_positives"])
       s.expect.max_false_positives = static_cast<std::int64_t>(r.integer(e["max_false_positives"], "expect.max_false_positives", 0, 1e12));
+    const auto bound = [&](const char* key, double& out, double hi) {
+      if (e[key]) out = r.number(e[key], std::string("expect.") + key, 0, hi);
+    };
+    bound("join_converged_within_s", s.expect.join_converged_within_s, 1e7);
+    bound("view_excess_max_fraction", s.expect.view_excess_max_fraction, 1e6);
+    bound("recovered_within_s", s.expect.recovered_within_s, 1e7);
+    bound("restarts_alive_within_s", s.expect.restarts_alive_within_s, 1e7);
+    bound("detection_all_within_s", s.expect.detection_all_within_s, 1e7);
+    bound("egress_bytes_per_member_max", s.expect.egress_bytes_per_member_max, 1e12);
   }
   // The engine's own checks need an identity; give a placeholder one.
   cp::engine::EngineConfig probe = s.engine;

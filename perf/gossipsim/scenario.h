@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "control/engine/config.h"
+#include "control/host/egress_shaper.h"
 
 namespace gw::sim {
 
@@ -23,8 +25,11 @@ struct NetworkSpec {
   std::uint64_t latency_base_ns = 1'000'000;    // one-way floor; default 1 ms
   std::uint64_t latency_jitter_ns = 1'000'000;  // mean of the exponential extra; default 1 ms
   double loss = 0.0;                            // per datagram, in [0, 1); default 0
+  // Each member's egress shaper (control/host/egress_shaper.h), charged wire
+  // bytes (codec bytes + gateway header + AEAD tag).
   std::uint64_t egress_bytes_per_s = 0;         // per-node budget; 0 = unlimited
-  std::uint64_t egress_queue_bytes = 256 * 1024;  // per-node backlog before drops
+  std::uint64_t egress_burst_bytes = cp::ShaperConfig{}.burst_bytes;  // bucket depth; gateway default
+  std::uint64_t egress_queue_bytes = cp::ShaperConfig{}.queue_bytes;  // backlog before drops; gateway default
   std::uint32_t members_per_link = 0;           // nodes sharing one uplink; 0 = none
   std::uint64_t link_capacity_bytes_per_s = 0;  // that uplink's capacity (measured against)
 };
@@ -33,6 +38,9 @@ struct FailureSpec {
   std::uint64_t at_ns = 0;
   std::uint32_t count = 0;  // steady members that crash (no leave) at at_ns
   bool leave = false;       // leave gracefully instead
+  // Start them again this long after at_ns (fresh engine, higher incarnation,
+  // joining through seeds again); none: they stay down.
+  std::optional<std::uint64_t> restart_after_ns;
 };
 
 struct PhantomSpec {
@@ -65,6 +73,19 @@ struct ExpectSpec {
   bool budget_respected = false;   // no node exceeded its egress budget
   bool all_failures_detected = false;
   std::int64_t max_false_positives = -1;  // -1: not checked
+  // Each below: negative = not checked.
+  double join_converged_within_s = -1;   // convergence.after_last_join_s at most this
+  double view_excess_max_fraction = -1;  // storm.view_excess_max_fraction at most this
+  double recovered_within_s = -1;        // storm.recovered_after_last_phantom_s at most this
+  double restarts_alive_within_s = -1;   // restarts.all_alive_after_s at most this
+  double detection_all_within_s = -1;    // every tracked failure seen by all within this
+  double egress_bytes_per_member_max = -1;  // mean wire bytes/s per member at most this
+};
+
+// How joiners pick the members they join through.
+enum class SeedMode : std::uint8_t {
+  kRandom,  // `seeds` random earlier steady members up
+  kShared,  // members 0..seeds-1 for everyone (one seed list or DNS name)
 };
 
 struct Scenario {
@@ -77,6 +98,7 @@ struct Scenario {
   std::uint32_t members = 10;
   std::uint64_t join_over_ns = 0;  // steady members start evenly over this window
   std::uint32_t seeds = 1;         // earlier members each joiner contacts
+  SeedMode seed_mode = SeedMode::kRandom;
   NetworkSpec network;
   std::vector<FailureSpec> failures;
   PhantomSpec phantoms;

@@ -15,6 +15,9 @@
 
 #include "control/codec.h"
 #include "control/engine/engine.h"
+#include "control/host/egress_shaper.h"
+#include "crypto/wire_header.h"
+#include "dataplane/api/handoff.h"
 
 namespace gw::sim {
 namespace {
@@ -37,12 +40,15 @@ constexpr double kTableEntryBytes = 220.0;
 // How long a gracefully leaving member keeps running to send its Leave.
 constexpr std::uint64_t kLeaveLingerNs = 5'000'000'000ULL;
 constexpr std::size_t kMaxZombiesListed = 20;
+constexpr std::size_t kTypes = cp::engine::kMessageTypes;
+static_assert(kWireOverheadBytes == crypto::kHeaderBytes + crypto::kTagBytes);
 
 enum class Kind : std::uint8_t {
   kStart,
   kDeliver,
   kTick,
-  kTxDone,
+  kRelease,
+  kRestart,
   kCrash,
   kLeave,
   kStallBegin,
@@ -64,34 +70,101 @@ struct Event {
 
 constexpr std::uint32_t kNoNode = UINT32_MAX;
 
+// A datagram in flight: its codec bytes (what the receiver decodes).
 struct Datagram {
   std::vector<std::uint8_t> bytes;
   std::uint32_t from = 0;
-  std::uint32_t to = kNoNode;  // while queued for egress
-  std::uint8_t cls = 0;
 };
 
 enum class State : std::uint8_t { kNotStarted, kUp, kDown };
 
+class Simulator;
+
+// What a member's shaper transmits goes onto the virtual network.
+class NodeSink final : public dp::DatagramSink {
+ public:
+  NodeSink(Simulator& sim, std::uint32_t node) : sim_(sim), node_(node) {}
+  bool send(const dp::Endpoint& to, crypto::PriorityClass cls, const std::uint8_t* datagram,
+            std::size_t len) noexcept override;
+
+ private:
+  Simulator& sim_;
+  std::uint32_t node_;
+};
+
+// A FIFO of datagram sizes without std::deque's per-instance allocation.
+class SizeFifo {
+ public:
+  bool empty() const { return head_ == v_.size(); }
+  std::uint32_t front() const { return v_[head_]; }
+  void push_back(std::uint32_t x) { v_.push_back(x); }
+  void pop_back() {
+    if (!empty()) v_.pop_back();
+  }
+  void pop_front() {
+    if (empty()) return;
+    if (++head_ == v_.size()) {
+      v_.clear();
+      head_ = 0;
+    }
+  }
+  void clear() {
+    v_.clear();
+    head_ = 0;
+  }
+
+ private:
+  std::vector<std::uint32_t> v_;
+  std::size_t head_ = 0;
+};
+
+// The simulator's own copy of a shaper's token count and per-class queue of
+// sizes, kept from what it submits, what the shaper drops and what reaches the
+// sink. It only tells when to call release() next (when the head datagram
+// becomes affordable); the shaper alone decides what goes.
+struct ShaperMirror {
+  double tokens = 0;
+  std::uint64_t last_ns = 0;
+  std::array<SizeFifo, crypto::kClassCount> queues;
+};
+
+struct TypeCount {
+  std::uint64_t packets = 0;
+  std::uint64_t bytes = 0;    // wire
+  std::uint64_t payload = 0;  // codec
+};
+
 struct Node {
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<NodeSink> sink;  // declared before the shaper: outlives it
+  std::unique_ptr<cp::EgressShaper> shaper;
+  ShaperMirror mirror;
   State state = State::kNotStarted;
   bool departed = false;  // crashed or leaving: it should leave every view
   bool stall_prone = false;
   bool stalled = false;
-  bool tx_busy = false;
+  bool interrupted = false;  // went down inside the measured window
+  std::uint32_t lives = 0;   // starts so far
+  std::uint64_t life_incarnation = 0;  // initial incarnation of the current life
   std::uint64_t departed_at = 0;
   std::uint64_t scheduled_tick = kNever;
-  std::uint64_t bytes_out = 0;
+  std::uint64_t release_at = kNever;
+  std::uint64_t bytes_out = 0;    // wire
+  std::uint64_t payload_out = 0;  // codec
   std::uint64_t packets_out = 0;
   std::uint64_t bytes_mark = 0;    // at measure_from
+  std::uint64_t payload_mark = 0;
   std::uint64_t packets_mark = 0;
   bool marked = false;
   std::uint64_t interval_bytes = 0;
-  std::uint64_t queued_bytes = 0;
-  std::array<std::deque<std::uint32_t>, 4> egress;
   std::vector<std::uint32_t> inbox;  // deliveries held while stalled
   std::int32_t failure_slot = -1;    // index into tracked failures
+};
+
+struct Batch {
+  std::vector<std::uint32_t> members;
+  std::uint64_t restarted_at = kNever;
+  double all_alive_after_s = -1;
 };
 
 struct TrackedFailure {
@@ -109,17 +182,68 @@ Address node_addr(std::uint32_t i) {
                  kPort};
 }
 
-std::optional<std::uint32_t> index_of(const Address& a) {
-  if (a.ip.size() != 4 || a.ip[0] != 10 || a.port != kPort) return std::nullopt;
-  return (std::uint32_t{a.ip[1]} << 16) | (std::uint32_t{a.ip[2]} << 8) | a.ip[3];
-}
-
 std::optional<std::uint32_t> index_of(const std::string& name) {
   if (name.size() < 3 || name[0] != 'n' || name[1] != '-') return std::nullopt;
   std::uint32_t v = 0;
   auto [p, ec] = std::from_chars(name.data() + 2, name.data() + name.size(), v);
   if (ec != std::errc() || p != name.data() + name.size()) return std::nullopt;
   return v;
+}
+
+bool read_varint(const std::uint8_t* p, std::size_t end, std::size_t& pos, std::uint64_t& out) {
+  out = 0;
+  for (int shift = 0; shift < 64 && pos < end; shift += 7) {
+    const std::uint8_t b = p[pos++];
+    out |= std::uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+// Charges a Compound's messages to their types by walking its protobuf framing
+// (field 1, `repeated Message`, each length-delimited; a Message's first field
+// number is its oneof case = variant index + 1). Each message gets its own
+// bytes inside the Compound (tag, length and body: they sum to the codec
+// bytes); the packet and the header and tag go to the first message.
+void charge_types(std::array<TypeCount, kTypes>& t, const std::uint8_t* p, std::size_t n) {
+  std::size_t pos = 0;
+  bool first = true;
+  while (pos < n) {
+    const std::size_t start = pos;
+    std::uint64_t tag = 0;
+    std::uint64_t len = 0;
+    if (!read_varint(p, n, pos, tag) || (tag & 7) != 2 || !read_varint(p, n, pos, len) ||
+        len > n - pos)
+      return;
+    const std::size_t body = pos;
+    pos += len;
+    if ((tag >> 3) != 1) continue;  // not a Message (a key command)
+    std::size_t q = body;
+    std::uint64_t inner = 0;
+    if (!read_varint(p, pos, q, inner) || (inner >> 3) == 0 || (inner >> 3) > kTypes) continue;
+    TypeCount& c = t[(inner >> 3) - 1];
+    c.payload += pos - start;
+    c.bytes += pos - start;
+    if (first) {
+      ++c.packets;
+      c.bytes += kWireOverheadBytes;
+      first = false;
+    }
+  }
+}
+
+dp::Endpoint to_endpoint(const Address& a) {
+  dp::Endpoint e;
+  const std::size_t n = a.ip.size() <= e.ip.size() ? a.ip.size() : 0;
+  std::copy(a.ip.begin(), a.ip.begin() + static_cast<long>(n), e.ip.begin());
+  e.ip_len = static_cast<std::uint8_t>(n);
+  e.port = a.port;
+  return e;
+}
+
+std::optional<std::uint32_t> index_of(const dp::Endpoint& e) {
+  if (e.ip_len != 4 || e.ip[0] != 10 || e.port != kPort) return std::nullopt;
+  return (std::uint32_t{e.ip[1]} << 16) | (std::uint32_t{e.ip[2]} << 8) | e.ip[3];
 }
 
 Summary summarize(std::vector<double> v) {
@@ -218,7 +342,8 @@ class Simulator {
       case Kind::kStart: start(e.node); break;
       case Kind::kDeliver: deliver(e.node, e.aux); break;
       case Kind::kTick: on_tick(e.node); break;
-      case Kind::kTxDone: on_tx_done(e.node, e.aux); break;
+      case Kind::kRelease: on_release(e.node); break;
+      case Kind::kRestart: restart_batch(e.aux); break;
       case Kind::kCrash: crash(e.node); break;
       case Kind::kLeave: leave(e.node); break;
       case Kind::kStallBegin: stall_begin(e.node); break;
@@ -229,15 +354,20 @@ class Simulator {
   }
 
   // ---- members ----
-  void start(std::uint32_t i) {
-    Node& n = nodes_[i];
-    cp::engine::EngineConfig cfg = sc_.engine;
-    cfg.name = node_name(i);
-    cfg.addr = node_addr(i);
-    n.engine = std::make_unique<Engine>(cfg, sc_.seed * 1000003ULL + i * 7919ULL + 1, now_);
-    n.state = State::kUp;
-    // Seeds: random steady members already up (not departed).
+  std::vector<Address> pick_seeds(std::uint32_t i, bool restart) {
     std::vector<Address> seeds;
+    if (sc_.seed_mode == SeedMode::kShared) {
+      // One seed list for everyone, as configured: members 0..seeds-1 whether
+      // up or not. The seeds themselves join the seeds started before them (a
+      // restarted seed: all the others).
+      const std::uint32_t shared = std::min(sc_.seeds, n_steady_);
+      for (std::uint32_t k = 0; k < shared; ++k) {
+        if (k == i || (i < shared && !restart && k > i)) continue;
+        seeds.push_back(node_addr(k));
+      }
+      return seeds;
+    }
+    // Random steady members already up (not departed).
     const std::uint32_t pool = std::min(i, n_steady_);
     for (std::uint32_t tries = 0; seeds.size() < sc_.seeds && pool > 0 && tries < 8 * sc_.seeds;
          ++tries) {
@@ -246,6 +376,35 @@ class Simulator {
       const Address a = node_addr(j);
       if (std::find(seeds.begin(), seeds.end(), a) == seeds.end()) seeds.push_back(a);
     }
+    return seeds;
+  }
+
+  void start(std::uint32_t i) {
+    Node& n = nodes_[i];
+    if (n.state == State::kUp) return;
+    const bool restart = n.lives > 0;
+    cp::engine::EngineConfig cfg = sc_.engine;
+    cfg.name = node_name(i);
+    cfg.addr = node_addr(i);
+    // Like the gateway, which starts at the Unix time: a new life outranks the
+    // old one's tombstone.
+    cfg.initial_incarnation = restart ? now_ / 1'000'000'000ULL + 1 : 0;
+    n.engine = std::make_unique<Engine>(
+        cfg, sc_.seed * 1000003ULL + i * 7919ULL + 1 + std::uint64_t{n.lives} * 104729ULL, now_);
+    ++n.lives;
+    n.life_incarnation = cfg.initial_incarnation;
+    n.state = State::kUp;
+    n.departed = false;
+    n.scheduled_tick = kNever;
+    n.release_at = kNever;
+    const cp::ShaperConfig shaper{sc_.network.egress_bytes_per_s, sc_.network.egress_burst_bytes,
+                                  sc_.network.egress_queue_bytes};
+    n.sink = std::make_unique<NodeSink>(*this, i);
+    n.shaper = std::make_unique<cp::EgressShaper>(shaper, *n.sink, now_);
+    n.mirror.tokens = static_cast<double>(shaper.burst_bytes);
+    n.mirror.last_ns = now_;
+    for (SizeFifo& q : n.mirror.queues) q.clear();
+    const std::vector<Address> seeds = pick_seeds(i, restart);
     if (!seeds.empty()) n.engine->join(seeds, now_);
     if (i >= n_steady_) {
       const PhantomSpec& ph = sc_.phantoms;
@@ -260,6 +419,7 @@ class Simulator {
     for (std::uint32_t i = 0; i < n_steady_; ++i)
       if (nodes_[i].state == State::kUp && !nodes_[i].departed) candidates.push_back(i);
     rng_.shuffle(candidates);
+    Batch batch;
     for (std::uint32_t k = 0; k < f.count && k < candidates.size(); ++k) {
       const std::uint32_t i = candidates[k];
       nodes_[i].failure_slot = static_cast<std::int32_t>(failures_.size());
@@ -273,11 +433,29 @@ class Simulator {
         t.aware[o] = m != nullptr && !m->is_tombstone();
       }
       failures_.push_back(std::move(t));
+      batch.members.push_back(i);
       if (f.leave)
         leave(i);
       else
         crash(i);
     }
+    const std::string what = (f.leave ? "leave " : "crash ") + std::to_string(batch.members.size());
+    r_.markers.push_back(Marker{what, static_cast<double>(now_) / kNsPerS, static_cast<double>(now_) / kNsPerS});
+    if (f.restart_after_ns && !batch.members.empty()) {
+      push(now_ + *f.restart_after_ns, Kind::kRestart, 0, static_cast<std::uint32_t>(batches_.size()));
+      batches_.push_back(std::move(batch));
+    }
+  }
+
+  void restart_batch(std::uint32_t b) {
+    Batch& batch = batches_[b];
+    batch.restarted_at = now_;
+    for (std::uint32_t i : batch.members) {
+      crash(i);  // a leaving member still lingering stops now
+      start(i);
+    }
+    r_.markers.push_back(Marker{"restart " + std::to_string(batch.members.size()),
+                                static_cast<double>(now_) / kNsPerS, static_cast<double>(now_) / kNsPerS});
   }
 
   void mark_departed(Node& n) {
@@ -300,17 +478,22 @@ class Simulator {
     if (n.state != State::kUp) return;
     mark_departed(n);
     n.state = State::kDown;
+    if (n.marked) n.interrupted = true;
+    if (i >= n_steady_) last_phantom_death_ = std::max(last_phantom_death_, now_);
     const cp::engine::Counters c = n.engine->counters();
     for (std::size_t k = 0; k < 4; ++k) dead_broadcast_drops_[k] += c.broadcast_drop[k];
     dead_outbox_drops_ += c.outbox_drop_full;
     dead_suspicions_ += c.suspicions;
     dead_refutations_ += c.refutations;
-    n.engine.reset();  // a phantom storm must not keep 41,000 dead engines
-    for (auto& q : n.egress) {
-      for (std::uint32_t slot : q) free_slot(slot);
-      q.clear();
+    for (std::size_t k = 0; k < crypto::kClassCount; ++k) {
+      dead_shaper_drops_[k] += n.shaper->counters()[k].dropped;
+      dead_shaper_deferred_[k] += n.shaper->counters()[k].deferred;
     }
-    n.queued_bytes = 0;
+    n.engine.reset();  // a phantom storm must not keep 41,000 dead engines
+    n.shaper.reset();  // its queue dies with it
+    n.sink.reset();
+    for (SizeFifo& q : n.mirror.queues) q.clear();
+    n.release_at = kNever;
     for (std::uint32_t slot : n.inbox) free_slot(slot);
     n.inbox.clear();
   }
@@ -336,6 +519,8 @@ class Simulator {
     std::vector<std::uint32_t> backlog;
     backlog.swap(n.inbox);
     for (std::uint32_t slot : backlog) handle(i, slot);
+    // The shaper runs on the stalled control lcore too: it resumes now.
+    n.shaper->release(now_);
     after(i);
   }
 
@@ -364,6 +549,12 @@ class Simulator {
       return;
     }
     ++r_.datagrams_delivered;
+    for (const cp::engine::Message& m : dec.messages) {
+      const auto* sync = std::get_if<cp::engine::SyncRequest>(&m);
+      if (sync == nullptr || !sync->join) continue;
+      ++r_.join_requests;
+      if (i < sc_.seeds) ++r_.join_requests_at_seeds;
+    }
     nodes_[i].engine->handle(node_addr(from), dec.messages, now_);
   }
 
@@ -382,6 +573,7 @@ class Simulator {
     for (MemberEvent& ev : n.engine->take_events()) on_member_event(i, ev);
     for (Outgoing& out : n.engine->take_outbox()) send(i, out);
     if (n.state != State::kUp) return;
+    arm_release(i);
     std::uint64_t next = n.engine->next_deadline();
     if (next == kNever) return;
     next = std::max(next, now_);
@@ -391,7 +583,7 @@ class Simulator {
     }
   }
 
-  // ---- network ----
+  // ---- egress: the real shaper, then the network ----
   std::uint32_t alloc_slot() {
     if (!free_.empty()) {
       const std::uint32_t s = free_.back();
@@ -407,74 +599,107 @@ class Simulator {
     free_.push_back(s);
   }
 
+  void mirror_refill(Node& n) {
+    ShaperMirror& m = n.mirror;
+    if (now_ <= m.last_ns) return;
+    const double earned = static_cast<double>(now_ - m.last_ns) *
+                          static_cast<double>(sc_.network.egress_bytes_per_s) / 1e9;
+    m.tokens = std::min(m.tokens + earned, static_cast<double>(sc_.network.egress_burst_bytes));
+    m.last_ns = now_;
+  }
+
+  // The engine's datagram, sealed-sized (header and tag as zeros around the
+  // codec bytes), into the member's shaper.
   void send(std::uint32_t i, const Outgoing& out) {
-    const std::uint32_t slot = alloc_slot();
-    Datagram& d = pool_[slot];
-    d.bytes.clear();
-    cp::encode_append(out.messages, d.bytes);
-    d.from = i;
-    d.cls = static_cast<std::uint8_t>(out.priority);
-    const auto to = index_of(out.to);
-    r_.max_datagram_bytes = std::max<std::uint64_t>(r_.max_datagram_bytes, d.bytes.size());
+    Node& n = nodes_[i];
     ++r_.datagrams_sent;
-    Node& n = nodes_[i];
-    if (sc_.network.egress_bytes_per_s == 0) {
-      depart(i, slot, to);
-      return;
+    wire_.assign(crypto::kHeaderBytes, 0);
+    cp::encode_append(out.messages, wire_);
+    wire_.resize(wire_.size() + crypto::kTagBytes, 0);
+    const std::size_t len = wire_.size();
+    r_.max_datagram_bytes = std::max<std::uint64_t>(r_.max_datagram_bytes, len - kWireOverheadBytes);
+    const auto cls = static_cast<crypto::PriorityClass>(out.priority);
+    const auto c = static_cast<std::size_t>(cls);
+    std::array<std::uint64_t, crypto::kClassCount> dropped{};
+    for (std::size_t k = 0; k < crypto::kClassCount; ++k) dropped[k] = n.shaper->counters()[k].dropped;
+    n.mirror.queues[c].push_back(static_cast<std::uint32_t>(len));  // before: it may go at once
+    const bool ok = n.shaper->submit(to_endpoint(out.to), cls, wire_.data(), len, now_);
+    for (std::size_t k = 0; k < crypto::kClassCount; ++k) {
+      std::uint64_t evicted = n.shaper->counters()[k].dropped - dropped[k];
+      if (!ok && k == c) evicted -= 1;  // the newcomer refused, counted below
+      for (; evicted > 0; --evicted) n.mirror.queues[k].pop_back();
     }
-    // Budget queue: strict priority; when full, the lowest class goes first.
-    const std::uint64_t size = d.bytes.size();
-    while (n.queued_bytes + size > sc_.network.egress_queue_bytes) {
-      std::size_t lowest = 4;
-      for (std::size_t c = 4; c-- > 0;)
-        if (!n.egress[c].empty()) {
-          lowest = c;
-          break;
-        }
-      if (lowest == 4 || lowest <= d.cls) {
-        ++r_.egress_drops[d.cls];
-        free_slot(slot);
-        return;
-      }
-      const std::uint32_t victim = n.egress[lowest].back();
-      n.egress[lowest].pop_back();
-      n.queued_bytes -= pool_[victim].bytes.size();
-      ++r_.egress_drops[lowest];
-      free_slot(victim);
-    }
-    pool_[slot].to = to ? *to : kNoNode;
-    n.egress[d.cls].push_back(slot);
-    n.queued_bytes += size;
-    if (!n.tx_busy) start_tx(i);
+    if (!ok) n.mirror.queues[c].pop_back();
   }
 
-  void start_tx(std::uint32_t i) {
+  // Arms a release for when the head datagram (first class with one waiting)
+  // becomes affordable, as the gateway's control loop would find on its next pass.
+  void arm_release(std::uint32_t i) {
     Node& n = nodes_[i];
-    for (auto& q : n.egress) {
+    if (!n.shaper || n.shaper->queued_bytes() == 0) return;
+    std::uint64_t wait = 1'000'000;  // fallback: 1 ms steps if the mirror knows no head
+    const std::uint64_t rate = sc_.network.egress_bytes_per_s;
+    for (const SizeFifo& q : n.mirror.queues) {
       if (q.empty()) continue;
-      const std::uint32_t slot = q.front();
-      q.pop_front();
-      const std::uint64_t size = pool_[slot].bytes.size();
-      n.queued_bytes -= size;
-      n.tx_busy = true;
-      const std::uint64_t tx_ns = std::max<std::uint64_t>(
-          1, size * 1'000'000'000ULL / sc_.network.egress_bytes_per_s);
-      push(now_ + tx_ns, Kind::kTxDone, i, slot);
+      if (rate == 0) break;
+      mirror_refill(n);
+      const double need = std::min(static_cast<double>(q.front()),
+                                   static_cast<double>(sc_.network.egress_burst_bytes));
+      const double deficit = need - n.mirror.tokens;
+      wait = deficit <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(deficit * 1e9 / static_cast<double>(rate)));
+      wait = std::max<std::uint64_t>(wait + 1, 1000);  // never a busy loop on rounding
+      break;
+    }
+    const std::uint64_t at = now_ + wait;
+    if (n.release_at != kNever && n.release_at >= now_ && n.release_at <= at) return;
+    n.release_at = at;
+    push(at, Kind::kRelease, i);
+  }
+
+  void on_release(std::uint32_t i) {
+    Node& n = nodes_[i];
+    if (n.state != State::kUp || n.release_at != now_) return;
+    n.release_at = kNever;
+    if (n.stalled) return;  // stall_end releases
+    n.shaper->release(now_);
+    arm_release(i);
+  }
+
+ public:
+  // A datagram leaves member i's shaper now: onto the virtual network.
+  void on_wire(std::uint32_t i, const dp::Endpoint& to_ep, crypto::PriorityClass cls,
+               const std::uint8_t* data, std::size_t len) {
+    Node& n = nodes_[i];
+    n.mirror.queues[static_cast<std::size_t>(cls)].pop_front();
+    if (sc_.network.egress_bytes_per_s != 0) {
+      mirror_refill(n);
+      n.mirror.tokens -= static_cast<double>(len);
+    }
+    const std::uint8_t* payload = data + crypto::kHeaderBytes;
+    const std::size_t plen = len - kWireOverheadBytes;
+    n.bytes_out += len;
+    n.payload_out += plen;
+    ++n.packets_out;
+    n.interval_bytes += len;
+    r_.bytes_sent += len;
+    r_.payload_bytes_sent += plen;
+    ++r_.datagrams_on_wire;
+    if (steady(i) && n.marked) charge_types(type_counts_[i], payload, plen);
+    const auto to = index_of(to_ep);
+    if (!to || *to >= nodes_.size()) return;
+    if ((sc_.network.loss > 0 && uniform01() < sc_.network.loss) || partitioned(i, *to)) {
+      ++r_.datagrams_lost;
       return;
     }
+    const std::uint32_t slot = alloc_slot();
+    pool_[slot].bytes.assign(payload, payload + plen);
+    pool_[slot].from = i;
+    const double jitter = -std::log1p(-uniform01()) * static_cast<double>(sc_.network.latency_jitter_ns);
+    const std::uint64_t at = now_ + sc_.network.latency_base_ns + static_cast<std::uint64_t>(jitter);
+    push(at, Kind::kDeliver, *to, slot);
   }
 
-  void on_tx_done(std::uint32_t i, std::uint32_t slot) {
-    Node& n = nodes_[i];
-    n.tx_busy = false;
-    const std::uint32_t to = pool_[slot].to;
-    if (n.state == State::kUp)
-      depart(i, slot, to == kNoNode ? std::nullopt : std::optional<std::uint32_t>(to));
-    else
-      free_slot(slot);
-    if (n.state == State::kUp) start_tx(i);
-  }
-
+ private:
   bool partitioned(std::uint32_t a, std::uint32_t b) const {
     for (const PartitionSpec& p : sc_.partitions) {
       if (now_ < p.start_ns || now_ >= p.end_ns) continue;
@@ -485,28 +710,6 @@ class Simulator {
       if (sa != sb) return true;
     }
     return false;
-  }
-
-  // The datagram leaves node i's NIC now.
-  void depart(std::uint32_t i, std::uint32_t slot, std::optional<std::uint32_t> to) {
-    Node& n = nodes_[i];
-    const std::uint64_t size = pool_[slot].bytes.size();
-    n.bytes_out += size;
-    ++n.packets_out;
-    n.interval_bytes += size;
-    r_.bytes_sent += size;
-    if (!to || *to >= nodes_.size()) {
-      free_slot(slot);
-      return;
-    }
-    if ((sc_.network.loss > 0 && uniform01() < sc_.network.loss) || partitioned(i, *to)) {
-      ++r_.datagrams_lost;
-      free_slot(slot);
-      return;
-    }
-    const double jitter = -std::log1p(-uniform01()) * static_cast<double>(sc_.network.latency_jitter_ns);
-    const std::uint64_t at = now_ + sc_.network.latency_base_ns + static_cast<std::uint64_t>(jitter);
-    push(at, Kind::kDeliver, *to, slot);
   }
 
   // ---- metrics ----
@@ -523,6 +726,11 @@ class Simulator {
     return it != dead_bits_.end() && ((it->second[observer / 64] >> (observer % 64)) & 1) != 0;
   }
 
+  void clear_dead_bit(std::uint32_t subject, std::uint32_t observer) {
+    auto it = dead_bits_.find(subject);
+    if (it != dead_bits_.end()) it->second[observer / 64] &= ~(1ULL << (observer % 64));
+  }
+
   void on_member_event(std::uint32_t observer, const MemberEvent& ev) {
     ++r_.member_events;
     ++interval_events_;
@@ -530,10 +738,14 @@ class Simulator {
     const auto subject = index_of(ev.node);
     if (!subject || *subject >= nodes_.size()) return;
     const Node& s = nodes_[*subject];
+    // About an earlier life of a restarted member (its old incarnation): that
+    // life is gone, whatever the new one does.
+    const bool old_life = ev.incarnation < s.life_incarnation;
+    const bool gone = s.departed || old_life;
     switch (ev.kind) {
       case EventKind::kFailed:
       case EventKind::kLeave:
-        if (s.departed) {
+        if (gone) {
           set_dead_bit(*subject, observer);
           if (s.failure_slot >= 0) {
             auto& at = failures_[static_cast<std::size_t>(s.failure_slot)].detected_at[observer];
@@ -548,9 +760,11 @@ class Simulator {
       case EventKind::kJoin:
         // The dead stay dead: a member gone for good that comes back alive where
         // it was already declared gone is a resurrection.
-        if (s.departed && dead_bit(*subject, observer)) ++r_.resurrections;
+        if (gone && dead_bit(*subject, observer)) ++r_.resurrections;
         // Learning of a member only after it is gone: stale gossip still moving.
         if (s.departed) ++r_.joins_after_departure;
+        // A restarted member's new life seen: its old death no longer applies.
+        if (!gone) clear_dead_bit(*subject, observer);
         break;
       case EventKind::kUpdate:
         break;
@@ -569,34 +783,49 @@ class Simulator {
     s.t_s = static_cast<double>(now_) / kNsPerS;
     s.expected_view = expected_view();
     std::uint64_t bytes = 0;
+    std::uint64_t payload = 0;
     std::uint64_t packets = 0;
+    std::uint64_t suspicions = dead_suspicions_;
+    std::uint64_t refutations = dead_refutations_;
     std::uint64_t views = 0;
     std::uint64_t tables = 0;
     std::uint32_t observers = 0;
     s.view_min = UINT32_MAX;
     s.converged = true;
     const double interval_s = static_cast<double>(sc_.sample_interval_ns) / kNsPerS;
-    const double budget = static_cast<double>(sc_.network.egress_bytes_per_s) * interval_s;
+    // What a token bucket of this rate and depth can let out in one interval:
+    // a full bucket plus the refill, plus the debt one datagram larger than
+    // the bucket may leave. Measured on what reached the wire.
+    const double burst = static_cast<double>(sc_.network.egress_burst_bytes);
+    const double largest = static_cast<double>(r_.max_datagram_bytes + kWireOverheadBytes);
+    const double allowed = static_cast<double>(sc_.network.egress_bytes_per_s) * interval_s + burst +
+                           std::max(0.0, largest - burst);
+    views_.clear();
     for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
       Node& n = nodes_[i];
-      if (n.state == State::kUp) ++s.up;
+      if (n.state == State::kUp) {
+        ++s.up;
+        if (!steady(i)) ++s.phantoms_up;
+        const cp::engine::Counters c = n.engine->counters();
+        suspicions += c.suspicions;
+        refutations += c.refutations;
+      }
       bytes += n.bytes_out - prev_bytes_[i];
+      payload += n.payload_out - prev_payload_[i];
       packets += n.packets_out - prev_packets_[i];
       prev_bytes_[i] = n.bytes_out;
+      prev_payload_[i] = n.payload_out;
       prev_packets_[i] = n.packets_out;
       if (now_ > 0) {
         r_.egress_peak_interval_bytes_per_s = std::max(
             r_.egress_peak_interval_bytes_per_s, static_cast<double>(n.interval_bytes) / interval_s);
-        // One datagram may straddle the interval edge.
-        if (budget > 0 && static_cast<double>(n.interval_bytes) >
-                              budget + 2.0 * static_cast<double>(std::max<std::uint64_t>(
-                                                       sc_.engine.max_packet_bytes,
-                                                       r_.max_datagram_bytes)))
+        if (sc_.network.egress_bytes_per_s > 0 && static_cast<double>(n.interval_bytes) > allowed + 1)
           ++r_.budget_violations;
       }
       if (!n.marked && now_ >= sc_.measure_from_ns && n.state == State::kUp) {
         n.marked = true;
         n.bytes_mark = n.bytes_out;
+        n.payload_mark = n.payload_out;
         n.packets_mark = n.packets_out;
       }
       if (n.state != State::kUp || !steady(i) || n.departed) continue;
@@ -608,8 +837,24 @@ class Simulator {
       ++observers;
       s.view_min = std::min<std::uint32_t>(s.view_min, static_cast<std::uint32_t>(live));
       s.view_max = std::max<std::uint32_t>(s.view_max, static_cast<std::uint32_t>(live));
+      views_.push_back(static_cast<std::uint32_t>(live));
       if (live != s.expected_view) s.converged = false;
     }
+    if (!views_.empty()) {
+      const std::size_t mid = views_.size() / 2;
+      std::nth_element(views_.begin(), views_.begin() + static_cast<long>(mid), views_.end());
+      const double hi = views_[mid];
+      if (views_.size() % 2 == 1) {
+        s.view_median = hi;
+      } else {
+        const double lo = *std::max_element(views_.begin(), views_.begin() + static_cast<long>(mid));
+        s.view_median = (lo + hi) / 2;
+      }
+    }
+    s.suspicions = suspicions - prev_suspicions_;
+    s.refutations = refutations - prev_refutations_;
+    prev_suspicions_ = suspicions;
+    prev_refutations_ = refutations;
     if (sc_.network.members_per_link > 0 && now_ > 0) {
       const double cap = static_cast<double>(sc_.network.link_capacity_bytes_per_s) * interval_s;
       for (std::size_t first = 0; first < n_steady_; first += sc_.network.members_per_link) {
@@ -633,6 +878,7 @@ class Simulator {
     }
     if (s.up > 0 && now_ > 0) {
       s.egress_bytes_per_member_s = static_cast<double>(bytes) / s.up / interval_s;
+      s.egress_payload_bytes_per_member_s = static_cast<double>(payload) / s.up / interval_s;
       s.egress_packets_per_member_s = static_cast<double>(packets) / s.up / interval_s;
     }
     s.member_events = interval_events_;
@@ -643,6 +889,18 @@ class Simulator {
     for (const PartitionSpec& p : sc_.partitions) heal = std::max(heal, p.end_ns);
     if (heal > 0 && now_ >= heal && s.converged && r_.converged_after_heal_s < 0)
       r_.converged_after_heal_s = static_cast<double>(now_ - heal) / kNsPerS;
+    const std::uint64_t last_start = n_steady_ > 1 ? sc_.join_over_ns * (n_steady_ - 1) / n_steady_ : 0;
+    if (now_ >= last_start && s.converged && r_.converged_after_last_join_s < 0)
+      r_.converged_after_last_join_s = static_cast<double>(now_ - last_start) / kNsPerS;
+    if (observers > 0) {
+      const std::int64_t excess = std::int64_t{s.view_max} - std::int64_t{s.expected_view};
+      if (excess > r_.view_excess_max) {
+        r_.view_excess_max = excess;
+        r_.view_excess_max_fraction =
+            s.expected_view > 0 ? static_cast<double>(excess) / s.expected_view : 0;
+      }
+    }
+    check_restarts();
     // mallinfo2 walks the arenas: not every sample.
     const double heap = ++samples_ % kHeapEvery == 1 ? heap_in_use() : 0;
     if (heap > r_.perf.heap_peak_bytes) {
@@ -655,19 +913,99 @@ class Simulator {
     if (hook_) hook_(s);
   }
 
+  // Each restarted batch: the first sample at which every steady view holds
+  // every restarted member live in its new life (incarnation at least the new
+  // initial one), so a view still holding the old life does not count.
+  void check_restarts() {
+    for (Batch& b : batches_) {
+      if (b.restarted_at == kNever || b.all_alive_after_s >= 0) continue;
+      bool all = true;
+      for (std::uint32_t m : b.members) {
+        const Node& subject = nodes_[m];
+        if (subject.state != State::kUp || subject.departed) continue;  // down again
+        const std::string name = node_name(m);
+        for (std::uint32_t o = 0; o < n_steady_ && all; ++o) {
+          const Node& obs = nodes_[o];
+          if (o == m || obs.state != State::kUp || obs.departed) continue;
+          const cp::engine::Member* x = obs.engine->member(name);
+          all = x != nullptr && !x->is_tombstone() && x->incarnation >= subject.life_incarnation;
+        }
+        if (!all) break;
+      }
+      if (all) b.all_alive_after_s = static_cast<double>(now_ - b.restarted_at) / kNsPerS;
+    }
+  }
+
+  void finish_storm() {
+    if (sc_.phantoms.count == 0 || r_.series.empty()) return;
+    // Recovery needs every phantom dead: one still running at the end leaves it open.
+    for (std::uint32_t i = n_steady_; i < nodes_.size(); ++i)
+      if (nodes_[i].state != State::kDown) return;
+    r_.last_phantom_death_s = static_cast<double>(last_phantom_death_) / kNsPerS;
+    // The first sample at or after the last death from which all are converged.
+    std::size_t k = r_.series.size();
+    while (k > 0 && r_.series[k - 1].converged && r_.series[k - 1].t_s >= r_.last_phantom_death_s) --k;
+    if (k == r_.series.size()) return;
+    r_.recovered_after_last_phantom_s = r_.series[k].t_s - r_.last_phantom_death_s;
+  }
+
+  void finish_restarts() {
+    bool all = !batches_.empty();
+    double worst = 0;
+    for (const Batch& b : batches_) {
+      RestartBatch rb;
+      rb.at_s = b.restarted_at == kNever ? -1 : static_cast<double>(b.restarted_at) / kNsPerS;
+      rb.members = static_cast<std::uint32_t>(b.members.size());
+      rb.all_alive_after_s = b.all_alive_after_s;
+      r_.restarts.push_back(rb);
+      if (b.all_alive_after_s < 0) all = false;
+      worst = std::max(worst, b.all_alive_after_s);
+    }
+    r_.restarts_all_alive_after_s = all ? worst : -1;
+  }
+
+  void finish_markers() {
+    if (sc_.phantoms.count > 0) {
+      const double start = static_cast<double>(sc_.phantoms.start_ns) / kNsPerS;
+      const double end = last_phantom_death_ > 0 ? static_cast<double>(last_phantom_death_) / kNsPerS
+                                                 : r_.duration_s;
+      r_.markers.push_back(Marker{"phantoms", start, std::max(start, end)});
+    }
+    for (const PartitionSpec& p : sc_.partitions)
+      r_.markers.push_back(Marker{"partition", static_cast<double>(p.start_ns) / kNsPerS,
+                                  static_cast<double>(std::min(p.end_ns, sc_.duration_ns)) / kNsPerS});
+  }
+
   void finish() {
     // Egress per steady member that was up for the whole measured window.
     std::vector<double> bps;
+    std::vector<double> payload_bps;
     std::vector<double> pps;
+    std::array<TypeCount, kTypes> types{};
     const double window_s = static_cast<double>(sc_.duration_ns - sc_.measure_from_ns) / kNsPerS;
     for (std::uint32_t i = 0; i < n_steady_; ++i) {
       const Node& n = nodes_[i];
-      if (!n.marked || n.state != State::kUp || n.departed) continue;
+      if (!n.marked || n.interrupted || n.state != State::kUp || n.departed) continue;
       bps.push_back(static_cast<double>(n.bytes_out - n.bytes_mark) / window_s);
+      payload_bps.push_back(static_cast<double>(n.payload_out - n.payload_mark) / window_s);
       pps.push_back(static_cast<double>(n.packets_out - n.packets_mark) / window_s);
+      for (std::size_t t = 0; t < kTypes; ++t) {
+        types[t].packets += type_counts_[i][t].packets;
+        types[t].bytes += type_counts_[i][t].bytes;
+        types[t].payload += type_counts_[i][t].payload;
+      }
     }
     r_.egress_bytes_per_s = summarize(bps);
+    r_.egress_payload_bytes_per_s = summarize(payload_bps);
     r_.egress_packets_per_s = summarize(pps);
+    if (!bps.empty()) {
+      const double per = static_cast<double>(bps.size()) * window_s;
+      for (std::size_t t = 0; t < kTypes; ++t)
+        r_.egress_by_type[t] = TypeRate{static_cast<double>(types[t].packets) / per,
+                                        static_cast<double>(types[t].bytes) / per,
+                                        static_cast<double>(types[t].payload) / per};
+    }
+    r_.egress_budget_bytes_per_s = static_cast<double>(sc_.network.egress_bytes_per_s);
 
     // Detection: over the steady members still up (the observers).
     std::vector<std::uint32_t> observers;
@@ -689,6 +1027,7 @@ class Simulator {
         ++d.observers;
         if (f.detected_at[o] != kNever) lat.push_back(static_cast<double>(f.detected_at[o] - f.at) / kNsPerS);
       }
+      r_.detection_times_s.insert(r_.detection_times_s.end(), lat.begin(), lat.end());
       d.detected = static_cast<std::uint32_t>(lat.size());
       std::sort(lat.begin(), lat.end());
       if (!lat.empty()) {
@@ -757,6 +1096,18 @@ class Simulator {
     // Crashed engines are gone with their counters; collected at crash time.
     for (std::size_t k = 0; k < 4; ++k) r_.broadcast_drops[k] += dead_broadcast_drops_[k];
     r_.outbox_drops += dead_outbox_drops_;
+    r_.egress_drops = dead_shaper_drops_;
+    r_.egress_deferred = dead_shaper_deferred_;
+    for (const Node& n : nodes_) {
+      if (!n.shaper) continue;
+      for (std::size_t k = 0; k < crypto::kClassCount; ++k) {
+        r_.egress_drops[k] += n.shaper->counters()[k].dropped;
+        r_.egress_deferred[k] += n.shaper->counters()[k].deferred;
+      }
+    }
+    finish_storm();
+    finish_restarts();
+    finish_markers();
     r_.urgent_drops = r_.broadcast_drops[0];
     if (link_fraction_n_ > 0) r_.link_fraction_mean = link_fraction_sum_ / static_cast<double>(link_fraction_n_);
   }
@@ -775,6 +1126,17 @@ class Simulator {
   std::unordered_map<std::uint32_t, std::vector<std::uint64_t>> dead_bits_;
   std::vector<std::uint64_t> prev_bytes_ = std::vector<std::uint64_t>(nodes_.size(), 0);
   std::vector<std::uint64_t> prev_packets_ = std::vector<std::uint64_t>(nodes_.size(), 0);
+  std::vector<std::uint64_t> prev_payload_ = std::vector<std::uint64_t>(nodes_.size(), 0);
+  std::vector<std::array<TypeCount, kTypes>> type_counts_ =
+      std::vector<std::array<TypeCount, kTypes>>(n_steady_);
+  std::vector<std::uint32_t> views_;
+  std::vector<std::uint8_t> wire_;
+  std::vector<Batch> batches_;
+  std::uint64_t last_phantom_death_ = 0;
+  std::uint64_t prev_suspicions_ = 0;
+  std::uint64_t prev_refutations_ = 0;
+  std::array<std::uint64_t, 4> dead_shaper_drops_ = {};
+  std::array<std::uint64_t, 4> dead_shaper_deferred_ = {};
   std::uint64_t interval_events_ = 0;
   std::uint64_t samples_ = 0;
   static constexpr std::uint64_t kHeapEvery = 10;
@@ -786,6 +1148,12 @@ class Simulator {
   std::uint64_t dead_refutations_ = 0;
   Results r_;
 };
+
+bool NodeSink::send(const dp::Endpoint& to, crypto::PriorityClass cls, const std::uint8_t* datagram,
+                    std::size_t len) noexcept {
+  sim_.on_wire(node_, to, cls, datagram, len);
+  return true;
+}
 
 }  // namespace
 
@@ -811,6 +1179,34 @@ std::vector<std::string> check_expectations(const Scenario& s, const Results& r)
     bad.push_back("budget_respected: " + std::to_string(r.budget_violations) + " node-intervals over budget");
   if (e.all_failures_detected && r.undetected != 0)
     bad.push_back("all_failures_detected: " + std::to_string(r.undetected) + " failures not seen by every member");
+  const auto within = [&](double limit, double got, const std::string& what) {
+    if (limit < 0) return;
+    if (got < 0)
+      bad.push_back(what + ": never (limit " + std::to_string(limit) + ")");
+    else if (got > limit)
+      bad.push_back(what + ": " + std::to_string(got) + " > " + std::to_string(limit));
+  };
+  within(e.join_converged_within_s, r.converged_after_last_join_s,
+         "join_converged_within_s: convergence.after_last_join_s");
+  within(e.recovered_within_s, r.recovered_after_last_phantom_s,
+         "recovered_within_s: storm.recovered_after_last_phantom_s");
+  within(e.restarts_alive_within_s, r.restarts_all_alive_after_s,
+         "restarts_alive_within_s: restarts.all_alive_after_s");
+  if (e.view_excess_max_fraction >= 0 && r.view_excess_max_fraction > e.view_excess_max_fraction)
+    bad.push_back("view_excess_max_fraction: " + std::to_string(r.view_excess_max_fraction) + " > " +
+                  std::to_string(e.view_excess_max_fraction) + " (view " +
+                  std::to_string(r.view_excess_max) + " over the expected)");
+  if (e.detection_all_within_s >= 0) {
+    for (const Detection& d : r.detections) {
+      if (d.all_s >= 0 && d.all_s <= e.detection_all_within_s) continue;
+      bad.push_back("detection_all_within_s: " + d.node + " failed at " + std::to_string(d.failed_at_s) +
+                    " s seen by all " + (d.all_s < 0 ? std::string("never") : "after " + std::to_string(d.all_s) + " s") +
+                    " (" + std::to_string(d.detected) + " of " + std::to_string(d.observers) + " observers)");
+    }
+  }
+  if (e.egress_bytes_per_member_max >= 0 && r.egress_bytes_per_s.mean > e.egress_bytes_per_member_max)
+    bad.push_back("egress_bytes_per_member_max: mean " + std::to_string(r.egress_bytes_per_s.mean) +
+                  " wire B/s per member > " + std::to_string(e.egress_bytes_per_member_max));
   if (e.max_false_positives >= 0 &&
       r.false_positives > static_cast<std::uint64_t>(e.max_false_positives))
     bad.push_back("max_false_positives: " + std::to_string(r.false_positives) + " > " +

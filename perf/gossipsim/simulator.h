@@ -5,8 +5,9 @@
 // (latency, loss, seeds, phantom lifetimes, stall phases) comes from one seeded
 // RNG consumed in event order, so a scenario and a seed give identical results.
 // Every datagram is encoded with the real codec at the sender and decoded at the
-// receiver, so byte counts are the bytes the gateway would send (before the
-// gateway header and AEAD tag, which add a constant per packet).
+// receiver; what a member sends passes its own copy of the gateway's egress
+// shaper (control/host/egress_shaper.h), charged wire bytes: codec bytes plus
+// the gateway header and AEAD tag (kWireOverheadBytes).
 #pragma once
 
 #include <array>
@@ -18,7 +19,13 @@
 
 #include "perf/gossipsim/scenario.h"
 
+#include "control/engine/messages.h"
+
 namespace gw::sim {
+
+// Bytes a sealed datagram adds to its codec bytes: the gateway header and the
+// AEAD tag (crypto/wire_header.h).
+inline constexpr std::uint64_t kWireOverheadBytes = 48 + 16;
 
 struct Summary {
   double mean = 0;
@@ -54,15 +61,43 @@ struct Sample {
   double t_s = 0;
   std::uint32_t up = 0;            // members running (steady and phantom)
   std::uint32_t expected_view = 0; // members up that have not left or failed
+  std::uint32_t phantoms_up = 0;   // phantoms running ("truly alive" beside the steady ones)
   double view_mean = 0;            // live members as seen by steady members up
   std::uint32_t view_min = 0;
+  double view_median = 0;
   std::uint32_t view_max = 0;
   double table_mean = 0;           // member table entries incl. tombstones
-  double egress_bytes_per_member_s = 0;
+  double egress_bytes_per_member_s = 0;          // wire bytes (header and tag included)
+  double egress_payload_bytes_per_member_s = 0;  // codec bytes only
   double egress_packets_per_member_s = 0;
   double link_fraction_max = 0;    // busiest shared link: gossip bytes / capacity
   std::uint64_t member_events = 0; // engine events (join/leave/failed/update) in the interval
+  std::uint64_t suspicions = 0;    // engine counter deltas summed over all members, in the interval
+  std::uint64_t refutations = 0;
   bool converged = false;          // every steady view is exactly expected_view
+};
+
+// Traffic of one message type per steady member over the measured window. A
+// datagram counts one packet for its first message; each message is charged its
+// own encoded bytes inside the Compound, and the header and tag go with the first.
+struct TypeRate {
+  double packets_per_s = 0;
+  double bytes_per_s = 0;          // wire
+  double payload_bytes_per_s = 0;  // codec only
+};
+
+// One batch of crashed members started again (failures[].restart_after_s).
+struct RestartBatch {
+  double at_s = 0;
+  std::uint32_t members = 0;
+  double all_alive_after_s = -1;  // until every steady view holds each one live in its new life
+};
+
+// Something the plots mark: a crash, a restart, the phantom storm, a partition.
+struct Marker {
+  std::string label;
+  double start_s = 0;
+  double end_s = 0;  // == start_s: a moment (vertical line); otherwise a band
 };
 
 struct Results {
@@ -74,8 +109,10 @@ struct Results {
 
   // Per member, over [measure_from, end]: each member's mean rate, then the
   // mean/p99/max of those across steady members up for the whole window.
-  Summary egress_bytes_per_s;
+  Summary egress_bytes_per_s;          // wire bytes
+  Summary egress_payload_bytes_per_s;  // codec bytes only
   Summary egress_packets_per_s;
+  std::array<TypeRate, cp::engine::kMessageTypes> egress_by_type = {};  // mean per steady member
   double egress_peak_interval_bytes_per_s = 0;  // highest one member sent in one sample interval
 
   std::vector<Detection> detections;
@@ -83,6 +120,7 @@ struct Results {
   Summary detection_p99_s;
   Summary detection_all_s;
   std::uint32_t undetected = 0;  // failures some observer never marked
+  std::vector<double> detection_times_s;  // every observer's detection time, all failures
 
   std::uint64_t false_positives = 0;          // failed declarations about members up
   std::uint64_t false_positives_healthy = 0;  // ... about members that never stall
@@ -97,7 +135,8 @@ struct Results {
 
   std::array<std::uint64_t, 4> broadcast_drops = {};  // engine counters by class (0 = urgent)
   std::uint64_t urgent_drops = 0;
-  std::array<std::uint64_t, 4> egress_drops = {};     // budget queue drops by class
+  std::array<std::uint64_t, 4> egress_drops = {};     // shaper drops by class
+  std::array<std::uint64_t, 4> egress_deferred = {};  // shaper: datagrams that had to wait
   std::uint64_t outbox_drops = 0;
   std::uint64_t budget_violations = 0;  // node-intervals above the egress budget
 
@@ -107,6 +146,24 @@ struct Results {
   std::uint32_t final_expected_view = 0;
   double first_converged_s = -1;
   double converged_after_heal_s = -1;  // after the last partition ends
+  // First sample at or after the last steady member's start with every steady
+  // view exact, minus that start; -1 if never.
+  double converged_after_last_join_s = -1;
+
+  // Phantom storm: how far views overshot what is truly alive, and recovery.
+  std::int64_t view_excess_max = 0;       // max over samples of view_max - expected_view
+  double view_excess_max_fraction = 0;    // ... / expected_view at that sample
+  double last_phantom_death_s = -1;
+  // From the last phantom's death until the first sample from which every later
+  // sample is converged; -1 if never (or no phantoms).
+  double recovered_after_last_phantom_s = -1;
+
+  std::vector<RestartBatch> restarts;
+  double restarts_all_alive_after_s = -1;  // max over batches; -1 if some batch never
+
+  // Join SyncRequests received: by all members, and by members 0..seeds-1.
+  std::uint64_t join_requests = 0;
+  std::uint64_t join_requests_at_seeds = 0;
 
   double link_fraction_mean = 0;
   double link_fraction_max = 0;
@@ -117,13 +174,17 @@ struct Results {
   std::uint64_t datagrams_sent = 0;
   std::uint64_t datagrams_delivered = 0;
   std::uint64_t datagrams_lost = 0;  // random loss or partition
-  std::uint64_t bytes_sent = 0;
-  std::uint64_t max_datagram_bytes = 0;
+  std::uint64_t datagrams_on_wire = 0;  // left a shaper
+  std::uint64_t bytes_sent = 0;          // wire bytes on the wire
+  std::uint64_t payload_bytes_sent = 0;  // codec bytes of those
+  std::uint64_t max_datagram_bytes = 0;  // codec bytes
   std::uint64_t decode_failures = 0;
   std::uint64_t sim_events = 0;
   std::uint64_t member_events = 0;
 
   std::vector<Sample> series;
+  std::vector<Marker> markers;
+  double egress_budget_bytes_per_s = 0;  // 0: none
 
   // Not deterministic (wall clock, allocator): kept apart from the rest.
   struct Perf {
