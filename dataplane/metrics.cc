@@ -103,7 +103,7 @@ const std::map<std::string, const char*>& engine_help() {
       {"outbox_drop_full", "Outgoing datagrams dropped because the engine's outbox was full (datagrams)"},
       {"events_drop_full", "Member events dropped because nobody drained them in time (events)"},
       {"broadcast_superseded", "Queued broadcasts replaced by newer news about the same member (broadcasts)"},
-      {"admission_drop_rate", "New members refused by the admission rate limit (members)"},
+      {"admission_drop_rate", "New members refused by the admission rate limit with the waiting list full (members)"},
       {"admission_drop_policy", "New members refused by the name-prefix or required-tag policy (members)"},
       {"admission_drop_table_full", "New members refused because the member table was full (members)"},
       {"alive_drop_tombstone", "Stale Alive messages about dead or left members ignored (messages)"},
@@ -145,6 +145,12 @@ const std::map<std::string, const char*>& engine_help() {
       {"sync_drop_oversize", "Received syncs over the size or part limit refused (syncs)"},
       {"sync_bytes_out", "Estimated encoded bytes of sync parts sent (bytes)"},
       {"user_data_in", "User data messages received (messages)"},
+      {"admission_deferred", "New members over the admission rate, waiting for a token (members)"},
+      {"alive_drop_graveyard", "Stale Alive messages about members whose tombstone expired, refused by the graveyard (messages)"},
+      {"graveyard_evictions", "Oldest graveyard traces forgotten at the graveyard bound (traces)"},
+      {"join_answered", "Join syncs we answered, also in sync_answered (syncs)"},
+      {"join_drop_rate", "Join syncs refused by the join answer rate limit; the joiner retries (syncs)"},
+      {"join_retries", "Our join rounds that got no answer and were sent again (rounds)"},
   };
   return kHelp;
 }

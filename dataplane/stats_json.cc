@@ -132,6 +132,8 @@ Json membership(const cp::EngineHost& host, bool include_members) {
   GW_ENGINE_COUNTER(ack_drop_unsolicited); GW_ENGINE_COUNTER(nack_drop_unsolicited);
   GW_ENGINE_COUNTER(update_drop_far_future); GW_ENGINE_COUNTER(sync_drop_oversize);
   GW_ENGINE_COUNTER(conflict_self_name); GW_ENGINE_COUNTER(conflict_address);
+  GW_ENGINE_COUNTER(admission_deferred); GW_ENGINE_COUNTER(alive_drop_graveyard); GW_ENGINE_COUNTER(graveyard_evictions);
+  GW_ENGINE_COUNTER(join_answered); GW_ENGINE_COUNTER(join_drop_rate); GW_ENGINE_COUNTER(join_retries);
 #undef GW_ENGINE_COUNTER
   j["engine_counters"] = std::move(ec);
   const auto& hc = host.counters();

@@ -63,3 +63,14 @@ std::uint64_t TokenBucket::tokens(std::uint64_t now_ns) {
 }
 
 }  // namespace gw::cp::engine
+
+namespace gw::cp::engine {
+
+std::uint64_t TokenBucket::next_token_ns() const {
+  if (scaled_tokens_ >= kScale) return last_ns_;
+  if (rate_ == 0) return UINT64_MAX;
+  // scaled tokens grow by `rate_` per ns.
+  return last_ns_ + (kScale - scaled_tokens_ + rate_ - 1) / rate_;
+}
+
+}  // namespace gw::cp::engine

@@ -19,6 +19,8 @@ class TokenBucket {
   bool take(std::uint64_t now_ns);
   // Whole tokens available now.
   std::uint64_t tokens(std::uint64_t now_ns);
+  // When the next whole token is there (as of the last refill; UINT64_MAX at rate 0).
+  std::uint64_t next_token_ns() const;
 
  private:
   void refill(std::uint64_t now_ns);
@@ -44,6 +46,7 @@ class Admission {
 
   // Whole tokens available now (for tests and stats).
   std::uint64_t tokens(std::uint64_t now_ns) { return bucket_.tokens(now_ns); }
+  std::uint64_t next_token_ns() const { return bucket_.next_token_ns(); }
 
  private:
   TokenBucket bucket_;

@@ -82,12 +82,18 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
   PriorityClass highest = PriorityClass::kBulk;
   std::vector<Key> taken;
   std::size_t left = budget_bytes;
+  int misses = 0;
   for (const OrderKey& ok : order_) {
-    // Smallest possible message: stop scanning once nothing more can fit.
-    if (left < 4) break;
+    // Smallest possible message, or several in a row too large: the datagram is
+    // as full as it is worth (scanning on would make take() O(Q) per datagram).
+    if (left < 4 || misses >= kMaxMisses) break;
     const Key& key = std::get<3>(ok);
     const Entry& e = entries_.at(key);
-    if (e.size > left) continue;
+    if (e.size > left) {
+      ++misses;
+      continue;
+    }
+    misses = 0;
     left -= e.size;
     out.push_back(e.msg);
     if (e.cls < highest) highest = e.cls;

@@ -6,7 +6,11 @@
 // - Served urgent class first, then by fewest transmissions, newest first.
 // - Bounded: when full, the victim is the lowest-class, most-transmitted, oldest
 //   entry; an urgent entry is never dropped while a non-urgent one is queued.
-//   Every drop is counted by the class of what was dropped.
+//   Every drop is counted by the class of what was dropped. The bound follows
+//   the cluster: the engine raises it with the member count (set_capacity), so
+//   a join of N members, which queues an Alive for each, never overflows it.
+// - take() is O(k log Q) for k messages taken: it stops after a few entries that
+//   do not fit, instead of scanning the whole queue for small ones.
 #pragma once
 
 #include <array>
@@ -35,6 +39,10 @@ class BroadcastQueue {
   using Key = std::pair<Kind, std::string>;
 
   explicit BroadcastQueue(std::uint32_t max_entries) : max_entries_(max_entries) {}
+
+  // Raises or lowers the bound for later pushes (entries already queued stay).
+  void set_capacity(std::size_t max_entries) { max_entries_ = max_entries; }
+  std::size_t capacity() const { return max_entries_; }
 
   PushResult push(Key key, Message msg, PriorityClass cls);
 
@@ -69,7 +77,9 @@ class BroadcastQueue {
   }
   void erase(std::map<Key, Entry>::iterator it);
 
-  std::uint32_t max_entries_;
+  std::size_t max_entries_;
+  // take() gives up after this many entries in a row that do not fit.
+  static constexpr int kMaxMisses = 8;
   std::uint64_t next_id_ = 1;
   std::map<Key, Entry> entries_;
   std::set<OrderKey> order_;

@@ -30,13 +30,20 @@ struct EngineConfig {
   std::uint32_t suspicion_mult = 4;         // min suspicion = mult*log10(N)*interval; LAN 4
   std::uint32_t suspicion_max_timeout_mult = 6;  // max suspicion = this*min; LAN 6
   std::uint32_t max_pending_relays = 1024;  // indirect probes we run for others; 1024
+  // Lifeguard counts a helper's missing nack against our own health only if the
+  // helper has been live in our view this long (or half as long as we have
+  // been running, if that is shorter): in a storm of short-lived members, a
+  // dead newcomer's silence says nothing about us. 30 s
+  std::uint64_t helper_established_ns = 30 * kSecond;
 
   // --- dissemination ---
   std::uint64_t gossip_interval_ns = 200 * kMillisecond;  // LAN 200 ms
   std::uint32_t gossip_nodes = 3;           // random peers per gossip round; LAN 3
   std::uint64_t gossip_to_the_dead_ns = 30 * kSecond;  // keep gossiping to the newly dead; 30 s
   std::uint32_t retransmit_mult = 4;        // transmits = mult*ceil(log10(N+1)); LAN 4
-  std::uint32_t max_broadcasts = 1024;      // broadcast queue entries (bound); 1024
+  std::uint32_t max_broadcasts = 1024;      // broadcast queue entries, at least (the bound
+                                            // also grows with the member table: one entry
+                                            // per member fits); 1024
   std::uint32_t max_packet_bytes = 1400;    // encoded Compound bytes per datagram; 1400
 
   // --- anti-entropy ---
@@ -46,13 +53,22 @@ struct EngineConfig {
   std::uint32_t sync_answer_rate = 10;      // sync requests answered per second; 10
   std::uint32_t sync_answer_burst = 20;     // answer token bucket depth; 20
   std::uint64_t sync_timeout_ns = 10 * kSecond;  // an incomplete sync frees its slot after
-                                                 // this; also the join retry period; 10 s
+                                                 // this; 10 s
+  std::uint32_t join_answer_rate = 50;      // join syncs answered per second, apart from the
+                                            // periodic ones (a joiner needs the whole view
+                                            // at once; the egress shaper paces the bytes); 50
+  std::uint32_t join_answer_burst = 100;    // join answer token bucket depth; 100
+  std::uint64_t join_retry_min_ns = 2 * kSecond;   // first retry of an unanswered join; 2 s
+  std::uint64_t join_retry_max_ns = 60 * kSecond;  // retries back off to this, for ever; 60 s
   std::uint32_t max_sync_bytes = 256 * 1024;  // encoded bytes one side sends per sync, and
                                               // the most we merge from one received sync
                                               // (all its parts); keep it cluster-wide; 256 KiB
 
   // --- tombstones and bounds ---
   std::uint64_t tombstone_ttl_ns = 300 * kSecond;  // Dead/Left kept this long; 5 min
+                                                   // (then a 16-byte trace, the graveyard,
+                                                   // keeps refusing their stale gossip)
+  std::uint32_t max_graveyard = 0;          // graveyard traces; 0 = max_members
   std::uint32_t max_members = 65536;        // member table entries incl. tombstones; 65536
   // Largest believable rise of a member's incarnation in one message; default 2^40.
   // Hosts may start at Unix seconds (about 2^31 today), so a restart after years
@@ -66,7 +82,11 @@ struct EngineConfig {
 
   // --- admission of new members ---
   std::uint32_t admit_rate = 100;           // never-seen members admitted per second; 100
-  std::uint32_t admit_burst = 200;          // token bucket depth; 200
+  std::uint32_t admit_burst = 200;          // token bucket depth; 200 (members over the
+                                            // rate wait, up to max_pending_admissions, and
+                                            // are admitted as tokens come; names in the
+                                            // answer to our own join are not rate-limited)
+  std::uint32_t max_pending_admissions = 4096;  // waiting for an admission token; 4096
   std::vector<std::string> allowed_name_prefixes;  // empty = any name; default empty
   std::vector<Tag> required_tags;           // all must be present; empty = none; default empty
 
@@ -88,6 +108,8 @@ inline std::string EngineConfig::validate() const {
   if (gossip_interval_ns == 0) return "gossip_interval_ns: must be > 0";
   if (push_pull_interval_ns == 0) return "push_pull_interval_ns: must be > 0";
   if (sync_timeout_ns == 0) return "sync_timeout_ns: must be > 0";
+  if (join_retry_min_ns == 0 || join_retry_max_ns < join_retry_min_ns)
+    return "join_retry_min_ns: must be > 0 and at most join_retry_max_ns";
   if (suspicion_mult == 0) return "suspicion_mult: must be > 0";
   if (suspicion_max_timeout_mult == 0) return "suspicion_max_timeout_mult: must be > 0";
   if (retransmit_mult == 0) return "retransmit_mult: must be > 0";

@@ -21,8 +21,9 @@ std::size_t tag_bytes(const std::vector<Tag>& tags) {
 // and one near UINT64_MAX would leave no believable incarnation at all.
 EngineConfig sanitized(EngineConfig c) {
   for (std::uint64_t* d : {&c.probe_interval_ns, &c.probe_timeout_ns, &c.gossip_interval_ns,
-                           &c.push_pull_interval_ns, &c.sync_timeout_ns})
+                           &c.push_pull_interval_ns, &c.sync_timeout_ns, &c.join_retry_min_ns})
     if (*d == 0) *d = kMillisecond;
+  c.join_retry_max_ns = std::max(c.join_retry_max_ns, c.join_retry_min_ns);
   if (c.max_incarnation_jump == 0) c.max_incarnation_jump = EngineConfig{}.max_incarnation_jump;
   c.max_incarnation_jump = std::min<std::uint64_t>(c.max_incarnation_jump, 1ULL << 63);
   c.initial_incarnation = std::min(c.initial_incarnation, UINT64_MAX - c.max_incarnation_jump);
@@ -34,11 +35,12 @@ EngineConfig sanitized(EngineConfig c) {
 Engine::Engine(EngineConfig config, std::uint64_t seed, std::uint64_t now_ns)
     : config_(sanitized(std::move(config))),
       rng_(seed),
-      table_(std::max<std::uint32_t>(config_.max_members, 1)),
+      table_(std::max<std::uint32_t>(config_.max_members, 1), config_.max_graveyard),
       probes_(config_.max_pending_relays, config_.max_members),
       broadcasts_(config_.max_broadcasts),
       syncs_(config_.max_concurrent_syncs, config_.sync_timeout_ns, config_.sync_answer_rate,
-             config_.sync_answer_burst, config_.max_sync_bytes, config_.max_packet_bytes, now_ns),
+             config_.sync_answer_burst, config_.max_sync_bytes, config_.max_packet_bytes, now_ns,
+             config_.join_answer_rate, config_.join_answer_burst),
       admission_(config_.admit_rate, config_.admit_burst, config_.allowed_name_prefixes,
                  config_.required_tags, now_ns),
       awareness_(config_.awareness_max_multiplier) {
@@ -91,6 +93,7 @@ Counters Engine::counters() const {
   Counters c = counters_;
   c.broadcast_drop = broadcasts_.drops();
   c.broadcast_superseded = broadcasts_.superseded();
+  c.graveyard_evictions = table_.graveyard_evictions();
   return c;
 }
 
@@ -138,6 +141,35 @@ std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& 
   return out;
 }
 
+bool Engine::helper_counts(const Member& h, std::uint64_t now_ns) const {
+  const std::uint64_t ours = now_ns - std::min(now_ns, self().live_since_ns);
+  const std::uint64_t need = std::min(config_.helper_established_ns, ours / 2);
+  return h.status == MemberStatus::kAlive && now_ns - std::min(now_ns, h.live_since_ns) >= need;
+}
+
+std::vector<std::string> Engine::probe_helpers(std::size_t k, const std::string& target) {
+  // A random sample several times larger than k, then the longest-known of
+  // it: in steady state that is a random choice among equals; in a storm of
+  // short-lived members it keeps the helpers among the members that are
+  // still there.
+  std::vector<std::string> sample = random_peers(4 * k, target);
+  std::stable_sort(sample.begin(), sample.end(), [&](const std::string& a, const std::string& b) {
+    return table_.find(a)->live_since_ns < table_.find(b)->live_since_ns;
+  });
+  if (sample.size() > k) sample.resize(k);
+  return sample;
+}
+
+void Engine::admit_pending(std::uint64_t now_ns) {
+  // As many as there are tokens; each goes through apply_alive again (it may
+  // be known by now, or refused by the graveyard).
+  while (!pending_admissions_.empty() && admission_.tokens(now_ns) > 0) {
+    const Alive a = std::move(pending_admissions_.front());
+    pending_admissions_.pop_front();
+    apply_alive(a, now_ns);
+  }
+}
+
 void Engine::emit(EventKind kind, const Member& m) {
   // Bounded: an undrained stream loses its oldest events, counted.
   if (events_.size() >= config_.max_events) {
@@ -148,6 +180,9 @@ void Engine::emit(EventKind kind, const Member& m) {
 }
 
 void Engine::queue_broadcast(const std::string& node, Message msg, PriorityClass cls) {
+  // One entry per member fits (plus user data): news is superseded per member,
+  // never dropped because the cluster grew past a fixed bound.
+  broadcasts_.set_capacity(std::max<std::size_t>(config_.max_broadcasts, table_.size() + 64));
   broadcasts_.push({BroadcastQueue::Kind::kMember, node}, std::move(msg), cls);
 }
 
@@ -300,8 +335,11 @@ void Engine::on_nack(const Nack& m) {
     ++counters_.nack_drop_unsolicited;
     return;
   }
+  // Only the helpers that count for our health count their nacks.
+  if (std::find(probe->counted_helpers.begin(), probe->counted_helpers.end(), m.source) !=
+      probe->counted_helpers.end())
+    ++probe->nacks;
   probe->awaiting_nack.erase(helper);
-  ++probe->nacks;
   ++counters_.probe_nack_received;
 }
 
@@ -333,7 +371,7 @@ void Engine::refute(std::uint64_t heard_incarnation) {
   queue_broadcast(config_.name, self_alive(), PriorityClass::kUrgent);
 }
 
-void Engine::apply_alive(const Alive& a, std::uint64_t now_ns) {
+void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
   // Nameless, or a name no sane member has: not a member (and not worth storing).
   if (a.node.empty() || a.node.size() > kMaxNameBytes) {
     ++counters_.alive_drop_bad_name;
@@ -378,17 +416,35 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns) {
     return;
   }
   if (m == nullptr) {
+    // Its tombstone expired, and this is no newer life: stale gossip still
+    // moving (a restart comes with a higher incarnation).
+    if (const auto dead_at = table_.buried(a.node); dead_at && a.incarnation <= *dead_at) {
+      ++counters_.alive_drop_graveyard;
+      return;
+    }
     // A never-seen member: admission control first (bounded table, policy, rate).
     if (table_.full()) {
       ++counters_.admission_drop_table_full;
       return;
     }
-    switch (admission_.admit(a.node, a.tags, now_ns)) {
+    const AdmitVerdict verdict = from_join
+                                     ? (admission_.policy_allows(a.node, a.tags)
+                                            ? AdmitVerdict::kAdmit
+                                            : AdmitVerdict::kPolicy)
+                                     : admission_.admit(a.node, a.tags, now_ns);
+    switch (verdict) {
       case AdmitVerdict::kPolicy:
         ++counters_.admission_drop_policy;
         return;
       case AdmitVerdict::kRateLimited:
-        ++counters_.admission_drop_rate;
+        // Over the rate: it waits for a token rather than being lost until the
+        // next sync brings it again (everyone else has stopped gossiping it).
+        if (pending_admissions_.size() >= config_.max_pending_admissions) {
+          ++counters_.admission_drop_rate;
+          return;
+        }
+        ++counters_.admission_deferred;
+        pending_admissions_.push_back(a);
         return;
       case AdmitVerdict::kAdmit:
         break;
@@ -546,11 +602,11 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
 }
 
 void Engine::merge(const std::vector<MemberState>& members, const std::string& from,
-                   std::uint64_t now_ns) {
+                   std::uint64_t now_ns, bool from_join) {
   for (const MemberState& s : members) {
     switch (s.status) {
       case MemberStatus::kAlive:
-        apply_alive(Alive{s.incarnation, s.node, s.addr, s.tags, 0}, now_ns);
+        apply_alive(Alive{s.incarnation, s.node, s.addr, s.tags, 0}, now_ns, from_join);
         break;
       case MemberStatus::kLeft:
         apply_dead(s.incarnation, s.node, s.node, MemberStatus::kLeft, now_ns);
@@ -587,7 +643,7 @@ void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join) {
 
 void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uint64_t now_ns) {
   const SyncManager::Serve serve =
-      syncs_.on_request(m.source, m.seq_no, m.parts, estimated_sync_size(m), now_ns);
+      syncs_.on_request(m.source, m.seq_no, m.parts, estimated_sync_size(m), now_ns, m.join);
   // Larger than a sync can be (this part, or the parts so far): not merged, and a
   // first part is not answered either (no slot, no token spent on it).
   if (serve == SyncManager::Serve::kOversize) {
@@ -596,17 +652,23 @@ void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uin
   }
   // Over the concurrency cap or the answer rate: neither merge nor answer (the
   // sender retries: a joiner after sync_timeout, others at their next interval).
-  if (serve == SyncManager::Serve::kBusy) {
-    ++counters_.sync_drop_concurrency;
-    return;
-  }
-  if (serve == SyncManager::Serve::kRateLimited) {
-    ++counters_.sync_drop_rate;
+  // Either way the sender's own entry is merged (it is one member, and gossip
+  // then spreads it): a refused joiner is still known, and probed.
+  if (serve == SyncManager::Serve::kBusy || serve == SyncManager::Serve::kRateLimited) {
+    if (serve == SyncManager::Serve::kBusy)
+      ++counters_.sync_drop_concurrency;
+    else if (m.join)
+      ++counters_.join_drop_rate;
+    else
+      ++counters_.sync_drop_rate;
+    for (const MemberState& s : m.members)
+      if (s.node == m.source) merge({s}, m.source, now_ns);
     return;
   }
   merge(m.members, m.source, now_ns);
   if (serve == SyncManager::Serve::kNew) {
     ++counters_.sync_answered;
+    if (m.join) ++counters_.join_answered;
     send_sync<SyncResponse>(from, m.seq_no, false);
   }
 }
@@ -624,11 +686,13 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
       ++counters_.sync_drop_oversize;
       return;
   }
-  if (std::find(join_seqs_.begin(), join_seqs_.end(), m.seq_no) != join_seqs_.end()) {
+  const bool join_answer =
+      std::find(join_seqs_.begin(), join_seqs_.end(), m.seq_no) != join_seqs_.end();
+  if (join_answer) {
     joined_ = true;
     next_join_ns_ = UINT64_MAX;
   }
-  merge(m.members, m.source, now_ns);
+  merge(m.members, m.source, now_ns, join_answer);
 }
 
 void Engine::start_sync(std::uint64_t now_ns) {
@@ -672,23 +736,45 @@ void Engine::join(std::span<const Address> seeds, std::uint64_t now_ns) {
   }
   join_attempts_ = 0;
   joined_ = false;
+  join_started_ns_ = now_ns;
   send_join(now_ns);
 }
 
 void Engine::send_join(std::uint64_t now_ns) {
+  if (join_attempts_ > 0) ++counters_.join_retries;
   ++join_attempts_;
-  for (const Address& seed : seeds_) {
+  std::vector<Address> targets = seeds_;
+  // A retry also asks one member we have heard of meanwhile (a refused joiner
+  // is merged by its seed and gossiped, so others get to know it): the whole
+  // cluster can answer, not only a busy seed.
+  if (join_attempts_ > 1) {
+    const std::vector<std::string> peer = random_peers(1, {});
+    if (!peer.empty()) {
+      const Address& a = table_.find(peer.front())->addr;
+      if (std::find(targets.begin(), targets.end(), a) == targets.end()) targets.push_back(a);
+    }
+  }
+  for (const Address& seed : targets) {
     const std::uint32_t seq = next_seq_++;
     join_seqs_.push_back(seq);
     syncs_.start(seq, now_ns);
     ++counters_.sync_started;
     send_sync<SyncRequest>(seed, seq, true);
   }
-  // Bounded: only the latest attempt's sequence numbers matter.
-  if (join_seqs_.size() > kMaxSeeds * kJoinAttempts)
+  // Bounded: only the latest rounds' sequence numbers matter (a late answer to
+  // an older round is still welcome).
+  const std::size_t keep = (kMaxSeeds + 1) * kJoinRoundsRemembered;
+  if (join_seqs_.size() > keep)
     join_seqs_.erase(join_seqs_.begin(),
-                     join_seqs_.end() - static_cast<std::ptrdiff_t>(kMaxSeeds * kJoinAttempts));
-  next_join_ns_ = join_attempts_ < kJoinAttempts ? now_ns + config_.sync_timeout_ns : UINT64_MAX;
+                     join_seqs_.end() - static_cast<std::ptrdiff_t>(keep));
+  // Capped exponential backoff, for ever (a node started before its seeds
+  // joins when they come up), with +-25 % jitter so that refused joiners do
+  // not come back in step.
+  std::uint64_t wait = config_.join_retry_min_ns;
+  for (std::uint32_t i = 1; i < join_attempts_ && wait < config_.join_retry_max_ns; ++i) wait *= 2;
+  wait = std::min(wait, config_.join_retry_max_ns);
+  wait = wait - wait / 4 + rng_.uniform(wait / 2 + 1);
+  next_join_ns_ = now_ns + wait;
 }
 
 // ---------------------------------------------------------------- probing
@@ -713,14 +799,20 @@ void Engine::start_probe(std::uint64_t now_ns) {
   send(m.addr, PriorityClass::kProbe, std::move(msgs), true);
 }
 
-void Engine::send_indirect_probes(std::uint64_t /*now_ns*/) {
+void Engine::send_indirect_probes(std::uint64_t now_ns) {
   Probe& p = *probes_.current();
   p.indirect_sent = true;
   const Member* target = table_.find(p.target);
   // Forgotten meanwhile: the final deadline will close the probe.
   if (target == nullptr) return;
-  const std::vector<std::string> helpers = random_peers(config_.indirect_checks, p.target);
-  p.expected_nacks = static_cast<std::uint32_t>(helpers.size());
+  const std::vector<std::string> helpers = probe_helpers(config_.indirect_checks, p.target);
+  // Only established helpers' silence counts against our health (Lifeguard):
+  // a newcomer that is gone already cannot nack.
+  p.counted_helpers.clear();
+  for (const std::string& h : helpers)
+    if (helper_counts(*table_.find(h), now_ns)) p.counted_helpers.push_back(h);
+  p.expected_nacks = static_cast<std::uint32_t>(p.counted_helpers.size());
+  p.helpers = static_cast<std::uint32_t>(helpers.size());
   p.awaiting_nack = helpers;
   for (const std::string& h : helpers) {
     ++counters_.probe_indirect_sent;
@@ -735,13 +827,17 @@ void Engine::finish_probe_failed(std::uint64_t now_ns) {
   const Probe p = *probes_.current();
   probes_.current().reset();
   ++counters_.probe_failed;
-  // Lifeguard: helpers that did not even nack suggest our own network is the
-  // problem; with no helpers, any failure counts against us.
-  const int delta = p.expected_nacks > 0
-                        ? static_cast<int>(p.expected_nacks - std::min(p.nacks, p.expected_nacks))
-                        : 1;
-  awareness_.apply_delta(delta);
   const Member* m = table_.find(p.target);
+  // Lifeguard: established helpers that did not even nack suggest our own
+  // network is the problem. With no helper at all (a tiny cluster) a failed
+  // probe of an established member counts against us, as in memberlist; a
+  // newcomer that vanished (a phantom storm) says nothing about our health.
+  int delta = 0;
+  if (p.expected_nacks > 0)
+    delta = static_cast<int>(p.expected_nacks - std::min(p.nacks, p.expected_nacks));
+  else if (p.helpers == 0 && m != nullptr && helper_counts(*m, now_ns))
+    delta = 1;
+  awareness_.apply_delta(delta);
   // Gone or buried meanwhile: nobody left to suspect.
   if (m == nullptr || m->is_tombstone()) return;
   apply_suspect(Suspect{m->incarnation, p.target, config_.name}, now_ns);
@@ -842,6 +938,8 @@ void Engine::tick(std::uint64_t now_ns) {
     next_gossip_ns_ = now_ns + config_.gossip_interval_ns;
   }
 
+  admit_pending(now_ns);
+
   syncs_.expire(now_ns);
   if (!joined_ && now_ns >= next_join_ns_) send_join(now_ns);
   if (now_ns >= next_sync_ns_) {
@@ -856,6 +954,7 @@ std::uint64_t Engine::next_deadline() const {
   std::uint64_t t = std::min({next_probe_ns_, next_gossip_ns_, next_sync_ns_,
                               table_.next_expiry(), syncs_.next_expiry()});
   if (!joined_) t = std::min(t, next_join_ns_);
+  if (!pending_admissions_.empty()) t = std::min(t, admission_.next_token_ns());
   if (const auto& p = probes_.current()) {
     t = std::min(t, p->indirect_sent ? p->final_deadline_ns : p->direct_deadline_ns);
   }

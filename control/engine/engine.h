@@ -56,7 +56,10 @@ struct Counters {
   std::uint64_t events_drop_full = 0;
   std::array<std::uint64_t, kPriorityClasses> broadcast_drop = {};  // by class dropped
   std::uint64_t broadcast_superseded = 0;
-  std::uint64_t admission_drop_rate = 0;
+  std::uint64_t admission_drop_rate = 0;     // over the rate with the waiting list full
+  std::uint64_t admission_deferred = 0;      // over the rate: waiting for a token
+  std::uint64_t alive_drop_graveyard = 0;    // stale Alive about a member whose tombstone expired
+  std::uint64_t graveyard_evictions = 0;     // oldest graveyard traces forgotten (bound)
   std::uint64_t admission_drop_policy = 0;
   std::uint64_t admission_drop_table_full = 0;
   std::uint64_t alive_drop_tombstone = 0;  // stale Alive about a Dead/Left member
@@ -92,6 +95,9 @@ struct Counters {
   std::uint64_t sync_started = 0;
   std::uint64_t sync_reconnects = 0;  // syncs sent to a member we consider failed
   std::uint64_t sync_answered = 0;
+  std::uint64_t join_answered = 0;     // join syncs answered (also in sync_answered)
+  std::uint64_t join_drop_rate = 0;    // join syncs over the join answer rate (the joiner retries)
+  std::uint64_t join_retries = 0;      // join rounds that had no answer and were sent again
   std::uint64_t sync_drop_concurrency = 0;
   std::uint64_t sync_drop_rate = 0;
   std::uint64_t sync_drop_unsolicited = 0;
@@ -152,11 +158,16 @@ class Engine {
   std::uint32_t retransmit_limit() const;
   const BroadcastQueue& broadcasts() const { return broadcasts_; }
   bool leaving() const { return leaving_; }
+  // Joined: a seed (or a member asked later) answered our join, or we had no seed.
+  bool joined() const { return joined_; }
+  std::uint32_t join_attempts() const { return join_attempts_; }
+  std::size_t pending_admissions() const { return pending_admissions_.size(); }
 
   static constexpr std::size_t kMaxSeeds = 16;
   static constexpr std::size_t kMaxNameBytes = 255;
   static constexpr std::size_t kMaxRecentlyDead = 64;
-  static constexpr std::uint32_t kJoinAttempts = 3;
+  // Join rounds whose sequence numbers are still recognised as join answers.
+  static constexpr std::uint32_t kJoinRoundsRemembered = 4;
 
  private:
   // Message handlers (one per type).
@@ -169,12 +180,16 @@ class Engine {
   void on_user_data(const UserData& m);
 
   // State updates shared by gossip and sync merges.
-  void apply_alive(const Alive& a, std::uint64_t now_ns);
+  // `from_join`: part of the answer to our own join (not rate-limited).
+  void apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join = false);
+  void admit_pending(std::uint64_t now_ns);
+  // True if `h` may count against our health when it does not nack.
+  bool helper_counts(const Member& h, std::uint64_t now_ns) const;
   void apply_suspect(const Suspect& s, std::uint64_t now_ns);
   void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from,
                   MemberStatus status, std::uint64_t now_ns);
   void merge(const std::vector<MemberState>& members, const std::string& from,
-             std::uint64_t now_ns);
+             std::uint64_t now_ns, bool from_join = false);
   void refute(std::uint64_t heard_incarnation);
   // True if `incarnation` is beyond belief: more than max_incarnation_jump above
   // what we hold for `known` (nullptr: never seen), or near UINT64_MAX.
@@ -204,6 +219,9 @@ class Engine {
   // Suspect ones too if `include_suspect`.
   std::vector<std::string> random_peers(std::size_t k, const std::string& exclude,
                                         bool include_suspect = false);
+  // Up to k indirect-probe helpers: Alive, not `target`, the longest-known of a
+  // random sample (in a storm of short-lived members, the established ones).
+  std::vector<std::string> probe_helpers(std::size_t k, const std::string& target);
   std::uint64_t sync_interval() const;
 
   EngineConfig config_;
@@ -229,10 +247,15 @@ class Engine {
   std::uint64_t next_sync_ns_ = 0;
   bool leaving_ = false;
 
-  // Join: seeds are retried until one answers (at most kJoinAttempts sends).
+  // Never-seen members over the admission rate, admitted as tokens come.
+  std::deque<Alive> pending_admissions_;
+
+  // Join: seeds are retried until one answers, for ever, with capped
+  // exponential backoff (join_retry_min_ns doubling up to join_retry_max_ns).
   std::vector<Address> seeds_;
   std::vector<std::uint32_t> join_seqs_;
   std::uint32_t join_attempts_ = 0;
+  std::uint64_t join_started_ns_ = 0;
   bool joined_ = false;
   std::uint64_t next_join_ns_ = UINT64_MAX;
 };

@@ -3,7 +3,24 @@
 namespace gw::cp::engine {
 namespace {
 bool is_live(MemberStatus s) { return s == MemberStatus::kAlive || s == MemberStatus::kSuspect; }
+
+// FNV-1a: a fixed function, so graveyard hits do not depend on the library.
+std::uint64_t name_hash(const std::string& name) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
 }  // namespace
+
+std::optional<std::uint64_t> MemberTable::buried(const std::string& name) const {
+  auto it = graveyard_.find(name_hash(name));
+  if (it == graveyard_.end()) return std::nullopt;
+  return it->second;
+}
+
 
 Member* MemberTable::find(const std::string& name) {
   auto it = members_.find(name);
@@ -20,6 +37,7 @@ Member* MemberTable::insert(Member m) {
   if (full() || members_.count(m.name) != 0) return nullptr;
   // New entries start live; tombstones only arise through set_status (with a TTL).
   m.status = MemberStatus::kAlive;
+  m.live_since_ns = m.state_change_ns;
   ++live_;
   std::string key = m.name;
   return &members_.emplace(std::move(key), std::move(m)).first->second;
@@ -29,7 +47,10 @@ void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_n
                              std::uint64_t ttl_ns) {
   if (m.status == status) return;
   if (is_live(m.status) && !is_live(status)) --live_;
-  if (!is_live(m.status) && is_live(status)) ++live_;
+  if (!is_live(m.status) && is_live(status)) {
+    ++live_;
+    m.live_since_ns = now_ns;
+  }
   m.state_change_ns = now_ns;
   if (m.is_tombstone()) expiry_.erase({m.expires_ns, m.name});
   m.status = status;
@@ -44,7 +65,21 @@ std::vector<std::string> MemberTable::expire_tombstones(std::uint64_t now_ns) {
   while (!expiry_.empty() && expiry_.begin()->first <= now_ns) {
     const std::string name = expiry_.begin()->second;
     expiry_.erase(expiry_.begin());
-    members_.erase(name);
+    if (auto it = members_.find(name); it != members_.end()) {
+      const std::uint64_t h = name_hash(name);
+      auto [slot, fresh] = graveyard_.insert_or_assign(h, it->second.incarnation);
+      (void)slot;
+      if (fresh) graveyard_order_.push_back(h);
+      // Bounded: the oldest trace goes first. (A trace is never removed
+      // otherwise: a member back with a newer incarnation passes it anyway, and
+      // a later death overwrites it in place.)
+      while (graveyard_.size() > graveyard_capacity_) {
+        graveyard_.erase(graveyard_order_.front());
+        graveyard_order_.pop_front();
+        ++graveyard_evictions_;
+      }
+      members_.erase(it);
+    }
     removed.push_back(name);
   }
   return removed;

@@ -1,12 +1,24 @@
 // The member table: one entry per known member (ourselves included), tombstones
 // for Dead/Left members until their TTL, bounded by max_members. Ordered by name
 // so every walk over it is deterministic.
+//
+// A tombstone whose TTL has passed leaves a compact trace, the graveyard: a
+// 64-bit hash of the name and the incarnation it died at (16 bytes, where a
+// tombstone holds the whole entry). Stale gossip about the member (an Alive at
+// that incarnation or lower, still circulating in some peer's sync long after
+// the death) is refused against the graveyard, so the dead stay dead however
+// long the cleanup takes; a restarted member comes back with a higher
+// incarnation and passes. Bounded (max_members traces by default): the oldest
+// goes first, counted.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -22,6 +34,7 @@ struct Member {
   std::vector<Tag> tags;
   std::uint32_t protocol_version = 0;
   std::uint64_t state_change_ns = 0;  // when `status` last changed
+  std::uint64_t live_since_ns = 0;    // when it last became live (admitted, or back from a tombstone)
   std::uint64_t expires_ns = 0;       // tombstones only: when it is forgotten
 
   bool is_tombstone() const {
@@ -31,7 +44,9 @@ struct Member {
 
 class MemberTable {
  public:
-  explicit MemberTable(std::uint32_t max_members) : max_members_(max_members) {}
+  explicit MemberTable(std::uint32_t max_members, std::size_t graveyard_capacity = 0)
+      : max_members_(max_members),
+        graveyard_capacity_(graveyard_capacity != 0 ? graveyard_capacity : max_members) {}
 
   Member* find(const std::string& name);
   const Member* find(const std::string& name) const;
@@ -55,6 +70,12 @@ class MemberTable {
 
   const std::map<std::string, Member>& all() const { return members_; }
 
+  // The incarnation `name` died at, if its tombstone expired and its trace is
+  // still in the graveyard.
+  std::optional<std::uint64_t> buried(const std::string& name) const;
+  std::size_t graveyard_size() const { return graveyard_.size(); }
+  std::uint64_t graveyard_evictions() const { return graveyard_evictions_; }
+
   // Calls fn(member) from the first name >= `from`, wrapping around, until fn
   // returns false. Used by sync to send a rotating window of a large table.
   template <typename Fn>
@@ -72,6 +93,11 @@ class MemberTable {
   std::size_t live_ = 0;
   // (expiry time, name): exactly one entry per tombstone.
   std::set<std::pair<std::uint64_t, std::string>> expiry_;
+  // Graveyard: name hash -> incarnation at death, and the order they came in.
+  std::size_t graveyard_capacity_;
+  std::unordered_map<std::uint64_t, std::uint64_t> graveyard_;
+  std::deque<std::uint64_t> graveyard_order_;
+  std::uint64_t graveyard_evictions_ = 0;
 };
 
 }  // namespace gw::cp::engine

@@ -24,8 +24,10 @@ struct Probe {
   std::uint64_t direct_deadline_ns = 0;  // start + scaled probe timeout
   std::uint64_t final_deadline_ns = 0;   // start + scaled probe interval
   bool indirect_sent = false;
-  std::uint32_t expected_nacks = 0;
-  std::uint32_t nacks = 0;
+  std::uint32_t helpers = 0;         // indirect helpers asked
+  std::uint32_t expected_nacks = 0;  // of them, those whose silence counts (established)
+  std::uint32_t nacks = 0;           // nacks from those
+  std::vector<std::string> counted_helpers;
   // Helpers asked and not yet heard from (at most indirect_checks): each may nack once.
   std::vector<std::string> awaiting_nack;
 };

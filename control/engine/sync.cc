@@ -92,7 +92,7 @@ SyncManager::Answer SyncManager::on_response(std::uint32_t seq_no, std::uint32_t
 
 SyncManager::Serve SyncManager::on_request(const std::string& source, std::uint32_t seq_no,
                                            std::uint32_t parts, std::size_t bytes,
-                                           std::uint64_t now_ns) {
+                                           std::uint64_t now_ns, bool join) {
   const auto key = std::make_pair(source, seq_no);
   auto it = receiving_.find(key);
   if (it != receiving_.end()) {
@@ -110,6 +110,8 @@ SyncManager::Serve SyncManager::on_request(const std::string& source, std::uint3
   }
   // Larger than a sync can be: spend no slot and no answer token on it.
   if (oversize_part(parts, bytes)) return Serve::kOversize;
+  // A joiner's request: its own budget, no slot (nothing more to receive).
+  if (join && parts <= 1) return join_answers_.take(now_ns) ? Serve::kNew : Serve::kRateLimited;
   // Concurrency cap: a join storm must not turn into a storm of full-state replies.
   if (!has_capacity()) return Serve::kBusy;
   if (!answers_.take(now_ns)) return Serve::kRateLimited;

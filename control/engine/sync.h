@@ -42,12 +42,14 @@ class SyncManager {
   // max_packet_bytes), which also bound what we accept.
   SyncManager(std::uint32_t max_concurrent, std::uint64_t timeout_ns, std::uint32_t answer_rate,
               std::uint32_t answer_burst, std::size_t max_bytes, std::size_t part_bytes,
-              std::uint64_t now_ns)
+              std::uint64_t now_ns, std::uint32_t join_answer_rate = 0,
+              std::uint32_t join_answer_burst = 0)
       : max_concurrent_(max_concurrent),
         timeout_ns_(timeout_ns),
         max_bytes_(max_bytes),
         max_parts_(max_parts(max_bytes, part_bytes)),
-        answers_(answer_rate, answer_burst, now_ns) {}
+        answers_(answer_rate, answer_burst, now_ns),
+        join_answers_(join_answer_rate, join_answer_burst, now_ns) {}
 
   // Most parts build_window() makes for these caps: a part is only opened for a
   // member that did not fit in the previous one, so two neighbouring parts
@@ -79,9 +81,13 @@ class SyncManager {
   // A request part of `bytes`: kNew (merge and answer), kKnown (a later part:
   // merge only), kBusy (over the concurrency cap), kRateLimited (over the answer
   // rate) or kOversize (over the size caps: neither merge nor answer).
+  // A single-part `join` request (a new member asking for the whole view) is
+  // answered from its own token bucket and outside the concurrency cap: a join
+  // storm is paced by that rate and by the egress shaper, and a periodic sync
+  // cannot starve a joiner (nor a joiner the periodic syncs).
   enum class Serve : std::uint8_t { kNew, kKnown, kBusy, kRateLimited, kOversize };
   Serve on_request(const std::string& source, std::uint32_t seq_no, std::uint32_t parts,
-                   std::size_t bytes, std::uint64_t now_ns);
+                   std::size_t bytes, std::uint64_t now_ns, bool join = false);
 
   void expire(std::uint64_t now_ns);
   std::uint64_t next_expiry() const;
@@ -104,6 +110,7 @@ class SyncManager {
   std::size_t max_bytes_;
   std::uint32_t max_parts_;
   TokenBucket answers_;
+  TokenBucket join_answers_;
   std::string cursor_;  // first member of the next window
   std::map<std::uint32_t, Pending> pending_;                             // ours, by seq
   std::map<std::pair<std::string, std::uint32_t>, Pending> receiving_;  // theirs, multi-part

@@ -471,7 +471,7 @@ TEST(Engine, PiggybackedDatagramsFitMaxPacketBytes) {
   for (const Outgoing& o : d.sent) EXPECT_LE(encode(o.messages).size(), 600u);
 }
 
-TEST(Engine, UrgentBroadcastsAreNeverStarvedByAFullQueue) {
+TEST(Engine, BroadcastQueueGrowsWithTheTableAndUrgentNewsLeads) {
   EngineConfig c = config();
   c.max_broadcasts = 16;
   c.admit_rate = 100000;
@@ -479,11 +479,14 @@ TEST(Engine, UrgentBroadcastsAreNeverStarvedByAFullQueue) {
   Driver d(c);
   Compound msgs;
   for (std::size_t i = 1; i < 200; ++i) msgs.push_back(alive(i));
-  d.handle(1, msgs);  // 199 Alive broadcasts into 16 slots: drops counted
-  EXPECT_EQ(d.e.broadcasts().size(), 16u);
-  EXPECT_GT(d.e.counters().broadcast_drop[static_cast<std::size_t>(PriorityClass::kGossip)], 0u);
+  // A join of 199 members into a configured bound of 16: one entry per member
+  // always fits, so no news is dropped (the 2,048-member join of the issue
+  // lost millions of Alive messages to a fixed bound).
+  d.handle(1, msgs);
+  EXPECT_EQ(d.e.broadcasts().size(), 200u);  // theirs and our own Alive
+  EXPECT_GE(d.e.broadcasts().capacity(), d.e.table().size());
+  for (std::uint64_t drops : d.e.counters().broadcast_drop) EXPECT_EQ(drops, 0u);
   d.handle(2, {Dead{1, name(5), name(2)}, Leave{1, name(6)}});
-  EXPECT_EQ(d.e.counters().broadcast_drop[static_cast<std::size_t>(PriorityClass::kUrgent)], 0u);
   // The next datagram leads with them.
   d.handle(3, {Ping{1, name(0), name(3), addr(3)}});
   const Outgoing& o = d.sent.back();
@@ -560,6 +563,42 @@ TEST(Engine, TombstonesBlockStaleAliveAndHigherIncarnationRejoins) {
   });
   EXPECT_EQ(d.e.member(name(2)), nullptr);
   EXPECT_EQ(d.e.counters().tombstones_expired, 1u);
+
+  // The tombstone is gone, its trace is not: stale gossip about the old life
+  // (incarnation 1, still in some peer's sync) cannot bring it back ...
+  ASSERT_EQ(d.e.table().buried(name(2)), std::optional<std::uint64_t>(1));
+  const std::size_t joins_before = count_events(d.events, EventKind::kJoin, name(2));
+  d.handle(3, {alive(2, 1)});
+  EXPECT_EQ(d.e.member(name(2)), nullptr);
+  EXPECT_EQ(d.e.counters().alive_drop_graveyard, 1u);
+  d.handle(3, {SyncRequest{7, name(3), false, 0, 1,
+                           {MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}}}}});
+  EXPECT_EQ(d.e.member(name(2)), nullptr);
+  EXPECT_EQ(d.e.counters().alive_drop_graveyard, 2u);
+  EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(2)), joins_before);
+  // ... but a restart (a newer incarnation) does.
+  d.handle(2, {alive(2, 2)});
+  ASSERT_NE(d.e.member(name(2)), nullptr);
+  EXPECT_EQ(d.e.member(name(2))->status, MemberStatus::kAlive);
+}
+
+TEST(Engine, GraveyardIsBoundedOldestFirst) {
+  EngineConfig c = config();
+  c.tombstone_ttl_ns = 10 * kSecond;
+  c.max_graveyard = 4;
+  Driver d(c);
+  d.add_members(1, 11);
+  for (std::size_t i = 1; i < 11; ++i) {
+    d.handle(11, {Leave{1, name(i)}});
+    d.now += kSecond;
+  }
+  d.run_until(d.now + 20 * kSecond);
+  EXPECT_EQ(d.e.counters().tombstones_expired, 10u);
+  EXPECT_EQ(d.e.table().graveyard_size(), 4u);
+  EXPECT_EQ(d.e.counters().graveyard_evictions, 6u);
+  EXPECT_FALSE(d.e.table().buried(name(6)).has_value());
+  EXPECT_TRUE(d.e.table().buried(name(7)).has_value());
+  EXPECT_TRUE(d.e.table().buried(name(10)).has_value());
 }
 
 TEST(Engine, MemberTableIsBounded) {
@@ -586,14 +625,17 @@ TEST(Engine, OversizedTagsAreRefused) {
 
 // ---------------------------------------------------------------- admission
 
-TEST(Engine, AdmissionRateLimitDropsNewMembersButKnownUpdatesPass) {
+TEST(Engine, AdmissionRateLimitDefersNewMembersAndKnownUpdatesPass) {
   EngineConfig c = config();
   c.admit_rate = 10;
   c.admit_burst = 5;
+  c.max_pending_admissions = 16;
   Driver d(c);
   d.add_members(1, 21);  // 20 never-seen members at once
   EXPECT_EQ(d.e.table().size(), 6u);  // ourselves + the burst
-  EXPECT_EQ(d.e.counters().admission_drop_rate, 15u);
+  EXPECT_EQ(d.e.counters().admission_deferred, 15u);
+  EXPECT_EQ(d.e.pending_admissions(), 15u);
+  EXPECT_EQ(d.e.counters().admission_drop_rate, 0u);
   // Updates about known members still go through with the bucket empty.
   d.handle(1, {alive(1, 2, {{"role", "db"}})});
   EXPECT_EQ(d.e.member(name(1))->incarnation, 2u);
@@ -601,12 +643,22 @@ TEST(Engine, AdmissionRateLimitDropsNewMembersButKnownUpdatesPass) {
   d.handle(3, {Suspect{1, name(2), name(3)}});
   EXPECT_EQ(d.e.member(name(2))->status, MemberStatus::kSuspect);
   d.handle(3, {alive(30)});
-  EXPECT_EQ(d.e.member(name(30)), nullptr);
-  EXPECT_EQ(d.e.counters().admission_drop_rate, 16u);
-  // Half a second later, five more tokens.
-  d.now += 500 * kMillisecond;
-  d.add_members(40, 50);
+  EXPECT_EQ(d.e.pending_admissions(), 16u);
+  // The waiting list is bounded: past it, a newcomer is refused and counted.
+  d.handle(3, {alive(31)});
+  EXPECT_EQ(d.e.counters().admission_drop_rate, 1u);
+  // The waiting ones are admitted as tokens come (10 per second), in order,
+  // not lost until the next sync.
+  d.run_until(kStart + 500 * kMillisecond);
   EXPECT_EQ(d.e.table().size(), 11u);
+  EXPECT_NE(d.e.member(name(10)), nullptr);
+  EXPECT_EQ(d.e.member(name(11)), nullptr);
+  d.run_until(kStart + 2 * kSecond);
+  EXPECT_EQ(d.e.table().size(), 22u);
+  EXPECT_NE(d.e.member(name(30)), nullptr);
+  EXPECT_EQ(d.e.member(name(31)), nullptr);
+  EXPECT_EQ(d.e.pending_admissions(), 0u);
+  EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(20)), 1u);
 }
 
 TEST(Engine, AdmissionPolicyPrefixAndTags) {
@@ -671,18 +723,102 @@ TEST(Engine, JoinSkipsOurOwnAddress) {
   EXPECT_EQ(d.sent[0].to, addr(2));
 }
 
-TEST(Engine, JoinIsRetriedUntilASeedAnswers) {
+TEST(Engine, JoinIsRetriedForEverWithCappedBackoffUntilASeedAnswers) {
   Driver d(config());
   const std::vector<Address> seeds = {addr(1)};
   d.e.join(seeds, d.now);
+  std::vector<std::uint64_t> at;
+  std::vector<std::uint32_t> seqs;
+  auto count = [&](const Outgoing& o) {
+    if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join) {
+      at.push_back(d.now);
+      seqs.push_back(r->seq_no);
+    }
+  };
   d.collect();
-  int requests = 0;
-  for (const Outgoing& o : d.sent)
-    if (find_msg<SyncRequest>(o)) ++requests;
-  d.run_until(kStart + 60 * kSecond, [&](const Outgoing& o) {
-    if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join) ++requests;
+  for (const Outgoing& o : d.sent) count(o);
+  // A seed that is down for ten minutes: the joiner never gives up.
+  d.run_until(kStart + 600 * kSecond, count);
+  ASSERT_GE(at.size(), 12u);
+  const EngineConfig& c = d.e.config();
+  for (std::size_t i = 1; i < at.size(); ++i) {
+    const std::uint64_t gap = at[i] - at[i - 1];
+    // Backoff doubles from join_retry_min (with +-25 % jitter), capped at join_retry_max.
+    EXPECT_GE(gap, c.join_retry_min_ns * 3 / 4) << i;
+    EXPECT_LE(gap, c.join_retry_max_ns * 5 / 4) << i;
+    if (i >= 2 && at[i - 1] - at[i - 2] < c.join_retry_max_ns / 2) {
+      // Doubling with +-25 % jitter: the next gap is at least 0.75*2/1.25 = 1.2x.
+      EXPECT_GT(gap, (at[i - 1] - at[i - 2]) * 6 / 5) << "backoff grows " << i;
+    }
+  }
+  EXPECT_GE(at.back() - at[at.size() - 2], c.join_retry_max_ns * 3 / 4);
+  EXPECT_EQ(d.e.counters().join_retries, at.size() - 1);
+  EXPECT_FALSE(d.e.joined());
+  // The seed comes up and answers the next round: the retries stop.
+  const std::size_t rounds = at.size();
+  d.run_until(kStart + 700 * kSecond, [&](const Outgoing& o) {
+    count(o);
+    if (at.size() == rounds + 1 && !d.e.joined())
+      d.e.handle(addr(1),
+                 {SyncResponse{seqs.back(), name(1), 0, 1,
+                               {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}}}}},
+                 d.now);
   });
-  EXPECT_EQ(requests, static_cast<int>(Engine::kJoinAttempts));
+  EXPECT_TRUE(d.e.joined());
+  EXPECT_NE(d.e.member(name(1)), nullptr);
+  const std::size_t before = at.size();
+  d.run_until(kStart + 1200 * kSecond, count);
+  EXPECT_EQ(at.size(), before);
+}
+
+TEST(Engine, JoinAnswerAdmitsTheWholeViewAtOnce) {
+  EngineConfig c = config();
+  c.admit_rate = 10;
+  c.admit_burst = 5;
+  Driver d(c);
+  const std::vector<Address> seeds = {addr(1)};
+  d.e.join(seeds, d.now);
+  d.collect();
+  const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
+  ASSERT_NE(req, nullptr);
+  std::vector<MemberState> view;
+  for (std::size_t i = 1; i <= 50; ++i)
+    view.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
+  d.handle(1, {SyncResponse{req->seq_no, name(1), 0, 1, view}});
+  // What we asked our seed for is not rate-limited: all 50 at once.
+  EXPECT_EQ(d.e.num_live(), 51u);
+  EXPECT_EQ(d.e.counters().admission_deferred, 0u);
+  // Gossip about never-seen members still is.
+  d.add_members(100, 120);
+  EXPECT_EQ(d.e.num_live(), 56u);
+  EXPECT_EQ(d.e.counters().admission_deferred, 15u);
+}
+
+TEST(Engine, SeedAnswersJoinsApartFromPeriodicSyncsAndMergesRefusedJoiners) {
+  EngineConfig c = config();
+  c.sync_answer_rate = 1;
+  c.sync_answer_burst = 1;
+  c.join_answer_rate = 1;
+  c.join_answer_burst = 3;
+  c.admit_rate = 1000;
+  c.admit_burst = 1000;
+  Driver d(c);
+  auto request = [&](std::size_t from, std::uint32_t seq, bool join) {
+    d.handle(from, {SyncRequest{seq, name(from), join, 0, 1,
+                                {MemberState{name(from), addr(from), 1, MemberStatus::kAlive, {}}}}});
+  };
+  // Periodic syncs use up their bucket: joins are still answered.
+  request(1, 1, false);
+  request(2, 1, false);
+  EXPECT_EQ(d.e.counters().sync_drop_rate, 1u);
+  for (std::size_t j = 10; j < 15; ++j) request(j, 1, true);
+  EXPECT_EQ(d.e.counters().join_answered, 3u);
+  EXPECT_EQ(d.e.counters().join_drop_rate, 2u);
+  // The refused joiners are known all the same (and gossiped): they are probed,
+  // and their retry can go to anyone who heard of them.
+  for (std::size_t j = 10; j < 15; ++j) EXPECT_NE(d.e.member(name(j)), nullptr) << j;
+  EXPECT_NE(d.e.member(name(2)), nullptr);
+  EXPECT_TRUE(d.e.broadcasts().contains({BroadcastQueue::Kind::kMember, name(14)}));
 }
 
 TEST(Engine, SyncOfHugeTableIsCappedInBytesAndRotates) {
@@ -761,20 +897,34 @@ TEST(Engine, SyncAnswersAreRateLimited) {
   EngineConfig c = config();
   c.sync_answer_rate = 10;
   c.sync_answer_burst = 20;
+  c.join_answer_rate = 10;
+  c.join_answer_burst = 20;
   Driver d(c);
   // A join storm: 30 single-part join requests at once.
   for (std::size_t i = 1; i <= 30; ++i)
     d.handle(i, {SyncRequest{1, name(i), true, 0, 1, {MemberState{name(i), addr(i), 1,
                                                                   MemberStatus::kAlive, {}}}}});
   EXPECT_EQ(d.e.counters().sync_answered, 20u);
-  EXPECT_EQ(d.e.counters().sync_drop_rate, 10u);
-  // Refused requests are not merged either.
-  EXPECT_EQ(d.e.table().size(), 21u);
+  EXPECT_EQ(d.e.counters().join_drop_rate, 10u);
+  // Refused joiners are merged all the same (only their own entry).
+  EXPECT_EQ(d.e.table().size(), 31u);
   // One second later, ten more answers.
   d.now += kSecond;
   for (std::size_t i = 21; i <= 30; ++i)
     d.handle(i, {SyncRequest{2, name(i), true, 0, 1, {}}});
   EXPECT_EQ(d.e.counters().sync_answered, 30u);
+  // Periodic syncs have a bucket of their own, still full.
+  for (std::size_t i = 31; i <= 55; ++i)
+    d.handle(i, {SyncRequest{3, name(i), false, 0, 1,
+                             {MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}},
+                              MemberState{"other" + std::to_string(i), addr(i + 100), 1,
+                                          MemberStatus::kAlive, {}}}}});
+  EXPECT_EQ(d.e.counters().sync_answered, 50u);
+  EXPECT_EQ(d.e.counters().sync_drop_rate, 5u);
+  // A refused periodic sync merges its sender only, not the state it carries.
+  EXPECT_NE(d.e.member(name(55)), nullptr);
+  EXPECT_EQ(d.e.member("other55"), nullptr);
+  EXPECT_NE(d.e.member("other31"), nullptr);
 }
 
 // ---------------------------------------------------------------- leave
