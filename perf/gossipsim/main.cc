@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   std::ofstream(dir / "result.json") << j.dump(2) << '\n';
   std::ofstream(dir / "timeseries.csv") << gw::sim::to_csv(r);
   std::ofstream(dir / "plot.svg") << gw::sim::to_svg(r);
+  for (const auto& [name, svg] : gw::sim::to_svgs(r)) std::ofstream(dir / name) << svg;
   std::cout << sc.name << ": " << r.members << " members, " << r.duration_s << " s simulated in "
             << r.perf.wall_s << " s wall (" << static_cast<std::uint64_t>(r.perf.sim_events_per_s)
             << " events/s); egress mean " << r.egress_bytes_per_s.mean << " B/s, p99 "

@@ -63,6 +63,8 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
                    {"p99_s", d.p99_s}, {"all_s", d.all_s}, {"observers", d.observers},
                    {"detected", d.detected}, {"unaware", d.unaware}});
   j["detection"] = {{"failures", det},
+                    {"observers", r.detection_observers},
+                    {"times_detected", r.detection_times_s.size()},
                     {"first_s", summary(r.detection_first_s)},
                     {"p99_s", summary(r.detection_p99_s)},
                     {"all_s", summary(r.detection_all_s)},
@@ -140,67 +142,224 @@ std::string to_csv(const Results& r) {
 
 namespace {
 
-struct Line {
+// A 1, 2 or 5 times 10^k step giving about `target` intervals over [0, hi].
+double nice_step(double hi, int target) {
+  if (!(hi > 0)) return 1;
+  const double raw = hi / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double norm = raw / mag;
+  const double f = norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 5 ? 5 : 10;
+  return f * mag;
+}
+
+// Tick labels: 1500 -> "1.5k", 2000000 -> "2M", 0.25 -> "0.25".
+std::string tick_label(double v) {
+  const double a = std::fabs(v);
+  char buf[32];
+  if (a >= 1e6)
+    std::snprintf(buf, sizeof buf, "%gM", v / 1e6);
+  else if (a >= 1e4)
+    std::snprintf(buf, sizeof buf, "%gk", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%g", std::round(v * 1e6) / 1e6);
+  return buf;
+}
+
+struct Series {
   std::string label;
   std::string color;
-  std::function<double(const Sample&)> y;
+  std::vector<std::pair<double, double>> points;
+  bool dashed = false;
 };
 
-void panel(std::ostringstream& o, const Results& r, double top, const std::string& title,
-           const std::vector<Line>& lines) {
-  constexpr double kLeft = 80, kWidth = 820, kHeight = 220;
-  double tmax = 1, ymax = 1;
-  for (const Sample& s : r.series) {
-    tmax = std::max(tmax, s.t_s);
-    for (const Line& l : lines) ymax = std::max(ymax, l.y(s));
+struct Chart {
+  std::string title;
+  std::string x_title;
+  std::string y_title;
+  std::vector<Series> series;
+  std::vector<Marker> markers;   // bands and vertical lines along x
+  double h_line = -1;            // a horizontal reference line (e.g. the budget), -1: none
+  double y_max = -1;             // fixed top of the y axis, -1: from the data
+  std::string h_label;
+  std::string empty_note;        // shown when there is nothing to draw
+};
+
+constexpr double kLeft = 90, kWidth = 800, kHeight = 200, kPanelHeight = 300;
+
+// One chart with its frame, rounded ticks on both axes, axis titles, legend
+// and markers, its top-left corner at (0, top).
+void draw(std::ostringstream& o, const Chart& c, double top) {
+  double xmax = 0, ymax = 0;
+  for (const Series& s : c.series)
+    for (const auto& [x, y] : s.points) {
+      xmax = std::max(xmax, x);
+      ymax = std::max(ymax, y);
+    }
+  for (const Marker& m : c.markers) xmax = std::max(xmax, m.end_s);
+  ymax = std::max(ymax, c.h_line);
+  if (c.y_max > 0) ymax = c.y_max / 1.05;
+  const double xstep = nice_step(xmax, 8);
+  const double ystep = nice_step(ymax * 1.05, 5);
+  xmax = std::max(xstep, std::ceil(xmax / xstep - 1e-9) * xstep);
+  ymax = std::max(ystep, std::ceil(ymax * 1.05 / ystep - 1e-9) * ystep);
+  const double y0 = top + 30;
+  const auto px = [&](double x) { return kLeft + kWidth * x / xmax; };
+  const auto py = [&](double y) { return y0 + kHeight - kHeight * y / ymax; };
+
+  o << "<text x='" << kLeft << "' y='" << top + 16 << "' font-size='14' font-weight='bold'>"
+    << xml_escape(c.title) << "</text>\n";
+  // Markers under the data: bands shaded, moments as dashed lines, labelled.
+  for (const Marker& m : c.markers) {
+    const bool band = m.end_s > m.start_s;
+    const std::string color = m.label.rfind("partition", 0) == 0 ? "#fc9"
+                              : m.label.rfind("phantoms", 0) == 0 ? "#ccf"
+                                                                    : "#999";
+    if (band)
+      o << "<rect x='" << fmt(px(m.start_s)) << "' y='" << y0 << "' width='"
+        << fmt(px(m.end_s) - px(m.start_s)) << "' height='" << kHeight << "' fill='" << color
+        << "' fill-opacity='0.45'/>\n";
+    else
+      o << "<line x1='" << fmt(px(m.start_s)) << "' x2='" << fmt(px(m.start_s)) << "' y1='" << y0
+        << "' y2='" << y0 + kHeight << "' stroke='#555' stroke-dasharray='4,3'/>\n";
+    o << "<text x='" << fmt(px(m.start_s) + 3) << "' y='" << y0 + kHeight - 4
+      << "' font-size='10' fill='#444'>" << xml_escape(m.label) << "</text>\n";
   }
-  ymax *= 1.1;
-  o << "<text x='" << kLeft << "' y='" << top - 8 << "' font-size='14' font-weight='bold'>"
-    << title << "</text>\n";
-  o << "<rect x='" << kLeft << "' y='" << top << "' width='" << kWidth << "' height='" << kHeight
+  o << "<rect x='" << kLeft << "' y='" << y0 << "' width='" << kWidth << "' height='" << kHeight
     << "' fill='none' stroke='#888'/>\n";
-  for (int k = 0; k <= 4; ++k) {
-    const double yv = ymax * k / 4;
-    const double py = top + kHeight - kHeight * k / 4;
-    o << "<text x='" << kLeft - 6 << "' y='" << py + 4 << "' font-size='11' text-anchor='end'>"
-      << fmt(std::round(yv * 10) / 10) << "</text>\n";
-    const double tv = tmax * k / 4;
-    const double px = kLeft + kWidth * k / 4;
-    o << "<text x='" << px << "' y='" << top + kHeight + 14
-      << "' font-size='11' text-anchor='middle'>" << fmt(std::round(tv)) << " s</text>\n";
+  for (double v = 0; v <= ymax + ystep / 2; v += ystep) {
+    o << "<line x1='" << kLeft - 4 << "' x2='" << kLeft + kWidth << "' y1='" << fmt(py(v))
+      << "' y2='" << fmt(py(v)) << "' stroke='#eee'/>\n";
+    o << "<text x='" << kLeft - 6 << "' y='" << fmt(py(v) + 4) << "' font-size='11' text-anchor='end'>"
+      << tick_label(v) << "</text>\n";
   }
+  for (double v = 0; v <= xmax + xstep / 2; v += xstep)
+    o << "<text x='" << fmt(px(v)) << "' y='" << y0 + kHeight + 14
+      << "' font-size='11' text-anchor='middle'>" << tick_label(v) << "</text>\n";
+  o << "<text x='" << kLeft + kWidth / 2 << "' y='" << y0 + kHeight + 32
+    << "' font-size='12' text-anchor='middle'>" << xml_escape(c.x_title) << "</text>\n";
+  o << "<text transform='translate(" << kLeft - 58 << "," << y0 + kHeight / 2
+    << ") rotate(-90)' font-size='12' text-anchor='middle'>" << xml_escape(c.y_title) << "</text>\n";
+  if (c.h_line >= 0) {
+    o << "<line x1='" << kLeft << "' x2='" << kLeft + kWidth << "' y1='" << fmt(py(c.h_line))
+      << "' y2='" << fmt(py(c.h_line)) << "' stroke='#c00' stroke-dasharray='6,3'/>\n";
+    o << "<text x='" << kLeft + kWidth - 4 << "' y='" << fmt(py(c.h_line) - 4)
+      << "' font-size='11' fill='#c00' text-anchor='end'>" << xml_escape(c.h_label) << "</text>\n";
+  }
+  bool any = false;
   double lx = kLeft + 10;
-  for (const Line& l : lines) {
-    o << "<polyline fill='none' stroke='" << l.color << "' stroke-width='1.5' points='";
-    for (const Sample& s : r.series)
-      o << fmt(kLeft + kWidth * s.t_s / tmax) << ',' << fmt(top + kHeight - kHeight * l.y(s) / ymax)
-        << ' ';
+  for (const Series& s : c.series) {
+    if (s.points.empty()) continue;
+    any = true;
+    o << "<polyline fill='none' stroke='" << s.color << "' stroke-width='1.5'"
+      << (s.dashed ? " stroke-dasharray='5,3'" : "") << " points='";
+    for (const auto& [x, y] : s.points) o << fmt(px(x)) << ',' << fmt(py(y)) << ' ';
     o << "'/>\n";
-    o << "<text x='" << lx << "' y='" << top + 14 << "' font-size='11' fill='" << l.color << "'>"
-      << l.label << "</text>\n";
-    lx += 10 + 7.0 * static_cast<double>(l.label.size());
+    o << "<text x='" << lx << "' y='" << y0 + 14 << "' font-size='11' fill='" << s.color << "'>"
+      << xml_escape(s.label) << "</text>\n";
+    lx += 12 + 6.5 * static_cast<double>(s.label.size());
   }
+  if (!any && !c.empty_note.empty())
+    o << "<text x='" << kLeft + kWidth / 2 << "' y='" << y0 + kHeight / 2
+      << "' font-size='13' fill='#777' text-anchor='middle'>" << xml_escape(c.empty_note) << "</text>\n";
+}
+
+Chart chart(std::string title, std::string x_title, std::string y_title, std::vector<Marker> markers) {
+  Chart c;
+  c.title = std::move(title);
+  c.x_title = std::move(x_title);
+  c.y_title = std::move(y_title);
+  c.markers = std::move(markers);
+  return c;
+}
+
+Series over_time(const Results& r, const std::string& label, const std::string& color,
+                 const std::function<double(const Sample&)>& y, bool dashed = false) {
+  Series s{label, color, {}, dashed};
+  for (const Sample& x : r.series) s.points.emplace_back(x.t_s, y(x));
+  return s;
+}
+
+std::vector<Chart> charts(const Results& r) {
+  std::vector<Chart> out;
+  Chart views = chart("view size: live members in steady members' views", "time (s)", "members",
+                      r.markers);
+  views.series = {
+      over_time(r, "truly alive (expected view)", "#2a2",
+                [](const Sample& s) { return static_cast<double>(s.expected_view); }),
+      over_time(r, "min", "#c33", [](const Sample& s) { return static_cast<double>(s.view_min); }),
+      over_time(r, "median", "#36c", [](const Sample& s) { return s.view_median; }),
+      over_time(r, "max", "#c8c", [](const Sample& s) { return static_cast<double>(s.view_max); })};
+  out.push_back(views);
+
+  Chart egress = chart("egress per member (mean over members up)", "time (s)",
+                       "bytes/s per member", r.markers);
+  egress.series = {
+      over_time(r, "wire (header + tag incl.)", "#36c",
+                [](const Sample& s) { return s.egress_bytes_per_member_s; }),
+      over_time(r, "codec payload", "#999",
+                [](const Sample& s) { return s.egress_payload_bytes_per_member_s; }, true)};
+  if (r.egress_budget_bytes_per_s > 0) {
+    egress.h_line = r.egress_budget_bytes_per_s;
+    egress.h_label = "budget " + tick_label(r.egress_budget_bytes_per_s) + " B/s";
+  }
+  out.push_back(egress);
+
+  const double interval = r.series.size() > 1 ? r.series[1].t_s - r.series[0].t_s : 1;
+  Chart susp = chart("suspicions and refutations (all engines)", "time (s)",
+                     "count per " + tick_label(interval) + " s interval", r.markers);
+  susp.series = {
+      over_time(r, "suspicions", "#c60", [](const Sample& s) { return static_cast<double>(s.suspicions); }),
+      over_time(r, "refutations", "#396",
+                [](const Sample& s) { return static_cast<double>(s.refutations); })};
+  out.push_back(susp);
+
+  Chart det = chart("failure detection: CDF over observers (all tracked failures)",
+                    "time from failure to detection (s)", "observers detected (%)", {});
+  det.empty_note = r.detections.empty() ? "no failures in this scenario" : "no observer detected a failure";
+  det.y_max = 100;
+  std::vector<double> t = r.detection_times_s;
+  std::sort(t.begin(), t.end());
+  // Over every observer that should detect: short of 100% if some never did.
+  const double all = static_cast<double>(std::max<std::uint64_t>(r.detection_observers, t.size()));
+  if (!t.empty()) {
+    Series cdf{"detected (of " + std::to_string(r.detection_observers) + " observer-failures)", "#36c",
+               {{0.0, 0.0}}, false};
+    for (std::size_t k = 0; k < t.size(); ++k) {
+      cdf.points.emplace_back(t[k], 100.0 * static_cast<double>(k) / all);
+      cdf.points.emplace_back(t[k], 100.0 * static_cast<double>(k + 1) / all);
+    }
+    det.series.push_back(cdf);
+  }
+  out.push_back(det);
+  return out;
+}
+
+std::string svg_document(const Results& r, const std::vector<Chart>& cs) {
+  std::ostringstream o;
+  o << "<svg xmlns='http://www.w3.org/2000/svg' width='940' height='"
+    << 40 + kPanelHeight * static_cast<double>(cs.size()) << "' font-family='sans-serif'>\n"
+    << "<rect width='100%' height='100%' fill='white'/>\n";
+  o << "<text x='" << kLeft << "' y='22' font-size='16'>gossipsim: " << xml_escape(r.scenario)
+    << " (seed " << r.seed << ", " << r.members << " members, " << r.phantoms << " phantoms)</text>\n";
+  double top = 40;
+  for (const Chart& c : cs) {
+    draw(o, c, top);
+    top += kPanelHeight;
+  }
+  o << "</svg>\n";
+  return o.str();
 }
 
 }  // namespace
 
-std::string to_svg(const Results& r) {
-  std::ostringstream o;
-  o << "<svg xmlns='http://www.w3.org/2000/svg' width='940' height='600' "
-       "font-family='sans-serif'>\n<rect width='100%' height='100%' fill='white'/>\n";
-  o << "<text x='80' y='22' font-size='16'>gossipsim: " << xml_escape(r.scenario) << " (seed " << r.seed
-    << ", " << r.members << " members, " << r.phantoms << " phantoms)</text>\n";
-  panel(o, r, 60, "view size (live members seen by steady members)",
-        {{"expected", "#2a2", [](const Sample& s) { return static_cast<double>(s.expected_view); }},
-         {"min", "#c33", [](const Sample& s) { return static_cast<double>(s.view_min); }},
-         {"mean", "#36c", [](const Sample& s) { return s.view_mean; }},
-         {"max", "#c8c", [](const Sample& s) { return static_cast<double>(s.view_max); }}});
-  panel(o, r, 340, "egress per member",
-        {{"bytes/s", "#36c", [](const Sample& s) { return s.egress_bytes_per_member_s; }},
-         {"packets/s x100", "#c60",
-          [](const Sample& s) { return 100 * s.egress_packets_per_member_s; }}});
-  o << "</svg>\n";
-  return o.str();
+std::string to_svg(const Results& r) { return svg_document(r, charts(r)); }
+
+std::vector<std::pair<std::string, std::string>> to_svgs(const Results& r) {
+  static constexpr const char* kNames[] = {"views.svg", "egress.svg", "suspicions.svg", "detection.svg"};
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::vector<Chart> cs = charts(r);
+  for (std::size_t k = 0; k < cs.size(); ++k) out.emplace_back(kNames[k], svg_document(r, {cs[k]}));
+  return out;
 }
 
 }  // namespace gw::sim

@@ -147,6 +147,7 @@ struct Node {
   std::uint32_t lives = 0;   // starts so far
   std::uint64_t life_incarnation = 0;  // initial incarnation of the current life
   std::uint64_t departed_at = 0;
+  std::uint64_t started_at = 0;  // of the current life
   std::uint64_t scheduled_tick = kNever;
   std::uint64_t release_at = kNever;
   std::uint64_t bytes_out = 0;    // wire
@@ -393,6 +394,7 @@ class Simulator {
         cfg, sc_.seed * 1000003ULL + i * 7919ULL + 1 + std::uint64_t{n.lives} * 104729ULL, now_);
     ++n.lives;
     n.life_incarnation = cfg.initial_incarnation;
+    n.started_at = now_;
     n.state = State::kUp;
     n.departed = false;
     n.scheduled_tick = kNever;
@@ -1020,6 +1022,8 @@ class Simulator {
       d.failed_at_s = static_cast<double>(f.at) / kNsPerS;
       std::vector<double> lat;
       for (std::uint32_t o : observers) {
+        // Up since before the failure: a member restarted since lost what it knew.
+        if (nodes_[o].started_at > f.at) continue;
         if (!f.aware[o]) {
           ++d.unaware;
           continue;
@@ -1050,6 +1054,7 @@ class Simulator {
     r_.detection_first_s = summarize(firsts);
     r_.detection_p99_s = summarize(p99s);
     r_.detection_all_s = summarize(alls);
+    for (const Detection& d : r_.detections) r_.detection_observers += d.observers;
 
     const double member_hours =
         static_cast<double>(observers.size()) * r_.duration_s / 3600.0;

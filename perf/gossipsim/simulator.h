@@ -42,7 +42,7 @@ struct Detection {
   double first_s = -1;  // -1: nobody detected it
   double p99_s = -1;
   double all_s = -1;    // -1: some observer never detected it
-  std::uint32_t observers = 0;  // steady members up at the end that knew it live
+  std::uint32_t observers = 0;  // steady members up at the end (and since before it failed) that knew it live
   std::uint32_t detected = 0;
   std::uint32_t unaware = 0;    // steady members up at the end that never knew it live
 };
@@ -121,6 +121,7 @@ struct Results {
   Summary detection_all_s;
   std::uint32_t undetected = 0;  // failures some observer never marked
   std::vector<double> detection_times_s;  // every observer's detection time, all failures
+  std::uint64_t detection_observers = 0;  // sum of Detection::observers (detected or not)
 
   std::uint64_t false_positives = 0;          // failed declarations about members up
   std::uint64_t false_positives_healthy = 0;  // ... about members that never stall
