@@ -96,6 +96,7 @@ class NodeSink final : public dp::DatagramSink {
 class SizeFifo {
  public:
   bool empty() const { return head_ == v_.size(); }
+  std::size_t size() const { return v_.size() - head_; }
   std::uint32_t front() const { return v_[head_]; }
   void push_back(std::uint32_t x) { v_.push_back(x); }
   void pop_back() {
@@ -368,12 +369,13 @@ class Simulator {
       }
       return seeds;
     }
-    // Random steady members already up (not departed).
-    const std::uint32_t pool = std::min(i, n_steady_);
+    // Random steady members already up (not departed): earlier ones on a
+    // first start, any other on a restart.
+    const std::uint32_t pool = restart ? n_steady_ : std::min(i, n_steady_);
     for (std::uint32_t tries = 0; seeds.size() < sc_.seeds && pool > 0 && tries < 8 * sc_.seeds;
          ++tries) {
       const auto j = static_cast<std::uint32_t>(rng_.uniform(pool));
-      if (nodes_[j].state != State::kUp || nodes_[j].departed) continue;
+      if (j == i || nodes_[j].state != State::kUp || nodes_[j].departed) continue;
       const Address a = node_addr(j);
       if (std::find(seeds.begin(), seeds.end(), a) == seeds.end()) seeds.push_back(a);
     }
@@ -638,7 +640,11 @@ class Simulator {
   // becomes affordable, as the gateway's control loop would find on its next pass.
   void arm_release(std::uint32_t i) {
     Node& n = nodes_[i];
-    if (!n.shaper || n.shaper->queued_bytes() == 0) return;
+    if (!n.shaper) return;
+    for (std::size_t c = 0; c < crypto::kClassCount; ++c)
+      if (n.mirror.queues[c].size() != n.shaper->queued(static_cast<crypto::PriorityClass>(c)))
+        ++r_.shaper_mirror_mismatches;
+    if (n.shaper->queued_bytes() == 0) return;
     std::uint64_t wait = 1'000'000;  // fallback: 1 ms steps if the mirror knows no head
     const std::uint64_t rate = sc_.network.egress_bytes_per_s;
     for (const SizeFifo& q : n.mirror.queues) {

@@ -158,6 +158,178 @@ stalls: {fraction: 0.1, duration_ms: 2000, period_ms: 6000, start_s: 15, end_s: 
   EXPECT_TRUE(r.converged_at_end);
 }
 
+// Wire bytes are codec bytes plus header and tag per datagram, and the by-type
+// split adds up to the totals.
+TEST(GossipSim, WireBytesAndMessageTypesAddUp) {
+  const Results r = run_scenario(load(kSmall));
+  EXPECT_NEAR(r.egress_bytes_per_s.mean,
+              r.egress_payload_bytes_per_s.mean + kWireOverheadBytes * r.egress_packets_per_s.mean, 1e-6);
+  EXPECT_EQ(r.bytes_sent, r.payload_bytes_sent + kWireOverheadBytes * r.datagrams_on_wire);
+  double bytes = 0, payload = 0, packets = 0;
+  for (const TypeRate& t : r.egress_by_type) {
+    bytes += t.bytes_per_s;
+    payload += t.payload_bytes_per_s;
+    packets += t.packets_per_s;
+  }
+  EXPECT_NEAR(bytes, r.egress_bytes_per_s.mean, 1e-6);
+  EXPECT_NEAR(payload, r.egress_payload_bytes_per_s.mean, 1e-6);
+  EXPECT_NEAR(packets, r.egress_packets_per_s.mean, 1e-9);
+  // A steady cluster probes: about one ping and one ack per member-second.
+  EXPECT_GT(r.egress_by_type[0].packets_per_s, 0.5);  // ping
+  EXPECT_GT(r.egress_by_type[1].packets_per_s, 0.5);  // ack
+  EXPECT_GE(r.converged_after_last_join_s, 0);
+  const nlohmann::json j = to_json(r, false);
+  EXPECT_TRUE(j["egress"]["by_type"].contains("sync_response"));
+  EXPECT_TRUE(j["egress"]["by_type"]["ping"].contains("bytes_per_member_s"));
+}
+
+// seed_mode shared: every joiner contacts member 0 (seeds: 1), so member 0
+// receives every join SyncRequest; random spreads them over earlier members.
+TEST(GossipSim, SharedSeedModeJoinsThroughTheSeed) {
+  const std::string base = "name: seeds\nseed: 8\nduration_s: 30\nmembers: {count: 40, join_over_s: 8, seeds: 1";
+  const Results shared = run_scenario(load(base + ", seed_mode: shared}\n"));
+  EXPECT_GE(shared.join_requests, 39u);
+  EXPECT_EQ(shared.join_requests_at_seeds, shared.join_requests);
+  EXPECT_TRUE(shared.converged_at_end);
+  const Results random = run_scenario(load(base + "}\n"));
+  EXPECT_GE(random.join_requests, 39u);
+  EXPECT_LT(random.join_requests_at_seeds, random.join_requests / 2);
+}
+
+// A budget far below what joins want: the real shaper defers and drops (lowest
+// classes), never lets a member past what its token bucket allows, and the
+// simulator's release schedule tracks its queues exactly.
+TEST(GossipSim, ShaperHoldsATightBudget) {
+  const Scenario s = load(R"(
+name: tight
+seed: 11
+duration_s: 60
+measure_from_s: 20
+members: {count: 60, join_over_s: 10, seeds: 2}
+network: {loss: 0.01, egress_bytes_per_s: 1500, egress_burst_bytes: 2048, egress_queue_bytes: 8192}
+failures:
+  - {at_s: 30, count: 3, restart_after_s: 10}
+expect: {budget_respected: true, no_urgent_drop: true, egress_bytes_per_member_max: 1500}
+)");
+  const Results r = run_scenario(s);
+  EXPECT_EQ(r.budget_violations, 0u);
+  EXPECT_EQ(r.shaper_mirror_mismatches, 0u);
+  EXPECT_GT(r.egress_deferred[2], 0u);
+  EXPECT_GT(r.egress_drops[2] + r.egress_drops[3], 0u);
+  EXPECT_EQ(r.egress_drops[0], 0u);
+  EXPECT_LE(r.egress_peak_interval_bytes_per_s, 1500 + 2048);
+  EXPECT_LE(r.egress_bytes_per_s.max, 1500 + 2048 / 40.0);
+  EXPECT_TRUE(check_expectations(s, r).empty());
+  // The same with no budget sends more than the budget: the shaper did the work.
+  Scenario free = s;
+  free.network.egress_bytes_per_s = 0;
+  EXPECT_GT(run_scenario(free).egress_peak_interval_bytes_per_s, 1500 + 2048);
+}
+
+// Crashed members restart with a higher incarnation and join again: every view
+// holds them again, their return is not a resurrection, and their old death
+// (seen by all before the restart) was detected.
+TEST(GossipSim, RestartedMembersAreAliveAgain) {
+  const Scenario s = load(R"(
+name: restart
+seed: 4
+duration_s: 90
+members: {count: 30, join_over_s: 5, seeds: 2}
+network: {loss: 0.01}
+failures:
+  - {at_s: 20, count: 3, restart_after_s: 30}
+expect: {converged: true, no_resurrection: true, restarts_alive_within_s: 15, detection_all_within_s: 25}
+)");
+  const Results r = run_scenario(s);
+  ASSERT_EQ(r.detections.size(), 3u);
+  for (const Detection& d : r.detections) EXPECT_EQ(d.detected, d.observers) << d.node;
+  EXPECT_EQ(r.resurrections, 0u);
+  EXPECT_EQ(r.zombies_at_end, 0u);
+  EXPECT_TRUE(r.converged_at_end);
+  EXPECT_EQ(r.final_expected_view, 30u);
+  EXPECT_EQ(r.final_view_min, 30u);
+  ASSERT_EQ(r.restarts.size(), 1u);
+  EXPECT_EQ(r.restarts[0].members, 3u);
+  EXPECT_EQ(r.restarts[0].at_s, 50);
+  EXPECT_GE(r.restarts_all_alive_after_s, 0);
+  EXPECT_TRUE(check_expectations(s, r).empty());
+  // Without the restart the expected view stays at 27.
+  Scenario down = s;
+  down.failures[0].restart_after_ns.reset();
+  EXPECT_EQ(run_scenario(down).final_expected_view, 27u);
+}
+
+// The phantom storm metrics: views overshoot what is truly alive, then recover.
+TEST(GossipSim, StormMetrics) {
+  const Results r = run_scenario(load(R"(
+name: storm
+seed: 9
+duration_s: 120
+members: {count: 30, join_over_s: 5, seeds: 2}
+engine: {tombstone_ttl_s: 60}
+phantoms: {count: 60, start_s: 10, over_s: 10, min_life_s: 5, max_life_s: 10}
+)"));
+  std::uint32_t phantoms_peak = 0;
+  for (const Sample& x : r.series) phantoms_peak = std::max(phantoms_peak, x.phantoms_up);
+  EXPECT_GT(phantoms_peak, 10u);
+  EXPECT_GT(r.view_excess_max, 0);
+  EXPECT_GT(r.view_excess_max_fraction, 0);
+  EXPECT_GT(r.last_phantom_death_s, 20);
+  EXPECT_GE(r.recovered_after_last_phantom_s, 0);
+  // From the recovery sample on, every sample is converged.
+  for (const Sample& x : r.series) {
+    if (x.t_s >= r.last_phantom_death_s + r.recovered_after_last_phantom_s) {
+      EXPECT_TRUE(x.converged) << x.t_s;
+    }
+  }
+}
+
+// Each expect: bound reports its own line when violated.
+TEST(GossipSim, NewExpectationsReportViolations) {
+  const Scenario s = load(R"(
+name: strict
+seed: 4
+duration_s: 40
+members: {count: 20, join_over_s: 5, seeds: 2}
+failures:
+  - {at_s: 10, count: 2, restart_after_s: 5}
+phantoms: {count: 10, start_s: 5, over_s: 5, min_life_s: 5, max_life_s: 6}
+expect: {join_converged_within_s: 0, view_excess_max_fraction: 0, recovered_within_s: 0,
+         restarts_alive_within_s: 0, detection_all_within_s: 0, egress_bytes_per_member_max: 1}
+)");
+  const Results r = run_scenario(s);
+  const std::vector<std::string> bad = check_expectations(s, r);
+  std::string all;
+  for (const std::string& b : bad) all += b + "\n";
+  for (const char* field : {"view_excess_max_fraction", "restarts_alive_within_s",
+                            "detection_all_within_s", "egress_bytes_per_member_max"})
+    EXPECT_NE(all.find(field), std::string::npos) << field << " in:\n" << all;
+}
+
+// The same scenario and seed give identical outputs with every new part in play:
+// shaper, shared seeds, restarts, phantoms, partitions.
+TEST(GossipSim, DeterministicWithShaperRestartsAndPhantoms) {
+  const Scenario s = load(R"(
+name: everything
+seed: 13
+duration_s: 60
+members: {count: 40, join_over_s: 5, seeds: 2, seed_mode: shared}
+network: {loss: 0.02, egress_bytes_per_s: 3000, egress_burst_bytes: 4096, egress_queue_bytes: 16384}
+failures:
+  - {at_s: 20, count: 3, restart_after_s: 10}
+phantoms: {count: 30, start_s: 10, over_s: 10, min_life_s: 3, max_life_s: 8}
+partitions:
+  - {start_s: 40, end_s: 45, fraction: 0.3}
+)");
+  const Results a = run_scenario(s);
+  const Results b = run_scenario(s);
+  EXPECT_EQ(to_json(a, false).dump(), to_json(b, false).dump());
+  EXPECT_EQ(to_csv(a), to_csv(b));
+  EXPECT_EQ(to_svg(a), to_svg(b));
+  EXPECT_EQ(to_svgs(a), to_svgs(b));
+  EXPECT_GT(a.egress_deferred[2], 0u);
+}
+
 // ---- scenario loader ----
 
 std::string load_error(const std::string& yaml) {
@@ -191,6 +363,26 @@ TEST(GossipSimScenario, BadValuesAreRejected) {
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nstalls: {fraction: 0.1}\n")
                 .find("stalls.period_ms"),
             std::string::npos);
+  EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3, seed_mode: dns}\n")
+                .find("test.yaml:3: members.seed_mode: must be random or shared"),
+            std::string::npos);
+  EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nfailures: [{at_s: 1, count: 1, restart_after_s: -1}]\n")
+                .find("failures[].restart_after_s: must be in"),
+            std::string::npos);
+  EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nexpect: {recovered_within: 5}\n")
+                .find("expect.recovered_within: unknown field"),
+            std::string::npos);
+  EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nnetwork: {egress_burst_bytes: 10}\n")
+                .find("network.egress_burst_bytes: must be in"),
+            std::string::npos);
+  const Scenario ok = load("name: x\nduration_s: 10\nmembers: {count: 3, seed_mode: shared}\n"
+                           "failures: [{at_s: 1, count: 1, restart_after_s: 2}]\n"
+                           "expect: {join_converged_within_s: 5, egress_bytes_per_member_max: 2000}\n");
+  EXPECT_EQ(ok.seed_mode, SeedMode::kShared);
+  EXPECT_EQ(ok.failures[0].restart_after_ns, 2'000'000'000ULL);
+  EXPECT_EQ(ok.expect.join_converged_within_s, 5);
+  EXPECT_EQ(ok.expect.egress_bytes_per_member_max, 2000);
+  EXPECT_EQ(load("name: x\nduration_s: 10\nmembers: {count: 3}\n").network.egress_burst_bytes, 64u << 10);
 }
 
 // Found by fuzz_scenario: a null `name:` made yaml-cpp's TypedBadConversion
@@ -269,6 +461,8 @@ TEST(GossipSimCli, WritesResultsAndReportsExpectations) {
   EXPECT_TRUE(std::filesystem::exists(dir / "out" / "result.json"));
   EXPECT_TRUE(std::filesystem::exists(dir / "out" / "timeseries.csv"));
   EXPECT_TRUE(std::filesystem::exists(dir / "out" / "plot.svg"));
+  for (const char* svg : {"views.svg", "egress.svg", "suspicions.svg", "detection.svg"})
+    EXPECT_TRUE(std::filesystem::exists(dir / "out" / svg)) << svg;
   // Impossible expectation: exit 1.
   std::ofstream(scenario) << "name: cli\nduration_s: 2\nmembers: {count: 10, join_over_s: 2}\n"
                              "failures: [{at_s: 1, count: 1}]\nexpect: {all_failures_detected: true}\n";
