@@ -7,7 +7,6 @@
 #include <chrono>
 #include <charconv>
 #include <cmath>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -708,6 +707,22 @@ class Simulator {
   }
 
  private:
+  // A partition healed less than the longest a suspicion started before the
+  // heal can take to end (its maximum timeout, plus probe rounds stretched by
+  // local health to start it). Either side's verdicts from the split spread to
+  // both sides after the heal, so any pair counts, not only pairs across it.
+  bool healed_recently() const {
+    const cp::engine::EngineConfig& e = sc_.engine;
+    const std::uint64_t window =
+        e.suspicion_max_timeout_mult *
+            cp::engine::suspicion_min_timeout(e.suspicion_mult, nodes_.size(), e.probe_interval_ns) +
+        2 * e.awareness_max_multiplier * e.probe_interval_ns;
+    for (const PartitionSpec& p : sc_.partitions) {
+      if (now_ >= p.end_ns && now_ < p.end_ns + window) return true;
+    }
+    return false;
+  }
+
   bool partitioned(std::uint32_t a, std::uint32_t b) const {
     for (const PartitionSpec& p : sc_.partitions) {
       if (now_ < p.start_ns || now_ >= p.end_ns) continue;
@@ -762,7 +777,10 @@ class Simulator {
         } else if (ev.kind == EventKind::kFailed) {
           ++r_.false_positives;
           if (!s.stall_prone) ++r_.false_positives_healthy;
-          if (partitioned(observer, *subject)) ++r_.false_positives_partition;
+          if (partitioned(observer, *subject))
+            ++r_.false_positives_partition;
+          else if (healed_recently())
+            ++r_.false_positives_after_heal;
         }
         break;
       case EventKind::kJoin:

@@ -126,6 +126,9 @@ struct Results {
   std::uint64_t false_positives = 0;          // failed declarations about members up
   std::uint64_t false_positives_healthy = 0;  // ... about members that never stall
   std::uint64_t false_positives_partition = 0;  // ... across an active partition
+  // ... not across an active partition, but less than the longest suspicion
+  // after one healed (verdicts from the split still running out or spreading)
+  std::uint64_t false_positives_after_heal = 0;
   double false_positives_per_member_hour = 0;
   std::uint64_t suspicions = 0;   // engine counters summed over all members
   std::uint64_t refutations = 0;

@@ -113,7 +113,9 @@ partitions:
 )"));
   // Each side declared the other dead (the false deaths a split causes) ...
   EXPECT_GT(r.false_positives_partition, 0u);
-  EXPECT_EQ(r.false_positives, r.false_positives_partition);
+  // (some suspicions from the split may run out just after the heal)
+  EXPECT_EQ(r.false_positives, r.false_positives_partition + r.false_positives_after_heal);
+  EXPECT_LT(r.false_positives_after_heal, r.false_positives_partition / 10);
   // ... and every view is whole again after the heal.
   EXPECT_TRUE(r.converged_at_end);
   EXPECT_GE(r.converged_after_heal_s, 0);
