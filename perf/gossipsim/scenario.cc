@@ -89,7 +89,8 @@ void load_engine(const Reader& r, const YAML::Node& n, EngineConfig& c) {
           "max_broadcasts", "max_packet_bytes", "push_pull_interval_s", "max_concurrent_syncs",
           "sync_answer_rate", "sync_answer_burst", "sync_timeout_s", "max_sync_bytes",
           "tombstone_ttl_s", "max_members", "admit_rate", "admit_burst", "max_events",
-          "max_outbox"});
+          "max_outbox", "helper_established_s", "join_answer_rate", "join_answer_burst",
+          "join_retry_min_ms", "join_retry_max_s", "max_graveyard", "max_pending_admissions"});
   if (n["preset"]) {
     const std::string p = n["preset"].as<std::string>();
     if (p == "lan")
@@ -134,6 +135,13 @@ void load_engine(const Reader& r, const YAML::Node& n, EngineConfig& c) {
   u32("admit_burst", c.admit_burst, 0, 1e7);
   u32("max_events", c.max_events, 1, 1e8);
   u32("max_outbox", c.max_outbox, 1, 1e8);
+  sec("helper_established_s", c.helper_established_ns);
+  u32("join_answer_rate", c.join_answer_rate, 0, 1e6);
+  u32("join_answer_burst", c.join_answer_burst, 0, 1e6);
+  ms("join_retry_min_ms", c.join_retry_min_ns);
+  sec("join_retry_max_s", c.join_retry_max_ns);
+  u32("max_graveyard", c.max_graveyard, 0, 1e8);
+  u32("max_pending_admissions", c.max_pending_admissions, 0, 1e8);
 }
 
 void load_network(const Reader& r, const YAML::Node& n, NetworkSpec& net) {

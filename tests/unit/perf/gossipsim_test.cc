@@ -385,6 +385,11 @@ TEST(GossipSimScenario, BadValuesAreRejected) {
   EXPECT_EQ(ok.expect.join_converged_within_s, 5);
   EXPECT_EQ(ok.expect.egress_bytes_per_member_max, 2000);
   EXPECT_EQ(load("name: x\nduration_s: 10\nmembers: {count: 3}\n").network.egress_burst_bytes, 64u << 10);
+  const Scenario eng = load("name: x\nduration_s: 10\nmembers: {count: 3}\n"
+                            "engine: {join_answer_rate: 5, join_retry_min_ms: 500, max_pending_admissions: 7}\n");
+  EXPECT_EQ(eng.engine.join_answer_rate, 5u);
+  EXPECT_EQ(eng.engine.join_retry_min_ns, 500'000'000ULL);
+  EXPECT_EQ(eng.engine.max_pending_admissions, 7u);
 }
 
 // Found by fuzz_scenario: a null `name:` made yaml-cpp's TypedBadConversion
