@@ -345,7 +345,10 @@ class Simulator {
       case Kind::kTick: on_tick(e.node); break;
       case Kind::kRelease: on_release(e.node); break;
       case Kind::kRestart: restart_batch(e.aux); break;
-      case Kind::kCrash: crash(e.node); break;
+      case Kind::kCrash:
+        // A scheduled end (phantom lifetime, leave linger) of this life only.
+        if (e.aux == nodes_[e.node].lives) crash(e.node);
+        break;
       case Kind::kLeave: leave(e.node); break;
       case Kind::kStallBegin: stall_begin(e.node); break;
       case Kind::kStallEnd: stall_end(e.node); break;
@@ -412,7 +415,7 @@ class Simulator {
     if (i >= n_steady_) {
       const PhantomSpec& ph = sc_.phantoms;
       push(now_ + ph.min_life_ns + rng_.uniform(ph.max_life_ns - ph.min_life_ns + 1), Kind::kCrash,
-           i);
+           i, n.lives);
     }
     after(i);
   }
@@ -442,9 +445,10 @@ class Simulator {
       else
         crash(i);
     }
+    if (batch.members.empty()) return;
     const std::string what = (f.leave ? "leave " : "crash ") + std::to_string(batch.members.size());
     r_.markers.push_back(Marker{what, static_cast<double>(now_) / kNsPerS, static_cast<double>(now_) / kNsPerS});
-    if (f.restart_after_ns && !batch.members.empty()) {
+    if (f.restart_after_ns) {
       push(now_ + *f.restart_after_ns, Kind::kRestart, 0, static_cast<std::uint32_t>(batches_.size()));
       batches_.push_back(std::move(batch));
     }
@@ -473,7 +477,7 @@ class Simulator {
     mark_departed(n);
     n.engine->leave(now_);
     after(i);
-    push(now_ + kLeaveLingerNs, Kind::kCrash, i);
+    push(now_ + kLeaveLingerNs, Kind::kCrash, i, n.lives);
   }
 
   void crash(std::uint32_t i) {

@@ -261,6 +261,23 @@ expect: {converged: true, no_resurrection: true, restarts_alive_within_s: 15, de
   EXPECT_EQ(run_scenario(down).final_expected_view, 27u);
 }
 
+// Members that leave and restart before their leave linger ends stay up: the
+// old life's scheduled stop does not end the new one.
+TEST(GossipSim, QuickRestartAfterLeaveStaysUp) {
+  const Results r = run_scenario(load(R"(
+name: leave-restart
+seed: 4
+duration_s: 40
+members: {count: 20, join_over_s: 3, seeds: 2}
+failures:
+  - {at_s: 10, count: 3, leave: true, restart_after_s: 2}
+)"));
+  EXPECT_EQ(r.final_expected_view, 20u);
+  EXPECT_TRUE(r.converged_at_end);
+  EXPECT_EQ(r.resurrections, 0u);
+  EXPECT_GE(r.restarts_all_alive_after_s, 0);
+}
+
 // The phantom storm metrics: views overshoot what is truly alive, then recover.
 TEST(GossipSim, StormMetrics) {
   const Results r = run_scenario(load(R"(
