@@ -283,10 +283,10 @@ TEST(GossipSim, StormMetrics) {
   const Results r = run_scenario(load(R"(
 name: storm
 seed: 9
-duration_s: 120
+duration_s: 90
 members: {count: 30, join_over_s: 5, seeds: 2}
 engine: {tombstone_ttl_s: 60}
-phantoms: {count: 60, start_s: 10, over_s: 10, min_life_s: 5, max_life_s: 10}
+phantoms: {count: 40, start_s: 10, over_s: 10, min_life_s: 5, max_life_s: 10}
 )"));
   std::uint32_t phantoms_peak = 0;
   for (const Sample& x : r.series) phantoms_peak = std::max(phantoms_peak, x.phantoms_up);
@@ -331,14 +331,14 @@ TEST(GossipSim, DeterministicWithShaperRestartsAndPhantoms) {
   const Scenario s = load(R"(
 name: everything
 seed: 13
-duration_s: 60
-members: {count: 40, join_over_s: 5, seeds: 2, seed_mode: shared}
+duration_s: 40
+members: {count: 30, join_over_s: 5, seeds: 2, seed_mode: shared}
 network: {loss: 0.02, egress_bytes_per_s: 3000, egress_burst_bytes: 4096, egress_queue_bytes: 16384}
 failures:
-  - {at_s: 20, count: 3, restart_after_s: 10}
-phantoms: {count: 30, start_s: 10, over_s: 10, min_life_s: 3, max_life_s: 8}
+  - {at_s: 15, count: 3, restart_after_s: 8}
+phantoms: {count: 20, start_s: 8, over_s: 8, min_life_s: 3, max_life_s: 8}
 partitions:
-  - {start_s: 40, end_s: 45, fraction: 0.3}
+  - {start_s: 30, end_s: 34, fraction: 0.3}
 )");
   const Results a = run_scenario(s);
   const Results b = run_scenario(s);
