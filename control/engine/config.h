@@ -35,6 +35,17 @@ struct EngineConfig {
   // been running, if that is shorter): in a storm of short-lived members, a
   // dead newcomer's silence says nothing about us. 30 s
   std::uint64_t helper_established_ns = 30 * kSecond;
+  // A newcomer: live in our view for less than this (and for less than half as
+  // long as we have been running). Newcomers get every other probe, and in a
+  // storm (below) a newcomer that fails a probe, direct and indirect, is
+  // declared dead at once instead of suspected: a newcomer that vanished is
+  // the phantom storm, and a live one refutes. 0 = none. 60 s
+  std::uint64_t young_member_ns = 60 * kSecond;
+  // A storm: this many newcomers suspected or declared dead here within
+  // storm_window_ns. Only then is a failing newcomer dead at once (it lasts
+  // storm_window_ns after the last such failure). 0 = never. 20 in 30 s
+  std::uint32_t storm_newcomer_failures = 20;
+  std::uint64_t storm_window_ns = 30 * kSecond;
 
   // --- dissemination ---
   std::uint64_t gossip_interval_ns = 200 * kMillisecond;  // LAN 200 ms
@@ -60,6 +71,11 @@ struct EngineConfig {
   std::uint32_t join_answer_burst = 100;    // join answer token bucket depth; 100
   std::uint64_t join_retry_min_ns = 2 * kSecond;   // first retry of an unanswered join; 2 s
   std::uint64_t join_retry_max_ns = 60 * kSecond;  // retries back off to this, for ever; 60 s
+  // A periodic sync sends at most this many bytes per second of its interval
+  // (each way), as a rotating window of the table: anti-entropy costs the same
+  // per member at any N. Join syncs send the whole view (max_sync_bytes).
+  // 0 = a whole table (up to max_sync_bytes) every time. 48 B/s
+  std::uint32_t sync_bytes_per_sec = 48;
   std::uint32_t max_sync_bytes = 256 * 1024;  // encoded bytes one side sends per sync, and
                                               // the most we merge from one received sync
                                               // (all its parts); keep it cluster-wide; 256 KiB

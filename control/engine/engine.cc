@@ -141,9 +141,46 @@ std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& 
   return out;
 }
 
+void Engine::note_newcomer_failure(std::uint64_t now_ns) {
+  newcomer_failures_.push_back(now_ns);
+  // Only the count within the window matters: keep no more than that.
+  while (newcomer_failures_.size() > config_.storm_newcomer_failures) newcomer_failures_.pop_front();
+  if (in_storm(now_ns)) storm_until_ns_ = now_ns + config_.storm_window_ns;
+}
+
+bool Engine::in_storm(std::uint64_t now_ns) const {
+  if (config_.storm_newcomer_failures == 0) return false;
+  if (now_ns < storm_until_ns_) return true;
+  return newcomer_failures_.size() >= config_.storm_newcomer_failures &&
+         now_ns - newcomer_failures_.front() <= config_.storm_window_ns;
+}
+
+void Engine::remember_newcomer(const std::string& name) {
+  // Bounded like the table; a death removes the name, growing up is noticed
+  // when probing picks it.
+  if (newcomers_.size() >= config_.max_members || newcomer_pos_.count(name) != 0) return;
+  newcomer_pos_.emplace(name, newcomers_.size());
+  newcomers_.push_back(name);
+}
+
+bool Engine::newcomer(const Member& m, std::uint64_t now_ns) const {
+  return now_ns - std::min(now_ns, m.live_since_ns) < config_.young_member_ns;
+}
+
+bool Engine::young(const Member& m, std::uint64_t now_ns) const {
+  // Young, and arrived well after us: in a cluster that is starting,
+  // everybody is new and nobody is a newcomer.
+  const std::uint64_t ours = now_ns - std::min(now_ns, self().live_since_ns);
+  const std::uint64_t age = now_ns - std::min(now_ns, m.live_since_ns);
+  return age < config_.young_member_ns && 2 * age < ours;
+}
+
 bool Engine::helper_counts(const Member& h, std::uint64_t now_ns) const {
   const std::uint64_t ours = now_ns - std::min(now_ns, self().live_since_ns);
-  const std::uint64_t need = std::min(config_.helper_established_ns, ours / 2);
+  std::uint64_t need = std::min(config_.helper_established_ns, ours / 2);
+  // In a storm, no newcomer counts: one that is still in our view may be a
+  // phantom nobody has probed yet.
+  if (in_storm(now_ns)) need = std::max(need, config_.young_member_ns);
   return h.status == MemberStatus::kAlive && now_ns - std::min(now_ns, h.live_since_ns) >= need;
 }
 
@@ -212,7 +249,9 @@ void Engine::send(const Address& to, PriorityClass cls, Compound messages, bool 
 // ---------------------------------------------------------------- inputs
 
 void Engine::handle(const Address& from, const Compound& messages, std::uint64_t now_ns) {
+  last_now_ns_ = std::max(last_now_ns_, now_ns);
   ++counters_.packets_in;
+  corrections_.clear();
   for (const Message& msg : messages) {
     ++counters_.msg_in[msg.index()];
     std::visit(
@@ -234,6 +273,33 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
         },
         msg);
   }
+  // The sender spread news older than ours about members we hold dead or left
+  // (an Alive or Suspect of an incarnation we buried): tell it, in one
+  // datagram back, so it stops spreading them. Without it, a member that
+  // missed a death keeps a zombie for a whole suspicion timeout, because
+  // everyone it asks has long stopped gossiping the death.
+  if (!corrections_.empty()) {
+    ++counters_.stale_corrections;
+    send(from, PriorityClass::kUrgent, std::move(corrections_), false);
+    corrections_.clear();
+  }
+}
+
+void Engine::correct(const Member& m) {
+  if (corrections_.size() >= kMaxCorrections) return;
+  // A Leave is the member's own word; a death only if it died a newcomer (a
+  // storm's phantom). An established member's death may be a partition's
+  // false verdict: spreading it to a side that still sees the member alive
+  // would only make more (the member refutes when it hears, as usual).
+  if (m.status == MemberStatus::kDead && !young(m, m.state_change_ns)) return;
+  for (const Message& c : corrections_)
+    if ((std::holds_alternative<Dead>(c) && std::get<Dead>(c).node == m.name) ||
+        (std::holds_alternative<Leave>(c) && std::get<Leave>(c).node == m.name))
+      return;
+  if (m.status == MemberStatus::kLeft)
+    corrections_.emplace_back(Leave{m.incarnation, m.name});
+  else
+    corrections_.emplace_back(Dead{m.incarnation, m.name, config_.name});
 }
 
 void Engine::on_ping(const Address& from, const Ping& m, std::uint64_t /*now_ns*/) {
@@ -459,6 +525,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     m = table_.insert(std::move(fresh));
     if (m == nullptr) return;
     probes_.add_member(a.node, rng_);
+    remember_newcomer(a.node);
     ++counters_.joins;
     emit(EventKind::kJoin, *m);
     queue_broadcast(a.node, a, PriorityClass::kGossip);
@@ -468,6 +535,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     // The dead stay dead: only a restart (a newer incarnation) brings one back.
     if (a.incarnation <= m->incarnation) {
       ++counters_.alive_drop_tombstone;
+      correct(*m);
       return;
     }
     m->incarnation = a.incarnation;
@@ -476,6 +544,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     m->protocol_version = a.protocol_version;
     table_.set_status(*m, MemberStatus::kAlive, now_ns, config_.tombstone_ttl_ns);
     probes_.add_member(a.node, rng_);
+    remember_newcomer(a.node);
     ++counters_.joins;
     emit(EventKind::kJoin, *m);
     queue_broadcast(a.node, a, PriorityClass::kGossip);
@@ -535,7 +604,11 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
     }
     return;
   }
-  // Dead, left, or suspected already: nothing new.
+  // Dead or left: the accuser is behind (tell it); suspected already: nothing new.
+  if (m->is_tombstone()) {
+    if (s.incarnation <= m->incarnation) correct(*m);
+    return;
+  }
   if (m->status != MemberStatus::kAlive) return;
   if (s.node == config_.name) {
     // About us: refute (unless we are leaving anyway).
@@ -545,6 +618,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
   m->incarnation = s.incarnation;
   table_.set_status(*m, MemberStatus::kSuspect, now_ns, config_.tombstone_ttl_ns);
   ++counters_.suspicions;
+  if (newcomer(*m, now_ns)) note_newcomer_failure(now_ns);
   const std::size_t n = table_.live_count();
   std::uint32_t k = config_.suspicion_mult > 2 ? config_.suspicion_mult - 2 : 0;
   // Too few members to expect k independent confirmations.
@@ -559,9 +633,14 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
 void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
                         const std::string& from, MemberStatus status, std::uint64_t now_ns) {
   Member* m = table_.find(node);
-  // Unknown member: nothing to bury.
+  // Unknown member: news of its death overtook news of its life (or we never
+  // admitted it). Nothing to bury, but a trace in the graveyard, so that the
+  // Alive still on its way cannot bring it in after the others buried it.
   if (m == nullptr) {
     ++counters_.update_drop_unknown;
+    if (node != config_.name && !node.empty() && node.size() <= kMaxNameBytes &&
+        !far_future(incarnation, nullptr))
+      table_.bury(node, incarnation);
     return;
   }
   // Beyond belief (corrupt or hostile): it would bury the member for good, or
@@ -584,6 +663,8 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
   }
   m->incarnation = incarnation;
   suspicions_.erase(node);
+  if (status == MemberStatus::kDead && newcomer(*m, now_ns)) note_newcomer_failure(now_ns);
+  forget_newcomer(node);
   table_.set_status(*m, status, now_ns, config_.tombstone_ttl_ns);
   // Keep gossiping to it a while: if it is alive after all, it hears and refutes.
   if (status == MemberStatus::kDead) {
@@ -614,7 +695,15 @@ void Engine::merge(const std::vector<MemberState>& members, const std::string& f
       case MemberStatus::kSuspect:
       case MemberStatus::kDead:
         // Merged deaths start as suspicion (memberlist): the member gets a chance
-        // to refute before every node buries it on one peer's word.
+        // to refute before every node buries it on one peer's word. In a storm,
+        // a dead newcomer is buried at once (as our own failed probe would).
+        if (s.status == MemberStatus::kDead && in_storm(now_ns)) {
+          const Member* m = table_.find(s.node);
+          if (m != nullptr && !m->is_tombstone() && young(*m, now_ns)) {
+            apply_dead(s.incarnation, s.node, from, MemberStatus::kDead, now_ns);
+            break;
+          }
+        }
         apply_suspect(Suspect{s.incarnation, s.node, from}, now_ns);
         break;
     }
@@ -624,9 +713,23 @@ void Engine::merge(const std::vector<MemberState>& members, const std::string& f
 // ---------------------------------------------------------------- sync
 
 template <typename Sync>
-void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join) {
-  SyncManager::Window w = syncs_.build_window(table_, config_.name, config_.max_packet_bytes,
-                                              config_.max_sync_bytes);
+void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view) {
+  // A joiner gets (and sends) the whole view, up to max_sync_bytes. A periodic
+  // sync is a rotating window of sync_bytes_per_sec times its interval: the
+  // interval grows with N, and so does the window, so that anti-entropy costs
+  // the same bytes per member per second at any N (a full table every interval
+  // would grow as N / log N), and a large table is covered over several syncs.
+  std::size_t cap = config_.max_sync_bytes;
+  if (!whole_view && config_.sync_bytes_per_sec > 0) {
+    const std::uint64_t window =
+        config_.sync_bytes_per_sec * (sync_interval() / kMillisecond) / 1000;
+    cap = static_cast<std::size_t>(std::clamp<std::uint64_t>(
+        window, config_.max_packet_bytes, config_.max_sync_bytes));
+  }
+  // Changes since the last interval lead the window (a delta sync).
+  const std::uint64_t since = last_now_ns_ > sync_interval() ? last_now_ns_ - sync_interval() : 0;
+  SyncManager::Window w =
+      syncs_.build_window(table_, config_.name, config_.max_packet_bytes, cap, since);
   const auto parts = static_cast<std::uint32_t>(w.parts.size());
   for (std::uint32_t i = 0; i < parts; ++i) {
     Sync msg;
@@ -669,7 +772,7 @@ void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uin
   if (serve == SyncManager::Serve::kNew) {
     ++counters_.sync_answered;
     if (m.join) ++counters_.join_answered;
-    send_sync<SyncResponse>(from, m.seq_no, false);
+    send_sync<SyncResponse>(from, m.seq_no, false, m.join);
   }
 }
 
@@ -698,14 +801,24 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
 void Engine::start_sync(std::uint64_t now_ns) {
   // Cap on concurrent syncs: skip this round.
   if (!syncs_.has_capacity()) return;
-  std::vector<std::string> peer = random_peers(1, {});
+  // A random peer, preferring one that is not a young newcomer (in a storm
+  // most newcomers are gone, and a sync sent there repairs nothing); in
+  // steady state nobody is young and the choice is uniform.
+  std::vector<std::string> peer = random_peers(4, {});
+  const auto settled = std::find_if(peer.begin(), peer.end(), [&](const std::string& p) {
+    return !young(*table_.find(p), now_ns);
+  });
+  if (settled != peer.end()) std::iter_swap(peer.begin(), settled);
+  if (peer.size() > 1) peer.resize(1);
   // Reconnect (as Serf does): a partition leaves both sides thinking the other
   // dead, and nobody talks to the dead after gossip_to_the_dead_ns. So a sync
   // goes to a failed (not left) member with probability D / (L + D), and always
   // when no live peer is left, which heals the partition through refutation.
+  // Not those that died as newcomers: a storm's thousands of dead phantoms
+  // would take nearly every sync (partitions part established members).
   std::vector<const Member*> failed;
   for (const auto& [name, m] : table_.all())
-    if (m.status == MemberStatus::kDead) failed.push_back(&m);
+    if (m.status == MemberStatus::kDead && !young(m, m.state_change_ns)) failed.push_back(&m);
   if (!failed.empty()) {
     const std::uint64_t live = peer.empty() ? 0 : table_.live_count() - 1;
     if (rng_.uniform(live + failed.size()) < failed.size()) {
@@ -717,7 +830,7 @@ void Engine::start_sync(std::uint64_t now_ns) {
   const std::uint32_t seq = next_seq_++;
   syncs_.start(seq, now_ns);
   ++counters_.sync_started;
-  send_sync<SyncRequest>(table_.find(peer.front())->addr, seq, false);
+  send_sync<SyncRequest>(table_.find(peer.front())->addr, seq, false, false);
 }
 
 void Engine::join(std::span<const Address> seeds, std::uint64_t now_ns) {
@@ -759,7 +872,7 @@ void Engine::send_join(std::uint64_t now_ns) {
     join_seqs_.push_back(seq);
     syncs_.start(seq, now_ns);
     ++counters_.sync_started;
-    send_sync<SyncRequest>(seed, seq, true);
+    send_sync<SyncRequest>(seed, seq, true, true);
   }
   // Bounded: only the latest rounds' sequence numbers matter (a late answer to
   // an older round is still welcome).
@@ -779,8 +892,41 @@ void Engine::send_join(std::uint64_t now_ns) {
 
 // ---------------------------------------------------------------- probing
 
+std::optional<std::string> Engine::young_target(std::uint64_t now_ns) {
+  // Random picks; one that grew up, died or was forgotten is removed on the
+  // spot (swap with the last), so the list stays the live newcomers.
+  for (int attempt = 0; attempt < 16 && !newcomers_.empty(); ++attempt) {
+    const auto i = static_cast<std::size_t>(rng_.uniform(newcomers_.size()));
+    const Member* m = table_.find(newcomers_[i]);
+    if (m != nullptr && !m->is_tombstone() && newcomer(*m, now_ns)) return newcomers_[i];
+    forget_newcomer(std::string(newcomers_[i]));
+  }
+  return std::nullopt;
+}
+
+void Engine::forget_newcomer(const std::string& name) {
+  auto it = newcomer_pos_.find(name);
+  if (it == newcomer_pos_.end()) return;
+  const std::size_t i = it->second;
+  newcomer_pos_.erase(it);
+  if (i + 1 != newcomers_.size()) {
+    newcomers_[i] = std::move(newcomers_.back());
+    newcomer_pos_[newcomers_[i]] = i;
+  }
+  newcomers_.pop_back();
+}
+
 void Engine::start_probe(std::uint64_t now_ns) {
-  std::optional<std::string> target = probes_.next_target(table_, config_.name, rng_);
+  // In a storm, every other probe goes to a random newcomer: that is where the
+  // dead are, and a member that missed news of a newcomer's death finds out in
+  // seconds instead of a whole probe round (the view's size in probe
+  // intervals). The round-robin walk goes on with the other half. Outside a
+  // storm, probing is SWIM's round robin only.
+  std::optional<std::string> target;
+  probe_newcomer_next_ = !probe_newcomer_next_;
+  if (probe_newcomer_next_ && in_storm(now_ns)) target = young_target(now_ns);
+  if (target) ++counters_.probe_newcomer;
+  if (!target) target = probes_.next_target(table_, config_.name, rng_);
   // Nobody to probe yet.
   if (!target) return;
   const Member& m = *table_.find(*target);
@@ -840,6 +986,18 @@ void Engine::finish_probe_failed(std::uint64_t now_ns) {
   awareness_.apply_delta(delta);
   // Gone or buried meanwhile: nobody left to suspect.
   if (m == nullptr || m->is_tombstone()) return;
+  // In a storm of short-lived members (many newcomers failing at once), a
+  // newcomer that answers neither us nor any helper is far more likely gone
+  // than slow, and has no standing to lose: declared dead at once, without the
+  // suspicion wait. If it is alive after all, the next ping it gets (buddy
+  // rule) tells it, and it refutes with a newer incarnation, which brings it
+  // back. Outside a storm a newcomer is suspected like anyone (a newcomer that
+  // stalls for a few seconds is not a phantom).
+  if (young(*m, now_ns) && in_storm(now_ns)) {
+    ++counters_.young_declared_dead;
+    apply_dead(m->incarnation, p.target, config_.name, MemberStatus::kDead, now_ns);
+    return;
+  }
   apply_suspect(Suspect{m->incarnation, p.target, config_.name}, now_ns);
 }
 
@@ -918,6 +1076,7 @@ void Engine::gossip(std::uint64_t now_ns) {
 // ---------------------------------------------------------------- timers
 
 void Engine::tick(std::uint64_t now_ns) {
+  last_now_ns_ = std::max(last_now_ns_, now_ns);
   expire_relays(now_ns);
 
   if (probes_.current()) {
@@ -942,6 +1101,11 @@ void Engine::tick(std::uint64_t now_ns) {
 
   syncs_.expire(now_ns);
   if (!joined_ && now_ns >= next_join_ns_) send_join(now_ns);
+  // In a storm, push-pull at the base interval (not scaled with N): members
+  // that missed some deaths get them from a peer's recent changes within
+  // seconds of the storm's end rather than minutes.
+  if (in_storm(now_ns))
+    next_sync_ns_ = std::min(next_sync_ns_, now_ns + config_.push_pull_interval_ns);
   if (now_ns >= next_sync_ns_) {
     if (!leaving_) start_sync(now_ns);
     next_sync_ns_ = now_ns + sync_interval();

@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "control/engine/admission.h"
@@ -73,6 +74,8 @@ struct Counters {
   std::uint64_t alive_drop_bad_name = 0;   // empty or longer than kMaxNameBytes
   std::uint64_t refutations = 0;
   std::uint64_t suspicions = 0;
+  std::uint64_t young_declared_dead = 0;
+  std::uint64_t stale_corrections = 0;  // datagrams telling a sender of stale news our Dead/Leave  // newcomers that failed a probe: dead without suspicion
   std::uint64_t suspicion_confirmations = 0;
   std::uint64_t deaths = 0;
   std::uint64_t leaves = 0;
@@ -80,6 +83,7 @@ struct Counters {
   std::uint64_t updates = 0;
   std::uint64_t tombstones_expired = 0;
   std::uint64_t probe_started = 0;
+  std::uint64_t probe_newcomer = 0;  // probes sent to a newcomer out of round-robin order
   std::uint64_t probe_ack_direct = 0;
   std::uint64_t probe_ack_indirect = 0;
   std::uint64_t probe_failed = 0;
@@ -157,6 +161,9 @@ class Engine {
   std::optional<std::uint32_t> suspicion_confirmations(const std::string& name) const;
   std::uint32_t retransmit_limit() const;
   const BroadcastQueue& broadcasts() const { return broadcasts_; }
+  // A storm of short-lived members: storm_newcomer_failures newcomers failed
+  // within storm_window_ns (and until storm_window_ns after the last such).
+  bool in_storm(std::uint64_t now_ns) const;
   bool leaving() const { return leaving_; }
   // Joined: a seed (or a member asked later) answered our join, or we had no seed.
   bool joined() const { return joined_; }
@@ -185,12 +192,25 @@ class Engine {
   void admit_pending(std::uint64_t now_ns);
   // True if `h` may count against our health when it does not nack.
   bool helper_counts(const Member& h, std::uint64_t now_ns) const;
+  // Live in our view for less than young_member_ns.
+  bool newcomer(const Member& m, std::uint64_t now_ns) const;
+  // A newcomer that also arrived well after us (in a cluster that is starting,
+  // nobody is young).
+  bool young(const Member& m, std::uint64_t now_ns) const;
+  void remember_newcomer(const std::string& name);
+  // A newcomer was suspected or declared dead here.
+  void note_newcomer_failure(std::uint64_t now_ns);
+  void forget_newcomer(const std::string& name);
+  // A random live newcomer to probe, if there is one.
+  std::optional<std::string> young_target(std::uint64_t now_ns);
   void apply_suspect(const Suspect& s, std::uint64_t now_ns);
   void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from,
                   MemberStatus status, std::uint64_t now_ns);
   void merge(const std::vector<MemberState>& members, const std::string& from,
              std::uint64_t now_ns, bool from_join = false);
   void refute(std::uint64_t heard_incarnation);
+  // Queues our Dead/Leave about tombstoned `m` as a reply to the current sender.
+  void correct(const Member& m);
   // True if `incarnation` is beyond belief: more than max_incarnation_jump above
   // what we hold for `known` (nullptr: never seen), or near UINT64_MAX.
   bool far_future(std::uint64_t incarnation, const Member* known) const;
@@ -208,7 +228,7 @@ class Engine {
 
   // Output helpers.
   template <typename Sync>
-  void send_sync(const Address& to, std::uint32_t seq_no, bool join);
+  void send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view);
   void send(const Address& to, PriorityClass cls, Compound messages, bool piggyback);
   void emit(EventKind kind, const Member& m);
   void queue_broadcast(const std::string& node, Message msg, PriorityClass cls);
@@ -236,10 +256,21 @@ class Engine {
   Counters counters_;
 
   std::vector<Outgoing> outbox_;
+  // Replies to the sender of the datagram being handled (stale news corrected).
+  Compound corrections_;
+  static constexpr std::size_t kMaxCorrections = 64;
   std::deque<MemberEvent> events_;
   std::deque<UserData> user_data_;
   // Members declared dead recently: still gossiped to for gossip_to_the_dead_ns.
   std::deque<std::string> recently_dead_;
+  // Members admitted (or back from a tombstone) recently, in no order.
+  std::vector<std::string> newcomers_;
+  std::unordered_map<std::string, std::size_t> newcomer_pos_;
+  bool probe_newcomer_next_ = false;
+  // When the last storm_newcomer_failures newcomer failures happened.
+  std::deque<std::uint64_t> newcomer_failures_;
+  std::uint64_t storm_until_ns_ = 0;
+  std::uint64_t last_now_ns_ = 0;  // latest time seen (tick or handle)
 
   std::uint32_t next_seq_ = 1;
   std::uint64_t next_probe_ns_ = 0;

@@ -15,6 +15,27 @@ std::uint64_t name_hash(const std::string& name) {
 }
 }  // namespace
 
+void MemberTable::trace(std::uint64_t h, std::uint64_t incarnation, bool overwrite) {
+  auto [it, fresh] = graveyard_.try_emplace(h, incarnation);
+  if (fresh) {
+    graveyard_order_.push_back(h);
+  } else if (overwrite || incarnation > it->second) {
+    it->second = incarnation;
+  }
+  // Bounded: the oldest trace goes first. (A trace is never removed otherwise:
+  // a member back with a newer incarnation passes it anyway, and a later death
+  // overwrites it in place.)
+  while (graveyard_.size() > graveyard_capacity_) {
+    graveyard_.erase(graveyard_order_.front());
+    graveyard_order_.pop_front();
+    ++graveyard_evictions_;
+  }
+}
+
+void MemberTable::bury(const std::string& name, std::uint64_t incarnation) {
+  trace(name_hash(name), incarnation, false);
+}
+
 std::optional<std::uint64_t> MemberTable::buried(const std::string& name) const {
   auto it = graveyard_.find(name_hash(name));
   if (it == graveyard_.end()) return std::nullopt;
@@ -66,18 +87,7 @@ std::vector<std::string> MemberTable::expire_tombstones(std::uint64_t now_ns) {
     const std::string name = expiry_.begin()->second;
     expiry_.erase(expiry_.begin());
     if (auto it = members_.find(name); it != members_.end()) {
-      const std::uint64_t h = name_hash(name);
-      auto [slot, fresh] = graveyard_.insert_or_assign(h, it->second.incarnation);
-      (void)slot;
-      if (fresh) graveyard_order_.push_back(h);
-      // Bounded: the oldest trace goes first. (A trace is never removed
-      // otherwise: a member back with a newer incarnation passes it anyway, and
-      // a later death overwrites it in place.)
-      while (graveyard_.size() > graveyard_capacity_) {
-        graveyard_.erase(graveyard_order_.front());
-        graveyard_order_.pop_front();
-        ++graveyard_evictions_;
-      }
+      trace(name_hash(name), it->second.incarnation, true);
       members_.erase(it);
     }
     removed.push_back(name);

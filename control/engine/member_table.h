@@ -73,6 +73,9 @@ class MemberTable {
   // The incarnation `name` died at, if its tombstone expired and its trace is
   // still in the graveyard.
   std::optional<std::uint64_t> buried(const std::string& name) const;
+  // Leaves a trace for a member we hold no entry for (its death was news
+  // before its life): keeps the higher incarnation if there is one already.
+  void bury(const std::string& name, std::uint64_t incarnation);
   std::size_t graveyard_size() const { return graveyard_.size(); }
   std::uint64_t graveyard_evictions() const { return graveyard_evictions_; }
 
@@ -94,6 +97,8 @@ class MemberTable {
   // (expiry time, name): exactly one entry per tombstone.
   std::set<std::pair<std::uint64_t, std::string>> expiry_;
   // Graveyard: name hash -> incarnation at death, and the order they came in.
+  void trace(std::uint64_t hash, std::uint64_t incarnation, bool overwrite);
+
   std::size_t graveyard_capacity_;
   std::unordered_map<std::uint64_t, std::uint64_t> graveyard_;
   std::deque<std::uint64_t> graveyard_order_;

@@ -21,7 +21,8 @@ MemberState to_member_state(const Member& m) {
 }
 
 SyncManager::Window SyncManager::build_window(const MemberTable& table, const std::string& self,
-                                              std::size_t part_bytes, std::size_t max_bytes) {
+                                              std::size_t part_bytes, std::size_t max_bytes,
+                                              std::uint64_t recent_since_ns) {
   Window w;
   const std::size_t overhead = estimated_sync_overhead(self.size());
   std::size_t part_used = 0;  // bytes of the open part, overhead included
@@ -44,17 +45,34 @@ SyncManager::Window SyncManager::build_window(const MemberTable& table, const st
   };
 
   if (const Member* me = table.find(self)) add(to_member_state(*me));
-  std::string stop_at;
-  table.for_each_from(cursor_, [&](const Member& m) {
-    if (m.name == self) return true;
-    if (!add(to_member_state(m))) {
-      stop_at = m.name;
-      return false;
-    }
-    return true;
-  });
-  // Stopped early: continue there next time. Covered everything: start over.
-  cursor_ = stop_at;
+  // One rotating pass over the members `pick` selects, from `cursor`: false if
+  // the window filled up (the cursor then marks where the next sync goes on).
+  auto pass = [&](std::string& cursor, auto&& pick) {
+    std::string stop_at;
+    table.for_each_from(cursor, [&](const Member& m) {
+      if (m.name == self || !pick(m)) return true;
+      if (!add(to_member_state(m))) {
+        stop_at = m.name;
+        return false;
+      }
+      return true;
+    });
+    // Stopped early: continue there next time. Covered everything: start over.
+    cursor = stop_at;
+    return stop_at.empty();
+  };
+  const bool delta = recent_since_ns != UINT64_MAX;
+  auto recent = [&](const Member& m) { return delta && m.state_change_ns >= recent_since_ns; };
+  // Recent changes first: what a peer is most likely to have missed. Live
+  // ones before tombstones: a member we admitted lately is what we most need
+  // checked (a peer that buried it answers with the death at once), and in a
+  // storm the recent tombstones alone would fill the window. Each part
+  // rotates on its own, so a large recent set is covered over several syncs.
+  if (!pass(recent_live_cursor_, [&](const Member& m) { return recent(m) && !m.is_tombstone(); }))
+    return w;
+  if (!pass(recent_dead_cursor_, [&](const Member& m) { return recent(m) && m.is_tombstone(); }))
+    return w;
+  pass(cursor_, [&](const Member& m) { return !recent(m); });
   return w;
 }
 

@@ -62,8 +62,12 @@ class SyncManager {
     std::vector<std::vector<MemberState>> parts;
     std::size_t bytes = 0;
   };
+  // Ourselves first, then the members whose state changed at or after
+  // `recent_since_ns` (a delta: deaths and joins a peer may have missed), then
+  // the rotating rest of the table.
   Window build_window(const MemberTable& table, const std::string& self,
-                      std::size_t part_bytes, std::size_t max_bytes);
+                      std::size_t part_bytes, std::size_t max_bytes,
+                      std::uint64_t recent_since_ns = UINT64_MAX);
 
   // Room for one more sync (ours or answered) now?
   bool has_capacity() const { return in_flight() < max_concurrent_; }
@@ -112,6 +116,8 @@ class SyncManager {
   TokenBucket answers_;
   TokenBucket join_answers_;
   std::string cursor_;  // first member of the next window
+  std::string recent_live_cursor_;  // ... of its recent live members
+  std::string recent_dead_cursor_;  // ... of its recent tombstones
   std::map<std::uint32_t, Pending> pending_;                             // ours, by seq
   std::map<std::pair<std::string, std::uint32_t>, Pending> receiving_;  // theirs, multi-part
 };

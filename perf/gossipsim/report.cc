@@ -83,7 +83,8 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
   for (const Zombie& z : r.zombies)
     zombies.push_back({{"observer", z.observer}, {"node", z.node}, {"suspect", z.suspect},
                        {"incarnation", z.incarnation}, {"since_s", z.since_s},
-                       {"departed_s", z.departed_s}});
+                       {"departed_s", z.departed_s}, {"observer_health", z.observer_health},
+                       {"observer_in_storm", z.observer_in_storm}});
   j["zombies"] = zombies;
   j["joins_after_departure"] = r.joins_after_departure;
   j["drops"] = {{"broadcast_by_class", r.broadcast_drops},

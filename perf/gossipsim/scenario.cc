@@ -90,7 +90,8 @@ void load_engine(const Reader& r, const YAML::Node& n, EngineConfig& c) {
           "sync_answer_rate", "sync_answer_burst", "sync_timeout_s", "max_sync_bytes",
           "tombstone_ttl_s", "max_members", "admit_rate", "admit_burst", "max_events",
           "max_outbox", "helper_established_s", "join_answer_rate", "join_answer_burst",
-          "join_retry_min_ms", "join_retry_max_s", "max_graveyard", "max_pending_admissions"});
+          "join_retry_min_ms", "join_retry_max_s", "max_graveyard", "max_pending_admissions",
+          "young_member_s", "sync_bytes_per_sec", "storm_newcomer_failures", "storm_window_s"});
   if (n["preset"]) {
     const std::string p = n["preset"].as<std::string>();
     if (p == "lan")
@@ -136,6 +137,10 @@ void load_engine(const Reader& r, const YAML::Node& n, EngineConfig& c) {
   u32("max_events", c.max_events, 1, 1e8);
   u32("max_outbox", c.max_outbox, 1, 1e8);
   sec("helper_established_s", c.helper_established_ns);
+  sec("young_member_s", c.young_member_ns);
+  u32("storm_newcomer_failures", c.storm_newcomer_failures, 0, 1e6);
+  sec("storm_window_s", c.storm_window_ns);
+  u32("sync_bytes_per_sec", c.sync_bytes_per_sec, 0, 1e9);
   u32("join_answer_rate", c.join_answer_rate, 0, 1e6);
   u32("join_answer_burst", c.join_answer_burst, 0, 1e6);
   ms("join_retry_min_ms", c.join_retry_min_ns);

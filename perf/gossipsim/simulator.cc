@@ -1108,7 +1108,8 @@ class Simulator {
           if (r_.zombies.size() < kMaxZombiesListed)
             r_.zombies.push_back(Zombie{node_name(o), name, m.status == MemberStatus::kSuspect,
                                         m.incarnation, static_cast<double>(m.state_change_ns) / kNsPerS,
-                                        j && *j < nodes_.size() ? static_cast<double>(nodes_[*j].departed_at) / kNsPerS : -1.0});
+                                        j && *j < nodes_.size() ? static_cast<double>(nodes_[*j].departed_at) / kNsPerS : -1.0,
+                                        e.health_score(), e.in_storm(now_)});
           exact = false;
         }
       }

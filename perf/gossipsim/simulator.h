@@ -55,6 +55,8 @@ struct Zombie {
   std::uint64_t incarnation = 0;
   double since_s = 0;     // when the observer's status for it last changed
   double departed_s = 0;  // when it crashed or left
+  std::uint32_t observer_health = 0;  // the observer's Lifeguard score at the end
+  bool observer_in_storm = false;     // the observer's engine thinks it is in a storm
 };
 
 struct Sample {

@@ -827,6 +827,7 @@ TEST(Engine, SyncOfHugeTableIsCappedInBytesAndRotates) {
   c.admit_rate = 1'000'000;
   c.admit_burst = 1'000'000;
   c.max_sync_bytes = 64 * 1024;
+  c.sync_bytes_per_sec = 0;  // every sync up to max_sync_bytes (the rate cap is tested below)
   c.sync_answer_burst = 1000;
   Driver d(c);
   for (std::size_t i = 1; i <= 50000; i += 500) d.add_members(i, std::min<std::size_t>(i + 500, 50001));
@@ -1364,6 +1365,138 @@ TEST(Engine, NextDeadlineAlwaysAdvances) {
     d.collect();
     last = next;
   }
+}
+
+// ---------------------------------------------------------------- storms of newcomers
+
+// Runs `d` until `until`: established members [1, est) answer pings and nack
+// indirect pings they cannot complete; everyone else is silent (gone).
+void run_with_established(Driver& d, std::size_t est, std::uint64_t until,
+                          std::vector<std::string>* helpers_asked = nullptr) {
+  d.run_until(until, [&](const Outgoing& o) {
+    const std::size_t to = o.to.ip[3] + 256u * o.to.ip[2];
+    if (to == 0 || to >= est) return;
+    if (const Ping* p = find_msg<Ping>(o))
+      d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+    if (const IndirectPing* ip = find_msg<IndirectPing>(o)) {
+      if (helpers_asked) helpers_asked->push_back(name(to));
+      const auto target = std::stoul(ip->target.substr(1));
+      if (target < est)
+        d.e.handle(o.to, {Ack{ip->seq_no, ip->target}}, d.now);
+      else
+        d.e.handle(o.to, {Nack{ip->seq_no, name(to)}}, d.now);
+    }
+  });
+}
+
+TEST(Engine, VanishedNewcomersCostNoHealthAndInAStormDieWithoutSuspicion) {
+  EngineConfig c = config();
+  c.admit_rate = 100000;
+  c.admit_burst = 100000;
+  c.storm_newcomer_failures = 5;
+  Driver d(c);
+  d.add_members(1, 9);  // established: they stay and answer
+  run_with_established(d, 9, kStart + 300 * kSecond);
+  ASSERT_EQ(d.e.health_score(), 0u);
+  ASSERT_FALSE(d.e.in_storm(d.now));
+  // A storm: 60 newcomers, all gone at once (they never answer).
+  d.add_members(100, 160);
+  std::vector<std::string> helpers;
+  run_with_established(d, 9, d.now + 60 * kSecond, &helpers);
+  // The first few are suspected as anyone would be; once that many newcomers
+  // have failed, it is a storm: newcomers get every other probe, and one that
+  // fails is dead at once.
+  EXPECT_TRUE(d.e.in_storm(d.now));
+  std::size_t dead = 0;
+  for (std::size_t i = 100; i < 160; ++i) {
+    const Member* m = d.e.member(name(i));
+    ASSERT_NE(m, nullptr);
+    if (m->status == MemberStatus::kDead) ++dead;
+  }
+  EXPECT_GE(dead, 40u);
+  EXPECT_GE(d.e.counters().young_declared_dead, 30u);
+  EXPECT_GE(d.e.counters().probe_newcomer, 20u);
+  EXPECT_LE(d.e.counters().suspicions, 10u);
+  // The helpers asked were the established members (the longest-known of each
+  // sample), who nacked: our health is untouched (Lifeguard would otherwise
+  // read the phantoms' silence as our own slowness).
+  ASSERT_FALSE(helpers.empty());
+  for (const std::string& h : helpers) EXPECT_LT(std::stoul(h.substr(1)), 9u) << h;
+  EXPECT_EQ(d.e.health_score(), 0u);
+  // An established member that goes silent is suspected, not buried at once,
+  // storm or not.
+  const std::uint64_t young_dead = d.e.counters().young_declared_dead;
+  for (int k = 0; k < 200 && d.e.member(name(8))->status == MemberStatus::kAlive; ++k)
+    run_with_established(d, 8, d.now + kSecond);
+  EXPECT_EQ(d.e.member(name(8))->status, MemberStatus::kSuspect);
+  EXPECT_EQ(d.e.counters().young_declared_dead, young_dead);
+}
+
+TEST(Engine, InAStartingClusterNobodyIsANewcomer) {
+  Driver d(config());
+  d.add_members(1, 6);
+  // Members that came with us: a silent one is suspected as usual.
+  d.run_until(kStart + 5 * kSecond);
+  EXPECT_EQ(d.e.counters().young_declared_dead, 0u);
+  EXPECT_GT(d.e.counters().suspicions, 0u);
+}
+
+TEST(Engine, StaleNewsOfADeadNewcomerIsAnsweredWithTheDeath) {
+  Driver d(config());
+  d.add_members(2, 4);  // established
+  d.run_until(kStart + 300 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  d.add_members(1, 2);  // a newcomer ...
+  d.now += kSecond;
+  d.handle(2, {Dead{3, name(1), name(2)}});  // ... that died young
+  ASSERT_EQ(d.e.member(name(1))->status, MemberStatus::kDead);
+  const std::size_t before = d.sent.size();
+  // Member 3 still spreads its life: it is told, in one urgent datagram.
+  d.handle(3, {alive(1, 3), Suspect{3, name(1), name(3)}});
+  ASSERT_EQ(d.sent.size(), before + 1);
+  const Outgoing& o = d.sent.back();
+  EXPECT_EQ(o.to, addr(3));
+  EXPECT_EQ(o.priority, PriorityClass::kUrgent);
+  ASSERT_EQ(o.messages.size(), 1u);
+  const Dead* dead = std::get_if<Dead>(&o.messages[0]);
+  ASSERT_NE(dead, nullptr);
+  EXPECT_EQ(dead->node, name(1));
+  EXPECT_EQ(dead->incarnation, 3u);
+  EXPECT_EQ(d.e.counters().stale_corrections, 1u);
+  // News newer than the death (a restart) is not corrected but applied.
+  d.handle(3, {alive(1, 4)});
+  EXPECT_EQ(d.sent.size(), before + 1);
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kAlive);
+  // An established member's death may be a partition's false verdict: not
+  // spread to those who still see it alive (it refutes when it hears).
+  d.handle(2, {Dead{1, name(3), name(2)}});
+  ASSERT_EQ(d.e.member(name(3))->status, MemberStatus::kDead);
+  const std::size_t after_dead = d.sent.size();
+  d.handle(4, {alive(3, 1)});
+  EXPECT_EQ(d.sent.size(), after_dead);
+  // A left member is answered with its Leave (its own word), established or not.
+  d.handle(2, {Leave{1, name(2)}});
+  const std::size_t after_leave = d.sent.size();
+  d.handle(4, {alive(2, 1)});
+  ASSERT_EQ(d.sent.size(), after_leave + 1);
+  EXPECT_NE(std::get_if<Leave>(&d.sent.back().messages[0]), nullptr);
+}
+
+TEST(Engine, DeathHeardBeforeLifeKeepsTheMemberOut) {
+  Driver d(config());
+  // The Dead overtakes the Alive (different paths through the cluster).
+  d.handle(2, {Dead{5, "ghost", name(2)}});
+  EXPECT_EQ(d.e.member("ghost"), nullptr);
+  EXPECT_EQ(d.e.counters().update_drop_unknown, 1u);
+  d.handle(3, {Alive{5, "ghost", addr(9), {}, 1}});
+  EXPECT_EQ(d.e.member("ghost"), nullptr);
+  EXPECT_EQ(d.e.counters().alive_drop_graveyard, 1u);
+  EXPECT_TRUE(d.events.empty());
+  // A newer life is a member.
+  d.handle(3, {Alive{6, "ghost", addr(9), {}, 1}});
+  ASSERT_NE(d.e.member("ghost"), nullptr);
+  EXPECT_EQ(count_events(d.events, EventKind::kJoin, "ghost"), 1u);
 }
 
 }  // namespace
