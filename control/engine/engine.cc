@@ -720,16 +720,20 @@ void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool 
   // the same bytes per member per second at any N (a full table every interval
   // would grow as N / log N), and a large table is covered over several syncs.
   std::size_t cap = config_.max_sync_bytes;
-  if (!whole_view && config_.sync_bytes_per_sec > 0) {
+  if (config_.sync_bytes_per_sec > 0) {
     const std::uint64_t window =
         config_.sync_bytes_per_sec * (sync_interval() / kMillisecond) / 1000;
     cap = static_cast<std::size_t>(std::clamp<std::uint64_t>(
         window, config_.max_packet_bytes, config_.max_sync_bytes));
   }
-  // Changes since the last interval lead the window (a delta sync).
+  // Changes since the last interval lead the window (a delta sync). A joiner
+  // gets every live member and tombstones within the periodic window's bytes
+  // (after a storm there are thousands of dead phantoms; it needs the living).
   const std::uint64_t since = last_now_ns_ > sync_interval() ? last_now_ns_ - sync_interval() : 0;
   SyncManager::Window w =
-      syncs_.build_window(table_, config_.name, config_.max_packet_bytes, cap, since);
+      whole_view ? syncs_.build_join_view(table_, config_.name, config_.max_packet_bytes,
+                                          config_.max_sync_bytes, cap)
+                 : syncs_.build_window(table_, config_.name, config_.max_packet_bytes, cap, since);
   const auto parts = static_cast<std::uint32_t>(w.parts.size());
   for (std::uint32_t i = 0; i < parts; ++i) {
     Sync msg;

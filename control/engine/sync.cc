@@ -20,47 +20,71 @@ MemberState to_member_state(const Member& m) {
   return MemberState{m.name, m.addr, m.incarnation, m.status, m.tags};
 }
 
+namespace {
+
+// Fills a window part by part under a byte cap (estimated encoded sizes).
+class WindowBuilder {
+ public:
+  WindowBuilder(SyncManager::Window& w, const std::string& self, std::size_t part_bytes,
+                std::size_t max_bytes)
+      : w_(w), part_bytes_(part_bytes), max_bytes_(max_bytes),
+        overhead_(estimated_sync_overhead(self.size())) {}
+
+  // False when the cap is reached (the member is not added).
+  bool add(MemberState s) {
+    const std::size_t sz = estimated_size(s);
+    // Cannot fit even alone in a part (tags are bounded, so only a tiny part size): skip.
+    if (overhead_ + sz > part_bytes_) return true;
+    const bool new_part = w_.parts.empty() || part_used_ + sz > part_bytes_;
+    const std::size_t cost = sz + (new_part ? overhead_ : 0);
+    // The per-sync byte cap: the rest waits for the next window.
+    if (w_.bytes + cost > max_bytes_) return false;
+    if (new_part) {
+      w_.parts.emplace_back();
+      part_used_ = overhead_;
+    }
+    w_.parts.back().push_back(std::move(s));
+    part_used_ += sz;
+    w_.bytes += cost;
+    return true;
+  }
+  void set_cap(std::size_t max_bytes) { max_bytes_ = max_bytes; }
+
+ private:
+  SyncManager::Window& w_;
+  std::size_t part_bytes_;
+  std::size_t max_bytes_;
+  std::size_t overhead_;
+  std::size_t part_used_ = 0;  // bytes of the open part, overhead included
+};
+
+// One rotating pass over the members `pick` selects, from `cursor`: false if
+// the window filled up (the cursor then marks where the next window goes on;
+// a completed pass starts over next time).
+template <typename Pick>
+bool rotating_pass(const MemberTable& table, const std::string& self, std::string& cursor,
+                   WindowBuilder& b, Pick&& pick) {
+  std::string stop_at;
+  table.for_each_from(cursor, [&](const Member& m) {
+    if (m.name == self || !pick(m)) return true;
+    if (!b.add(to_member_state(m))) {
+      stop_at = m.name;
+      return false;
+    }
+    return true;
+  });
+  cursor = stop_at;
+  return stop_at.empty();
+}
+
+}  // namespace
+
 SyncManager::Window SyncManager::build_window(const MemberTable& table, const std::string& self,
                                               std::size_t part_bytes, std::size_t max_bytes,
                                               std::uint64_t recent_since_ns) {
   Window w;
-  const std::size_t overhead = estimated_sync_overhead(self.size());
-  std::size_t part_used = 0;  // bytes of the open part, overhead included
-  auto add = [&](MemberState s) {
-    const std::size_t sz = estimated_size(s);
-    // Cannot fit even alone in a part (tags are bounded, so only a tiny part size): skip.
-    if (overhead + sz > part_bytes) return true;
-    const bool new_part = w.parts.empty() || part_used + sz > part_bytes;
-    const std::size_t cost = sz + (new_part ? overhead : 0);
-    // The per-sync byte cap: the rest waits for the next window.
-    if (w.bytes + cost > max_bytes) return false;
-    if (new_part) {
-      w.parts.emplace_back();
-      part_used = overhead;
-    }
-    w.parts.back().push_back(std::move(s));
-    part_used += sz;
-    w.bytes += cost;
-    return true;
-  };
-
-  if (const Member* me = table.find(self)) add(to_member_state(*me));
-  // One rotating pass over the members `pick` selects, from `cursor`: false if
-  // the window filled up (the cursor then marks where the next sync goes on).
-  auto pass = [&](std::string& cursor, auto&& pick) {
-    std::string stop_at;
-    table.for_each_from(cursor, [&](const Member& m) {
-      if (m.name == self || !pick(m)) return true;
-      if (!add(to_member_state(m))) {
-        stop_at = m.name;
-        return false;
-      }
-      return true;
-    });
-    // Stopped early: continue there next time. Covered everything: start over.
-    cursor = stop_at;
-    return stop_at.empty();
-  };
+  WindowBuilder b(w, self, part_bytes, max_bytes);
+  if (const Member* me = table.find(self)) b.add(to_member_state(*me));
   const bool delta = recent_since_ns != UINT64_MAX;
   auto recent = [&](const Member& m) { return delta && m.state_change_ns >= recent_since_ns; };
   // Recent changes first: what a peer is most likely to have missed. Live
@@ -68,11 +92,30 @@ SyncManager::Window SyncManager::build_window(const MemberTable& table, const st
   // checked (a peer that buried it answers with the death at once), and in a
   // storm the recent tombstones alone would fill the window. Each part
   // rotates on its own, so a large recent set is covered over several syncs.
-  if (!pass(recent_live_cursor_, [&](const Member& m) { return recent(m) && !m.is_tombstone(); }))
+  if (!rotating_pass(table, self, recent_live_cursor_, b,
+                     [&](const Member& m) { return recent(m) && !m.is_tombstone(); }))
     return w;
-  if (!pass(recent_dead_cursor_, [&](const Member& m) { return recent(m) && m.is_tombstone(); }))
+  if (!rotating_pass(table, self, recent_dead_cursor_, b,
+                     [&](const Member& m) { return recent(m) && m.is_tombstone(); }))
     return w;
-  pass(cursor_, [&](const Member& m) { return !recent(m); });
+  rotating_pass(table, self, cursor_, b, [&](const Member& m) { return !recent(m); });
+  return w;
+}
+
+SyncManager::Window SyncManager::build_join_view(const MemberTable& table,
+                                                 const std::string& self, std::size_t part_bytes,
+                                                 std::size_t max_bytes,
+                                                 std::size_t tombstone_bytes) {
+  Window w;
+  WindowBuilder b(w, self, part_bytes, max_bytes);
+  if (const Member* me = table.find(self)) b.add(to_member_state(*me));
+  // Every live member, from the start of the table (a joiner needs them all).
+  std::string from_start;
+  if (!rotating_pass(table, self, from_start, b, [](const Member& m) { return !m.is_tombstone(); }))
+    return w;
+  // Then tombstones, within their own budget, rotating across joins.
+  b.set_cap(std::min(max_bytes, w.bytes + tombstone_bytes));
+  rotating_pass(table, self, join_dead_cursor_, b, [](const Member& m) { return m.is_tombstone(); });
   return w;
 }
 

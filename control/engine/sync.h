@@ -62,6 +62,13 @@ class SyncManager {
     std::vector<std::vector<MemberState>> parts;
     std::size_t bytes = 0;
   };
+  // For a joiner: ourselves, every live member (up to `max_bytes`), then
+  // tombstones within `tombstone_bytes` more (rotating): after a storm the
+  // table holds thousands of dead phantoms, and a joiner needs the living.
+  Window build_join_view(const MemberTable& table, const std::string& self,
+                         std::size_t part_bytes, std::size_t max_bytes,
+                         std::size_t tombstone_bytes);
+
   // Ourselves first, then the members whose state changed at or after
   // `recent_since_ns` (a delta: deaths and joins a peer may have missed), then
   // the rotating rest of the table.
@@ -118,6 +125,7 @@ class SyncManager {
   std::string cursor_;  // first member of the next window
   std::string recent_live_cursor_;  // ... of its recent live members
   std::string recent_dead_cursor_;  // ... of its recent tombstones
+  std::string join_dead_cursor_;    // tombstones of the next join view
   std::map<std::uint32_t, Pending> pending_;                             // ours, by seq
   std::map<std::pair<std::string, std::uint32_t>, Pending> receiving_;  // theirs, multi-part
 };

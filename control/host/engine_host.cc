@@ -36,7 +36,10 @@ EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t no
 }
 
 void EngineHost::start(std::uint64_t now_ns, std::uint32_t unix_s) {
-  if (!options_.seeds.empty()) engine_->join(options_.seeds, now_ns);
+  if (!options_.seeds.empty()) {
+    engine_->join(options_.seeds, now_ns);
+    spdlog::info("joining through {} seed(s)", options_.seeds.size());
+  }
   flush(now_ns, unix_s);
 }
 
@@ -68,6 +71,13 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
 
 void EngineHost::poll(std::uint64_t now_ns, std::uint32_t unix_s) {
   if (now_ns >= engine_->next_deadline()) engine_->tick(now_ns);
+  // A join round that no seed answered: say so (the engine retries for ever,
+  // backing off to join_retry_max_ns, and counts join_retries).
+  if (!engine_->joined() && engine_->join_attempts() > join_rounds_logged_) {
+    join_rounds_logged_ = engine_->join_attempts();
+    spdlog::warn("join: no answer from {} seed(s) after {} round(s); retrying with backoff",
+                 options_.seeds.size(), join_rounds_logged_ - 1);
+  }
   flush(now_ns, unix_s);
   if (!key_ops_.empty() || !key_results_out_.empty()) key_ops_tick(now_ns, unix_s);
   shaper_.release(now_ns);

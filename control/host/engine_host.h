@@ -140,6 +140,7 @@ class EngineHost {
   };
   std::vector<KeyOp> key_ops_;
   std::uint64_t next_request_id_ = 0;
+  std::uint32_t join_rounds_logged_ = 1;  // the first round is logged by start()
   // Results to send (answers to other members' commands), sent from poll().
   std::vector<std::pair<engine::Address, KeyResultMsg>> key_results_out_;
   // Commands already applied, by (origin, request id): a retry is answered

@@ -1499,5 +1499,38 @@ TEST(Engine, DeathHeardBeforeLifeKeepsTheMemberOut) {
   EXPECT_EQ(count_events(d.events, EventKind::kJoin, "ghost"), 1u);
 }
 
+TEST(Engine, JoinAnswerCarriesEveryLiveMemberAndFewTombstones) {
+  EngineConfig c = config();
+  c.admit_rate = 100000;
+  c.admit_burst = 100000;
+  Driver d(c);
+  d.add_members(1, 1001);
+  // A storm's aftermath: 990 of them dead.
+  for (std::size_t i = 11; i < 1001; ++i) d.handle(1, {Dead{1, name(i), name(1)}});
+  ASSERT_EQ(d.e.num_live(), 11u);
+  const std::size_t before = d.sent.size();
+  d.handle(2000, {SyncRequest{5, name(2000), true, 0, 1,
+                              {MemberState{name(2000), addr(2000), 1, MemberStatus::kAlive, {}}}}});
+  std::set<std::string> live;
+  std::size_t dead = 0;
+  std::size_t bytes = 0;
+  for (std::size_t i = before; i < d.sent.size(); ++i) {
+    const SyncResponse* r = find_msg<SyncResponse>(d.sent[i]);
+    if (r == nullptr) continue;
+    bytes += encode(d.sent[i].messages).size();
+    for (const MemberState& m : r->members) {
+      if (m.status == MemberStatus::kAlive) live.insert(m.node);
+      else ++dead;
+    }
+  }
+  // Every live member (and the joiner itself) ...
+  EXPECT_EQ(live.size(), 12u);
+  // ... and tombstones only within the periodic window's bytes (48 B/s x
+  // 30 s at this size): not the whole graveyard of a storm.
+  EXPECT_GT(dead, 0u);
+  EXPECT_LT(dead, 990u / 4);
+  EXPECT_LE(bytes, 48u * 30u + 2 * c.max_packet_bytes);
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
