@@ -46,6 +46,10 @@ struct EngineConfig {
   // storm_window_ns after the last such failure). 0 = never. 20 in 30 s
   std::uint32_t storm_newcomer_failures = 20;
   std::uint64_t storm_window_ns = 30 * kSecond;
+  // In a storm, a never-seen member is admitted on probation for this long:
+  // probed, but not in the view, not gossiped, no join event until it has
+  // lived through it (most phantoms do not). 0 = never. 10 s
+  std::uint64_t probation_ns = 10 * kSecond;
 
   // --- dissemination ---
   std::uint64_t gossip_interval_ns = 200 * kMillisecond;  // LAN 200 ms

@@ -117,8 +117,8 @@ std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& 
     if (name == config_.name || name == exclude) return false;
     const Member* m = table_.find(name);
     if (m == nullptr) return false;
-    const bool eligible = m->status == MemberStatus::kAlive ||
-                          (include_suspect && m->status == MemberStatus::kSuspect);
+    const bool eligible = !m->probation && (m->status == MemberStatus::kAlive ||
+                                            (include_suspect && m->status == MemberStatus::kSuspect));
     return eligible && std::find(out.begin(), out.end(), name) == out.end();
   };
   const std::vector<std::string>& list = probes_.list();
@@ -141,8 +141,12 @@ std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& 
   return out;
 }
 
-void Engine::note_newcomer_failure(std::uint64_t now_ns) {
-  newcomer_failures_.push_back(now_ns);
+void Engine::note_newcomer_failure(const std::string& name, std::uint64_t now_ns) {
+  // Distinct members: one newcomer that stalls again and again is no storm.
+  const std::uint64_t h = std::hash<std::string>{}(name);
+  for (const auto& [at, seen] : newcomer_failures_)
+    if (seen == h) return;
+  newcomer_failures_.emplace_back(now_ns, h);
   // Only the count within the window matters: keep no more than that.
   while (newcomer_failures_.size() > config_.storm_newcomer_failures) newcomer_failures_.pop_front();
   if (in_storm(now_ns)) storm_until_ns_ = now_ns + config_.storm_window_ns;
@@ -152,7 +156,7 @@ bool Engine::in_storm(std::uint64_t now_ns) const {
   if (config_.storm_newcomer_failures == 0) return false;
   if (now_ns < storm_until_ns_) return true;
   return newcomer_failures_.size() >= config_.storm_newcomer_failures &&
-         now_ns - newcomer_failures_.front() <= config_.storm_window_ns;
+         now_ns - newcomer_failures_.front().first <= config_.storm_window_ns;
 }
 
 void Engine::remember_newcomer(const std::string& name) {
@@ -195,6 +199,46 @@ std::vector<std::string> Engine::probe_helpers(std::size_t k, const std::string&
   });
   if (sample.size() > k) sample.resize(k);
   return sample;
+}
+
+void Engine::promote_probationers(std::uint64_t now_ns) {
+  while (!probationers_.empty() && probationers_.front().first <= now_ns) {
+    const std::string name = std::move(probationers_.front().second);
+    probationers_.pop_front();
+    Member* m = table_.find(name);
+    // Died (or was forgotten) meanwhile: nothing to promote.
+    if (m == nullptr || !m->probation) continue;
+    // Suspected: it waits for the verdict (a refutation makes it Alive again).
+    if (m->status != MemberStatus::kAlive) {
+      probationers_.emplace_back(now_ns + config_.probation_ns, name);
+      continue;
+    }
+    // Lived through it, as far as we know: the proof is that it answered us
+    // (or pinged us) since. Without that, a phantom that died unnoticed would
+    // join the view now and be gossiped again: probe it first (the next
+    // newcomer probe) and look again a probe interval later.
+    if (m->heard_ns < m->live_since_ns + config_.probation_ns / 2) {
+      // Never proved alive in three probations: forgotten without a trace or
+      // a verdict (nobody gossips a probationer, so nothing brings it back
+      // unless a member that did hear from it promotes it and says so).
+      if (now_ns >= m->live_since_ns + 3 * config_.probation_ns) {
+        ++counters_.probation_forgotten;
+        suspicions_.erase(name);
+        forget_newcomer(name);
+        table_.forget_probationer(name);
+        continue;
+      }
+      probe_soon_.push_back(name);
+      probationers_.emplace_back(now_ns + config_.probe_interval_ns, name);
+      continue;
+    }
+    table_.promote(*m);
+    ++counters_.probation_promoted;
+    ++counters_.joins;
+    emit(EventKind::kJoin, *m);
+    queue_broadcast(name, Alive{m->incarnation, m->name, m->addr, m->tags, m->protocol_version},
+                    PriorityClass::kGossip);
+  }
 }
 
 void Engine::admit_pending(std::uint64_t now_ns) {
@@ -285,6 +329,13 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
   }
 }
 
+void Engine::correct_buried(const std::string& node, std::uint64_t incarnation) {
+  if (corrections_.size() >= kMaxCorrections) return;
+  for (const Message& c : corrections_)
+    if (const Dead* d = std::get_if<Dead>(&c); d != nullptr && d->node == node) return;
+  corrections_.emplace_back(Dead{incarnation, node, config_.name});
+}
+
 void Engine::correct(const Member& m) {
   if (corrections_.size() >= kMaxCorrections) return;
   // A Leave is the member's own word; a death only if it died a newcomer (a
@@ -302,13 +353,16 @@ void Engine::correct(const Member& m) {
     corrections_.emplace_back(Dead{m.incarnation, m.name, config_.name});
 }
 
-void Engine::on_ping(const Address& from, const Ping& m, std::uint64_t /*now_ns*/) {
+void Engine::on_ping(const Address& from, const Ping& m, std::uint64_t now_ns) {
   // Meant for a member that had our address before (we restarted under another
   // name): do not vouch for it.
   if (!m.target.empty() && m.target != config_.name) {
     ++counters_.ping_drop_misdirected;
     return;
   }
+  // It pinged us itself: alive now.
+  if (Member* src = table_.find(m.source); src != nullptr && !src->is_tombstone())
+    src->heard_ns = now_ns;
   const Address& to = m.source_addr.empty() ? from : m.source_addr;
   Compound msgs{Ack{m.seq_no, config_.name}};
   // Buddy rule, both ways: a member we suspect, or hold dead or left, is
@@ -348,7 +402,7 @@ void Engine::on_indirect_ping(const Address& from, const IndirectPing& m, std::u
        Compound{Ping{seq, m.target, config_.name, config_.addr}}, true);
 }
 
-void Engine::on_ack(const Ack& m, std::uint64_t /*now_ns*/) {
+void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
   std::optional<Probe>& probe = probes_.current();
   if (probe && probe->seq_no == m.seq_no) {
     // Our probe's number but not the probed member's name: it proves nothing
@@ -357,6 +411,8 @@ void Engine::on_ack(const Ack& m, std::uint64_t /*now_ns*/) {
       ++counters_.ack_drop_unsolicited;
       return;
     }
+    // It answered (directly or through a helper): alive now.
+    if (Member* t = table_.find(m.source)) t->heard_ns = now_ns;
     if (!probe->indirect_sent) {
       // Healthy round trip: we are probably fine, relax.
       awareness_.apply_delta(-1);
@@ -486,6 +542,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     // moving (a restart comes with a higher incarnation).
     if (const auto dead_at = table_.buried(a.node); dead_at && a.incarnation <= *dead_at) {
       ++counters_.alive_drop_graveyard;
+      correct_buried(a.node, *dead_at);
       return;
     }
     // A never-seen member: admission control first (bounded table, policy, rate).
@@ -522,10 +579,18 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     fresh.tags = a.tags;
     fresh.protocol_version = a.protocol_version;
     fresh.state_change_ns = now_ns;
+    // In a storm a newcomer waits outside the view (probed, not gossiped)
+    // until it has lived through its probation: most are gone before that.
+    fresh.probation = config_.probation_ns > 0 && in_storm(now_ns);
     m = table_.insert(std::move(fresh));
     if (m == nullptr) return;
     probes_.add_member(a.node, rng_);
     remember_newcomer(a.node);
+    if (m->probation) {
+      ++counters_.probation_started;
+      probationers_.emplace_back(now_ns + config_.probation_ns, a.node);
+      return;
+    }
     ++counters_.joins;
     emit(EventKind::kJoin, *m);
     queue_broadcast(a.node, a, PriorityClass::kGossip);
@@ -569,6 +634,8 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
   // A newer incarnation refutes any suspicion.
   suspicions_.erase(a.node);
   table_.set_status(*m, MemberStatus::kAlive, now_ns, config_.tombstone_ttl_ns);
+  // On probation: not in the view yet, so nothing to tell anyone.
+  if (m->probation) return;
   if (changed) {
     ++counters_.updates;
     emit(EventKind::kUpdate, *m);
@@ -578,9 +645,12 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
 
 void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
   Member* m = table_.find(s.node);
-  // Unknown member: we cannot suspect what we never admitted.
+  // Unknown member: we cannot suspect what we never admitted. If we buried
+  // it, the sender is behind: tell it.
   if (m == nullptr) {
     ++counters_.update_drop_unknown;
+    if (const auto dead_at = table_.buried(s.node); dead_at && s.incarnation <= *dead_at)
+      correct_buried(s.node, *dead_at);
     return;
   }
   // Beyond belief (corrupt or hostile): about us it would make us refute to an
@@ -618,7 +688,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
   m->incarnation = s.incarnation;
   table_.set_status(*m, MemberStatus::kSuspect, now_ns, config_.tombstone_ttl_ns);
   ++counters_.suspicions;
-  if (newcomer(*m, now_ns)) note_newcomer_failure(now_ns);
+  if (newcomer(*m, now_ns)) note_newcomer_failure(s.node, now_ns);
   const std::size_t n = table_.live_count();
   std::uint32_t k = config_.suspicion_mult > 2 ? config_.suspicion_mult - 2 : 0;
   // Too few members to expect k independent confirmations.
@@ -663,8 +733,13 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
   }
   m->incarnation = incarnation;
   suspicions_.erase(node);
-  if (status == MemberStatus::kDead && newcomer(*m, now_ns)) note_newcomer_failure(now_ns);
+  if (status == MemberStatus::kDead && m->status == MemberStatus::kAlive && newcomer(*m, now_ns))
+    note_newcomer_failure(node, now_ns);
   forget_newcomer(node);
+  // A probationer never joined the view: it leaves no event either (its Dead
+  // still goes out, for the others that heard of it).
+  const bool was_probation = m->probation;
+  if (was_probation) ++counters_.probation_died;
   table_.set_status(*m, status, now_ns, config_.tombstone_ttl_ns);
   // Keep gossiping to it a while: if it is alive after all, it hears and refutes.
   if (status == MemberStatus::kDead) {
@@ -673,11 +748,11 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
   }
   if (status == MemberStatus::kLeft) {
     ++counters_.leaves;
-    emit(EventKind::kLeave, *m);
+    if (!was_probation) emit(EventKind::kLeave, *m);
     queue_broadcast(node, Leave{incarnation, node}, PriorityClass::kUrgent);
   } else {
     ++counters_.deaths;
-    emit(EventKind::kFailed, *m);
+    if (!was_probation) emit(EventKind::kFailed, *m);
     queue_broadcast(node, Dead{incarnation, node, from}, PriorityClass::kUrgent);
   }
 }
@@ -897,6 +972,13 @@ void Engine::send_join(std::uint64_t now_ns) {
 // ---------------------------------------------------------------- probing
 
 std::optional<std::string> Engine::young_target(std::uint64_t now_ns) {
+  // Probationers due for promotion without proof of life come first.
+  while (!probe_soon_.empty()) {
+    std::string name = std::move(probe_soon_.front());
+    probe_soon_.pop_front();
+    const Member* m = table_.find(name);
+    if (m != nullptr && m->probation && !m->is_tombstone()) return name;
+  }
   // Random picks; one that grew up, died or was forgotten is removed on the
   // spot (swap with the last), so the list stays the live newcomers.
   for (int attempt = 0; attempt < 16 && !newcomers_.empty(); ++attempt) {
@@ -928,7 +1010,8 @@ void Engine::start_probe(std::uint64_t now_ns) {
   // storm, probing is SWIM's round robin only.
   std::optional<std::string> target;
   probe_newcomer_next_ = !probe_newcomer_next_;
-  if (probe_newcomer_next_ && in_storm(now_ns)) target = young_target(now_ns);
+  if (probe_newcomer_next_ && (in_storm(now_ns) || !probe_soon_.empty()))
+    target = young_target(now_ns);
   if (target) ++counters_.probe_newcomer;
   if (!target) target = probes_.next_target(table_, config_.name, rng_);
   // Nobody to probe yet.
@@ -1025,8 +1108,17 @@ void Engine::expire_relays(std::uint64_t now_ns) {
 
 void Engine::expire_suspicions(std::uint64_t now_ns) {
   std::vector<std::string> expired;
-  for (const auto& [name, s] : suspicions_)
-    if (s.deadline() <= now_ns) expired.push_back(name);
+  // In a storm a suspected young member is not waited for (as if our own
+  // probe had failed: see finish_probe_failed).
+  const bool storm = in_storm(now_ns);
+  for (const auto& [name, s] : suspicions_) {
+    if (s.deadline() <= now_ns) {
+      expired.push_back(name);
+    } else if (storm) {
+      const Member* m = table_.find(name);
+      if (m != nullptr && young(*m, now_ns)) expired.push_back(name);
+    }
+  }
   for (const std::string& name : expired) {
     const Member* m = table_.find(name);
     suspicions_.erase(name);
@@ -1102,6 +1194,7 @@ void Engine::tick(std::uint64_t now_ns) {
   }
 
   admit_pending(now_ns);
+  promote_probationers(now_ns);
 
   syncs_.expire(now_ns);
   if (!joined_ && now_ns >= next_join_ns_) send_join(now_ns);
@@ -1123,6 +1216,7 @@ std::uint64_t Engine::next_deadline() const {
                               table_.next_expiry(), syncs_.next_expiry()});
   if (!joined_) t = std::min(t, next_join_ns_);
   if (!pending_admissions_.empty()) t = std::min(t, admission_.next_token_ns());
+  if (!probationers_.empty()) t = std::min(t, probationers_.front().first);
   if (const auto& p = probes_.current()) {
     t = std::min(t, p->indirect_sent ? p->final_deadline_ns : p->direct_deadline_ns);
   }

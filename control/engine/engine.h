@@ -75,6 +75,10 @@ struct Counters {
   std::uint64_t refutations = 0;
   std::uint64_t suspicions = 0;
   std::uint64_t young_declared_dead = 0;
+  std::uint64_t probation_started = 0;   // newcomers admitted on probation (in a storm)
+  std::uint64_t probation_promoted = 0;  // ... that lived through it and joined the view
+  std::uint64_t probation_died = 0;      // ... that died on probation (never in the view)
+  std::uint64_t probation_forgotten = 0; // ... never proved alive: forgotten, no verdict
   std::uint64_t stale_corrections = 0;  // datagrams telling a sender of stale news our Dead/Leave  // newcomers that failed a probe: dead without suspicion
   std::uint64_t suspicion_confirmations = 0;
   std::uint64_t deaths = 0;
@@ -190,6 +194,7 @@ class Engine {
   // `from_join`: part of the answer to our own join (not rate-limited).
   void apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join = false);
   void admit_pending(std::uint64_t now_ns);
+  void promote_probationers(std::uint64_t now_ns);
   // True if `h` may count against our health when it does not nack.
   bool helper_counts(const Member& h, std::uint64_t now_ns) const;
   // Live in our view for less than young_member_ns.
@@ -199,7 +204,7 @@ class Engine {
   bool young(const Member& m, std::uint64_t now_ns) const;
   void remember_newcomer(const std::string& name);
   // A newcomer was suspected or declared dead here.
-  void note_newcomer_failure(std::uint64_t now_ns);
+  void note_newcomer_failure(const std::string& name, std::uint64_t now_ns);
   void forget_newcomer(const std::string& name);
   // A random live newcomer to probe, if there is one.
   std::optional<std::string> young_target(std::uint64_t now_ns);
@@ -211,6 +216,8 @@ class Engine {
   void refute(std::uint64_t heard_incarnation);
   // Queues our Dead/Leave about tombstoned `m` as a reply to the current sender.
   void correct(const Member& m);
+  // The same for a member we hold only as a graveyard trace.
+  void correct_buried(const std::string& node, std::uint64_t incarnation);
   // True if `incarnation` is beyond belief: more than max_incarnation_jump above
   // what we hold for `known` (nullptr: never seen), or near UINT64_MAX.
   bool far_future(std::uint64_t incarnation, const Member* known) const;
@@ -267,8 +274,8 @@ class Engine {
   std::vector<std::string> newcomers_;
   std::unordered_map<std::string, std::size_t> newcomer_pos_;
   bool probe_newcomer_next_ = false;
-  // When the last storm_newcomer_failures newcomer failures happened.
-  std::deque<std::uint64_t> newcomer_failures_;
+  // The last storm_newcomer_failures distinct newcomers that failed: (when, name hash).
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> newcomer_failures_;
   std::uint64_t storm_until_ns_ = 0;
   std::uint64_t last_now_ns_ = 0;  // latest time seen (tick or handle)
 
@@ -280,6 +287,10 @@ class Engine {
 
   // Never-seen members over the admission rate, admitted as tokens come.
   std::deque<Alive> pending_admissions_;
+  // Members on probation, by when they may join the view (in admission order).
+  std::deque<std::pair<std::uint64_t, std::string>> probationers_;
+  // Probationers to probe before they may be promoted.
+  std::deque<std::string> probe_soon_;
 
   // Join: seeds are retried until one answers, for ever, with capped
   // exponential backoff (join_retry_min_ns doubling up to join_retry_max_ns).

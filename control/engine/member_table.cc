@@ -59,15 +59,38 @@ Member* MemberTable::insert(Member m) {
   // New entries start live; tombstones only arise through set_status (with a TTL).
   m.status = MemberStatus::kAlive;
   m.live_since_ns = m.state_change_ns;
-  ++live_;
+  if (m.probation)
+    ++probation_;
+  else
+    ++live_;
   std::string key = m.name;
   return &members_.emplace(std::move(key), std::move(m)).first->second;
+}
+
+void MemberTable::promote(Member& m) {
+  if (!m.probation) return;
+  m.probation = false;
+  --probation_;
+  if (is_live(m.status)) ++live_;
+}
+
+void MemberTable::forget_probationer(const std::string& name) {
+  auto it = members_.find(name);
+  if (it == members_.end() || !it->second.probation) return;
+  --probation_;
+  members_.erase(it);
 }
 
 void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_ns,
                              std::uint64_t ttl_ns) {
   if (m.status == status) return;
-  if (is_live(m.status) && !is_live(status)) --live_;
+  // A probationer that dies is no longer one (it never joined the view).
+  if (m.probation && !is_live(status)) {
+    m.probation = false;
+    --probation_;
+  } else {
+    if (is_live(m.status) && !is_live(status)) --live_;
+  }
   if (!is_live(m.status) && is_live(status)) {
     ++live_;
     m.live_since_ns = now_ns;

@@ -36,6 +36,10 @@ struct Member {
   std::uint64_t state_change_ns = 0;  // when `status` last changed
   std::uint64_t live_since_ns = 0;    // when it last became live (admitted, or back from a tombstone)
   std::uint64_t expires_ns = 0;       // tombstones only: when it is forgotten
+  // Admitted during a storm and not yet in the view: probed, not counted live,
+  // not gossiped, no join event until promoted (docs/membership.md).
+  bool probation = false;
+  std::uint64_t heard_ns = 0;  // last direct proof of life: an ack to our probe, its ping
 
   bool is_tombstone() const {
     return status == MemberStatus::kDead || status == MemberStatus::kLeft;
@@ -56,8 +60,15 @@ class MemberTable {
 
   bool full() const { return members_.size() >= max_members_; }
   std::size_t size() const { return members_.size(); }
-  // Members that are Alive or Suspect (ourselves included).
+  // Members that are Alive or Suspect (ourselves included), probation excepted:
+  // the view.
   std::size_t live_count() const { return live_; }
+  std::size_t probation_count() const { return probation_; }
+
+  // A member on probation joins the view (no-op otherwise).
+  void promote(Member& m);
+  // Removes a member on probation outright (no tombstone, no trace).
+  void forget_probationer(const std::string& name);
 
   // Status changes go through here so the live count and tombstone expiry stay right.
   void set_status(Member& m, MemberStatus status, std::uint64_t now_ns, std::uint64_t ttl_ns);
@@ -94,6 +105,7 @@ class MemberTable {
   std::uint32_t max_members_;
   std::map<std::string, Member> members_;
   std::size_t live_ = 0;
+  std::size_t probation_ = 0;
   // (expiry time, name): exactly one entry per tombstone.
   std::set<std::pair<std::uint64_t, std::string>> expiry_;
   // Graveyard: name hash -> incarnation at death, and the order they came in.

@@ -93,12 +93,12 @@ SyncManager::Window SyncManager::build_window(const MemberTable& table, const st
   // storm the recent tombstones alone would fill the window. Each part
   // rotates on its own, so a large recent set is covered over several syncs.
   if (!rotating_pass(table, self, recent_live_cursor_, b,
-                     [&](const Member& m) { return recent(m) && !m.is_tombstone(); }))
+                     [&](const Member& m) { return recent(m) && !m.is_tombstone() && !m.probation; }))
     return w;
   if (!rotating_pass(table, self, recent_dead_cursor_, b,
                      [&](const Member& m) { return recent(m) && m.is_tombstone(); }))
     return w;
-  rotating_pass(table, self, cursor_, b, [&](const Member& m) { return !recent(m); });
+  rotating_pass(table, self, cursor_, b, [&](const Member& m) { return !recent(m) && !m.probation; });
   return w;
 }
 
@@ -111,7 +111,8 @@ SyncManager::Window SyncManager::build_join_view(const MemberTable& table,
   if (const Member* me = table.find(self)) b.add(to_member_state(*me));
   // Every live member, from the start of the table (a joiner needs them all).
   std::string from_start;
-  if (!rotating_pass(table, self, from_start, b, [](const Member& m) { return !m.is_tombstone(); }))
+  if (!rotating_pass(table, self, from_start, b,
+                     [](const Member& m) { return !m.is_tombstone() && !m.probation; }))
     return w;
   // Then tombstones, within their own budget, rotating across joins.
   b.set_cap(std::min(max_bytes, w.bytes + tombstone_bytes));

@@ -1503,6 +1503,7 @@ TEST(Engine, JoinAnswerCarriesEveryLiveMemberAndFewTombstones) {
   EngineConfig c = config();
   c.admit_rate = 100000;
   c.admit_burst = 100000;
+  c.storm_newcomer_failures = 0;  // not about storms (990 newcomer deaths would be one)
   Driver d(c);
   d.add_members(1, 1001);
   // A storm's aftermath: 990 of them dead.
@@ -1530,6 +1531,56 @@ TEST(Engine, JoinAnswerCarriesEveryLiveMemberAndFewTombstones) {
   EXPECT_GT(dead, 0u);
   EXPECT_LT(dead, 990u / 4);
   EXPECT_LE(bytes, 48u * 30u + 2 * c.max_packet_bytes);
+}
+
+TEST(Engine, InAStormNewcomersWaitOnProbationOutsideTheView) {
+  EngineConfig c = config();
+  c.admit_rate = 100000;
+  c.admit_burst = 100000;
+  c.storm_newcomer_failures = 5;
+  Driver d(c);
+  d.add_members(1, 9);
+  run_with_established(d, 9, kStart + 300 * kSecond);
+  // Make it a storm: newcomers that die.
+  d.add_members(100, 110);
+  for (std::size_t i = 100; i < 110; ++i) d.handle(1, {Dead{1, name(i), name(1)}});
+  ASSERT_TRUE(d.e.in_storm(d.now));
+  const std::size_t view = d.e.num_live();
+  const std::size_t events = d.events.size();
+  // Two more newcomers: on probation, so not in the view, no join event, not gossiped.
+  d.handle(1, {alive(200), alive(201)});
+  ASSERT_NE(d.e.member(name(200)), nullptr);
+  EXPECT_TRUE(d.e.member(name(200))->probation);
+  EXPECT_EQ(d.e.num_live(), view);
+  EXPECT_EQ(d.events.size(), events);
+  EXPECT_FALSE(d.e.broadcasts().contains({BroadcastQueue::Kind::kMember, name(200)}));
+  EXPECT_EQ(d.e.counters().probation_started, 2u);
+  // n200 proves it is alive (it pings us); n201 never answers anything.
+  auto step = [&](std::uint64_t until) {
+    d.run_until(until, [&](const Outgoing& o) {
+      const std::size_t to = o.to.ip[3] + 256u * o.to.ip[2];
+      if (const Ping* p = find_msg<Ping>(o); p && (to < 9 || to == 200))
+        d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+      if (const IndirectPing* ip = find_msg<IndirectPing>(o); ip && to < 9)
+        d.e.handle(o.to, {Nack{ip->seq_no, name(to)}}, d.now);
+    });
+  };
+  step(d.now + 7 * kSecond);
+  d.handle(200, {Ping{77, name(0), name(200), addr(200)}});
+  step(d.now + 5 * kSecond);
+  // Lived through its probation, with proof: in the view, with its join event,
+  // and gossiped now.
+  EXPECT_FALSE(d.e.member(name(200))->probation);
+  EXPECT_EQ(d.e.num_live(), view + 1);
+  EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(200)), 1u);
+  EXPECT_EQ(d.e.counters().probation_promoted, 1u);
+  // The silent one never joins the view: probed and buried, or forgotten.
+  step(d.now + 40 * kSecond);
+  const Member* m201 = d.e.member(name(201));
+  EXPECT_TRUE(m201 == nullptr || m201->is_tombstone());
+  EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(201)), 0u);
+  EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(201)), 0u);
+  EXPECT_EQ(d.e.counters().probation_died + d.e.counters().probation_forgotten, 1u);
 }
 
 }  // namespace
