@@ -870,7 +870,10 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
   }
   const bool join_answer =
       std::find(join_seqs_.begin(), join_seqs_.end(), m.seq_no) != join_seqs_.end();
-  if (join_answer) {
+  // Joined once a whole answer is in: a part lost on the way would leave our
+  // view short of those members until some periodic sync happened to carry
+  // them (minutes at a few thousand members); the join retry asks again.
+  if (join_answer && !syncs_.awaiting(m.seq_no)) {
     joined_ = true;
     next_join_ns_ = UINT64_MAX;
   }

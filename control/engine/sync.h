@@ -78,6 +78,8 @@ class SyncManager {
 
   // Room for one more sync (ours or answered) now?
   bool has_capacity() const { return in_flight() < max_concurrent_; }
+  // A sync of ours still waiting for (more of) its answer.
+  bool awaiting(std::uint32_t seq_no) const { return pending_.count(seq_no) != 0; }
   std::size_t in_flight() const { return pending_.size() + receiving_.size(); }
 
   // A sync we start (periodic, or join which bypasses the cap).

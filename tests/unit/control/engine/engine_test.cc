@@ -1583,5 +1583,28 @@ TEST(Engine, InAStormNewcomersWaitOnProbationOutsideTheView) {
   EXPECT_EQ(d.e.counters().probation_died + d.e.counters().probation_forgotten, 1u);
 }
 
+TEST(Engine, JoinIsDoneOnlyWhenTheWholeAnswerArrived) {
+  Driver d(config());
+  const std::vector<Address> seeds = {addr(1)};
+  d.e.join(seeds, d.now);
+  d.collect();
+  const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
+  ASSERT_NE(req, nullptr);
+  const std::uint32_t seq = req->seq_no;
+  // Part 0 of 2 arrives, part 1 is lost on the way.
+  d.handle(1, {SyncResponse{seq, name(1), 0, 2, {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}}}}});
+  EXPECT_FALSE(d.e.joined());
+  EXPECT_NE(d.e.member(name(1)), nullptr);  // what came is merged
+  // So the join is asked again, and a whole answer ends it.
+  std::uint32_t retry = 0;
+  d.run_until(d.now + 5 * kSecond, [&](const Outgoing& o) {
+    if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join && retry == 0) retry = r->seq_no;
+  });
+  ASSERT_NE(retry, 0u);
+  d.handle(1, {SyncResponse{retry, name(1), 0, 1, {MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}}}}});
+  EXPECT_TRUE(d.e.joined());
+  EXPECT_NE(d.e.member(name(2)), nullptr);
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
