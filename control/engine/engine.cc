@@ -873,9 +873,17 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
   // Joined once a whole answer is in: a part lost on the way would leave our
   // view short of those members until some periodic sync happened to carry
   // them (minutes at a few thousand members); the join retry asks again.
-  if (join_answer && !syncs_.awaiting(m.seq_no)) {
+  if (join_answer && !syncs_.awaiting(m.seq_no) && !joined_) {
     joined_ = true;
     next_join_ns_ = UINT64_MAX;
+    // One seed's view may itself be short (it joined a moment ago, or lost
+    // parts): two more whole-view syncs with other members, a few seconds
+    // apart, fill in what it lacked. Periodic syncs carry only a window.
+    // Not in a storm (each phantom would triple its join's cost).
+    if (!in_storm(now_ns)) {
+      followup_joins_ = kFollowupJoins;
+      next_followup_ns_ = now_ns + config_.join_retry_min_ns + rng_.uniform(config_.join_retry_min_ns);
+    }
   }
   merge(m.members, m.source, now_ns, join_answer);
 }
@@ -1201,6 +1209,25 @@ void Engine::tick(std::uint64_t now_ns) {
 
   syncs_.expire(now_ns);
   if (!joined_ && now_ns >= next_join_ns_) send_join(now_ns);
+  if (followup_joins_ > 0 && now_ns >= next_followup_ns_) {
+    --followup_joins_;
+    next_followup_ns_ = followup_joins_ > 0 ? now_ns + 4 * config_.join_retry_min_ns : UINT64_MAX;
+    // Another member than the seeds (their view is the one we have), not a
+    // young one.
+    std::vector<std::string> peer = random_peers(8, {});
+    const auto settled = std::find_if(peer.begin(), peer.end(), [&](const std::string& p) {
+      const Member& m = *table_.find(p);
+      return !young(m, now_ns) && std::find(seeds_.begin(), seeds_.end(), m.addr) == seeds_.end();
+    });
+    if (settled != peer.end()) {
+      const std::uint32_t seq = next_seq_++;
+      join_seqs_.push_back(seq);
+      syncs_.start(seq, now_ns);
+      ++counters_.sync_started;
+      ++counters_.join_followups;
+      send_sync<SyncRequest>(table_.find(*settled)->addr, seq, true, true);
+    }
+  }
   // In a storm, push-pull at the base interval (not scaled with N): members
   // that missed some deaths get them from a peer's recent changes within
   // seconds of the storm's end rather than minutes.
@@ -1218,6 +1245,7 @@ std::uint64_t Engine::next_deadline() const {
   std::uint64_t t = std::min({next_probe_ns_, next_gossip_ns_, next_sync_ns_,
                               table_.next_expiry(), syncs_.next_expiry()});
   if (!joined_) t = std::min(t, next_join_ns_);
+  if (followup_joins_ > 0) t = std::min(t, next_followup_ns_);
   if (!pending_admissions_.empty()) t = std::min(t, admission_.next_token_ns());
   if (!probationers_.empty()) t = std::min(t, probationers_.front().first);
   if (const auto& p = probes_.current()) {

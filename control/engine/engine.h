@@ -106,6 +106,7 @@ struct Counters {
   std::uint64_t join_answered = 0;     // join syncs answered (also in sync_answered)
   std::uint64_t join_drop_rate = 0;    // join syncs over the join answer rate (the joiner retries)
   std::uint64_t join_retries = 0;      // join rounds that had no answer and were sent again
+  std::uint64_t join_followups = 0;    // whole-view syncs with other members after joining
   std::uint64_t sync_drop_concurrency = 0;
   std::uint64_t sync_drop_rate = 0;
   std::uint64_t sync_drop_unsolicited = 0;
@@ -298,6 +299,10 @@ class Engine {
   std::vector<std::uint32_t> join_seqs_;
   std::uint32_t join_attempts_ = 0;
   std::uint64_t join_started_ns_ = 0;
+  // Whole-view syncs still to do after joining, and when the next is due.
+  static constexpr std::uint32_t kFollowupJoins = 2;
+  std::uint32_t followup_joins_ = 0;
+  std::uint64_t next_followup_ns_ = UINT64_MAX;
   bool joined_ = false;
   std::uint64_t next_join_ns_ = UINT64_MAX;
 };

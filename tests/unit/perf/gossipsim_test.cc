@@ -186,12 +186,14 @@ TEST(GossipSim, WireBytesAndMessageTypesAddUp) {
 }
 
 // seed_mode shared: every joiner contacts member 0 (seeds: 1), so member 0
-// receives every join SyncRequest; random spreads them over earlier members.
+// receives every member's join; random spreads them over earlier members.
 TEST(GossipSim, SharedSeedModeJoinsThroughTheSeed) {
   const std::string base = "name: seeds\nseed: 8\nduration_s: 30\nmembers: {count: 40, join_over_s: 8, seeds: 1";
   const Results shared = run_scenario(load(base + ", seed_mode: shared}\n"));
   EXPECT_GE(shared.join_requests, 39u);
-  EXPECT_EQ(shared.join_requests_at_seeds, shared.join_requests);
+  // Every member's join went to the seed (the rest are the whole-view syncs a
+  // member sends to others right after joining).
+  EXPECT_GE(shared.join_requests_at_seeds, 39u);
   EXPECT_TRUE(shared.converged_at_end);
   const Results random = run_scenario(load(base + "}\n"));
   EXPECT_GE(random.join_requests, 39u);

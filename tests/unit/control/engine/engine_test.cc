@@ -1606,5 +1606,27 @@ TEST(Engine, JoinIsDoneOnlyWhenTheWholeAnswerArrived) {
   EXPECT_NE(d.e.member(name(2)), nullptr);
 }
 
+TEST(Engine, AfterJoiningTwoWholeViewSyncsGoToOtherMembers) {
+  Driver d(config());
+  const std::vector<Address> seeds = {addr(1)};
+  d.e.join(seeds, d.now);
+  d.collect();
+  const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
+  ASSERT_NE(req, nullptr);
+  std::vector<MemberState> view;
+  for (std::size_t i = 1; i <= 20; ++i)
+    view.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
+  d.handle(1, {SyncResponse{req->seq_no, name(1), 0, 1, view}});
+  ASSERT_TRUE(d.e.joined());
+  std::vector<Address> to;
+  d.run_until(d.now + 30 * kSecond, [&](const Outgoing& o) {
+    if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join) to.push_back(o.to);
+  });
+  // The seed's view may have been short: two more whole-view syncs, not to it.
+  ASSERT_EQ(to.size(), 2u);
+  EXPECT_EQ(d.e.counters().join_followups, 2u);
+  for (const Address& a : to) EXPECT_NE(a, addr(1));
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
