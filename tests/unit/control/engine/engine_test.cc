@@ -92,6 +92,19 @@ std::size_t count_events(const std::vector<MemberEvent>& ev, EventKind k, const 
   return c;
 }
 
+// Joins through seed n1 and answers the join with members [1, n] alive.
+void join_with_view(Driver& d, std::size_t n) {
+  const std::vector<Address> seeds = {addr(1)};
+  d.e.join(seeds, d.now);
+  d.collect();
+  const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
+  ASSERT_NE(req, nullptr);
+  std::vector<MemberState> view;
+  for (std::size_t i = 1; i <= n; ++i)
+    view.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
+  d.handle(1, {SyncResponse{req->seq_no, name(1), 0, 1, view}});
+}
+
 // ---------------------------------------------------------------- failure detection
 
 TEST(Engine, PingIsAnsweredWithAckAndMisdirectedPingIsNot) {
@@ -776,15 +789,7 @@ TEST(Engine, JoinAnswerAdmitsTheWholeViewAtOnce) {
   c.admit_rate = 10;
   c.admit_burst = 5;
   Driver d(c);
-  const std::vector<Address> seeds = {addr(1)};
-  d.e.join(seeds, d.now);
-  d.collect();
-  const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
-  ASSERT_NE(req, nullptr);
-  std::vector<MemberState> view;
-  for (std::size_t i = 1; i <= 50; ++i)
-    view.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
-  d.handle(1, {SyncResponse{req->seq_no, name(1), 0, 1, view}});
+  join_with_view(d, 50);
   // What we asked our seed for is not rate-limited: all 50 at once.
   EXPECT_EQ(d.e.num_live(), 51u);
   EXPECT_EQ(d.e.counters().admission_deferred, 0u);
@@ -1608,15 +1613,7 @@ TEST(Engine, JoinIsDoneOnlyWhenTheWholeAnswerArrived) {
 
 TEST(Engine, AfterJoiningTwoWholeViewSyncsGoToOtherMembers) {
   Driver d(config());
-  const std::vector<Address> seeds = {addr(1)};
-  d.e.join(seeds, d.now);
-  d.collect();
-  const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
-  ASSERT_NE(req, nullptr);
-  std::vector<MemberState> view;
-  for (std::size_t i = 1; i <= 20; ++i)
-    view.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
-  d.handle(1, {SyncResponse{req->seq_no, name(1), 0, 1, view}});
+  join_with_view(d, 20);
   ASSERT_TRUE(d.e.joined());
   std::vector<Address> to;
   d.run_until(d.now + 30 * kSecond, [&](const Outgoing& o) {
