@@ -67,8 +67,6 @@ struct Event {
   bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
-constexpr std::uint32_t kNoNode = UINT32_MAX;
-
 // A datagram in flight: its codec bytes (what the receiver decodes).
 struct Datagram {
   std::vector<std::uint8_t> bytes;
