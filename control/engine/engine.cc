@@ -939,7 +939,6 @@ void Engine::join(std::span<const Address> seeds, std::uint64_t now_ns) {
   }
   join_attempts_ = 0;
   joined_ = false;
-  join_started_ns_ = now_ns;
   send_join(now_ns);
 }
 

@@ -298,7 +298,6 @@ class Engine {
   std::vector<Address> seeds_;
   std::vector<std::uint32_t> join_seqs_;
   std::uint32_t join_attempts_ = 0;
-  std::uint64_t join_started_ns_ = 0;
   // Whole-view syncs still to do after joining, and when the next is due.
   static constexpr std::uint32_t kFollowupJoins = 2;
   std::uint32_t followup_joins_ = 0;
