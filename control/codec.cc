@@ -103,6 +103,7 @@ struct ToProto {
     p->set_part(m.part);
     p->set_parts(m.parts);
     for (const MemberState& s : m.members) put_member(s, p->add_members());
+    p->set_digest(m.digest);
   }
   void operator()(const SyncResponse& m) const {
     pb::SyncResponse* p = out->mutable_sync_response();
@@ -111,6 +112,7 @@ struct ToProto {
     p->set_part(m.part);
     p->set_parts(m.parts);
     for (const MemberState& s : m.members) put_member(s, p->add_members());
+    p->set_digest(m.digest);
   }
   void operator()(const UserData& m) const {
     pb::UserData* p = out->mutable_user_data();
@@ -210,13 +212,14 @@ struct FromProto {
       case pb::Message::kSyncRequest: {
         const pb::SyncRequest& p = m.sync_request();
         out.emplace_back(SyncRequest{p.seq_no(), p.source(), p.join(), p.part(), p.parts(),
-                                     members(p.members())});
+                                     members(p.members()), p.digest()});
         break;
       }
       case pb::Message::kSyncResponse: {
         const pb::SyncResponse& p = m.sync_response();
         out.emplace_back(
-            SyncResponse{p.seq_no(), p.source(), p.part(), p.parts(), members(p.members())});
+            SyncResponse{p.seq_no(), p.source(), p.part(), p.parts(), members(p.members()),
+                         p.digest()});
         break;
       }
       case pb::Message::kUserData:

@@ -151,13 +151,17 @@ const std::map<std::string, const char*>& engine_help() {
       {"join_answered", "Join syncs we answered, also in sync_answered (syncs)"},
       {"join_drop_rate", "Join syncs refused by the join answer rate limit; the joiner retries (syncs)"},
       {"join_retries", "Our join rounds that got no answer and were sent again (rounds)"},
-      {"young_declared_dead", "Newcomers that failed a probe in a storm, declared dead without suspicion (members)"},
+      {"young_declared_dead", "Newcomers that failed a probe in a storm, or probationers that did, declared dead without suspicion (members)"},
       {"stale_corrections", "Datagrams telling a sender of stale news our Dead or Leave (datagrams)"},
       {"probe_newcomer", "Probes sent to a newcomer out of round-robin order, in a storm (probes)"},
-      {"probation_started", "Newcomers admitted on probation, outside the view, in a storm (members)"},
+      {"probation_started", "Newcomers admitted on probation, outside the view, in a storm or an arrival surge (members)"},
       {"probation_promoted", "Members that lived through probation with proof of life and joined the view (members)"},
       {"probation_died", "Members declared dead while on probation, never in the view (members)"},
       {"probation_forgotten", "Members on probation never proved alive, forgotten without a verdict (members)"},
+      {"surges", "Arrival surges recognised: never-seen members arriving faster than a running cluster grows (surges)"},
+      {"gossip_eager", "Gossip rounds brought forward for the death or departure of an established member (rounds)"},
+      {"sync_digest_equal", "Periodic syncs answered with the digest alone: both views the same (syncs)"},
+      {"sync_digest_differ", "Our digest syncs whose views still differed after the answer: our window sent too (syncs)"},
   };
   return kHelp;
 }

@@ -136,6 +136,8 @@ Json membership(const cp::EngineHost& host, bool include_members) {
   GW_ENGINE_COUNTER(join_answered); GW_ENGINE_COUNTER(join_drop_rate); GW_ENGINE_COUNTER(join_retries);
   GW_ENGINE_COUNTER(young_declared_dead); GW_ENGINE_COUNTER(stale_corrections); GW_ENGINE_COUNTER(probe_newcomer);
   GW_ENGINE_COUNTER(probation_started); GW_ENGINE_COUNTER(probation_promoted); GW_ENGINE_COUNTER(probation_died); GW_ENGINE_COUNTER(probation_forgotten);
+  GW_ENGINE_COUNTER(surges); GW_ENGINE_COUNTER(gossip_eager);
+  GW_ENGINE_COUNTER(sync_digest_equal); GW_ENGINE_COUNTER(sync_digest_differ);
 #undef GW_ENGINE_COUNTER
   j["engine_counters"] = std::move(ec);
   const auto& hc = host.counters();

@@ -50,6 +50,18 @@ struct EngineConfig {
   // probed, but not in the view, not gossiped, no join event until it has
   // lived through it (most phantoms do not). 0 = never. 10 s
   std::uint64_t probation_ns = 10 * kSecond;
+  // An arrival surge: within surge_window_ns, at least surge_min_arrivals
+  // never-seen members and at least surge_arrival_pct % of our view were
+  // admitted, and we have been live for probation_ns ourselves (in a cluster
+  // that is starting, everybody arrives at once). Until surge_window_ns after
+  // the last arrival that kept it up, never-seen members are admitted on
+  // probation as in a storm: a storm's first seconds, before its newcomers
+  // start to fail, no longer fill the view. The price: a legitimate burst of
+  // new names into a running cluster enters the view after probation_ns.
+  // 0 = never. 16 and 25 % in 2 s
+  std::uint32_t surge_min_arrivals = 16;
+  std::uint32_t surge_arrival_pct = 25;
+  std::uint64_t surge_window_ns = 2 * kSecond;
 
   // --- dissemination ---
   std::uint64_t gossip_interval_ns = 200 * kMillisecond;  // LAN 200 ms
@@ -80,6 +92,12 @@ struct EngineConfig {
   // per member at any N. Join syncs send the whole view (max_sync_bytes).
   // 0 = a whole table (up to max_sync_bytes) every time. 48 B/s
   std::uint32_t sync_bytes_per_sec = 48;
+  // A periodic sync first compares view digests (MemberTable::view_digest):
+  // equal views (the steady state) exchange two small datagrams and nothing
+  // else; unequal ones exchange windows as above (the responder's at once,
+  // ours in a second sync when the views still differ). false = windows
+  // every time. true
+  bool sync_digest = true;
   std::uint32_t max_sync_bytes = 256 * 1024;  // encoded bytes one side sends per sync, and
                                               // the most we merge from one received sync
                                               // (all its parts); keep it cluster-wide; 256 KiB

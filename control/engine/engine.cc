@@ -159,6 +159,34 @@ bool Engine::in_storm(std::uint64_t now_ns) const {
          now_ns - newcomer_failures_.front().first <= config_.storm_window_ns;
 }
 
+void Engine::note_arrival(std::uint64_t now_ns) {
+  if (config_.surge_min_arrivals == 0 || config_.surge_window_ns == 0) return;
+  arrivals_.push_back(now_ns);
+  while (!arrivals_.empty() && now_ns - arrivals_.front() > config_.surge_window_ns)
+    arrivals_.pop_front();
+  // A member that is starting, and the cluster with it, sees everybody arrive.
+  if (now_ns - std::min(now_ns, self().live_since_ns) < config_.probation_ns) return;
+  const std::size_t need = std::max<std::size_t>(
+      config_.surge_min_arrivals, table_.live_count() * config_.surge_arrival_pct / 100);
+  if (arrivals_.size() < need) return;
+  if (!in_surge(now_ns)) ++counters_.surges;
+  surge_until_ns_ = now_ns + config_.surge_window_ns;
+}
+
+void Engine::gossip_soon(std::uint64_t now_ns) {
+  // At most ten rounds per interval however much news arrives (a mass crash
+  // brings hundreds of deaths within seconds). Each item is still sent its
+  // retransmit limit of times: the bytes are the same, only sooner.
+  // Three such rounds in a row: one round of pushes to gossip_nodes peers each
+  // misses about e^-gossip_nodes of the members, who would then wait for the
+  // regular rounds; three leave almost none.
+  eager_rounds_ = kEagerRounds;
+  const std::uint64_t at = std::max(now_ns, last_gossip_ns_ + eager_gap_ns());
+  if (at >= next_gossip_ns_) return;
+  next_gossip_ns_ = at;
+  ++counters_.gossip_eager;
+}
+
 void Engine::remember_newcomer(const std::string& name) {
   // Bounded like the table; a death removes the name, growing up is noticed
   // when probing picks it.
@@ -579,11 +607,13 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     fresh.tags = a.tags;
     fresh.protocol_version = a.protocol_version;
     fresh.state_change_ns = now_ns;
-    // In a storm a newcomer waits outside the view (probed, not gossiped)
-    // until it has lived through its probation: most are gone before that.
-    fresh.probation = config_.probation_ns > 0 && in_storm(now_ns);
+    // In a storm, or a surge of arrivals, a newcomer waits outside the view
+    // (probed, not gossiped) until it has lived through its probation: most
+    // phantoms are gone before that.
+    fresh.probation = config_.probation_ns > 0 && (in_storm(now_ns) || in_surge(now_ns));
     m = table_.insert(std::move(fresh));
     if (m == nullptr) return;
+    note_arrival(now_ns);
     probes_.add_member(a.node, rng_);
     remember_newcomer(a.node);
     if (m->probation) {
@@ -740,6 +770,10 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
   // still goes out, for the others that heard of it).
   const bool was_probation = m->probation;
   if (was_probation) ++counters_.probation_died;
+  // A newcomer's death (in a storm, thousands) waits for the next round like
+  // any news; an established member's is what every application is waiting
+  // for: it goes out now, and each member that learns it passes it on at once.
+  if (!was_probation && !young(*m, now_ns)) gossip_soon(now_ns);
   table_.set_status(*m, status, now_ns, config_.tombstone_ttl_ns);
   // Keep gossiping to it a while: if it is alive after all, it hears and refutes.
   if (status == MemberStatus::kDead) {
@@ -788,7 +822,8 @@ void Engine::merge(const std::vector<MemberState>& members, const std::string& f
 // ---------------------------------------------------------------- sync
 
 template <typename Sync>
-void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view) {
+void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view,
+                       std::uint64_t digest) {
   // A joiner gets (and sends) the whole view, up to max_sync_bytes. A periodic
   // sync is a rotating window of sync_bytes_per_sec times its interval: the
   // interval grows with N, and so does the window, so that anti-entropy costs
@@ -818,6 +853,7 @@ void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool 
     msg.part = i;
     msg.parts = parts;
     msg.members = std::move(w.parts[i]);
+    msg.digest = digest;
     send(to, PriorityClass::kBulk, Compound{std::move(msg)}, false);
   }
   counters_.sync_bytes_out += w.bytes;
@@ -851,6 +887,20 @@ void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uin
   if (serve == SyncManager::Serve::kNew) {
     ++counters_.sync_answered;
     if (m.join) ++counters_.join_answered;
+    // Asked with a digest: an equal view is answered with the digest alone,
+    // another with our window and our digest (the asker then knows whether
+    // it still has something we lack).
+    if (!m.join && m.digest != 0) {
+      const std::uint64_t ours = table_.view_digest();
+      if (ours == m.digest) {
+        ++counters_.sync_digest_equal;
+        send(from, PriorityClass::kBulk,
+             Compound{SyncResponse{m.seq_no, config_.name, 0, 1, {}, ours}}, false);
+        return;
+      }
+      send_sync<SyncResponse>(from, m.seq_no, false, false, ours);
+      return;
+    }
     send_sync<SyncResponse>(from, m.seq_no, false, m.join);
   }
 }
@@ -886,6 +936,20 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
     }
   }
   merge(m.members, m.source, now_ns, join_answer);
+  // Our digest-only sync, wholly answered: if the views still differ after
+  // their window, they lack something of ours, so a second sync carries our
+  // window to them (and brings another of theirs).
+  const auto asked = std::find(digest_seqs_.begin(), digest_seqs_.end(), m.seq_no);
+  if (asked == digest_seqs_.end() || syncs_.awaiting(m.seq_no)) return;
+  digest_seqs_.erase(asked);
+  if (m.digest == 0 || m.digest == table_.view_digest()) return;
+  ++counters_.sync_digest_differ;
+  const Member* peer = table_.find(m.source);
+  if (peer == nullptr || peer->is_tombstone() || leaving_ || !syncs_.has_capacity()) return;
+  const std::uint32_t seq = next_seq_++;
+  syncs_.start(seq, now_ns);
+  ++counters_.sync_started;
+  send_sync<SyncRequest>(peer->addr, seq, false, false);
 }
 
 void Engine::start_sync(std::uint64_t now_ns) {
@@ -920,7 +984,17 @@ void Engine::start_sync(std::uint64_t now_ns) {
   const std::uint32_t seq = next_seq_++;
   syncs_.start(seq, now_ns);
   ++counters_.sync_started;
-  send_sync<SyncRequest>(table_.find(peer.front())->addr, seq, false, false);
+  const Address& to = table_.find(peer.front())->addr;
+  if (!config_.sync_digest) {
+    send_sync<SyncRequest>(to, seq, false, false);
+    return;
+  }
+  // Digest first: in steady state every view is the same, and the window
+  // would repeat what the peer holds already.
+  if (digest_seqs_.size() >= kDigestSyncsRemembered) digest_seqs_.pop_front();
+  digest_seqs_.push_back(seq);
+  send(to, PriorityClass::kBulk,
+       Compound{SyncRequest{seq, config_.name, false, 0, 1, {}, table_.view_digest()}}, false);
 }
 
 void Engine::join(std::span<const Address> seeds, std::uint64_t now_ns) {
@@ -1089,8 +1163,9 @@ void Engine::finish_probe_failed(std::uint64_t now_ns) {
   // suspicion wait. If it is alive after all, the next ping it gets (buddy
   // rule) tells it, and it refutes with a newer incarnation, which brings it
   // back. Outside a storm a newcomer is suspected like anyone (a newcomer that
-  // stalls for a few seconds is not a phantom).
-  if (young(*m, now_ns) && in_storm(now_ns)) {
+  // stalls for a few seconds is not a phantom). A probationer has no standing
+  // at all (it was never in the view): it too is dead at once, storm or not.
+  if (m->probation || (young(*m, now_ns) && in_storm(now_ns))) {
     ++counters_.young_declared_dead;
     apply_dead(m->incarnation, p.target, config_.name, MemberStatus::kDead, now_ns);
     return;
@@ -1118,15 +1193,15 @@ void Engine::expire_relays(std::uint64_t now_ns) {
 
 void Engine::expire_suspicions(std::uint64_t now_ns) {
   std::vector<std::string> expired;
-  // In a storm a suspected young member is not waited for (as if our own
-  // probe had failed: see finish_probe_failed).
+  // In a storm a suspected young member is not waited for, nor is a suspected
+  // probationer ever (as if our own probe had failed: see finish_probe_failed).
   const bool storm = in_storm(now_ns);
   for (const auto& [name, s] : suspicions_) {
     if (s.deadline() <= now_ns) {
       expired.push_back(name);
-    } else if (storm) {
+    } else {
       const Member* m = table_.find(name);
-      if (m != nullptr && young(*m, now_ns)) expired.push_back(name);
+      if (m != nullptr && (m->probation || (storm && young(*m, now_ns)))) expired.push_back(name);
     }
   }
   for (const std::string& name : expired) {
@@ -1200,7 +1275,9 @@ void Engine::tick(std::uint64_t now_ns) {
 
   if (now_ns >= next_gossip_ns_) {
     gossip(now_ns);
+    last_gossip_ns_ = now_ns;
     next_gossip_ns_ = now_ns + config_.gossip_interval_ns;
+    if (eager_rounds_ > 0 && --eager_rounds_ > 0) next_gossip_ns_ = now_ns + eager_gap_ns();
   }
 
   admit_pending(now_ns);
@@ -1257,13 +1334,14 @@ std::uint64_t Engine::next_deadline() const {
 
 // ---------------------------------------------------------------- local changes
 
-void Engine::leave(std::uint64_t /*now_ns*/) {
+void Engine::leave(std::uint64_t now_ns) {
   // Leaving twice says nothing new.
   if (leaving_) return;
   leaving_ = true;
   probes_.current().reset();
   const Member& me = self();
   queue_broadcast(config_.name, Leave{me.incarnation, me.name}, PriorityClass::kUrgent);
+  gossip_soon(std::max(now_ns, last_now_ns_));
 }
 
 bool Engine::leave_done() const {

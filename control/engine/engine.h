@@ -74,12 +74,14 @@ struct Counters {
   std::uint64_t alive_drop_bad_name = 0;   // empty or longer than kMaxNameBytes
   std::uint64_t refutations = 0;
   std::uint64_t suspicions = 0;
-  std::uint64_t young_declared_dead = 0;
-  std::uint64_t probation_started = 0;   // newcomers admitted on probation (in a storm)
+  std::uint64_t young_declared_dead = 0;  // newcomers that failed a probe in a storm: dead at once
+  std::uint64_t probation_started = 0;   // newcomers admitted on probation (storm or surge)
+  std::uint64_t surges = 0;              // arrival surges recognised (probation for arrivals)
+  std::uint64_t gossip_eager = 0;        // gossip rounds brought forward for news of a death
   std::uint64_t probation_promoted = 0;  // ... that lived through it and joined the view
   std::uint64_t probation_died = 0;      // ... that died on probation (never in the view)
   std::uint64_t probation_forgotten = 0; // ... never proved alive: forgotten, no verdict
-  std::uint64_t stale_corrections = 0;  // datagrams telling a sender of stale news our Dead/Leave  // newcomers that failed a probe: dead without suspicion
+  std::uint64_t stale_corrections = 0;  // datagrams telling a sender of stale news our Dead/Leave
   std::uint64_t suspicion_confirmations = 0;
   std::uint64_t deaths = 0;
   std::uint64_t leaves = 0;
@@ -103,6 +105,8 @@ struct Counters {
   std::uint64_t sync_started = 0;
   std::uint64_t sync_reconnects = 0;  // syncs sent to a member we consider failed
   std::uint64_t sync_answered = 0;
+  std::uint64_t sync_digest_equal = 0;     // periodic syncs that found both views the same
+  std::uint64_t sync_digest_differ = 0;    // ... that did not, after the responder's window
   std::uint64_t join_answered = 0;     // join syncs answered (also in sync_answered)
   std::uint64_t join_drop_rate = 0;    // join syncs over the join answer rate (the joiner retries)
   std::uint64_t join_retries = 0;      // join rounds that had no answer and were sent again
@@ -169,6 +173,9 @@ class Engine {
   // A storm of short-lived members: storm_newcomer_failures newcomers failed
   // within storm_window_ns (and until storm_window_ns after the last such).
   bool in_storm(std::uint64_t now_ns) const;
+  // An arrival surge (config: surge_*): never-seen members arrive faster
+  // than a running cluster grows; they are admitted on probation.
+  bool in_surge(std::uint64_t now_ns) const { return now_ns < surge_until_ns_; }
   bool leaving() const { return leaving_; }
   // Joined: a seed (or a member asked later) answered our join, or we had no seed.
   bool joined() const { return joined_; }
@@ -180,6 +187,8 @@ class Engine {
   static constexpr std::size_t kMaxRecentlyDead = 64;
   // Join rounds whose sequence numbers are still recognised as join answers.
   static constexpr std::uint32_t kJoinRoundsRemembered = 4;
+  // Digest-only syncs of ours whose answers are still recognised.
+  static constexpr std::size_t kDigestSyncsRemembered = 4;
 
  private:
   // Message handlers (one per type).
@@ -207,6 +216,13 @@ class Engine {
   // A newcomer was suspected or declared dead here.
   void note_newcomer_failure(const std::string& name, std::uint64_t now_ns);
   void forget_newcomer(const std::string& name);
+  // A never-seen member was admitted: counts towards an arrival surge.
+  void note_arrival(std::uint64_t now_ns);
+  // News that should not wait for the next gossip round (a death or a
+  // departure of an established member): the round is brought forward.
+  void gossip_soon(std::uint64_t now_ns);
+  std::uint64_t eager_gap_ns() const { return config_.gossip_interval_ns / 10; }
+  static constexpr std::uint32_t kEagerRounds = 3;
   // A random live newcomer to probe, if there is one.
   std::optional<std::string> young_target(std::uint64_t now_ns);
   void apply_suspect(const Suspect& s, std::uint64_t now_ns);
@@ -236,7 +252,8 @@ class Engine {
 
   // Output helpers.
   template <typename Sync>
-  void send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view);
+  void send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view,
+                 std::uint64_t digest = 0);
   void send(const Address& to, PriorityClass cls, Compound messages, bool piggyback);
   void emit(EventKind kind, const Member& m);
   void queue_broadcast(const std::string& node, Message msg, PriorityClass cls);
@@ -278,6 +295,13 @@ class Engine {
   // The last storm_newcomer_failures distinct newcomers that failed: (when, name hash).
   std::deque<std::pair<std::uint64_t, std::uint64_t>> newcomer_failures_;
   std::uint64_t storm_until_ns_ = 0;
+  // When never-seen members were admitted, within the last surge_window_ns.
+  std::deque<std::uint64_t> arrivals_;
+  std::uint64_t surge_until_ns_ = 0;
+  std::uint64_t last_gossip_ns_ = 0;
+  std::uint32_t eager_rounds_ = 0;  // brought-forward gossip rounds still to run
+  // Our periodic syncs that asked with a digest only, still unanswered.
+  std::deque<std::uint32_t> digest_seqs_;
   std::uint64_t last_now_ns_ = 0;  // latest time seen (tick or handle)
 
   std::uint32_t next_seq_ = 1;

@@ -15,6 +15,19 @@ std::uint64_t name_hash(const std::string& name) {
 }
 }  // namespace
 
+std::uint64_t MemberTable::view_digest() const {
+  std::uint64_t d = 0;
+  for (const auto& [name, m] : members_) {
+    if (!is_live(m.status) || m.probation) continue;
+    // splitmix64 finaliser over the name's hash and the incarnation.
+    std::uint64_t x = name_hash(name) + 0x9e3779b97f4a7c15ULL * (m.incarnation + 1);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    d ^= x ^ (x >> 31);
+  }
+  return d != 0 ? d : 1;
+}
+
 void MemberTable::trace(std::uint64_t h, std::uint64_t incarnation, bool overwrite) {
   auto [it, fresh] = graveyard_.try_emplace(h, incarnation);
   if (fresh) {

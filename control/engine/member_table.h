@@ -64,6 +64,10 @@ class MemberTable {
   // the view.
   std::size_t live_count() const { return live_; }
   std::size_t probation_count() const { return probation_; }
+  // A digest of the view: each live member's name and incarnation (probation
+  // excepted), combined so that the order of arrival does not matter. Two
+  // views with equal digests are the same (but for a 2^-64 chance). Never 0.
+  std::uint64_t view_digest() const;
 
   // A member on probation joins the view (no-op otherwise).
   void promote(Member& m);

@@ -109,6 +109,7 @@ struct SyncRequest {
   std::uint32_t part = 0;
   std::uint32_t parts = 0;
   std::vector<MemberState> members;
+  std::uint64_t digest = 0;  // MemberTable::view_digest of the sender; 0 = none
   bool operator==(const SyncRequest&) const = default;
 };
 
@@ -118,6 +119,7 @@ struct SyncResponse {
   std::uint32_t part = 0;
   std::uint32_t parts = 0;
   std::vector<MemberState> members;
+  std::uint64_t digest = 0;  // the responder's view digest; 0 = none
   bool operator==(const SyncResponse&) const = default;
 };
 

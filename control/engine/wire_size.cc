@@ -33,6 +33,7 @@ std::size_t sync_body(const Sync& s) {
   std::size_t n = varint_field(s.seq_no) + len_field(s.source.size()) + varint_field(s.part) +
                   varint_field(s.parts);
   if constexpr (std::is_same_v<Sync, SyncRequest>) n += bool_field();
+  if (s.digest != 0) n += kKey + 8;  // fixed64
   for (const MemberState& m : s.members) n += len_field(member_state_body(m));
   return n;
 }

@@ -91,7 +91,9 @@ void load_engine(const Reader& r, const YAML::Node& n, EngineConfig& c) {
           "tombstone_ttl_s", "max_members", "admit_rate", "admit_burst", "max_events",
           "max_outbox", "helper_established_s", "join_answer_rate", "join_answer_burst",
           "join_retry_min_ms", "join_retry_max_s", "max_graveyard", "max_pending_admissions",
-          "young_member_s", "sync_bytes_per_sec", "storm_newcomer_failures", "storm_window_s"});
+          "young_member_s", "sync_bytes_per_sec", "storm_newcomer_failures", "storm_window_s",
+          "probation_s", "surge_min_arrivals", "surge_arrival_pct", "surge_window_s",
+          "sync_digest"});
   if (n["preset"]) {
     const std::string p = n["preset"].as<std::string>();
     if (p == "lan")
@@ -140,7 +142,12 @@ void load_engine(const Reader& r, const YAML::Node& n, EngineConfig& c) {
   sec("young_member_s", c.young_member_ns);
   u32("storm_newcomer_failures", c.storm_newcomer_failures, 0, 1e6);
   sec("storm_window_s", c.storm_window_ns);
+  sec("probation_s", c.probation_ns);
+  u32("surge_min_arrivals", c.surge_min_arrivals, 0, 1e6);
+  u32("surge_arrival_pct", c.surge_arrival_pct, 0, 1e4);
+  sec("surge_window_s", c.surge_window_ns);
   u32("sync_bytes_per_sec", c.sync_bytes_per_sec, 0, 1e9);
+  if (n["sync_digest"]) c.sync_digest = r.boolean(n["sync_digest"], "engine.sync_digest");
   u32("join_answer_rate", c.join_answer_rate, 0, 1e6);
   u32("join_answer_burst", c.join_answer_burst, 0, 1e6);
   ms("join_retry_min_ms", c.join_retry_min_ns);

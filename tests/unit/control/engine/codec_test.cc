@@ -24,8 +24,8 @@ Compound every_type() {
       Suspect{6, "c", "a"},
       Dead{7, "c", "a"},
       Leave{8, "d"},
-      SyncRequest{9, "a", true, 0, 2, {ms, left}},
-      SyncResponse{10, "b", 1, 2, {ms}},
+      SyncRequest{9, "a", true, 0, 2, {ms, left}, 0x0123456789abcdefULL},
+      SyncResponse{10, "b", 1, 2, {ms}, 0xfedcba9876543210ULL},
       UserData{"a", std::string("\x00\x01\xff", 3)},
   };
 }

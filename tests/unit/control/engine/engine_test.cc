@@ -1399,6 +1399,7 @@ TEST(Engine, VanishedNewcomersCostNoHealthAndInAStormDieWithoutSuspicion) {
   c.admit_rate = 100000;
   c.admit_burst = 100000;
   c.storm_newcomer_failures = 5;
+  c.surge_min_arrivals = 0;  // the storm alone: all 60 in the view (no arrival surge)
   Driver d(c);
   d.add_members(1, 9);  // established: they stay and answer
   run_with_established(d, 9, kStart + 300 * kSecond);
@@ -1435,6 +1436,189 @@ TEST(Engine, VanishedNewcomersCostNoHealthAndInAStormDieWithoutSuspicion) {
     run_with_established(d, 8, d.now + kSecond);
   EXPECT_EQ(d.e.member(name(8))->status, MemberStatus::kSuspect);
   EXPECT_EQ(d.e.counters().young_declared_dead, young_dead);
+}
+
+TEST(Engine, ASurgeOfArrivalsWaitsOnProbationBeforeAnyFails) {
+  EngineConfig c = config();
+  c.admit_rate = 100000;
+  c.admit_burst = 100000;
+  Driver d(c);
+  d.add_members(1, 9);
+  run_with_established(d, 9, kStart + 300 * kSecond);
+  ASSERT_FALSE(d.e.in_storm(d.now));
+  // 60 never-seen members at once, none failed yet: no storm, but a surge
+  // (16 arrivals and 25 % of the view within 2 s). The first 16 are in the
+  // view; the rest wait on probation.
+  d.add_members(100, 160);
+  EXPECT_FALSE(d.e.in_storm(d.now));
+  EXPECT_TRUE(d.e.in_surge(d.now));
+  EXPECT_EQ(d.e.counters().surges, 1u);
+  EXPECT_EQ(d.e.num_live(), 9u + 16u);
+  EXPECT_EQ(d.e.counters().probation_started, 44u);
+  EXPECT_TRUE(d.e.member(name(159))->probation);
+  EXPECT_FALSE(d.e.broadcasts().contains({BroadcastQueue::Kind::kMember, name(159)}));
+  // The surge ends surge_window_ns after the last arrival: one more newcomer
+  // later goes straight into the view.
+  run_with_established(d, 9, d.now + 3 * kSecond);
+  EXPECT_FALSE(d.e.in_surge(d.now));
+  d.add_members(300, 301);
+  EXPECT_FALSE(d.e.member(name(300))->probation);
+}
+
+TEST(Engine, InAStartingClusterEverybodyArrivesAtOnceAndNoSurge) {
+  EngineConfig c = config();
+  c.admit_rate = 100000;
+  c.admit_burst = 100000;
+  Driver d(c);
+  // We started just now: 60 members at once is the cluster forming.
+  d.now += 5 * kSecond;
+  d.add_members(1, 61);
+  EXPECT_FALSE(d.e.in_surge(d.now));
+  EXPECT_EQ(d.e.counters().surges, 0u);
+  EXPECT_EQ(d.e.num_live(), 61u);
+  EXPECT_EQ(d.e.counters().probation_started, 0u);
+}
+
+TEST(Engine, DeathOfAnEstablishedMemberGoesOutAtOnceInThreeQuickRounds) {
+  EngineConfig c = config();
+  Driver d(c);
+  d.add_members(1, 20);
+  run_with_established(d, 20, kStart + 300 * kSecond);
+  const std::uint64_t gap = c.gossip_interval_ns / 10;
+  auto rounds_with = [&](const std::string& node, std::uint64_t from, std::uint64_t until) {
+    std::set<std::uint64_t> at;
+    for (std::size_t i = 0; i < d.sent.size(); ++i) {
+      if (d.sent_at[i] < from || d.sent_at[i] > until) continue;
+      for (const Message& m : d.sent[i].messages)
+        if (const Dead* x = std::get_if<Dead>(&m); x && x->node == node) at.insert(d.sent_at[i]);
+    }
+    return at;
+  };
+  // Heard of n5's death (an established member): passed on within a tenth of
+  // the gossip interval, and twice more a tenth apart.
+  const std::uint64_t t0 = d.now;
+  d.handle(1, {Dead{1, name(5), name(1)}});
+  run_with_established(d, 20, t0 + 3 * gap + 1);
+  const std::set<std::uint64_t> eager = rounds_with(name(5), t0, t0 + 3 * gap);
+  ASSERT_EQ(eager.size(), 3u);
+  EXPECT_LE(*eager.begin(), t0 + gap);
+  EXPECT_EQ(d.e.counters().gossip_eager, 1u);
+  // A newcomer's death (in a storm there are thousands) waits for its round.
+  run_with_established(d, 20, d.now + 2 * c.gossip_interval_ns);
+  d.add_members(50, 51);
+  d.handle(1, {Dead{1, name(50), name(1)}});
+  EXPECT_EQ(d.e.counters().gossip_eager, 1u);
+  // Our own leave goes out at once too.
+  const std::uint64_t t1 = d.now;
+  d.e.leave(d.now);
+  d.collect();
+  d.run_until(t1 + gap + 1);
+  bool left = false;
+  for (std::size_t i = 0; i < d.sent.size(); ++i)
+    for (const Message& m : d.sent[i].messages)
+      if (const Leave* x = std::get_if<Leave>(&m); x && x->node == name(0) && d.sent_at[i] <= t1 + gap)
+        left = true;
+  EXPECT_TRUE(left);
+}
+
+TEST(MemberTable, ViewDigestIsTheLiveSetWhateverTheOrder) {
+  auto member = [](std::size_t i, std::uint64_t inc) {
+    Member m;
+    m.name = name(i);
+    m.addr = addr(i);
+    m.incarnation = inc;
+    return m;
+  };
+  MemberTable a(100), b(100);
+  for (std::size_t i = 1; i <= 20; ++i) a.insert(member(i, 1));
+  for (std::size_t i = 20; i >= 1; --i) b.insert(member(i, 1));
+  EXPECT_EQ(a.view_digest(), b.view_digest());
+  // A newer incarnation, a death, a member more: each is a different view.
+  const std::uint64_t same = a.view_digest();
+  b.find(name(3))->incarnation = 2;
+  EXPECT_NE(b.view_digest(), same);
+  b.find(name(3))->incarnation = 1;
+  b.set_status(*b.find(name(4)), MemberStatus::kDead, 0, kSecond);
+  EXPECT_NE(b.view_digest(), same);
+  b.set_status(*b.find(name(4)), MemberStatus::kAlive, 0, kSecond);
+  EXPECT_EQ(b.view_digest(), same);
+  // Suspected is still in the view; a probationer is not.
+  b.set_status(*b.find(name(5)), MemberStatus::kSuspect, 0, kSecond);
+  EXPECT_EQ(b.view_digest(), same);
+  Member p = member(50, 1);
+  p.probation = true;
+  b.insert(p);
+  EXPECT_EQ(b.view_digest(), same);
+  b.insert(member(51, 1));
+  EXPECT_NE(b.view_digest(), same);
+}
+
+TEST(Engine, EqualViewsSyncWithTwoSmallDatagrams) {
+  Driver d(config());
+  d.add_members(1, 6);
+  const std::uint64_t ours = d.e.table().view_digest();
+  // Asked with our own digest: answered with the digest alone.
+  d.handle(1, {SyncRequest{7, name(1), false, 0, 1, {}, ours}});
+  const SyncResponse* same = find_msg<SyncResponse>(d.sent.back());
+  ASSERT_NE(same, nullptr);
+  EXPECT_TRUE(same->members.empty());
+  EXPECT_EQ(same->digest, ours);
+  EXPECT_EQ(d.e.counters().sync_digest_equal, 1u);
+  // Asked with another view's digest: our window, and our digest.
+  d.handle(2, {SyncRequest{8, name(2), false, 0, 1, {}, ours ^ 1}});
+  const SyncResponse* other = find_msg<SyncResponse>(d.sent.back());
+  ASSERT_NE(other, nullptr);
+  EXPECT_FALSE(other->members.empty());
+  EXPECT_EQ(other->digest, ours);
+  EXPECT_EQ(d.e.counters().sync_digest_equal, 1u);
+}
+
+TEST(Engine, PeriodicSyncAsksWithItsDigestAndSendsItsWindowOnlyIfTheViewsDiffer) {
+  Driver d(config());
+  d.add_members(1, 6);
+  auto request_after = [&](std::size_t from) -> std::pair<const SyncRequest*, std::size_t> {
+    for (std::size_t i = from; i < d.sent.size(); ++i)
+      if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i])) return {r, i};
+    return {nullptr, d.sent.size()};
+  };
+  // Runs (everybody answering probes) until our next periodic sync request.
+  auto next_request = [&]() -> std::pair<const SyncRequest*, std::size_t> {
+    const std::size_t from = d.sent.size();
+    for (int s = 0; s < 600; ++s) {
+      d.run_until(d.now + kSecond, [&](const Outgoing& o) {
+        if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+      });
+      if (auto r = request_after(from); r.first != nullptr) return r;
+    }
+    return {nullptr, d.sent.size()};
+  };
+  auto [req, at] = next_request();
+  ASSERT_NE(req, nullptr);
+  EXPECT_FALSE(req->join);
+  EXPECT_TRUE(req->members.empty());
+  EXPECT_EQ(req->digest, d.e.table().view_digest());
+  // The peer's view is the same: nothing more is sent.
+  const std::size_t peer = d.sent[at].to.ip[3];
+  std::size_t seen = d.sent.size();
+  d.handle(peer, {SyncResponse{req->seq_no, name(peer), 0, 1, {}, d.e.table().view_digest()}});
+  EXPECT_EQ(request_after(seen).first, nullptr);
+  EXPECT_EQ(d.e.counters().sync_digest_differ, 0u);
+  // Next time the peer knows a member we do not, and lacks something of ours
+  // (its digest stays different after we merged its window): our window goes
+  // to it in a second sync.
+  auto [req2, at2] = next_request();
+  ASSERT_NE(req2, nullptr);
+  const std::size_t peer2 = d.sent[at2].to.ip[3];
+  seen = d.sent.size();
+  d.handle(peer2, {SyncResponse{req2->seq_no, name(peer2), 0, 1,
+                                {MemberState{name(9), addr(9), 1, MemberStatus::kAlive, {}}}, 42}});
+  ASSERT_NE(d.e.member(name(9)), nullptr);
+  EXPECT_EQ(d.e.counters().sync_digest_differ, 1u);
+  auto [full, at3] = request_after(seen);
+  ASSERT_NE(full, nullptr);
+  EXPECT_EQ(d.sent[at3].to.ip[3], peer2);
+  EXPECT_FALSE(full->members.empty());
+  EXPECT_EQ(full->digest, 0u);
 }
 
 TEST(Engine, InAStartingClusterNobodyIsANewcomer) {
