@@ -27,6 +27,16 @@ struct EngineConfig {
   std::uint64_t probe_timeout_ns = 500 * kMillisecond;  // direct ack wait; LAN 500 ms
   std::uint32_t indirect_checks = 3;        // helpers asked on a missed ack (k); LAN 3
   std::uint32_t awareness_max_multiplier = 8;  // local health score cap; LAN 8
+  // Probe targets from a ring shared by all: the view in name order, where
+  // in round r (probe_interval_ns of wall time) the member at position i
+  // probes position i + 1 + r mod (L - 1), at a phase of i / L of the
+  // interval. Each round every member is probed by exactly one other, and
+  // the probes of one member come about one interval apart, so a crash is
+  // probed within about one interval (with independent random round-robins
+  // the wait is exponential, and its tail is what delays detection). With a
+  // health score above 0, or fewer than 3 members, probing falls back to
+  // SWIM's randomised round-robin. false = always that. true
+  bool probe_ring = true;
   std::uint32_t suspicion_mult = 4;         // min suspicion = mult*log10(N)*interval; LAN 4
   std::uint32_t suspicion_max_timeout_mult = 6;  // max suspicion = this*min; LAN 6
   std::uint32_t max_pending_relays = 1024;  // indirect probes we run for others; 1024

@@ -1086,6 +1086,46 @@ void Engine::forget_newcomer(const std::string& name) {
   newcomers_.pop_back();
 }
 
+bool Engine::ring_in_use() {
+  // A slow member (health above 0) probes less often than once a round: it
+  // leaves the ring's timing alone and walks its own round-robin.
+  if (!config_.probe_ring || awareness_.score() != 0) return false;
+  if (ring_version_ != table_.version()) {
+    ring_.clear();
+    for (const auto& [name, m] : table_.all())
+      if (!m.is_tombstone() && !m.probation) ring_.push_back(&name);
+    ring_version_ = table_.version();
+    const auto self = std::lower_bound(
+        ring_.begin(), ring_.end(), config_.name,
+        [](const std::string* a, const std::string& b) { return *a < b; });
+    ring_pos_ = static_cast<std::size_t>(self - ring_.begin());
+    if (self == ring_.end() || **self != config_.name) ring_.clear();
+  }
+  return ring_.size() >= 3;
+}
+
+std::optional<std::string> Engine::ring_target(std::uint64_t now_ns) {
+  if (!ring_in_use()) return std::nullopt;
+  const std::size_t l = ring_.size();
+  const std::uint64_t round = now_ns / config_.probe_interval_ns;
+  const std::size_t offset = 1 + static_cast<std::size_t>(round % (l - 1));
+  return *ring_[(ring_pos_ + offset) % l];
+}
+
+std::uint64_t Engine::next_probe_at(std::uint64_t now_ns) {
+  const std::uint64_t interval = config_.probe_interval_ns;
+  if (!ring_in_use()) return now_ns + probe_interval_ns();
+  // Position i probes at i / L of each interval: the member probed by i in
+  // round r is probed by i - 1 in round r + 1, one interval less 1/L later.
+  const std::uint64_t phase = interval / ring_.size() * ring_pos_;
+  const std::uint64_t base = now_ns >= phase ? now_ns - phase : 0;
+  std::uint64_t next = (base / interval + 1) * interval + phase;
+  // The phase moved (members joined or left): never twice within half an
+  // interval, never more than one and a half apart.
+  if (next < now_ns + interval / 2) next += interval;
+  return next;
+}
+
 void Engine::start_probe(std::uint64_t now_ns) {
   // In a storm, every other probe goes to a random newcomer: that is where the
   // dead are, and a member that missed news of a newcomer's death finds out in
@@ -1097,6 +1137,7 @@ void Engine::start_probe(std::uint64_t now_ns) {
   if (probe_newcomer_next_ && (in_storm(now_ns) || !probe_soon_.empty()))
     target = young_target(now_ns);
   if (target) ++counters_.probe_newcomer;
+  if (!target) target = ring_target(now_ns);
   if (!target) target = probes_.next_target(table_, config_.name, rng_);
   // Nobody to probe yet.
   if (!target) return;
@@ -1268,7 +1309,7 @@ void Engine::tick(std::uint64_t now_ns) {
   if (now_ns >= next_probe_ns_) {
     // A leaving member accuses nobody.
     if (!leaving_) start_probe(now_ns);
-    next_probe_ns_ = now_ns + probe_interval_ns();
+    next_probe_ns_ = next_probe_at(now_ns);
   }
 
   expire_suspicions(now_ns);

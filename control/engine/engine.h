@@ -225,6 +225,12 @@ class Engine {
   static constexpr std::uint32_t kEagerRounds = 3;
   // A random live newcomer to probe, if there is one.
   std::optional<std::string> young_target(std::uint64_t now_ns);
+  // Our target in this round of the probe ring, if the ring is in use.
+  std::optional<std::string> ring_target(std::uint64_t now_ns);
+  bool ring_in_use();
+  // When our next probe is due: on our phase of the ring, or one scaled
+  // interval from now.
+  std::uint64_t next_probe_at(std::uint64_t now_ns);
   void apply_suspect(const Suspect& s, std::uint64_t now_ns);
   void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from,
                   MemberStatus status, std::uint64_t now_ns);
@@ -292,6 +298,11 @@ class Engine {
   std::vector<std::string> newcomers_;
   std::unordered_map<std::string, std::size_t> newcomer_pos_;
   bool probe_newcomer_next_ = false;
+  // The probe ring (config probe_ring): the view in name order (pointers to
+  // the table's keys), rebuilt when the table's version moves; our position.
+  std::vector<const std::string*> ring_;
+  std::uint64_t ring_version_ = UINT64_MAX;
+  std::size_t ring_pos_ = 0;
   // The last storm_newcomer_failures distinct newcomers that failed: (when, name hash).
   std::deque<std::pair<std::uint64_t, std::uint64_t>> newcomer_failures_;
   std::uint64_t storm_until_ns_ = 0;

@@ -76,6 +76,7 @@ Member* MemberTable::insert(Member m) {
     ++probation_;
   else
     ++live_;
+  ++version_;
   std::string key = m.name;
   return &members_.emplace(std::move(key), std::move(m)).first->second;
 }
@@ -85,6 +86,7 @@ void MemberTable::promote(Member& m) {
   m.probation = false;
   --probation_;
   if (is_live(m.status)) ++live_;
+  ++version_;
 }
 
 void MemberTable::forget_probationer(const std::string& name) {
@@ -92,11 +94,13 @@ void MemberTable::forget_probationer(const std::string& name) {
   if (it == members_.end() || !it->second.probation) return;
   --probation_;
   members_.erase(it);
+  ++version_;
 }
 
 void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_ns,
                              std::uint64_t ttl_ns) {
   if (m.status == status) return;
+  if (is_live(m.status) != is_live(status)) ++version_;
   // A probationer that dies is no longer one (it never joined the view).
   if (m.probation && !is_live(status)) {
     m.probation = false;
@@ -125,6 +129,7 @@ std::vector<std::string> MemberTable::expire_tombstones(std::uint64_t now_ns) {
     if (auto it = members_.find(name); it != members_.end()) {
       trace(name_hash(name), it->second.incarnation, true);
       members_.erase(it);
+      ++version_;
     }
     removed.push_back(name);
   }

@@ -68,6 +68,8 @@ class MemberTable {
   // excepted), combined so that the order of arrival does not matter. Two
   // views with equal digests are the same (but for a 2^-64 chance). Never 0.
   std::uint64_t view_digest() const;
+  // Changes whenever a member enters or leaves the view (or the table).
+  std::uint64_t version() const { return version_; }
 
   // A member on probation joins the view (no-op otherwise).
   void promote(Member& m);
@@ -110,6 +112,7 @@ class MemberTable {
   std::map<std::string, Member> members_;
   std::size_t live_ = 0;
   std::size_t probation_ = 0;
+  std::uint64_t version_ = 0;
   // (expiry time, name): exactly one entry per tombstone.
   std::set<std::pair<std::uint64_t, std::string>> expiry_;
   // Graveyard: name hash -> incarnation at death, and the order they came in.

@@ -93,7 +93,7 @@ void load_engine(const Reader& r, const YAML::Node& n, EngineConfig& c) {
           "join_retry_min_ms", "join_retry_max_s", "max_graveyard", "max_pending_admissions",
           "young_member_s", "sync_bytes_per_sec", "storm_newcomer_failures", "storm_window_s",
           "probation_s", "surge_min_arrivals", "surge_arrival_pct", "surge_window_s",
-          "sync_digest"});
+          "sync_digest", "probe_ring"});
   if (n["preset"]) {
     const std::string p = n["preset"].as<std::string>();
     if (p == "lan")
@@ -148,6 +148,7 @@ void load_engine(const Reader& r, const YAML::Node& n, EngineConfig& c) {
   sec("surge_window_s", c.surge_window_ns);
   u32("sync_bytes_per_sec", c.sync_bytes_per_sec, 0, 1e9);
   if (n["sync_digest"]) c.sync_digest = r.boolean(n["sync_digest"], "engine.sync_digest");
+  if (n["probe_ring"]) c.probe_ring = r.boolean(n["probe_ring"], "engine.probe_ring");
   u32("join_answer_rate", c.join_answer_rate, 0, 1e6);
   u32("join_answer_burst", c.join_answer_burst, 0, 1e6);
   ms("join_retry_min_ms", c.join_retry_min_ns);

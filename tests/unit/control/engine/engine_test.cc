@@ -2,6 +2,8 @@
 // inspected. Whole-cluster behaviour is in cluster_test.cc.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
 #include <set>
 
 #include "control/codec.h"
@@ -122,7 +124,9 @@ TEST(Engine, PingIsAnsweredWithAckAndMisdirectedPingIsNot) {
 }
 
 TEST(Engine, RoundRobinProbesEveryMemberOncePerRound) {
-  Driver d(config());
+  EngineConfig c = config();
+  c.probe_ring = false;  // SWIM's randomised round-robin, one probe a whole interval apart
+  Driver d(c);
   d.add_members(1, 9);
   std::vector<std::string> order;
   d.run_until(kStart + 8 * kSecond + 999 * kMillisecond, [&](const Outgoing& o) {
@@ -141,8 +145,48 @@ TEST(Engine, RoundRobinProbesEveryMemberOncePerRound) {
   EXPECT_NE(sorted_order, sorted) << "not shuffled (possible but unlikely for this seed)";
 }
 
+TEST(Engine, ProbeRingProbesEveryMemberOncePerRoundOneIntervalApart) {
+  // Nine engines with the same view: in every round each member is probed by
+  // exactly one other, and a member's probes come one interval (less 1/L)
+  // apart, whoever sends them.
+  constexpr std::size_t kN = 9;
+  std::vector<std::unique_ptr<Driver>> ds;
+  for (std::size_t i = 0; i < kN; ++i) {
+    ds.push_back(std::make_unique<Driver>(config(i), 1 + i));
+    Compound view;
+    for (std::size_t j = 0; j < kN; ++j)
+      if (j != i) view.push_back(alive(j));
+    ds.back()->handle((i + 1) % kN, view);
+  }
+  std::map<std::string, std::vector<std::uint64_t>> probed_at;
+  const std::uint64_t until = kStart + 30 * kSecond;
+  for (auto& d : ds)
+    d->run_until(until, [&](const Outgoing& o) {
+      if (const Ping* p = find_msg<Ping>(o)) {
+        probed_at[p->target].push_back(d->now);
+        d->e.handle(o.to, {Ack{p->seq_no, p->target}}, d->now);
+      }
+    });
+  ASSERT_EQ(probed_at.size(), kN);
+  for (auto& [target, at] : probed_at) {
+    std::sort(at.begin(), at.end());
+    // After the first two rounds (the phases settle), one probe per round.
+    std::map<std::uint64_t, int> per_round;
+    for (std::uint64_t t : at)
+      if (t >= kStart + 2 * kSecond) ++per_round[t / kSecond];
+    for (const auto& [round, n] : per_round) EXPECT_EQ(n, 1) << target << " round " << round;
+    EXPECT_GE(per_round.size(), 26u) << target;
+    for (std::size_t k = 1; k < at.size(); ++k) {
+      if (at[k - 1] < kStart + 2 * kSecond) continue;
+      EXPECT_LE(at[k] - at[k - 1], 2 * kSecond) << target;
+    }
+  }
+}
+
 TEST(Engine, MissedAckLeadsToIndirectProbesThenSuspicion) {
-  Driver d(config());
+  EngineConfig c = config();
+  c.probe_ring = false;  // SWIM's randomised round-robin, one probe a whole interval apart
+  Driver d(c);
   d.add_members(1, 6);
   std::uint64_t ping_at = 0;
   std::string target;
@@ -220,7 +264,9 @@ TEST(Engine, LifeguardHealthRaisesProbeTimeoutAndSuccessLowersIt) {
 }
 
 TEST(Engine, NacksFromHelpersSpareOurHealth) {
-  Driver d(config());
+  EngineConfig c = config();
+  c.probe_ring = false;  // SWIM's randomised round-robin, one probe a whole interval apart
+  Driver d(c);
   d.add_members(1, 5);
   std::uint32_t seq = 0;
   d.run_until(kStart + 2 * kSecond, [&](const Outgoing& o) {
@@ -235,7 +281,9 @@ TEST(Engine, NacksFromHelpersSpareOurHealth) {
 }
 
 TEST(Engine, IndirectAckCountsAsSuccess) {
-  Driver d(config());
+  EngineConfig c = config();
+  c.probe_ring = false;  // SWIM's randomised round-robin, one probe a whole interval apart
+  Driver d(c);
   d.add_members(1, 5);
   std::uint32_t seq = 0;
   std::string target;
@@ -970,7 +1018,9 @@ TEST(Engine, LeaveAloneIsDoneAtOnce) {
 // Messages that decode but make no sense: rejected and counted, never trusted.
 
 TEST(Engine, AcksAndNacksNobodyWaitsForAreDroppedAndCounted) {
-  Driver d(config());
+  EngineConfig c = config();
+  c.probe_ring = false;  // SWIM's randomised round-robin, one probe a whole interval apart
+  Driver d(c);
   d.add_members(1, 5);
   // No probe or relay in flight at all.
   d.handle(1, {Ack{9999, name(1)}, Nack{9999, name(1)}});
