@@ -1089,7 +1089,7 @@ void Engine::forget_newcomer(const std::string& name) {
 bool Engine::ring_in_use() {
   // A slow member (health above 0) probes less often than once a round: it
   // leaves the ring's timing alone and walks its own round-robin.
-  if (!config_.probe_ring || awareness_.score() != 0) return false;
+  if (!config_.probe_ring || awareness_.score() != 0 || config_.probe_interval_ns == 0) return false;
   if (ring_version_ != table_.version()) {
     ring_.clear();
     for (const auto& [name, m] : table_.all())
