@@ -162,6 +162,8 @@ const std::map<std::string, const char*>& engine_help() {
       {"gossip_eager", "Gossip rounds brought forward for the death or departure of an established member (rounds)"},
       {"sync_digest_equal", "Periodic syncs answered with the digest alone: both views the same (syncs)"},
       {"sync_digest_differ", "Our digest syncs whose views still differed after the answer: our window sent too (syncs)"},
+      {"own_stalls", "Engine ticks that came over a probe interval late: the control lcore was stalled; verdicts wait for the backlog (stalls)"},
+      {"probe_abandoned_stall", "Probes whose deadlines passed while we were stalled: no verdict, our health takes the blame (probes)"},
   };
   return kHelp;
 }

@@ -138,6 +138,7 @@ Json membership(const cp::EngineHost& host, bool include_members) {
   GW_ENGINE_COUNTER(probation_started); GW_ENGINE_COUNTER(probation_promoted); GW_ENGINE_COUNTER(probation_died); GW_ENGINE_COUNTER(probation_forgotten);
   GW_ENGINE_COUNTER(surges); GW_ENGINE_COUNTER(gossip_eager);
   GW_ENGINE_COUNTER(sync_digest_equal); GW_ENGINE_COUNTER(sync_digest_differ);
+  GW_ENGINE_COUNTER(own_stalls); GW_ENGINE_COUNTER(probe_abandoned_stall);
 #undef GW_ENGINE_COUNTER
   j["engine_counters"] = std::move(ec);
   const auto& hc = host.counters();

@@ -1297,7 +1297,28 @@ void Engine::gossip(std::uint64_t now_ns) {
 
 // ---------------------------------------------------------------- timers
 
+void Engine::after_own_stall(std::uint64_t now_ns) {
+  ++counters_.own_stalls;
+  // A suspicion that ran out while we were away ran out on our absence: the
+  // refutation may be in the backlog we have not read yet. Each waits at
+  // least another probe interval (Lifeguard: a slow member's own timeouts are
+  // the least trustworthy).
+  const std::uint64_t hold = now_ns + probe_interval_ns();
+  for (auto& [name, s] : suspicions_) s.hold_until(hold);
+  // So did our probe: its ack may be in the backlog too. No verdict, but our
+  // health takes the blame.
+  if (probes_.current() && probes_.current()->final_deadline_ns <= now_ns) {
+    probes_.current().reset();
+    ++counters_.probe_abandoned_stall;
+    awareness_.apply_delta(1);
+  }
+}
+
 void Engine::tick(std::uint64_t now_ns) {
+  // Due a while ago and not run since (neither tick nor message): stalled.
+  if (due_ns_ != 0 && due_ns_ != UINT64_MAX &&
+      now_ns > std::max(due_ns_, last_now_ns_) + config_.probe_interval_ns)
+    after_own_stall(now_ns);
   last_now_ns_ = std::max(last_now_ns_, now_ns);
   expire_relays(now_ns);
 
@@ -1356,6 +1377,7 @@ void Engine::tick(std::uint64_t now_ns) {
   }
 
   counters_.tombstones_expired += table_.expire_tombstones(now_ns).size();
+  due_ns_ = next_deadline();
 }
 
 std::uint64_t Engine::next_deadline() const {

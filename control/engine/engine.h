@@ -78,6 +78,8 @@ struct Counters {
   std::uint64_t probation_started = 0;   // newcomers admitted on probation (storm or surge)
   std::uint64_t surges = 0;              // arrival surges recognised (probation for arrivals)
   std::uint64_t gossip_eager = 0;        // gossip rounds brought forward for news of a death
+  std::uint64_t own_stalls = 0;          // ticks that came a probe interval late: we were stalled
+  std::uint64_t probe_abandoned_stall = 0;  // probes whose deadlines passed while we were stalled
   std::uint64_t probation_promoted = 0;  // ... that lived through it and joined the view
   std::uint64_t probation_died = 0;      // ... that died on probation (never in the view)
   std::uint64_t probation_forgotten = 0; // ... never proved alive: forgotten, no verdict
@@ -221,6 +223,9 @@ class Engine {
   // News that should not wait for the next gossip round (a death or a
   // departure of an established member): the round is brought forward.
   void gossip_soon(std::uint64_t now_ns);
+  // We were not run for a while (a starved control lcore): our own timeouts
+  // measured our absence, not the others'.
+  void after_own_stall(std::uint64_t now_ns);
   std::uint64_t eager_gap_ns() const { return config_.gossip_interval_ns / 10; }
   static constexpr std::uint32_t kEagerRounds = 3;
   // A random live newcomer to probe, if there is one.
@@ -314,6 +319,7 @@ class Engine {
   // Our periodic syncs that asked with a digest only, still unanswered.
   std::deque<std::uint32_t> digest_seqs_;
   std::uint64_t last_now_ns_ = 0;  // latest time seen (tick or handle)
+  std::uint64_t due_ns_ = 0;       // next_deadline() as of the end of the last tick
 
   std::uint32_t next_seq_ = 1;
   std::uint64_t next_probe_ns_ = 0;

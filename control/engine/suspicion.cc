@@ -46,7 +46,8 @@ bool Suspicion::confirm(const std::string& from) {
 }
 
 std::uint64_t Suspicion::deadline() const {
-  return start_ns_ + suspicion_timeout(min_ns_, max_ns_, confirmations(), expected_);
+  const std::uint64_t t = start_ns_ + suspicion_timeout(min_ns_, max_ns_, confirmations(), expected_);
+  return t > hold_ns_ ? t : hold_ns_;
 }
 
 }  // namespace gw::cp::engine

@@ -29,6 +29,8 @@ class Suspicion {
   bool confirm(const std::string& from);
 
   std::uint64_t deadline() const;
+  // Not before `t`, whatever the confirmations (after a stall of our own).
+  void hold_until(std::uint64_t t) { hold_ns_ = t > hold_ns_ ? t : hold_ns_; }
   std::uint32_t confirmations() const { return static_cast<std::uint32_t>(confirmers_.size()); }
 
  private:
@@ -37,6 +39,7 @@ class Suspicion {
   std::uint64_t min_ns_;
   std::uint64_t max_ns_;
   std::uint64_t start_ns_;
+  std::uint64_t hold_ns_ = 0;
   std::set<std::string> confirmers_;  // at most expected_ entries
 };
 

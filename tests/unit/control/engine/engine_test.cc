@@ -1444,6 +1444,33 @@ void run_with_established(Driver& d, std::size_t est, std::uint64_t until,
   });
 }
 
+TEST(Engine, AfterOurOwnStallTheBacklogComesBeforeOurVerdicts) {
+  Driver d(config());
+  d.add_members(1, 20);
+  run_with_established(d, 20, kStart + 100 * kSecond);
+  // n5 and n6 are suspected; then we are not run for 60 s (a starved control
+  // lcore), longer than their suspicion timeouts.
+  d.handle(1, {Suspect{1, name(5), name(1)}, Suspect{1, name(6), name(1)}});
+  ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kSuspect);
+  const std::uint64_t woke = d.now + 60 * kSecond;
+  ASSERT_LT(*d.e.suspicion_deadline(name(5)), woke);
+  d.now = woke;
+  d.e.tick(d.now);
+  d.collect();
+  // Our timers ran out on our absence: no verdict yet.
+  EXPECT_EQ(d.e.counters().own_stalls, 1u);
+  EXPECT_EQ(d.e.member(name(5))->status, MemberStatus::kSuspect);
+  EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(5)), 0u);
+  // The backlog holds n5's refutation: it stays; n6 never refuted: dead a
+  // probe interval later.
+  d.handle(5, {alive(5, 2)});
+  run_with_established(d, 20, woke + 2 * kSecond);
+  EXPECT_EQ(d.e.member(name(5))->status, MemberStatus::kAlive);
+  EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(5)), 0u);
+  EXPECT_EQ(d.e.member(name(6))->status, MemberStatus::kDead);
+  EXPECT_EQ(d.e.counters().own_stalls, 1u);
+}
+
 TEST(Engine, VanishedNewcomersCostNoHealthAndInAStormDieWithoutSuspicion) {
   EngineConfig c = config();
   c.admit_rate = 100000;
