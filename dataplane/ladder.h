@@ -11,9 +11,13 @@
 //   5. Header MAC (SipHash): bad-mac. Nothing below is reachable without a key.
 //   6. Replay pre-check, read-only: header timestamp outside the window of
 //      our clock: stale; nonce seen or older than the sender's window: replay.
-//   7. Per-source token bucket (known members get a larger budget): rate-limited.
-//   8. AEAD open in place: bad-auth. Only now is the nonce committed to the
-//      sender's replay window, so a forged packet cannot advance it.
+//      A header whose AEAD already failed on this lcore: auth-retry.
+//   7. Per-source token bucket (known members get a larger budget), asked
+//      read-only: rate-limited.
+//   8. AEAD open in place: bad-auth (and the header's nonce is remembered as
+//      failed). Only now is the nonce committed to the sender's replay
+//      window and the source's bucket charged, so a forged packet can
+//      neither advance a window nor spend a member's budget.
 // Steps 6 and 7 read and write per-lcore state (LadderState); the rest only
 // reads the config. Pure: no DPDK, no allocation, no exceptions, so tests and
 // fuzzers run it on plain byte arrays.
@@ -35,6 +39,7 @@ namespace gw::dp {
 
 class ReplayTable;
 class RateLimiter;
+class FailedHeaders;
 struct DataplaneSnapshot;
 
 // Where gossip must be addressed to be ours. Addresses in network byte order.
@@ -67,6 +72,7 @@ struct LadderState {
   std::uint64_t now_ns = 0;  // monotonic nanoseconds (token buckets)
   ReplayTable* replay = nullptr;
   RateLimiter* rate = nullptr;
+  FailedHeaders* failed = nullptr;  // headers whose AEAD failed (replay.h)
   // Who the control plane knows; null: every source is unknown.
   const DataplaneSnapshot* snapshot = nullptr;
 };

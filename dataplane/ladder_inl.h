@@ -253,21 +253,35 @@ inline Endpoint UdpView::from() const noexcept {
     r.verdict = Verdict::kReplay;
     return r;
   }
+  // A header that already failed its AEAD here is not tried again: one
+  // sniffed header buys an outsider one AEAD, not one per tampered copy.
+  if (st.failed != nullptr && st.failed->contains(rkey, counter)) {
+    r.verdict = Verdict::kAuthRetry;
+    return r;
+  }
   r.from = f.udp.from();
+  // The bucket is only asked here; it is charged after the AEAD opened the
+  // payload, so a tampered copy sent from a member's address costs the
+  // member nothing (issue 17).
+  SourceAddress src;
+  bool known = false;
   if (st.rate != nullptr) {
-    const SourceAddress src = SourceAddress::of(r.from);
-    const bool known = st.snapshot != nullptr && st.snapshot->is_known(src);
-    if (!st.rate->charge(src, known, st.now_ns)) {
+    src = SourceAddress::of(r.from);
+    known = st.snapshot != nullptr && st.snapshot->is_known(src);
+    if (!st.rate->would_allow(src, known, st.now_ns)) {
       r.verdict = Verdict::kRateLimited;
       return r;
     }
   }
   if (!f.key->open_in_place(f.dgram, h.nonce, f.dgram + crypto::kHeaderBytes, h.payload_len)) {
+    if (st.failed != nullptr) st.failed->add(rkey, counter);
     r.verdict = Verdict::kBadAuth;
     return r;
   }
-  // Authentic: only now may the nonce move the sender's window.
+  // Authentic: only now may the nonce move the sender's window and the
+  // source's bucket be charged (would_allow said it has a token).
   if (st.replay != nullptr) st.replay->commit(rkey, counter);
+  if (st.rate != nullptr) st.rate->charge(src, known, st.now_ns);
   r.verdict = Verdict::kAccepted;
   r.cls = h.cls;
   r.plaintext_offset = f.udp.payload_offset + static_cast<std::uint32_t>(crypto::kHeaderBytes);

@@ -139,4 +139,47 @@ class ReplayTable {
   HugeArray<Entry> entries_;  // huge pages: one random set per packet
 };
 
+// Headers whose AEAD failed on this lcore (issue 17): their nonces, so the
+// same header on another tampered payload is refused before the AEAD instead
+// of costing one each time. Only headers that passed the header MAC, the
+// replay pre-check and the receiver check get here, so every entry is a real
+// nonce of a key holder's datagram for us that we have not accepted; an
+// outsider cannot invent one. Direct-mapped with overwrite: a full table
+// forgets the oldest-hashed entry, which only makes a header tryable again
+// (one more AEAD), never lets a packet in. Remembering the nonce and not the
+// window keeps a forged copy from moving the sender's window (replay.h top).
+// The price, stated in docs/ladder.md: an attacker who sees a datagram for
+// us before we do (on its path, where it could drop it anyway) can spend its
+// nonce first.
+class FailedHeaders {
+ public:
+  static constexpr std::size_t kSlots = 4096;
+
+  explicit FailedHeaders(std::uint64_t seed = 0) : seed_(seed) {}
+
+  bool contains(const ReplayKey& k, std::uint32_t counter) const noexcept {
+    const Slot& s = slots_[slot_of(k, counter)];
+    return s.used && s.key == k && s.counter == counter;
+  }
+  void add(const ReplayKey& k, std::uint32_t counter) noexcept {
+    Slot& s = slots_[slot_of(k, counter)];
+    s.key = k;
+    s.counter = counter;
+    s.used = true;
+  }
+
+ private:
+  struct Slot {
+    ReplayKey key;
+    std::uint32_t counter = 0;
+    bool used = false;
+  };
+  std::size_t slot_of(const ReplayKey& k, std::uint32_t counter) const noexcept {
+    return static_cast<std::size_t>(mix64(k.epoch ^ seed_ ^ (std::uint64_t{k.key_id} << 32 | counter))) &
+           (kSlots - 1);
+  }
+  std::uint64_t seed_ = 0;
+  std::array<Slot, kSlots> slots_{};
+};
+
 }  // namespace gw::dp

@@ -22,8 +22,9 @@ enum class Verdict : std::uint8_t {
   kRateLimited,     // the source's token bucket was empty
   kBadAuth,         // AEAD open failed: tampered or forged with the key id
   kRingFull,        // the control lcore's ring for its class was full
+  kAuthRetry,       // a header whose AEAD already failed here: not tried again
 };
-inline constexpr std::size_t kVerdictCount = 12;
+inline constexpr std::size_t kVerdictCount = 13;
 
 // Counter names, stable: they are exported and documented.
 inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
@@ -31,6 +32,7 @@ inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "drop_unkeyed",      "drop_foreign_cluster", "drop_unknown_key",
     "drop_bad_mac",      "drop_stale",       "drop_replay",
     "drop_rate_limited", "drop_bad_auth",    "drop_ring_full",
+    "drop_auth_retry",
 };
 
 constexpr std::string_view verdict_name(Verdict v) {

@@ -9,7 +9,9 @@
 //   - through the stateful ladder (replay table, token buckets, a clock at
 //     gossipgen's default timestamp): an accepted frame offered again is
 //     never accepted again (replay), and a frame refused before the AEAD
-//     never moves the replay table;
+//     never moves the replay table; a frame whose AEAD failed is refused
+//     before the AEAD when offered again (auth-retry) and no frame that was
+//     not accepted ever inserted a token bucket;
 //   - the worker's split path (ladder_front, the header MAC from
 //     crypto::siphash24_40_batch, ladder_back) gives the same verdict and
 //     result as run_ladder.
@@ -56,12 +58,14 @@ void check(bool ok) {
 struct Guard {
   gw::dp::ReplayTable replay{4};
   gw::dp::RateLimiter rate{4, {1'000'000, 1'000'000}, {1'000'000, 1'000'000}};
+  gw::dp::FailedHeaders failed;
   gw::dp::LadderState st;
   Guard() {
     st.have_clock = true;
     st.now_s = 1700000000;
     st.replay = &replay;
     st.rate = &rate;
+    st.failed = &failed;
   }
 };
 
@@ -75,6 +79,10 @@ void run_stateful(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std
   frame.assign(data, data + size);
   const auto again = gw::dp::run_ladder(cfg, g.st, frame.data(), static_cast<std::uint32_t>(frame.size()));
   if (committed) check(again.verdict == gw::dp::Verdict::kReplay);
+  // A header whose AEAD failed is not given another AEAD, and nothing that
+  // failed ever charged a bucket.
+  if (r.verdict == gw::dp::Verdict::kBadAuth) check(again.verdict == gw::dp::Verdict::kAuthRetry);
+  if (!committed) check(g.rate.size() == 0);
 }
 
 // What process_burst does, one packet at a time, against run_ladder.
