@@ -85,10 +85,12 @@ struct LimitsConfig {
   // agree this well). 1..3600. Default 30.
   std::uint32_t replay_window_s = 30;
   // Senders (key id and nonce epoch) whose 1024-packet nonce window each
-  // worker keeps; when full, the least recently used is evicted and counted
-  // (replay_table_evict). 64..1048576. Default 4096.
+  // worker (and the control lcore) keeps. Never evicted while live: a new
+  // sender past it is refused (drop_replay_table_full) until windows whose
+  // newest datagram is older than replay_window_s age out
+  // (replay_table_expired). 64..1048576. Default 4096.
   std::uint32_t replay_senders = 4096;
-  // Per-source token buckets, charged after the header MAC: packets per
+  // Per-source token buckets, charged after the AEAD opened: packets per
   // second and bucket depth in packets, for members the control plane knows
   // and for other sources. 1..10000000 each. Defaults: known 2000/s, burst
   // 4000; unknown 100/s, burst 200.

@@ -249,9 +249,18 @@ inline Endpoint UdpView::from() const noexcept {
   }
   std::uint32_t counter = 0;
   const ReplayKey rkey = replay_key(h.key_id, h.nonce, &counter);
-  if (st.replay != nullptr && !ReplayTable::is_fresh(st.replay->find(rkey), counter)) {
-    r.verdict = Verdict::kReplay;
-    return r;
+  if (st.replay != nullptr) {
+    const ReplayTable::Entry* e = st.replay->find(rkey);
+    if (!ReplayTable::is_fresh(e, counter)) {
+      r.verdict = Verdict::kReplay;
+      return r;
+    }
+    // A new sender with every window live: refused, never let in by
+    // forgetting someone else's window.
+    if (e == nullptr && st.replay->full()) {
+      r.verdict = Verdict::kReplayTableFull;
+      return r;
+    }
   }
   // A header that already failed its AEAD here is not tried again: one
   // sniffed header buys an outsider one AEAD, not one per tampered copy.
@@ -280,7 +289,10 @@ inline Endpoint UdpView::from() const noexcept {
   }
   // Authentic: only now may the nonce move the sender's window and the
   // source's bucket be charged (would_allow said it has a token).
-  if (st.replay != nullptr) st.replay->commit(rkey, counter);
+  if (st.replay != nullptr && !st.replay->commit(rkey, counter, h.timestamp)) {
+    r.verdict = Verdict::kReplayTableFull;  // not reached: the pre-check saw room
+    return r;
+  }
   if (st.rate != nullptr) st.rate->charge(src, known, st.now_ns);
   r.verdict = Verdict::kAccepted;
   r.cls = h.cls;

@@ -201,6 +201,11 @@ void worker(Builder& b, const Json& l) {
                 "Entries evicted from a worker's bounded per-sender table: replay windows or rate-limit buckets "
                 "(entries)",
                 join_labels(lbl, labels({{"table", ck.substr(0, ck.find('_'))}})), cv.get<double>());
+        } else if (cv.is_number() && ck == "replay_table_expired") {
+          b.add("gossipgw_replay_windows_expired_total", "counter",
+                "Replay windows freed because their newest datagram was older than limits.replay_window_s "
+                "(windows)",
+                lbl, cv.get<double>());
         } else if (cv.is_number() && (ck == "accepted" || ck.rfind("drop_", 0) == 0)) {
           b.add("gossipgw_verdict_packets_total", "counter",
                 "Received packets by check-ladder verdict: accepted or the drop reason (packets)",

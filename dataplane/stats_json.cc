@@ -17,8 +17,8 @@ Json worker_counters(const WorkerCounters& c) {
   Json j;
   j["rx_total"] = c.rx_total;
   for (std::size_t v = 0; v < kVerdictCount; ++v) j[std::string(kVerdictNames[v])] = c.verdicts[v];
-  // Not verdicts (no drop_ prefix): the guard tables' evictions.
-  j[std::string(kReplayEvictName)] = c.replay_table_evict;
+  // Not verdicts (no drop_ prefix): the guard tables' ageing and evictions.
+  j[std::string(kReplayExpiredName)] = c.replay_table_expired;
   j[std::string(kRateEvictName)] = c.ratelimit_table_evict;
   return j;
 }
@@ -173,7 +173,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
     for (std::size_t c = 0; c < 4; ++c) sum.accepted_by_class[c] += w.counters.accepted_by_class[c];
     for (std::size_t i = 0; i < sum.unkeyed_by_rule.size(); ++i) sum.unkeyed_by_rule[i] += w.counters.unkeyed_by_rule[i];
     sum.unkeyed_unscanned += w.counters.unkeyed_unscanned;
-    sum.replay_table_evict += w.counters.replay_table_evict;
+    sum.replay_table_expired += w.counters.replay_table_expired;
     sum.ratelimit_table_evict += w.counters.ratelimit_table_evict;
     sum.arp_replies += w.counters.arp_replies;
     sum.arp_hints += w.counters.arp_hints;

@@ -23,8 +23,9 @@ enum class Verdict : std::uint8_t {
   kBadAuth,         // AEAD open failed: tampered or forged with the key id
   kRingFull,        // the control lcore's ring for its class was full
   kAuthRetry,       // a header whose AEAD already failed here: not tried again
+  kReplayTableFull, // a new sender while limits.replay_senders windows are live
 };
-inline constexpr std::size_t kVerdictCount = 13;
+inline constexpr std::size_t kVerdictCount = 14;
 
 // Counter names, stable: they are exported and documented.
 inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
@@ -32,7 +33,7 @@ inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "drop_unkeyed",      "drop_foreign_cluster", "drop_unknown_key",
     "drop_bad_mac",      "drop_stale",       "drop_replay",
     "drop_rate_limited", "drop_bad_auth",    "drop_ring_full",
-    "drop_auth_retry",
+    "drop_auth_retry",   "drop_replay_table_full",
 };
 
 constexpr std::string_view verdict_name(Verdict v) {

@@ -201,6 +201,36 @@ TEST_F(LadderGuardTest, TamperedSniffedDatagramsCostAMemberNothing) {
   EXPECT_EQ(attack[static_cast<std::size_t>(Verdict::kAuthRetry)], kGenuine * 50 - sniffed.size());
 }
 
+// Issue 17, item 2: with as many live senders as limits.replay_senders,
+// every one of their datagrams offered again is a replay (the old table
+// evicted windows from a quarter of its capacity and took replays back),
+// one more sender is refused, and its room comes back once old windows are
+// all stale.
+TEST_F(LadderGuardTest, ReplaysAreRefusedAtFullTableLoad) {
+  st_.rate = nullptr;  // one source address here; buckets are not the subject
+  std::vector<Bytes> first;
+  for (std::uint64_t s = 0; s < replay_.capacity(); ++s) {
+    crypto::NonceSource sender{0x5EED0000 + s * 7919};
+    const std::string text = "hello";
+    Bytes d(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
+    crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kGossip, kNow}, sender,
+                          reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), d.data(), d.size());
+    first.push_back(frame(d));
+    ASSERT_EQ(run(first.back()), Verdict::kAccepted) << s;
+  }
+  std::size_t replays_accepted = 0;
+  for (const Bytes& f : first) replays_accepted += run(f) == Verdict::kAccepted;
+  EXPECT_EQ(replays_accepted, 0u);
+  EXPECT_EQ(run(fresh(1)), Verdict::kReplayTableFull);
+  // 31 s later every window's newest datagram is stale: ageing frees them,
+  // and the old datagrams are still refused (as stale).
+  st_.now_s = kNow + 31;
+  replay_.age(st_.now_s, 4 * replay_.capacity());  // slots and erases
+  EXPECT_EQ(replay_.size(), 0u);
+  for (const Bytes& f : first) EXPECT_EQ(run(f), Verdict::kStale);
+  EXPECT_EQ(run(frame(sealed(kNow + 31, 2))), Verdict::kAccepted);
+}
+
 TEST_F(LadderGuardTest, BadMacNeitherChargesNorCreatesAWindow) {
   Bytes f = fresh(1);
   f[14 + 20 + 8 + crypto::kMacOffset] ^= 0xFF;
