@@ -99,6 +99,7 @@ struct LadderResult {
   std::uint32_t plaintext_len = 0;
   Endpoint from;
   std::uint32_t key_id = 0;  // the key that opened it
+  ReplayStamp stamp;         // its nonce and timestamp, for the control lcore's once-only check
 };
 
 // Step 1 only: on success returns kAccepted and fills `out`.

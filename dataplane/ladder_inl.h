@@ -299,6 +299,7 @@ inline Endpoint UdpView::from() const noexcept {
   r.plaintext_offset = f.udp.payload_offset + static_cast<std::uint32_t>(crypto::kHeaderBytes);
   r.plaintext_len = h.payload_len - static_cast<std::uint32_t>(crypto::kTagBytes);
   r.key_id = h.key_id;
+  r.stamp = ReplayStamp{rkey.epoch, counter, h.timestamp};
   return r;
 }
 

@@ -323,6 +323,13 @@ int main(int argc, char** argv) {
         workers.push_back(std::move(w));
       }
       rings->watch(done_flags);
+      // The once-only check over all workers (issue 17): a copy of a datagram
+      // that reached two workers is served once.
+      try {
+        rings->check_once(cfg.limits.replay_senders, cfg.limits.replay_window_s, rte_rdtsc() ^ 0xD6E8FEB86659FD93ULL);
+      } catch (const std::exception& e) {
+        rte_exit(kExitRuntime, "gossipgw: cannot allocate the control lcore's replay table: %s\n", e.what());
+      }
 
       spdlog::info("cluster '{}' node '{}' on {} port {} ({}), {} worker(s), {} key(s)",
                    cfg.cluster.name, cfg.node.name, port.driver, port.port_id,
@@ -460,6 +467,12 @@ int main(int argc, char** argv) {
       std::uint64_t next_members_ns = 0;
       const bool export_metrics = cfg.metrics.telemetry || prometheus != nullptr;
       loop.set_housekeeping([&](std::uint64_t now) {
+        {
+          // The once-only table ages on the workers' clock (frozen in pcap cases).
+          gw::dp::LadderState clock_now;
+          workers.front()->guard.clock.read(rte_rdtsc(), clock_now);
+          if (clock_now.have_clock) rings->age_once(clock_now.now_s);
+        }
         if (api_server != nullptr) {
           api_server->serve_async([&](std::string_view line, const gw::cp::api::ApiServer::Reply& reply) {
             api.handle(line, now, gw::cp::unix_seconds(), reply);

@@ -283,6 +283,11 @@ void control(Builder& b, const Json& l) {
         } else if (ck == "msg_unknown") {
           b.add("gossipgw_message_unknown_total", "counter",
                 "Authenticated payloads with no message this version knows (payloads)", lbl, cv.get<double>());
+        } else if (ck.rfind("handoff_drop_", 0) == 0) {
+          b.add("gossipgw_handoff_dropped_total", "counter",
+                "Accepted payloads the control lcore's once-only check refused: reason replay (already accepted "
+                "through another worker) or replay_table_full (payloads)",
+                join_labels(lbl, labels({{"reason", ck.substr(13)}})), cv.get<double>());
         } else if (ck.rfind("msg_", 0) == 0) {
           b.add("gossipgw_messages_total", "counter", "Gossip messages received, by type (messages)",
                 join_labels(lbl, labels({{"type", ck.substr(4)}})), cv.get<double>());

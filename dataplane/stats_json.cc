@@ -53,6 +53,8 @@ Json control_counters(const cp::ControlCounters& c) {
   for (std::size_t t = 0; t < cp::kMsgTypeCount; ++t) j[std::string(cp::kMsgCounterNames[t])] = c.msgs[t];
   j["msg_decode_error"] = c.msg_decode_error;
   j["msg_unknown"] = c.msg_unknown;
+  j["handoff_drop_replay"] = c.once_refused[static_cast<std::size_t>(Once::kReplay)];
+  j["handoff_drop_replay_table_full"] = c.once_refused[static_cast<std::size_t>(Once::kTableFull)];
   return j;
 }
 
@@ -186,6 +188,8 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   for (const std::string_view name : cp::kMsgCounterNames) totals[std::string(name)] = control_json[std::string(name)];
   totals["msg_decode_error"] = control.msg_decode_error;
   totals["msg_unknown"] = control.msg_unknown;
+  totals["handoff_drop_replay"] = control_json["handoff_drop_replay"];
+  totals["handoff_drop_replay_table_full"] = control_json["handoff_drop_replay_table_full"];
 
   Json lcores = Json::array();
   for (const WorkerStats& w : workers) {

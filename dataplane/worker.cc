@@ -131,7 +131,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     // The buffer stays here; its plaintext travels.
     const auto c = static_cast<std::size_t>(r.cls);
     if (w.rings[c]->push(rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset), r.plaintext_len,
-                         r.from, r.key_id)) {
+                         r.from, r.key_id, r.stamp)) {
       ++class_count[c];
     } else {
       w.counters.count(Verdict::kRingFull);

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "crypto/wire_header.h"
+#include "dataplane/api/handoff.h"
 
 namespace google::protobuf {
 class Arena;
@@ -37,6 +38,10 @@ struct ControlCounters {
   // The deepest any worker's ring of each class was when the control lcore
   // came to drain it: how close the class came to ring-full.
   std::array<std::uint64_t, crypto::kClassCount> ring_depth_max{};
+  // Payloads taken off the rings and not served, by dp::Once value: [1]
+  // already accepted through another worker (handoff_drop_replay), [2] no
+  // once-only window free (handoff_drop_replay_table_full).
+  std::array<std::uint64_t, 3> once_refused{};
 };
 
 // Decodes one opened payload and counts its messages. `arena` is reused by
