@@ -10,7 +10,7 @@
 //   4. Key id (and its suite) in the keyring: unknown-key. One key id, one key.
 //   5. Header MAC (SipHash): bad-mac. Nothing below is reachable without a key.
 //   6. Replay pre-check, read-only: header timestamp outside the window of
-//      our clock: stale; nonce seen or older than the sender's window: replay.
+//      our clock: stale; before this gateway started: before-start; nonce seen or older than the sender's window: replay.
 //      A header whose AEAD already failed on this lcore: auth-retry.
 //   7. Per-source token bucket (known members get a larger budget), asked
 //      read-only: rate-limited.
@@ -61,6 +61,10 @@ struct LadderConfig {
   const crypto::Keyring* keys = nullptr;
   // Header timestamps more than this many seconds from our clock are stale.
   std::uint32_t replay_window_s = 30;
+  // Header timestamps before this Unix second are refused (before-start):
+  // this gateway's start, so that what an earlier run of it accepted (its
+  // replay windows are gone) cannot be accepted again. 0: no watermark.
+  std::uint32_t not_before_s = 0;
 };
 
 // The per-lcore, mutable side of the ladder (steps 6 and 7) and the clock it

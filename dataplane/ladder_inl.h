@@ -247,6 +247,12 @@ inline Endpoint UdpView::from() const noexcept {
       return r;
     }
   }
+  // Sealed before we started: an earlier run of this gateway may have
+  // accepted it, and its windows did not survive the restart.
+  if (h.timestamp < cfg.not_before_s) {
+    r.verdict = Verdict::kBeforeStart;
+    return r;
+  }
   std::uint32_t counter = 0;
   const ReplayKey rkey = replay_key(h.key_id, h.nonce, &counter);
   if (st.replay != nullptr) {

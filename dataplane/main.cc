@@ -195,6 +195,11 @@ int main(int argc, char** argv) {
     cfg = gw::config::load_config(opt.config_path);
     keyring = gw::dp::load_keyring(cfg);
     ladder = gw::dp::ladder_config(cfg);
+    // The restart watermark (docs/ladder.md): nothing sealed before this
+    // start is accepted, whatever an earlier run of this gateway accepted.
+    ladder.not_before_s = opt.freeze_clock != 0
+                              ? static_cast<std::uint32_t>(opt.freeze_clock)
+                              : static_cast<std::uint32_t>(gw::dp::unix_time_ns() / 1'000'000'000ULL);
     if (cfg.classifier.enabled) {
       std::vector<gw::dp::ClassifierRule> rules;
       for (const auto& r : cfg.classifier.rules) rules.push_back({r.name, r.pattern});

@@ -24,8 +24,9 @@ enum class Verdict : std::uint8_t {
   kRingFull,        // the control lcore's ring for its class was full
   kAuthRetry,       // a header whose AEAD already failed here: not tried again
   kReplayTableFull, // a new sender while limits.replay_senders windows are live
+  kBeforeStart,     // header timestamp older than this gateway's start
 };
-inline constexpr std::size_t kVerdictCount = 14;
+inline constexpr std::size_t kVerdictCount = 15;
 
 // Counter names, stable: they are exported and documented.
 inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
@@ -33,7 +34,7 @@ inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "drop_unkeyed",      "drop_foreign_cluster", "drop_unknown_key",
     "drop_bad_mac",      "drop_stale",       "drop_replay",
     "drop_rate_limited", "drop_bad_auth",    "drop_ring_full",
-    "drop_auth_retry",   "drop_replay_table_full",
+    "drop_auth_retry",   "drop_replay_table_full", "drop_before_start",
 };
 
 constexpr std::string_view verdict_name(Verdict v) {

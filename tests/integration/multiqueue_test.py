@@ -16,6 +16,9 @@ Then the same valid file on both queues (issue 17, item 3: replay across
 worker lcores): each worker accepts every frame (its own windows never saw
 them), and the control lcore serves each datagram once: its messages are
 counted once and handoff_drop_replay counts the other copy of each.
+Then a restart (issue 17, item 4): the same file offered to a gateway that
+started 5 s after those datagrams were sealed is refused, drop_before_start,
+where a restarted gateway used to accept all of it again.
 """
 import json
 import os
@@ -137,6 +140,20 @@ try:
     msgs = {k: v for k, v in st["expected"].items() if k.startswith("msg_")}
     got_msgs = {k: t2.get(k) for k in msgs}
     check("each datagram's messages are counted once", got_msgs == msgs, f"{got_msgs} vs {msgs}")
+
+    # Restart: the previous run accepted these; a new run 5 s later (well
+    # inside replay_window_s) must not.
+    stats3 = os.path.join(tmp, "stats3.json")
+    cmd3 = [c if c != stats2 else stats3 for c in cmd2]
+    cmd3[cmd3.index("1700000000")] = "1700000005"
+    cmd3 = [c.replace("gwmq2-", "gwmq3-") for c in cmd3]
+    r = subprocess.run(cmd3, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+    check("gossipgw exits 0 (restarted)", r.returncode == 0, r.stderr[-3000:])
+    with open(stats3) as f:
+        t3 = json.load(f)["totals"]
+    check("after a restart nothing sealed before it is accepted again", t3["accepted"] == 0, t3["accepted"])
+    check("they are counted drop_before_start", t3.get("drop_before_start") == 2 * n,
+          f"{t3.get('drop_before_start')} vs {2 * n}")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -124,6 +124,20 @@ TEST_F(LadderGuardTest, TimestampWindowEdges) {
   EXPECT_EQ(run(frame(sealed(kNow - 21, 9))), Verdict::kStale);
 }
 
+// Issue 17, item 4: what was sealed before this gateway started is refused
+// (an earlier run may have accepted it; its windows are gone), checked after
+// the timestamp window and before anything stateful.
+TEST_F(LadderGuardTest, DatagramsSealedBeforeTheStartAreRefused) {
+  cfg_.not_before_s = kNow - 5;
+  EXPECT_EQ(run(frame(sealed(kNow - 6, 1))), Verdict::kBeforeStart);
+  EXPECT_EQ(run(frame(sealed(kNow - 29, 2))), Verdict::kBeforeStart);
+  EXPECT_EQ(run(frame(sealed(kNow - 31, 3))), Verdict::kStale);  // the window first
+  EXPECT_EQ(run(frame(sealed(kNow - 5, 4))), Verdict::kAccepted);
+  EXPECT_EQ(run(frame(sealed(kNow, 5))), Verdict::kAccepted);
+  EXPECT_EQ(replay_.size(), 1u);
+  EXPECT_EQ(rate_.size(), 1u);
+}
+
 TEST_F(LadderGuardTest, StaleDropsDoNotChargeTheBucketOrTouchTheWindow) {
   for (std::uint32_t c = 0; c < 50; ++c) EXPECT_EQ(run(frame(sealed(kNow - 1000, c))), Verdict::kStale);
   EXPECT_EQ(replay_.size(), 0u);
