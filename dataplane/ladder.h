@@ -6,7 +6,7 @@
 //   3. Cluster id: foreign-cluster (checked before the rest of the header:
 //      another cluster's packet is foreign whatever else it holds).
 //   3b. The rest of the header: fields or lengths inconsistent, payload
-//      over the limit: malformed.
+//      over the limit: malformed. Receiver tag not ours: wrong-receiver.
 //   4. Key id (and its suite) in the keyring: unknown-key. One key id, one key.
 //   5. Header MAC (SipHash): bad-mac. Nothing below is reachable without a key.
 //   6. Replay pre-check, read-only: header timestamp outside the window of
@@ -48,9 +48,13 @@ struct LocalEndpoint {
   std::array<std::uint8_t, 4> ipv4{};
   std::array<std::uint8_t, 16> ipv6_addr{};
   std::uint16_t port = 0;  // host byte order
+  // Our receiver identity (crypto::receiver_of this address and port): a
+  // datagram sealed for anyone else is refused.
+  crypto::Receiver receiver;
 };
 
-// Parses an IPv4/IPv6 literal; false if it is neither.
+// Parses an IPv4/IPv6 literal (and derives its receiver identity); false if
+// it is neither.
 bool parse_endpoint(const char* address, std::uint16_t port, LocalEndpoint* out) noexcept;
 
 // Everything the ladder reads, fixed for the life of a snapshot.

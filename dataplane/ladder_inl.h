@@ -59,9 +59,9 @@ inline constexpr std::uint32_t kEthIpv4Mask =
 inline constexpr std::uint64_t kMagicVersionMask =
     std::endian::native == std::endian::little ? 0x0000'00FF'FFFF'FFFFULL : 0xFFFF'FFFF'FF00'0000ULL;
 inline constexpr std::uint64_t kMagicVersion =
-    std::endian::native == std::endian::little ? 0x0000'0001'5747'5347ULL : 0x4753'4757'0100'0000ULL;
+    std::endian::native == std::endian::little ? 0x0000'0002'5747'5347ULL : 0x4753'4757'0200'0000ULL;
 static_assert(crypto::kWireMagic[0] == 'G' && crypto::kWireMagic[1] == 'S' && crypto::kWireMagic[2] == 'G' &&
-                  crypto::kWireMagic[3] == 'W' && crypto::kWireVersion == 1,
+                  crypto::kWireMagic[3] == 'W' && crypto::kWireVersion == 2,
               "kMagicVersion spells the wire magic and version");
 
 }  // namespace ladder_detail
@@ -221,6 +221,14 @@ inline Endpoint UdpView::from() const noexcept {
     r.verdict = Verdict::kMalformed;
     return r;
   }
+  // Sealed for another receiver (a member's datagram for someone else,
+  // sniffed and sent here): one compare. The tag is under the header MAC;
+  // a colliding tag still fails the AEAD, whose associated data holds our
+  // whole receiver identity.
+  if (h.receiver != cfg.local.receiver.tag) {
+    r.verdict = Verdict::kWrongReceiver;
+    return r;
+  }
   const crypto::Key* key = cfg.keys->find(h.key_id);
   if (key == nullptr || key->suite() != h.suite) {
     r.verdict = Verdict::kUnknownKey;
@@ -288,7 +296,7 @@ inline Endpoint UdpView::from() const noexcept {
       return r;
     }
   }
-  if (!f.key->open_in_place(f.dgram, h.nonce, f.dgram + crypto::kHeaderBytes, h.payload_len)) {
+  if (!f.key->open_in_place(f.dgram, h.nonce, f.dgram + crypto::kHeaderBytes, h.payload_len, cfg.local.receiver)) {
     if (st.failed != nullptr) st.failed->add(rkey, counter);
     r.verdict = Verdict::kBadAuth;
     return r;

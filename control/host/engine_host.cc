@@ -91,7 +91,8 @@ bool EngineHost::send_sealed(const engine::Address& to, crypto::PriorityClass cl
     ++counters_.drop_no_primary;
     return false;
   }
-  const crypto::SealParams params{options_.cluster_id, cls, unix_s};
+  // Bound to its receiver (issue 17): only `to` can open it.
+  const crypto::SealParams params{options_.cluster_id, cls, unix_s, crypto::receiver_of(to.ip.data(), to.ip.size(), to.port)};
   const std::size_t n =
       crypto::seal_datagram(*key, params, nonces_, plain.data(), plain.size(), sealed_.data(), sealed_.size());
   if (n == 0) {
@@ -281,7 +282,8 @@ void EngineHost::flush(std::uint64_t now_ns, std::uint32_t unix_s) {
       ++counters_.drop_encode;
       continue;
     }
-    const crypto::SealParams params{options_.cluster_id, static_cast<crypto::PriorityClass>(o.priority), unix_s};
+    const crypto::SealParams params{options_.cluster_id, static_cast<crypto::PriorityClass>(o.priority), unix_s,
+                                    crypto::receiver_of(o.to.ip.data(), o.to.ip.size(), o.to.port)};
     const std::size_t n =
         crypto::seal_datagram(*key, params, nonces_, plain_.data(), plain_.size(), sealed_.data(), sealed_.size());
     if (n == 0) {

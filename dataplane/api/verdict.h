@@ -25,8 +25,9 @@ enum class Verdict : std::uint8_t {
   kAuthRetry,       // a header whose AEAD already failed here: not tried again
   kReplayTableFull, // a new sender while limits.replay_senders windows are live
   kBeforeStart,     // header timestamp older than this gateway's start
+  kWrongReceiver,   // sealed for another receiver (the header's receiver tag)
 };
-inline constexpr std::size_t kVerdictCount = 15;
+inline constexpr std::size_t kVerdictCount = 16;
 
 // Counter names, stable: they are exported and documented.
 inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
@@ -35,6 +36,7 @@ inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "drop_bad_mac",      "drop_stale",       "drop_replay",
     "drop_rate_limited", "drop_bad_auth",    "drop_ring_full",
     "drop_auth_retry",   "drop_replay_table_full", "drop_before_start",
+    "drop_wrong_receiver",
 };
 
 constexpr std::string_view verdict_name(Verdict v) {

@@ -18,12 +18,13 @@ constexpr std::array<std::string_view, kKindCount> kKindNames = {
     "forged_header",  "forged_tag",      "forged_ciphertext", "unkeyed_random",
     "unkeyed_short",  "unkeyed_version", "unkeyed_memberlist", "not_gossip",
     "malformed",      "replayed",        "stale",           "flood",
+    "wrong_receiver",
 };
 
 constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "accepted",          "drop_not_gossip",      "drop_malformed", "drop_unkeyed",
     "drop_foreign_cluster", "drop_unknown_key", "drop_bad_mac",   "drop_stale",
-    "drop_replay",       "drop_rate_limited",    "drop_bad_auth",
+    "drop_replay",       "drop_rate_limited",    "drop_bad_auth",  "drop_wrong_receiver",
 };
 
 constexpr std::array<std::string_view, kUnkeyedLabelCount> kUnkeyedLabels = {
@@ -121,6 +122,16 @@ class Generator {
     // Epoch 0 is nonces_ itself, so the default output does not change.
     for (std::uint32_t e = 1; e < o.nonce_epochs; ++e) extra_nonces_.emplace_back(mix64(o.seed + 0x9E37ULL * e));
     src_base_ = o.src_ip ? *o.src_ip : *parse_ip(v6_ ? "fd00::2" : "10.0.0.2");
+    // Whom valid datagrams are sealed for: the gateway (wire version 2).
+    const std::size_t ip_len = v6_ ? 16 : 4;
+    receiver_ = crypto::receiver_of(o.dst_ip.bytes.data(), ip_len, o.dst_port);
+    // And another member, for wrong_receiver: the next address whose tag
+    // differs from the gateway's (so the header alone refuses it).
+    IpAddr other = o.dst_ip;
+    do {
+      ++other.bytes[ip_len - 1];
+      other_receiver_ = crypto::receiver_of(other.bytes.data(), ip_len, o.dst_port);
+    } while (other_receiver_.tag == receiver_.tag);
     ip_id_ = static_cast<std::uint16_t>(rng_.next());
     const std::size_t max_udp_payload = kMaxFrameBytes - udp_payload_offset(v6_);
     for (const auto& p : o.corpus) {
@@ -380,6 +391,7 @@ class Generator {
     params.cluster_id = cluster_id;
     params.cls = s.cls;
     params.timestamp = timestamp.value_or(o_.timestamp);
+    params.to = for_other_ ? other_receiver_ : receiver_;
     const std::size_t len =
         crypto::seal_datagram(key, params, next_nonces(), reinterpret_cast<const std::uint8_t*>(plain.data()),
                               plain.size(), s.datagram.data(), s.datagram.size());
@@ -483,6 +495,14 @@ class Generator {
         }
         break;
       }
+      case Kind::kWrongReceiver: {
+        // A member's real datagram for someone else, sent here.
+        for_other_ = true;
+        p.frame = build_udp_frame(flow(), seal_other(keys_[0], cluster_id_).datagram);
+        for_other_ = false;
+        p.variant = "other_member";
+        break;
+      }
       case Kind::kForeign: {
         // Half under our own key: the cluster id alone must reject it.
         const bool own_key = rng_.coin();
@@ -531,10 +551,11 @@ class Generator {
         break;
       }
       case Kind::kUnkeyedVersion: {
+        // Version 1, the wire before receiver binding: another protocol now.
         std::vector<std::uint8_t> d = seal_other(keys_[0], cluster_id_).datagram;
-        d[4] = 2;
+        d[4] = 1;
         remac(d);
-        p.variant = "version_2";
+        p.variant = "version_1";
         p.frame = build_udp_frame(flow(), d);
         break;
       }
@@ -561,6 +582,7 @@ class Generator {
     h.cluster_id = cluster_id_;
     h.key_id = keys_[0].id();
     h.timestamp = o_.timestamp;
+    h.receiver = receiver_.tag;  // addressed to the gateway: only the MAC is wrong
     rng_.fill(h.nonce.data(), h.nonce.size());
     std::size_t payload_len = 0;
     if (o_.frame_size == 0) {
@@ -689,8 +711,10 @@ class Generator {
             p.variant = "header_flags_set";
             break;
           default:
-            d[38 + rng_.below(2)] = static_cast<std::uint8_t>(rng_.range(1, 255));
-            p.variant = "header_reserved_set";
+            // Bytes 38..39 were reserved until wire version 2 made them the
+            // receiver tag: the high flag bits instead.
+            d[7] = static_cast<std::uint8_t>((0x80u >> rng_.below(2)) | (rng_.range(1, 255) & 0x3Fu));
+            p.variant = "header_flags_high";
             break;
         }
       }
@@ -766,6 +790,9 @@ class Generator {
   Rng rng_;
   crypto::NonceSource nonces_;
   std::vector<crypto::NonceSource> extra_nonces_;
+  crypto::Receiver receiver_;        // the gateway: what sealed packets are bound to
+  crypto::Receiver other_receiver_;  // another member (wrong_receiver)
+  bool for_other_ = false;           // seal() binds to other_receiver_
   std::size_t epoch_turn_ = 0;
   std::vector<crypto::Key> keys_;
   std::uint64_t cluster_id_;
@@ -875,6 +902,8 @@ Verdict expected_verdict(Kind k) noexcept {
       return Verdict::kDropNotGossip;
     case Kind::kMalformed:
       return Verdict::kDropMalformed;
+    case Kind::kWrongReceiver:
+      return Verdict::kDropWrongReceiver;
   }
   return Verdict::kDropMalformed;
 }

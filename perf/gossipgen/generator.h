@@ -49,8 +49,11 @@ enum class Kind : std::uint8_t {
   // unknown_burst are accepted, the rest drop_rate_limited (the gateway's
   // clock frozen, so no bucket refills during the run).
   kFlood,
+  // Valid, but sealed for another member (another address, same port):
+  // drop_wrong_receiver (wire version 2 binds a datagram to its receiver).
+  kWrongReceiver,
 };
-inline constexpr std::size_t kKindCount = 16;
+inline constexpr std::size_t kKindCount = 17;
 
 // "valid", "valid_secondary", ... as on the command line and in the JSON.
 std::string_view kind_name(Kind k) noexcept;
@@ -69,8 +72,9 @@ enum class Verdict : std::uint8_t {
   kDropReplay,
   kDropRateLimited,
   kDropBadAuth,
+  kDropWrongReceiver,
 };
-inline constexpr std::size_t kVerdictCount = 11;
+inline constexpr std::size_t kVerdictCount = 12;
 
 std::string_view verdict_name(Verdict v) noexcept;  // "accepted", "drop_not_gossip", ...
 // The verdict of a kind's packets (for flood: of those within the burst).

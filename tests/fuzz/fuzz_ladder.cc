@@ -2,8 +2,9 @@
 //
 // Invariants beyond "no crash":
 //   - exactly one verdict, within the enum;
-//   - an accepted frame was sealed by a key in the ring: re-sealing its
-//     plaintext under the same key, header and nonce reproduces the
+//   - an accepted frame was sealed by a key in the ring *for us*: its header
+//     carries our receiver tag, and re-sealing its plaintext under the same
+//     key, header, nonce and our receiver identity reproduces the
 //     ciphertext and tag byte for byte (the AEAD is deterministic);
 //   - an accepted plaintext lies inside the frame;
 //   - through the stateful ladder (replay table, token buckets, a clock at
@@ -133,7 +134,10 @@ void run(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::size_t 
   const gw::crypto::Key* key = cfg.keys->find(h.key_id);
   check(key != nullptr);
   std::vector<std::uint8_t> resealed(r.plaintext_len + gw::crypto::kTagBytes);
-  key->seal(header, h.nonce, frame.data() + r.plaintext_offset, r.plaintext_len, resealed.data());
+  // Sealed for us (wire version 2): re-sealing for our receiver identity
+  // reproduces it, so it was bound to this gateway.
+  check(h.receiver == cfg.local.receiver.tag);
+  key->seal(header, h.nonce, frame.data() + r.plaintext_offset, r.plaintext_len, resealed.data(), cfg.local.receiver);
   check(std::memcmp(resealed.data(), header + gw::crypto::kHeaderBytes, resealed.size()) == 0);
 }
 

@@ -90,7 +90,7 @@ class LadderGuardTest : public ::testing::Test {
     nonces_.set_counter_for_test(counter);
     Bytes out(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
     const std::size_t n = crypto::seal_datagram(
-        key_, {cfg_.cluster_id, crypto::PriorityClass::kGossip, timestamp}, nonces_,
+        key_, {cfg_.cluster_id, crypto::PriorityClass::kGossip, timestamp, cfg_.local.receiver}, nonces_,
         reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), out.data(), out.size());
     EXPECT_EQ(n, out.size());
     return out;
@@ -190,7 +190,7 @@ TEST_F(LadderGuardTest, TamperedSniffedDatagramsCostAMemberNothing) {
   for (int i = 0; i < 8; ++i) {
     const std::string text = "for another member";
     Bytes d(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
-    ASSERT_EQ(crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kUrgent, kNow}, other,
+    ASSERT_EQ(crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kUrgent, kNow, cfg_.local.receiver}, other,
                                     reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), d.data(),
                                     d.size()),
               d.size());
@@ -227,7 +227,7 @@ TEST_F(LadderGuardTest, ReplaysAreRefusedAtFullTableLoad) {
     crypto::NonceSource sender{0x5EED0000 + s * 7919};
     const std::string text = "hello";
     Bytes d(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
-    crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kGossip, kNow}, sender,
+    crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kGossip, kNow, cfg_.local.receiver}, sender,
                           reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), d.data(), d.size());
     first.push_back(frame(d));
     ASSERT_EQ(run(first.back()), Verdict::kAccepted) << s;

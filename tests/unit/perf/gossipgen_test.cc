@@ -157,8 +157,11 @@ class Reference {
     const crypto::Key* key = ring_.find(h.key_id);
     if (key == nullptr) return with(out, Verdict::kDropUnknownKey);
     if (!key->verify_header_mac(payload.data())) return with(out, Verdict::kDropBadMac);
+    // Wire version 2: sealed for us (the gateway's address and port) or not.
+    const crypto::Receiver me = crypto::receiver_of(dst_.bytes.data(), dst_.v6 ? 16 : 4, port_);
+    if (h.receiver != me.tag) return with(out, Verdict::kDropWrongReceiver);
     std::uint8_t* body = payload.data() + crypto::kHeaderBytes;
-    if (!key->open_in_place(payload.data(), h.nonce, body, h.payload_len)) {
+    if (!key->open_in_place(payload.data(), h.nonce, body, h.payload_len, me)) {
       return with(out, Verdict::kDropBadAuth);
     }
     proto::Compound c;
