@@ -1,7 +1,8 @@
 // The check ladder over one contiguous frame, cheapest check first:
 //   1. L2/L3/L4: Ethernet (one optional 802.1Q tag), IPv4 or IPv6, UDP to our
 //      address and port. Not ours: not-gossip. Lengths that lie, IPv4
-//      fragments (we never reassemble): malformed.
+//      fragments (we never reassemble): malformed. A source no member can
+//      have (our own address, broadcast, multicast, 0/8, loopback): martian.
 //   2. Gateway header: too short, wrong magic or version: unkeyed.
 //   3. Cluster id: foreign-cluster (checked before the rest of the header:
 //      another cluster's packet is foreign whatever else it holds).

@@ -64,6 +64,23 @@ static_assert(crypto::kWireMagic[0] == 'G' && crypto::kWireMagic[1] == 'S' && cr
                   crypto::kWireMagic[3] == 'W' && crypto::kWireVersion == 2,
               "kMagicVersion spells the wire magic and version");
 
+// Sources no member can have, so answers must never go there (issue 17):
+// IPv4 0.0.0.0/8 ("this network"), 127/8 (loopback), 224/4 multicast and
+// 240/4 (reserved, with 255.255.255.255 broadcast), and our own address.
+inline bool martian_v4(const std::uint8_t* src, const std::uint8_t* ours) noexcept {
+  const std::uint8_t first = src[0];
+  return (first == 0) | (first == 127) | (first >= 224) | (load32(src) == load32(ours));
+}
+// IPv6 :: (unspecified), ::1 (loopback), ff00::/8 multicast, and our own address.
+inline bool martian_v6(const std::uint8_t* src, const std::uint8_t* ours) noexcept {
+  const std::uint64_t hi = load64(src);
+  const std::uint64_t lo = load64(src + 8);
+  static constexpr std::uint8_t kOne[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+  const bool zero_hi = hi == 0;
+  return (src[0] == 0xFF) | (zero_hi & (lo == 0)) | (zero_hi & (lo == load64(kOne))) |
+         ((hi == load64(ours)) & (lo == load64(ours + 8)));
+}
+
 }  // namespace ladder_detail
 
 inline Endpoint UdpView::from() const noexcept {
@@ -106,6 +123,7 @@ inline Endpoint UdpView::from() const noexcept {
       const std::uint32_t udp_len = be16(frame + 38);
       if (total >= kIpv4MinHeader + kUdpHeader && total <= len - kEthHeader && udp_len >= kUdpHeader &&
           udp_len <= total - kIpv4MinHeader) [[likely]] {
+        if (martian_v4(frame + 26, local.ipv4.data())) [[unlikely]] return Verdict::kMartian;
         out->payload_offset = kEthHeader + kIpv4MinHeader + kUdpHeader;
         out->payload_len = udp_len - kUdpHeader;
         out->src_ip = frame + 26;
@@ -168,6 +186,11 @@ inline Endpoint UdpView::from() const noexcept {
   if (be16(udp + 2) != local.port) return Verdict::kNotGossip;
   const std::uint32_t udp_len = be16(udp + 4);
   if (udp_len < kUdpHeader || udp_len > l3_end - l4) return Verdict::kMalformed;
+  // A source no member can have: dropped before anything reads the payload,
+  // so nothing is ever answered there.
+  if (src_ip_len == 4 ? martian_v4(src_ip, local.ipv4.data()) : martian_v6(src_ip, local.ipv6_addr.data())) {
+    return Verdict::kMartian;
+  }
 
   out->payload_offset = l4 + kUdpHeader;
   out->payload_len = udp_len - kUdpHeader;

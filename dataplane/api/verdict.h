@@ -26,8 +26,9 @@ enum class Verdict : std::uint8_t {
   kReplayTableFull, // a new sender while limits.replay_senders windows are live
   kBeforeStart,     // header timestamp older than this gateway's start
   kWrongReceiver,   // sealed for another receiver (the header's receiver tag)
+  kMartian,         // IP source that no member can have: ours, broadcast, multicast, 0/8, loopback
 };
-inline constexpr std::size_t kVerdictCount = 16;
+inline constexpr std::size_t kVerdictCount = 17;
 
 // Counter names, stable: they are exported and documented.
 inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
@@ -36,7 +37,7 @@ inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "drop_bad_mac",      "drop_stale",       "drop_replay",
     "drop_rate_limited", "drop_bad_auth",    "drop_ring_full",
     "drop_auth_retry",   "drop_replay_table_full", "drop_before_start",
-    "drop_wrong_receiver",
+    "drop_wrong_receiver", "drop_martian",
 };
 
 constexpr std::string_view verdict_name(Verdict v) {

@@ -18,13 +18,14 @@ constexpr std::array<std::string_view, kKindCount> kKindNames = {
     "forged_header",  "forged_tag",      "forged_ciphertext", "unkeyed_random",
     "unkeyed_short",  "unkeyed_version", "unkeyed_memberlist", "not_gossip",
     "malformed",      "replayed",        "stale",           "flood",
-    "wrong_receiver",
+    "wrong_receiver", "martian",
 };
 
 constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "accepted",          "drop_not_gossip",      "drop_malformed", "drop_unkeyed",
     "drop_foreign_cluster", "drop_unknown_key", "drop_bad_mac",   "drop_stale",
     "drop_replay",       "drop_rate_limited",    "drop_bad_auth",  "drop_wrong_receiver",
+    "drop_martian",
 };
 
 constexpr std::array<std::string_view, kUnkeyedLabelCount> kUnkeyedLabels = {
@@ -503,6 +504,19 @@ class Generator {
         p.variant = "other_member";
         break;
       }
+      case Kind::kMartian: {
+        Flow f = flow();
+        static constexpr std::array<std::string_view, 5> kV4 = {"255.255.255.255", "224.0.0.1", "0.0.0.0",
+                                                               "127.0.0.1", ""};
+        static constexpr std::array<std::string_view, 5> kV6 = {"ff02::1", "ff05::2", "::", "::1", ""};
+        static constexpr std::array<std::string_view, 5> kNames = {"broadcast", "multicast", "unspecified",
+                                                                  "loopback", "own_address"};
+        const std::size_t v = rng_.below(kNames.size());
+        f.src = kNames[v] == "own_address" ? o_.dst_ip : *parse_ip(v6_ ? kV6[v] : kV4[v]);
+        p.variant = kNames[v];
+        p.frame = build_udp_frame(f, seal_other(keys_[0], cluster_id_).datagram);
+        break;
+      }
       case Kind::kForeign: {
         // Half under our own key: the cluster id alone must reject it.
         const bool own_key = rng_.coin();
@@ -904,6 +918,8 @@ Verdict expected_verdict(Kind k) noexcept {
       return Verdict::kDropMalformed;
     case Kind::kWrongReceiver:
       return Verdict::kDropWrongReceiver;
+    case Kind::kMartian:
+      return Verdict::kDropMartian;
   }
   return Verdict::kDropMalformed;
 }

@@ -52,8 +52,11 @@ enum class Kind : std::uint8_t {
   // Valid, but sealed for another member (another address, same port):
   // drop_wrong_receiver (wire version 2 binds a datagram to its receiver).
   kWrongReceiver,
+  // Valid datagrams from a source no member can have (the gateway's own
+  // address, broadcast, multicast, 0.0.0.0 / ::, loopback): drop_martian.
+  kMartian,
 };
-inline constexpr std::size_t kKindCount = 17;
+inline constexpr std::size_t kKindCount = 18;
 
 // "valid", "valid_secondary", ... as on the command line and in the JSON.
 std::string_view kind_name(Kind k) noexcept;
@@ -73,8 +76,9 @@ enum class Verdict : std::uint8_t {
   kDropRateLimited,
   kDropBadAuth,
   kDropWrongReceiver,
+  kDropMartian,
 };
-inline constexpr std::size_t kVerdictCount = 12;
+inline constexpr std::size_t kVerdictCount = 13;
 
 std::string_view verdict_name(Verdict v) noexcept;  // "accepted", "drop_not_gossip", ...
 // The verdict of a kind's packets (for flood: of those within the burst).

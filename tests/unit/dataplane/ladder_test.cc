@@ -199,6 +199,33 @@ TEST_F(LadderTest, NoGatewayHeaderIsUnkeyed) {
 // Issue 17, item 5: a member's real datagram for another member, sent here,
 // is refused from its header (before the MAC) with its own verdict; under a
 // colliding tag it still fails the AEAD.
+// Issue 17, item 7: a valid datagram from a source no member can have is
+// dropped at parse (so nothing is ever answered there), IPv4 and IPv6, on
+// the fast path and the general one (a VLAN tag takes the general path).
+TEST_F(LadderTest, MartianSourcesAreDroppedAtParse) {
+  for (const bool vlan : {false, true}) {
+    const std::size_t src = 26 + (vlan ? 4 : 0);
+    for (const std::array<std::uint8_t, 4> ip : std::vector<std::array<std::uint8_t, 4>>{
+             {255, 255, 255, 255}, {224, 0, 0, 1}, {239, 1, 2, 3}, {240, 0, 0, 1}, {0, 0, 0, 0}, {0, 1, 2, 3},
+             {127, 0, 0, 1}, {10, 0, 0, 1}}) {
+      Bytes f = frame(sealed("martian"), false, kPort, vlan);
+      std::copy(ip.begin(), ip.end(), f.begin() + static_cast<std::ptrdiff_t>(src));
+      EXPECT_EQ(verdict(f), Verdict::kMartian) << int{ip[0]} << "." << int{ip[3]} << " vlan " << vlan;
+    }
+    Bytes ok = frame(sealed("a member"), false, kPort, vlan);
+    EXPECT_EQ(verdict(ok), Verdict::kAccepted);
+  }
+  to_ = cfg6_.local.receiver;
+  for (const char* a : {"ff02::1", "::", "::1", "fd00::1"}) {
+    LocalEndpoint e;
+    ASSERT_TRUE(parse_endpoint(a, kPort, &e));
+    Bytes f = frame(sealed("martian6"), true);
+    std::copy(e.ipv6_addr.begin(), e.ipv6_addr.end(), f.begin() + 22);
+    EXPECT_EQ(run(cfg6_, f).verdict, Verdict::kMartian) << a;
+  }
+  EXPECT_EQ(run(cfg6_, frame(sealed("a member"), true)).verdict, Verdict::kAccepted);
+}
+
 TEST_F(LadderTest, ADatagramSealedForAnotherMemberIsRefused) {
   LocalEndpoint other;
   ASSERT_TRUE(parse_endpoint("10.0.0.2", kPort, &other));

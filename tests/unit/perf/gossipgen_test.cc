@@ -136,6 +136,20 @@ class Reference {
     const std::size_t udp_len = be16(f.data() + l4 + 4);
     if (udp_len < 8 || l4 + udp_len > ip_end) return with(out, Verdict::kDropMalformed);
     if (be16(f.data() + l4 + 2) != port_) return with(out, Verdict::kDropNotGossip);
+    // Sources no member can have (issue 17), written out independently.
+    const std::uint8_t* src = f.data() + (et == 0x0800 ? 26 : 22);
+    if (et == 0x0800) {
+      const bool own = std::memcmp(src, dst_.bytes.data(), 4) == 0;
+      if (src[0] == 0 || src[0] == 127 || src[0] >= 224 || own) return with(out, Verdict::kDropMartian);
+    } else {
+      static const std::array<std::uint8_t, 16> kZero{};
+      std::array<std::uint8_t, 16> one{};
+      one[15] = 1;
+      const bool own = std::memcmp(src, dst_.bytes.data(), 16) == 0;
+      if (src[0] == 0xFF || std::memcmp(src, kZero.data(), 16) == 0 || std::memcmp(src, one.data(), 16) == 0 || own) {
+        return with(out, Verdict::kDropMartian);
+      }
+    }
 
     std::vector<std::uint8_t> payload(f.begin() + static_cast<long>(l4 + 8),
                                       f.begin() + static_cast<long>(l4 + udp_len));
