@@ -44,6 +44,7 @@ class HandoffRings final : public HandoffSource {
   std::size_t dequeue(std::size_t worker, crypto::PriorityClass cls, Handoff* out,
                       std::size_t max) noexcept override {
     const std::size_t n = ring(worker, cls)->pop(out, max);
+    for (std::size_t i = 0; i < n; ++i) out[i].cls = cls;
     if (once_) {
       for (std::size_t i = 0; i < n; ++i) check(out[i], cls);
     }

@@ -283,6 +283,8 @@ void control(Builder& b, const Json& l) {
         } else if (ck == "msg_unknown") {
           b.add("gossipgw_message_unknown_total", "counter",
                 "Authenticated payloads with no message this version knows (payloads)", lbl, cv.get<double>());
+        } else if (ck == "class_drop_mismatch") {
+          continue;  // exported by class from class_drop_mismatch_by_class
         } else if (ck.rfind("handoff_drop_", 0) == 0) {
           b.add("gossipgw_handoff_dropped_total", "counter",
                 "Accepted payloads the control lcore's once-only check refused: reason replay (already accepted "
@@ -298,6 +300,11 @@ void control(Builder& b, const Json& l) {
     } else if (k == "handoffs_by_class") {
       by_class(b, "gossipgw_handoffs_total", "counter",
                "Payloads the control lcore took from the workers' rings, by class (payloads)", v, lbl);
+    } else if (k == "class_drop_mismatch_by_class") {
+      by_class(b, "gossipgw_class_mismatch_dropped_total", "counter",
+               "Decoded payloads dropped because their header class was more urgent than their messages "
+               "justify, by header class (payloads)",
+               v, lbl);
     } else if (k == "ring_depth_max") {
       by_class(b, "gossipgw_ring_depth_max", "gauge",
                "Deepest a worker-to-control ring of the class was seen (payloads)", v, lbl);

@@ -55,6 +55,9 @@ Json control_counters(const cp::ControlCounters& c) {
   j["msg_unknown"] = c.msg_unknown;
   j["handoff_drop_replay"] = c.once_refused[static_cast<std::size_t>(Once::kReplay)];
   j["handoff_drop_replay_table_full"] = c.once_refused[static_cast<std::size_t>(Once::kTableFull)];
+  std::uint64_t mismatch = 0;
+  for (const std::uint64_t n : c.class_drop_mismatch) mismatch += n;
+  j["class_drop_mismatch"] = mismatch;
   return j;
 }
 
@@ -190,6 +193,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   totals["msg_unknown"] = control.msg_unknown;
   totals["handoff_drop_replay"] = control_json["handoff_drop_replay"];
   totals["handoff_drop_replay_table_full"] = control_json["handoff_drop_replay_table_full"];
+  totals["class_drop_mismatch"] = control_json["class_drop_mismatch"];
 
   Json lcores = Json::array();
   for (const WorkerStats& w : workers) {
@@ -212,6 +216,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   ctl["counters"] = control_counters(control);
   ctl["handoffs_by_class"] = class_counts(control.handoffs_by_class);
   ctl["ring_depth_max"] = class_counts(control.ring_depth_max);
+  ctl["class_drop_mismatch_by_class"] = class_counts(control.class_drop_mismatch);
   lcores.push_back(std::move(ctl));
 
   Json doc;

@@ -54,6 +54,13 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
     }
     return;
   }
+  // Class must match content (issue 17): a payload claiming a more urgent
+  // class than its messages justify was served ahead of real urgent
+  // traffic; drop it, counted, before it reaches the engine.
+  if (!engine::class_fits(static_cast<engine::PriorityClass>(h.cls), r.messages)) {
+    ++counters.class_drop_mismatch[static_cast<std::size_t>(h.cls)];
+    return;
+  }
   for (const engine::Message& m : r.messages) ++counters.msgs[m.index()];
   engine::Address from = to_engine_address(h.from);
   note_sender_key(from, h.key_id);

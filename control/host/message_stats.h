@@ -42,6 +42,10 @@ struct ControlCounters {
   // already accepted through another worker (handoff_drop_replay), [2] no
   // once-only window free (handoff_drop_replay_table_full).
   std::array<std::uint64_t, 3> once_refused{};
+  // Decoded payloads dropped because their header class is more urgent than
+  // their messages justify (engine::class_fits), by header class: a key
+  // holder cannot have bulk content served as urgent (class_drop_mismatch).
+  std::array<std::uint64_t, crypto::kClassCount> class_drop_mismatch{};
 };
 
 // Decodes one opened payload and counts its messages. `arena` is reused by

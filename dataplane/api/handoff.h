@@ -46,6 +46,8 @@ struct Handoff {
   std::uint32_t key_id = 0;  // the key id that opened it (authenticated)
   ReplayStamp stamp;         // authenticated (the header is the AEAD's associated data)
   Once once = Once::kFirst;  // set by the source's once-only check
+  // The header's priority class (authenticated): the ring it came through.
+  crypto::PriorityClass cls = crypto::PriorityClass::kBulk;
   void* token = nullptr;  // the ring it came from; opaque to the control plane
 };
 

@@ -18,7 +18,7 @@ constexpr std::array<std::string_view, kKindCount> kKindNames = {
     "forged_header",  "forged_tag",      "forged_ciphertext", "unkeyed_random",
     "unkeyed_short",  "unkeyed_version", "unkeyed_memberlist", "not_gossip",
     "malformed",      "replayed",        "stale",           "flood",
-    "wrong_receiver", "martian",
+    "wrong_receiver", "martian",         "class_abuse",
 };
 
 constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
@@ -368,6 +368,12 @@ class Generator {
       // every type appears once there are 11 valid packets.
       MsgType t = static_cast<MsgType>(rng_.below(kMsgTypeCount));
       if (i == 0 && count_types) t = static_cast<MsgType>(valid_seq_++ % kMsgTypeCount);
+      if (abuse_) {
+        // Content that no urgent datagram carries.
+        static constexpr std::array<MsgType, 4> kNotUrgent = {MsgType::kSuspect, MsgType::kUserData,
+                                                              MsgType::kSyncRequest, MsgType::kSyncResponse};
+        t = kNotUrgent[rng_.below(kNotUrgent.size())];
+      }
       fill_message(c.add_messages(), t);
       // A sized datagram keeps only the messages that fit its target (the
       // first always stays), so the padding can make up the rest.
@@ -385,7 +391,7 @@ class Generator {
       s.messages[static_cast<std::size_t>(t)]++;
       best = std::min(best, static_cast<std::uint8_t>(class_of(t)));
     }
-    s.cls = static_cast<crypto::PriorityClass>(best);
+    s.cls = abuse_ ? crypto::PriorityClass::kUrgent : static_cast<crypto::PriorityClass>(best);
     const std::string plain = c.SerializeAsString();
     s.datagram.resize(crypto::kHeaderBytes + plain.size() + crypto::kTagBytes);
     crypto::SealParams params;
@@ -502,6 +508,16 @@ class Generator {
         p.frame = build_udp_frame(flow(), seal_other(keys_[0], cluster_id_).datagram);
         for_other_ = false;
         p.variant = "other_member";
+        break;
+      }
+      case Kind::kClassAbuse: {
+        abuse_ = true;
+        Sealed s = seal_other(keys_[0], cluster_id_);
+        abuse_ = false;
+        p.variant = "urgent_for_bulk";
+        p.cls = s.cls;
+        p.class_mismatch = true;  // its messages are not served
+        p.frame = build_udp_frame(flow(), s.datagram);
         break;
       }
       case Kind::kMartian: {
@@ -807,6 +823,7 @@ class Generator {
   crypto::Receiver receiver_;        // the gateway: what sealed packets are bound to
   crypto::Receiver other_receiver_;  // another member (wrong_receiver)
   bool for_other_ = false;           // seal() binds to other_receiver_
+  bool abuse_ = false;               // seal() makes class_abuse content under an urgent header
   std::size_t epoch_turn_ = 0;
   std::vector<crypto::Key> keys_;
   std::uint64_t cluster_id_;
@@ -920,6 +937,8 @@ Verdict expected_verdict(Kind k) noexcept {
       return Verdict::kDropWrongReceiver;
     case Kind::kMartian:
       return Verdict::kDropMartian;
+    case Kind::kClassAbuse:
+      return Verdict::kAccepted;
   }
   return Verdict::kDropMalformed;
 }
@@ -1014,8 +1033,12 @@ void TruthCounts::add(const Packet& p) noexcept {
   verdicts_[static_cast<std::size_t>(p.verdict)]++;
   if (p.verdict == Verdict::kDropUnkeyed) unkeyed_[p.unkeyed_label]++;
   if (p.verdict != Verdict::kAccepted) return;
-  for (std::size_t t = 0; t < kMsgTypeCount; ++t) messages_[t] += p.messages[t];
   if (p.cls) classes_[static_cast<std::size_t>(*p.cls)]++;
+  if (p.class_mismatch) {
+    ++class_mismatch_;
+    return;
+  }
+  for (std::size_t t = 0; t < kMsgTypeCount; ++t) messages_[t] += p.messages[t];
 }
 
 nlohmann::ordered_json TruthCounts::json(std::uint64_t seed) const {
@@ -1029,6 +1052,7 @@ nlohmann::ordered_json TruthCounts::json(std::uint64_t seed) const {
   e["rx_total"] = packets_;
   for (std::size_t v = 0; v < kVerdictCount; ++v) e[std::string(kVerdictNames[v])] = verdicts_[v];
   e["drop_ring_full"] = 0;
+  e["class_drop_mismatch"] = class_mismatch_;
   for (std::size_t t = 0; t < kMsgTypeCount; ++t) e["msg_" + std::string(kMsgTypeNames[t])] = messages_[t];
   e["msg_decode_error"] = 0;
   j["expected"] = e;

@@ -55,8 +55,12 @@ enum class Kind : std::uint8_t {
   // Valid datagrams from a source no member can have (the gateway's own
   // address, broadcast, multicast, 0.0.0.0 / ::, loopback): drop_martian.
   kMartian,
+  // Valid, but the header claims urgent for content that is not (suspect,
+  // user data, syncs): accepted by the worker, then dropped on the control
+  // lcore and counted in class_drop_mismatch; its messages are not served.
+  kClassAbuse,
 };
-inline constexpr std::size_t kKindCount = 18;
+inline constexpr std::size_t kKindCount = 19;
 
 // "valid", "valid_secondary", ... as on the command line and in the JSON.
 std::string_view kind_name(Kind k) noexcept;
@@ -172,6 +176,9 @@ struct Packet {
   std::array<std::uint32_t, kMsgTypeCount> messages{};
   // Unkeyed packets only: index into unkeyed_labels().
   std::size_t unkeyed_label = 0;
+  // Accepted, but its class does not match its content (class_abuse): the
+  // control lcore drops it and does not count its messages.
+  bool class_mismatch = false;
 };
 
 // Largest packet count one run may ask for.
@@ -198,6 +205,7 @@ class TruthCounts {
 
  private:
   std::uint64_t packets_ = 0;
+  std::uint64_t class_mismatch_ = 0;
   std::array<std::uint64_t, kKindCount> kinds_{};
   std::array<std::uint64_t, kVerdictCount> verdicts_{};
   std::array<std::uint64_t, kMsgTypeCount> messages_{};

@@ -253,6 +253,7 @@ struct Totals {
   std::array<std::uint64_t, kMsgTypeCount> messages{};
   std::array<std::uint64_t, crypto::kClassCount> classes{};
   std::map<Kind, std::set<std::string>> variants;
+  std::uint64_t class_mismatch = 0;
 };
 
 Totals check_all(const GenOptions& o, const std::vector<Packet>& packets) {
@@ -290,7 +291,16 @@ Totals check_all(const GenOptions& o, const std::vector<Packet>& packets) {
       default:
         break;
     }
-    if (got.verdict == Verdict::kAccepted) {
+    if (got.verdict == Verdict::kAccepted && p.class_mismatch) {
+      // class_abuse: urgent header, content that is not (the control lcore drops it).
+      EXPECT_FALSE(got.class_matches);
+      EXPECT_EQ(got.cls, PriorityClass::kUrgent);
+      EXPECT_EQ(got.messages[static_cast<std::size_t>(MsgType::kDead)], 0u);
+      EXPECT_EQ(got.messages[static_cast<std::size_t>(MsgType::kLeave)], 0u);
+      EXPECT_EQ(got.messages[static_cast<std::size_t>(MsgType::kAlive)], 0u);
+      t.classes[static_cast<std::size_t>(got.cls)]++;
+      ++t.class_mismatch;
+    } else if (got.verdict == Verdict::kAccepted) {
       EXPECT_FALSE(got.decode_error);
       EXPECT_TRUE(got.class_matches);
       EXPECT_TRUE(p.cls.has_value());
@@ -337,7 +347,8 @@ void expect_truth_matches(const GenOptions& o, const std::vector<Packet>& packet
     const auto name = "msg_" + std::string(msg_type_name(static_cast<MsgType>(m)));
     EXPECT_EQ(e[name].get<std::uint64_t>(), t.messages[m]) << name;
   }
-  EXPECT_EQ(e.size(), 1 + kVerdictCount + 1 + kMsgTypeCount + 1);
+  EXPECT_EQ(e["class_drop_mismatch"].get<std::uint64_t>(), t.class_mismatch);
+  EXPECT_EQ(e.size(), 1 + kVerdictCount + 1 + 1 + kMsgTypeCount + 1);
   std::uint64_t classes = 0;
   const char* names[] = {"urgent", "probe", "gossip", "bulk"};
   for (std::size_t c = 0; c < 4; ++c) {
