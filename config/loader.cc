@@ -951,7 +951,9 @@ Config parse_config(std::string_view yaml_text, std::string_view source_name,
 }
 
 Config load_config(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+  // for ever (issue 17); it is refused below, as is anything not a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     throw ConfigError(path, "", 0,
                       "cannot open config file: " + std::system_category().message(errno));
@@ -959,8 +961,13 @@ Config load_config(const std::string& path) {
   std::string text;
   int read_errno = 0;
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    read_errno = errno;
+  } else if (S_ISDIR(st.st_mode)) {
     read_errno = EISDIR;
+  } else if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw ConfigError(path, "", 0, "config file is not a regular file (a FIFO, device or socket)");
   } else {
     std::array<char, 65536> buf{};
     for (;;) {

@@ -194,7 +194,9 @@ std::vector<std::uint32_t> Keyring::ids() const {
 
 KeyBytes load_key_file(const std::string& path) {
   const std::string where = "key file '" + path + "'";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer for ever
+  // (issue 17); the fstat below refuses anything but a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw KeyError(where + ": cannot open: " + errno_text(errno));
   struct Closer {
     int fd;
@@ -204,7 +206,7 @@ KeyBytes load_key_file(const std::string& path) {
   // fstat the open descriptor so the checks apply to what we read.
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw KeyError(where + ": cannot stat: " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) throw KeyError(where + ": not a regular file");
+  if (!S_ISREG(st.st_mode)) throw KeyError(where + ": not a regular file (a FIFO, device, socket or directory)");
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     throw KeyError(where + ": permissions " + octal_mode(st.st_mode) +
                    " let group or others access it; run: chmod 600 '" + path + "'");
