@@ -605,7 +605,7 @@ class Parser {
 
   void parse_limits(const Map& m, LimitsConfig& limits) const {
     if (auto f = m.find("max_payload_bytes")) {
-      limits.max_payload_bytes = read_uint<std::uint32_t>(*f, 64, 9000);
+      limits.max_payload_bytes = read_uint<std::uint32_t>(*f, 64, kMaxPayloadBytes);
     }
     if (auto f = m.find("replay_window_s")) limits.replay_window_s = read_uint<std::uint32_t>(*f, 1, 3600);
     if (auto f = m.find("replay_senders")) limits.replay_senders = read_uint<std::uint32_t>(*f, 64, 1048576);
@@ -929,11 +929,65 @@ ConfigError::ConfigError(std::string source, std::string field, int line, std::s
       line_(line),
       message_(std::move(message)) {}
 
+namespace {
+
+std::uint64_t ceil_pow2(std::uint64_t v) noexcept {
+  std::uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+std::uint64_t physical_memory_bytes() noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return UINT64_MAX;  // unknown: do not refuse
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+}
+
+}  // namespace
+
+MemoryNeed memory_needed(const Config& c) noexcept {
+  // dataplane/payload_ring.h: records of whole 64-byte lines, a 48-byte
+  // header then the payload rounded up to 16 bytes; capacity + 2 records.
+  const std::uint64_t payload = c.limits.max_payload_bytes - 16;  // the tag is not copied
+  const std::uint64_t lines = (48 + ((payload + 15) & ~std::uint64_t{15}) + 63) / 64;
+  const std::uint64_t ring = (std::uint64_t{c.rings.size} + 2) * lines * 64;
+  const std::uint64_t workers = c.lcores.workers.size();
+  MemoryNeed n;
+  n.rings = workers * 4 * ring;
+  // dataplane/replay.h: slots = bit_ceil(2 x windows), a 16-byte tag and a
+  // 160-byte window each; rate_limit.h: bit_ceil(sources) 48-byte buckets;
+  // FailedHeaders: 4,096 x 24 bytes. The control lcore's once-only table has
+  // 4 x replay_senders windows (one per class).
+  constexpr std::uint64_t kReplaySlot = 16 + 160;
+  const std::uint64_t replay = ceil_pow2(2 * std::uint64_t{c.limits.replay_senders}) * kReplaySlot;
+  const std::uint64_t rate = ceil_pow2(c.limits.sources) * 48;
+  const std::uint64_t once = ceil_pow2(2 * 4 * std::uint64_t{c.limits.replay_senders}) * kReplaySlot;
+  n.tables = workers * (replay + rate + 4096 * 24) + once;
+  return n;
+}
+
+void check_memory(const Config& c, std::uint64_t available, std::string_view source) {
+  const MemoryNeed n = memory_needed(c);
+  if (n.total() <= available) return;
+  constexpr std::uint64_t kMiB = 1024 * 1024;
+  throw ConfigError(std::string(source), "rings.size", 0,
+                    "this config needs " + std::to_string((n.total() + kMiB - 1) / kMiB) + " MiB (hand-off rings " +
+                        std::to_string(n.rings / kMiB) + " MiB for " + std::to_string(c.lcores.workers.size()) +
+                        " worker(s) x 4 classes x " + std::to_string(c.rings.size) + " payloads of up to " +
+                        std::to_string(c.limits.max_payload_bytes) + " bytes, guard tables " +
+                        std::to_string(n.tables / kMiB) + " MiB), more than the " +
+                        std::to_string(available / kMiB) +
+                        " MiB this machine has; lower rings.size, limits.max_payload_bytes or limits.replay_senders");
+}
+
 Config parse_config(std::string_view yaml_text, std::string_view source_name,
                     std::string_view base_dir) {
   const std::string source(source_name);
   try {
-    return Parser(source).parse(yaml_text, base_dir);
+    Config c = Parser(source).parse(yaml_text, base_dir);
+    check_memory(c, physical_memory_bytes(), source);
+    return c;
   } catch (const ConfigError&) {
     throw;
   } catch (const YAML::Exception& e) {

@@ -2,6 +2,8 @@
 // memory): one ring per worker and class, release by runs of one ring.
 #include "dataplane/handoff_rings.h"
 
+#include "config/loader.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -92,6 +94,19 @@ TEST(HandoffRings, TheOnceOnlyCheckServesADatagramOnceWhicheverWorkerItCameThrou
   rings.release(out.data(), 1);
   // Released like any other: the ring that held the copy has room again.
   EXPECT_EQ(rings.depth(1, crypto::PriorityClass::kUrgent), 0u);
+}
+
+// The config loader's memory estimate (config::memory_needed) matches what
+// the dataplane reserves: the rings exactly, the tables at least.
+TEST(HandoffRings, TheConfigMemoryEstimateMatchesTheRings) {
+  config::Config c;
+  c.lcores.workers = {1, 2};
+  c.rings.size = 64;
+  c.limits.max_payload_bytes = 1400;
+  const HandoffRings rings(2, 64, 1400 - 16);
+  EXPECT_EQ(config::memory_needed(c).rings, rings.bytes());
+  static_assert(sizeof(ReplayTable::Entry) <= 160, "config::memory_needed counts 160 bytes per replay window");
+  static_assert(sizeof(FailedHeaders) <= 4096 * 24 + 64, "and 24 bytes per failed-header slot");
 }
 
 }  // namespace
