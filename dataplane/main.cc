@@ -434,6 +434,7 @@ int main(int argc, char** argv) {
                             {"cluster_key_changes", ac.cluster_key_changes},
                             {"rejected_too_large", sc.rejected_too_large.load()},
                             {"rejected_read", sc.rejected_read.load()},
+                            {"evicted", sc.evicted.load()},
                             {"timed_out", sc.timed_out.load()}}});
         }
         return extra;

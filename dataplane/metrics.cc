@@ -174,7 +174,8 @@ const std::map<std::string, Section>& sections() {
   static const std::map<std::string, Section> kSections = {
       {"control_api", {"gossipgw_control_api_total", "counter", "counter",
                        "Control API: connections, requests, bad_requests, failed, key_changes, "
-                       "cluster_key_changes, rejected_too_large, rejected_read, timed_out (requests)"}},
+                       "cluster_key_changes, rejected_too_large, rejected_read (incomplete within the whole-request deadline), "
+                       "timed_out, evicted (closed to make room while still sending) (requests)"}},
       {"key_commands", {"gossipgw_key_commands_total", "counter", "result",
                         "Cluster-wide key commands: sent, applied, refused, repeated, results_received, "
                         "results_unsolicited (commands)"}},
