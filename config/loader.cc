@@ -957,13 +957,13 @@ MemoryNeed memory_needed(const Config& c) noexcept {
   n.rings = workers * 4 * ring;
   // dataplane/replay.h: slots = bit_ceil(2 x windows), a 16-byte tag and a
   // 160-byte window each; rate_limit.h: bit_ceil(sources) 48-byte buckets;
-  // FailedHeaders: 4,096 x 24 bytes. The control lcore's once-only table has
+  // FailedHeaders: 4,096 x 32 bytes. The control lcore's once-only table has
   // 4 x replay_senders windows (one per class).
   constexpr std::uint64_t kReplaySlot = 16 + 160;
   const std::uint64_t replay = ceil_pow2(2 * std::uint64_t{c.limits.replay_senders}) * kReplaySlot;
   const std::uint64_t rate = ceil_pow2(c.limits.sources) * 48;
   const std::uint64_t once = ceil_pow2(2 * 4 * std::uint64_t{c.limits.replay_senders}) * kReplaySlot;
-  n.tables = workers * (replay + rate + 4096 * 24) + once;
+  n.tables = workers * (replay + rate + 4096 * 32) + once;
   return n;
 }
 

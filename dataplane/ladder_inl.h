@@ -68,17 +68,20 @@ static_assert(crypto::kWireMagic[0] == 'G' && crypto::kWireMagic[1] == 'S' && cr
 // IPv4 0.0.0.0/8 ("this network"), 127/8 (loopback), 224/4 multicast and
 // 240/4 (reserved, with 255.255.255.255 broadcast), and our own address.
 inline bool martian_v4(const std::uint8_t* src, const std::uint8_t* ours) noexcept {
-  const std::uint8_t first = src[0];
-  return (first == 0) | (first == 127) | (first >= 224) | (load32(src) == load32(ours));
+  // One branch for all four tests (the fast path runs this per packet).
+  const unsigned first = src[0];
+  const unsigned hit = static_cast<unsigned>(first == 0) | static_cast<unsigned>(first == 127) |
+                       static_cast<unsigned>(first >= 224) | static_cast<unsigned>(load32(src) == load32(ours));
+  return hit != 0;
 }
 // IPv6 :: (unspecified), ::1 (loopback), ff00::/8 multicast, and our own address.
 inline bool martian_v6(const std::uint8_t* src, const std::uint8_t* ours) noexcept {
   const std::uint64_t hi = load64(src);
   const std::uint64_t lo = load64(src + 8);
   static constexpr std::uint8_t kOne[8] = {0, 0, 0, 0, 0, 0, 0, 1};
-  const bool zero_hi = hi == 0;
-  return (src[0] == 0xFF) | (zero_hi & (lo == 0)) | (zero_hi & (lo == load64(kOne))) |
-         ((hi == load64(ours)) & (lo == load64(ours + 8)));
+  if (src[0] == 0xFF) return true;
+  if (hi == 0 && (lo == 0 || lo == load64(kOne))) return true;
+  return hi == load64(ours) && lo == load64(ours + 8);
 }
 
 }  // namespace ladder_detail

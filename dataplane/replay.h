@@ -164,41 +164,61 @@ class ReplayTable {
 // of costing one each time. Only headers that passed the header MAC, the
 // replay pre-check and the receiver check get here, so every entry is a real
 // nonce of a key holder's datagram for us that we have not accepted; an
-// outsider cannot invent one. Direct-mapped with overwrite: a full table
-// forgets the oldest-hashed entry, which only makes a header tryable again
-// (one more AEAD), never lets a packet in. Remembering the nonce and not the
+// outsider cannot invent one. 4-way sets, least recently used forgotten
+// first (a header that keeps coming back stays); forgetting only makes a
+// header tryable again (one more AEAD), never lets a packet in. Remembering the nonce and not the
 // window keeps a forged copy from moving the sender's window (replay.h top).
 // The price, stated in docs/ladder.md: an attacker who sees a datagram for
 // us before we do (on its path, where it could drop it anyway) can spend its
 // nonce first.
 class FailedHeaders {
  public:
-  static constexpr std::size_t kSlots = 4096;
+  static constexpr std::size_t kWays = 4;
+  static constexpr std::size_t kSets = 1024;
+  static constexpr std::size_t kSlots = kWays * kSets;
 
   explicit FailedHeaders(std::uint64_t seed = 0) : seed_(seed) {}
 
-  bool contains(const ReplayKey& k, std::uint32_t counter) const noexcept {
-    const Slot& s = slots_[slot_of(k, counter)];
-    return s.used && s.key == k && s.counter == counter;
+  // True if this nonce failed here before; a hit keeps it (most recently
+  // used), so a header an attacker keeps re-sending stays remembered.
+  bool contains(const ReplayKey& k, std::uint32_t counter) noexcept {
+    Slot* set = &slots_[set_of(k, counter) * kWays];
+    for (std::size_t i = 0; i < kWays; ++i) {
+      if (set[i].used != 0 && set[i].key == k && set[i].counter == counter) {
+        set[i].used = ++tick_;
+        return true;
+      }
+    }
+    return false;
   }
+  // Remembers a failed nonce, forgetting the least recently used of its set.
   void add(const ReplayKey& k, std::uint32_t counter) noexcept {
-    Slot& s = slots_[slot_of(k, counter)];
-    s.key = k;
-    s.counter = counter;
-    s.used = true;
+    Slot* set = &slots_[set_of(k, counter) * kWays];
+    Slot* victim = &set[0];
+    for (std::size_t i = 0; i < kWays; ++i) {
+      if (set[i].used == 0) {
+        victim = &set[i];
+        break;
+      }
+      if (set[i].used < victim->used) victim = &set[i];
+    }
+    victim->key = k;
+    victim->counter = counter;
+    victim->used = ++tick_;
   }
 
  private:
   struct Slot {
     ReplayKey key;
     std::uint32_t counter = 0;
-    bool used = false;
+    std::uint64_t used = 0;  // 0: empty; else use order
   };
-  std::size_t slot_of(const ReplayKey& k, std::uint32_t counter) const noexcept {
+  std::size_t set_of(const ReplayKey& k, std::uint32_t counter) const noexcept {
     return static_cast<std::size_t>(mix64(k.epoch ^ seed_ ^ (std::uint64_t{k.key_id} << 32 | counter))) &
-           (kSlots - 1);
+           (kSets - 1);
   }
   std::uint64_t seed_ = 0;
+  std::uint64_t tick_ = 0;
   std::array<Slot, kSlots> slots_{};
 };
 

@@ -18,14 +18,14 @@ constexpr std::array<std::string_view, kKindCount> kKindNames = {
     "forged_header",  "forged_tag",      "forged_ciphertext", "unkeyed_random",
     "unkeyed_short",  "unkeyed_version", "unkeyed_memberlist", "not_gossip",
     "malformed",      "replayed",        "stale",           "flood",
-    "wrong_receiver", "martian",         "class_abuse",
+    "wrong_receiver", "martian",         "class_abuse",       "drain",
 };
 
 constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "accepted",          "drop_not_gossip",      "drop_malformed", "drop_unkeyed",
     "drop_foreign_cluster", "drop_unknown_key", "drop_bad_mac",   "drop_stale",
     "drop_replay",       "drop_rate_limited",    "drop_bad_auth",  "drop_wrong_receiver",
-    "drop_martian",
+    "drop_martian",      "drop_auth_retry",
 };
 
 constexpr std::array<std::string_view, kUnkeyedLabelCount> kUnkeyedLabels = {
@@ -400,7 +400,8 @@ class Generator {
     params.timestamp = timestamp.value_or(o_.timestamp);
     params.to = for_other_ ? other_receiver_ : receiver_;
     const std::size_t len =
-        crypto::seal_datagram(key, params, next_nonces(), reinterpret_cast<const std::uint8_t*>(plain.data()),
+        crypto::seal_datagram(key, params, nonce_override_ != nullptr ? *nonce_override_ : next_nonces(),
+                              reinterpret_cast<const std::uint8_t*>(plain.data()),
                               plain.size(), s.datagram.data(), s.datagram.size());
     if (len != s.datagram.size()) throw GenError("internal error: sealing failed");
     return s;
@@ -508,6 +509,27 @@ class Generator {
         p.frame = build_udp_frame(flow(), seal_other(keys_[0], cluster_id_).datagram);
         for_other_ = false;
         p.variant = "other_member";
+        break;
+      }
+      case Kind::kDrain: {
+        if (drain_dgram_.empty()) {
+          // Sniffed once: a real datagram for us, one ciphertext bit flipped.
+          // Under its own sender epoch (another member's sequence), so no
+          // window of ours ever moves past its nonce: every later copy
+          // meets the failed-header check, not the window.
+          nonce_override_ = &drain_nonces_;
+          drain_dgram_ = seal_other(keys_[0], cluster_id_).datagram;
+          nonce_override_ = nullptr;
+          drain_dgram_[crypto::kHeaderBytes] ^= 0x01;
+          p.verdict = Verdict::kDropBadAuth;  // the only AEAD it buys
+        }
+        Flow f = flow();
+        f.src = src_base_;  // a member's address: valid packets come from it too
+        const std::size_t last = v6_ ? 15 : 3;
+        f.src.bytes[last] = 2;
+        f.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x66};  // the attacker's
+        p.variant = "tampered_copy";
+        p.frame = build_udp_frame(f, drain_dgram_);
         break;
       }
       case Kind::kClassAbuse: {
@@ -824,6 +846,9 @@ class Generator {
   crypto::Receiver other_receiver_;  // another member (wrong_receiver)
   bool for_other_ = false;           // seal() binds to other_receiver_
   bool abuse_ = false;               // seal() makes class_abuse content under an urgent header
+  std::vector<std::uint8_t> drain_dgram_;  // the one tampered datagram the drain kind repeats
+  crypto::NonceSource drain_nonces_{0xD7A1D7A1D7A1D7A1ULL};  // its sender's epoch
+  crypto::NonceSource* nonce_override_ = nullptr;           // seal() uses it when set
   std::size_t epoch_turn_ = 0;
   std::vector<crypto::Key> keys_;
   std::uint64_t cluster_id_;
@@ -939,6 +964,8 @@ Verdict expected_verdict(Kind k) noexcept {
       return Verdict::kDropMartian;
     case Kind::kClassAbuse:
       return Verdict::kAccepted;
+    case Kind::kDrain:
+      return Verdict::kDropAuthRetry;
   }
   return Verdict::kDropMalformed;
 }

@@ -59,8 +59,14 @@ enum class Kind : std::uint8_t {
   // user data, syncs): accepted by the worker, then dropped on the control
   // lcore and counted in class_drop_mismatch; its messages are not served.
   kClassAbuse,
+  // The drain attack (issue 17 item 1): one real datagram for us with a
+  // ciphertext bit flipped, sent again and again from a member's address
+  // (the base address of the /24, which valid packets also use): the first
+  // copy drop_bad_auth, every later one drop_auth_retry; the member's own
+  // packets are still accepted (its bucket is charged only after an AEAD).
+  kDrain,
 };
-inline constexpr std::size_t kKindCount = 19;
+inline constexpr std::size_t kKindCount = 20;
 
 // "valid", "valid_secondary", ... as on the command line and in the JSON.
 std::string_view kind_name(Kind k) noexcept;
@@ -81,8 +87,9 @@ enum class Verdict : std::uint8_t {
   kDropBadAuth,
   kDropWrongReceiver,
   kDropMartian,
+  kDropAuthRetry,
 };
-inline constexpr std::size_t kVerdictCount = 13;
+inline constexpr std::size_t kVerdictCount = 14;
 
 std::string_view verdict_name(Verdict v) noexcept;  // "accepted", "drop_not_gossip", ...
 // The verdict of a kind's packets (for flood: of those within the burst).

@@ -503,6 +503,33 @@ TEST(GeneratorOptions, RefusesWhatItCannotMeet) {
 
 // ---- kinds for the stateful ladder steps ----------------------------------
 
+// Issue 17 item 1: the drain kind repeats one tampered datagram for us from
+// a member's address; the reference parser calls every copy bad_auth (it
+// keeps no state), the truth says the gateway tries the AEAD once.
+TEST(GeneratorGuardKinds, DrainRepeatsOneTamperedDatagramFromAMember) {
+  ASSERT_TRUE(crypto::init());
+  GenOptions o = base_options("10.0.0.1", Suite::kChaCha20Poly1305);
+  o.mix = Mix{};
+  o.mix[static_cast<std::size_t>(Kind::kValid)] = 50;
+  o.mix[static_cast<std::size_t>(Kind::kDrain)] = 40;
+  const Reference ref(o);
+  const auto packets = generate(o);
+  std::size_t copies = 0;
+  Frame first;
+  for (const Packet& p : packets) {
+    if (p.kind != Kind::kDrain) continue;
+    EXPECT_EQ(ref.classify(p.frame).verdict, Verdict::kDropBadAuth);
+    EXPECT_EQ(p.verdict, copies == 0 ? Verdict::kDropBadAuth : Verdict::kDropAuthRetry);
+    // The same datagram (the IP id differs frame to frame).
+    const Frame dgram(p.frame.begin() + 42, p.frame.end());
+    if (copies == 0) first = dgram;
+    EXPECT_EQ(dgram, first);
+    EXPECT_EQ(p.frame[14 + 12 + 3], 2);  // from 10.0.0.2
+    ++copies;
+  }
+  EXPECT_EQ(copies, 40u);
+}
+
 TEST(GeneratorGuardKinds, ReplayedStaleAndFlood) {
   ASSERT_TRUE(crypto::init());
   GenOptions o = base_options("10.0.0.1", Suite::kChaCha20Poly1305);
