@@ -49,6 +49,84 @@ constexpr std::size_t kMaxWorkers = 64;
 constexpr std::size_t kMaxClassifierRules = 32;
 constexpr std::size_t kMaxRuleNameBytes = 48;
 constexpr std::size_t kMaxPatternBytes = 1024;
+// The compile bound (issue 17: one in-range rule took 18 s to compile, 32
+// never finished in 20 s). Hyperscan's compile time grows with the bounds
+// of counted repeats (measured on the CI machine: x.{0,128}y.{0,128}z 0.13 s,
+// x.{0,500}y.{0,500}z 0.25 s, x.{0,1000}y.{0,1000}z 0.66 s), multiplied
+// through nested groups. A rule's repeat weight (repeat_weight below) may be
+// at most kMaxRepeatWeight, all rules together kMaxTotalRepeatWeight: the
+// classifier scans at most a few hundred bytes anyway (classifier.scan_bytes).
+constexpr std::uint64_t kMaxRepeatWeight = 256;
+constexpr std::uint64_t kMaxTotalRepeatWeight = 2048;
+
+// The sum of the upper bounds of a pattern's counted repeats ({n}, {n,},
+// {n,m}), a group's weight (its content plus one) multiplied by a repeat
+// that follows it. Character classes and escapes are skipped; * + ? weigh
+// nothing. Saturates instead of overflowing.
+std::uint64_t repeat_weight(std::string_view p) {
+  constexpr std::uint64_t kCap = 1ULL << 40;
+  std::vector<std::uint64_t> stack{0};
+  std::uint64_t last_group = 0;  // weight of the group that just closed
+  bool after_group = false;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const char ch = p[i];
+    if (ch == '\\') {
+      ++i;
+      after_group = false;
+      continue;
+    }
+    if (ch == '[') {
+      std::size_t j = i + 1;
+      if (j < p.size() && p[j] == '^') ++j;
+      if (j < p.size() && p[j] == ']') ++j;
+      while (j < p.size() && p[j] != ']') j += p[j] == '\\' ? 2 : 1;
+      i = j;
+      after_group = false;
+      continue;
+    }
+    if (ch == '(') {
+      stack.push_back(0);
+      after_group = false;
+      continue;
+    }
+    if (ch == ')') {
+      last_group = stack.size() > 1 ? stack.back() : 0;
+      if (stack.size() > 1) stack.pop_back();
+      stack.back() = std::min(kCap, stack.back() + last_group);
+      after_group = true;
+      continue;
+    }
+    if (ch == '{') {
+      std::size_t j = i + 1;
+      std::uint64_t bound = 0;
+      std::uint64_t num = 0;
+      bool digits = false;
+      for (; j < p.size() && ((p[j] >= '0' && p[j] <= '9') || p[j] == ','); ++j) {
+        if (p[j] == ',') {
+          bound = std::max(bound, num);
+          num = 0;
+        } else {
+          num = std::min(kCap, num * 10 + static_cast<std::uint64_t>(p[j] - '0'));
+          digits = true;
+        }
+      }
+      if (digits && j < p.size() && p[j] == '}') {
+        bound = std::max(bound, num);
+        if (after_group) {
+          // The group was added once; it now counts (weight + 1) x bound.
+          stack.back() = std::min(kCap, stack.back() - last_group + (last_group + 1) * bound);
+        } else {
+          stack.back() = std::min(kCap, stack.back() + bound);
+        }
+        i = j;
+      }
+      after_group = false;
+      continue;
+    }
+    after_group = false;
+  }
+  return stack.front();
+}
 
 std::string format_what(const std::string& source, const std::string& field, int line,
                         const std::string& message) {
@@ -636,6 +714,7 @@ class Parser {
       fail(rules->path, rules->line,
            "at most " + std::to_string(kMaxClassifierRules) + " rules, got " + std::to_string(list.size()));
     }
+    std::uint64_t total_weight = 0;  // repeat_weight over all rules
     for (std::size_t i = 0; i < list.size(); ++i) {
       const YAML::Node item = list[i];
       const std::string path = indexed(rules->path, i);
@@ -659,6 +738,20 @@ class Parser {
         }
       }
       r.pattern = read_string(pattern);
+      const std::uint64_t weight = repeat_weight(r.pattern);
+      if (weight > kMaxRepeatWeight) {
+        fail(pattern.path, pattern.line,
+             "rule " + quote(r.name) + ": counted repeats too large to compile quickly (repeat weight " +
+                 std::to_string(weight) + ", at most " + std::to_string(kMaxRepeatWeight) +
+                 "); lower the {n,m} bounds");
+      }
+      total_weight += weight;
+      if (total_weight > kMaxTotalRepeatWeight) {
+        fail(pattern.path, pattern.line,
+             "rule " + quote(r.name) + ": the rules' counted repeats together are too large to compile quickly "
+             "(repeat weight " + std::to_string(total_weight) + ", at most " +
+                 std::to_string(kMaxTotalRepeatWeight) + ")");
+      }
       const std::string why = check_pattern(r.pattern);
       if (!why.empty()) fail(pattern.path, pattern.line, "rule " + quote(r.name) + ": " + why);
       c.rules.push_back(std::move(r));

@@ -914,6 +914,31 @@ TEST(ConfigLoaderGuard, OutOfRangeLimitsAreRejected) {
   EXPECT_REJECTED(with_minimal("classifier:\n  enabled: yes\n"), "classifier.enabled", 8, "expected a boolean");
 }
 
+// Issue 17: an in-range rule could take 18 s to compile, 32 of them never
+// finished. Counted repeats (what Hyperscan's compile time grows with) are
+// bounded per rule and over all rules, before anything is compiled.
+TEST(ConfigLoaderGuard, RulesTooCostlyToCompileAreRejected) {
+  const auto rule = [](const std::string& pattern) {
+    return with_minimal("classifier:\n  rules:\n    - {name: heavy, pattern: '" + pattern + "'}\n");
+  };
+  for (const char* heavy : {"x.{0,1000}y", "(a.{0,100}){10}", "[{]{999}", "((ab){20}c){20}", "a{300,}"}) {
+    const Rejection r = reject(rule(heavy));
+    EXPECT_EQ(r.field, "classifier.rules[0].pattern") << heavy << ": " << r.what;
+    EXPECT_NE(r.message.find("too large to compile quickly"), std::string::npos) << heavy << ": " << r.what;
+    EXPECT_NE(r.message.find("'heavy'"), std::string::npos) << r.what;
+  }
+  // At the bound, and escaped braces (no repeat at all), are fine.
+  for (const char* ok : {"x.{0,128}y.{0,128}z", "GSGW\\{1000\\}", "(a{2}){50}"}) {
+    EXPECT_NO_THROW(parse_config(rule(ok), kSource, kBaseDir)) << ok;
+  }
+  // Each rule in bound, together too much.
+  std::string many = "classifier:\n  rules:\n";
+  for (int i = 0; i < 9; ++i) many += "    - {name: r" + std::to_string(i) + ", pattern: 'x.{0,250}y'}\n";
+  const Rejection r = reject(with_minimal(many));
+  EXPECT_EQ(r.field, "classifier.rules[8].pattern") << r.what;
+  EXPECT_NE(r.message.find("together"), std::string::npos) << r.what;
+}
+
 TEST(ConfigLoaderGuard, BadRulesAreRejectedNamingTheRule) {
   // Hyperscan's own complaint, with the rule's name and where it is.
   Rejection r = reject(with_minimal("classifier:\n  rules:\n    - name: broken_one\n      pattern: 'abc('\n"));
