@@ -53,6 +53,15 @@ struct LcoreConfig {
   std::vector<unsigned> workers = {1};
 };
 
+// The largest limits.max_payload_bytes (issue 17): what one receive mbuf
+// holds. Frames arrive in single 2048-byte mbufs (RTE_MBUF_DEFAULT_DATAROOM;
+// dataplane/port.cc) and a multi-segment frame is malformed, so the UDP
+// payload may take 2048 - 14 (Ethernet) - 4 (VLAN) - 40 (IPv6) - 8 (UDP)
+// = 1982 bytes, of which 48 are the gateway header: 1934 bytes of
+// ciphertext and tag. A larger setting (up to 9000 was accepted) only made
+// every such frame drop_malformed.
+inline constexpr std::uint32_t kMaxPayloadBytes = 1934;
+
 struct RingConfig {
   // Capacity in messages of each per-worker, per-class ring to the control
   // lcore. Power of two, 64..1048576. Default 4096. Each message is a copy
@@ -78,17 +87,19 @@ struct DataplaneConfig {
 
 struct LimitsConfig {
   // Largest sealed payload (header excluded) a worker accepts, in bytes;
-  // longer ones are dropped as malformed. 64..9000. Default 1400.
+  // longer ones are dropped as malformed. 64..kMaxPayloadBytes (1934). Default 1400.
   std::uint32_t max_payload_bytes = 1400;
   // Replay protection. A header timestamp further than this from the
   // worker's clock, in seconds, is dropped as stale (so members' clocks must
   // agree this well). 1..3600. Default 30.
   std::uint32_t replay_window_s = 30;
   // Senders (key id and nonce epoch) whose 1024-packet nonce window each
-  // worker keeps; when full, the least recently used is evicted and counted
-  // (replay_table_evict). 64..1048576. Default 4096.
+  // worker (and the control lcore) keeps. Never evicted while live: a new
+  // sender past it is refused (drop_replay_table_full) until windows whose
+  // newest datagram is older than replay_window_s age out
+  // (replay_table_expired). 64..1048576. Default 4096.
   std::uint32_t replay_senders = 4096;
-  // Per-source token buckets, charged after the header MAC: packets per
+  // Per-source token buckets, charged after the AEAD opened: packets per
   // second and bucket depth in packets, for members the control plane knows
   // and for other sources. 1..10000000 each. Defaults: known 2000/s, burst
   // 4000; unknown 100/s, burst 200.

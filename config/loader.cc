@@ -49,6 +49,84 @@ constexpr std::size_t kMaxWorkers = 64;
 constexpr std::size_t kMaxClassifierRules = 32;
 constexpr std::size_t kMaxRuleNameBytes = 48;
 constexpr std::size_t kMaxPatternBytes = 1024;
+// The compile bound (issue 17: one in-range rule took 18 s to compile, 32
+// never finished in 20 s). Hyperscan's compile time grows with the bounds
+// of counted repeats (measured on the CI machine: x.{0,128}y.{0,128}z 0.13 s,
+// x.{0,500}y.{0,500}z 0.25 s, x.{0,1000}y.{0,1000}z 0.66 s), multiplied
+// through nested groups. A rule's repeat weight (repeat_weight below) may be
+// at most kMaxRepeatWeight, all rules together kMaxTotalRepeatWeight: the
+// classifier scans at most a few hundred bytes anyway (classifier.scan_bytes).
+constexpr std::uint64_t kMaxRepeatWeight = 256;
+constexpr std::uint64_t kMaxTotalRepeatWeight = 2048;
+
+// The sum of the upper bounds of a pattern's counted repeats ({n}, {n,},
+// {n,m}), a group's weight (its content plus one) multiplied by a repeat
+// that follows it. Character classes and escapes are skipped; * + ? weigh
+// nothing. Saturates instead of overflowing.
+std::uint64_t repeat_weight(std::string_view p) {
+  constexpr std::uint64_t kCap = 1ULL << 40;
+  std::vector<std::uint64_t> stack{0};
+  std::uint64_t last_group = 0;  // weight of the group that just closed
+  bool after_group = false;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const char ch = p[i];
+    if (ch == '\\') {
+      ++i;
+      after_group = false;
+      continue;
+    }
+    if (ch == '[') {
+      std::size_t j = i + 1;
+      if (j < p.size() && p[j] == '^') ++j;
+      if (j < p.size() && p[j] == ']') ++j;
+      while (j < p.size() && p[j] != ']') j += p[j] == '\\' ? 2 : 1;
+      i = j;
+      after_group = false;
+      continue;
+    }
+    if (ch == '(') {
+      stack.push_back(0);
+      after_group = false;
+      continue;
+    }
+    if (ch == ')') {
+      last_group = stack.size() > 1 ? stack.back() : 0;
+      if (stack.size() > 1) stack.pop_back();
+      stack.back() = std::min(kCap, stack.back() + last_group);
+      after_group = true;
+      continue;
+    }
+    if (ch == '{') {
+      std::size_t j = i + 1;
+      std::uint64_t bound = 0;
+      std::uint64_t num = 0;
+      bool digits = false;
+      for (; j < p.size() && ((p[j] >= '0' && p[j] <= '9') || p[j] == ','); ++j) {
+        if (p[j] == ',') {
+          bound = std::max(bound, num);
+          num = 0;
+        } else {
+          num = std::min(kCap, num * 10 + static_cast<std::uint64_t>(p[j] - '0'));
+          digits = true;
+        }
+      }
+      if (digits && j < p.size() && p[j] == '}') {
+        bound = std::max(bound, num);
+        if (after_group) {
+          // The group was added once; it now counts (weight + 1) x bound.
+          stack.back() = std::min(kCap, stack.back() - last_group + (last_group + 1) * bound);
+        } else {
+          stack.back() = std::min(kCap, stack.back() + bound);
+        }
+        i = j;
+      }
+      after_group = false;
+      continue;
+    }
+    after_group = false;
+  }
+  return stack.front();
+}
 
 std::string format_what(const std::string& source, const std::string& field, int line,
                         const std::string& message) {
@@ -605,7 +683,7 @@ class Parser {
 
   void parse_limits(const Map& m, LimitsConfig& limits) const {
     if (auto f = m.find("max_payload_bytes")) {
-      limits.max_payload_bytes = read_uint<std::uint32_t>(*f, 64, 9000);
+      limits.max_payload_bytes = read_uint<std::uint32_t>(*f, 64, kMaxPayloadBytes);
     }
     if (auto f = m.find("replay_window_s")) limits.replay_window_s = read_uint<std::uint32_t>(*f, 1, 3600);
     if (auto f = m.find("replay_senders")) limits.replay_senders = read_uint<std::uint32_t>(*f, 64, 1048576);
@@ -636,6 +714,7 @@ class Parser {
       fail(rules->path, rules->line,
            "at most " + std::to_string(kMaxClassifierRules) + " rules, got " + std::to_string(list.size()));
     }
+    std::uint64_t total_weight = 0;  // repeat_weight over all rules
     for (std::size_t i = 0; i < list.size(); ++i) {
       const YAML::Node item = list[i];
       const std::string path = indexed(rules->path, i);
@@ -659,6 +738,20 @@ class Parser {
         }
       }
       r.pattern = read_string(pattern);
+      const std::uint64_t weight = repeat_weight(r.pattern);
+      if (weight > kMaxRepeatWeight) {
+        fail(pattern.path, pattern.line,
+             "rule " + quote(r.name) + ": counted repeats too large to compile quickly (repeat weight " +
+                 std::to_string(weight) + ", at most " + std::to_string(kMaxRepeatWeight) +
+                 "); lower the {n,m} bounds");
+      }
+      total_weight += weight;
+      if (total_weight > kMaxTotalRepeatWeight) {
+        fail(pattern.path, pattern.line,
+             "rule " + quote(r.name) + ": the rules' counted repeats together are too large to compile quickly "
+             "(repeat weight " + std::to_string(total_weight) + ", at most " +
+                 std::to_string(kMaxTotalRepeatWeight) + ")");
+      }
       const std::string why = check_pattern(r.pattern);
       if (!why.empty()) fail(pattern.path, pattern.line, "rule " + quote(r.name) + ": " + why);
       c.rules.push_back(std::move(r));
@@ -929,11 +1022,65 @@ ConfigError::ConfigError(std::string source, std::string field, int line, std::s
       line_(line),
       message_(std::move(message)) {}
 
+namespace {
+
+std::uint64_t ceil_pow2(std::uint64_t v) noexcept {
+  std::uint64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+std::uint64_t physical_memory_bytes() noexcept {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return UINT64_MAX;  // unknown: do not refuse
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+}
+
+}  // namespace
+
+MemoryNeed memory_needed(const Config& c) noexcept {
+  // dataplane/payload_ring.h: records of whole 64-byte lines, a 48-byte
+  // header then the payload rounded up to 16 bytes; capacity + 2 records.
+  const std::uint64_t payload = c.limits.max_payload_bytes - 16;  // the tag is not copied
+  const std::uint64_t lines = (48 + ((payload + 15) & ~std::uint64_t{15}) + 63) / 64;
+  const std::uint64_t ring = (std::uint64_t{c.rings.size} + 2) * lines * 64;
+  const std::uint64_t workers = c.lcores.workers.size();
+  MemoryNeed n;
+  n.rings = workers * 4 * ring;
+  // dataplane/replay.h: slots = bit_ceil(2 x windows), a 16-byte tag and a
+  // 160-byte window each; rate_limit.h: bit_ceil(sources) 48-byte buckets;
+  // FailedHeaders: 4,096 x 32 bytes. The control lcore's once-only table has
+  // 4 x replay_senders windows (one per class).
+  constexpr std::uint64_t kReplaySlot = 16 + 160;
+  const std::uint64_t replay = ceil_pow2(2 * std::uint64_t{c.limits.replay_senders}) * kReplaySlot;
+  const std::uint64_t rate = ceil_pow2(c.limits.sources) * 48;
+  const std::uint64_t once = ceil_pow2(2 * 4 * std::uint64_t{c.limits.replay_senders}) * kReplaySlot;
+  n.tables = workers * (replay + rate + 4096 * 32) + once;
+  return n;
+}
+
+void check_memory(const Config& c, std::uint64_t available, std::string_view source) {
+  const MemoryNeed n = memory_needed(c);
+  if (n.total() <= available) return;
+  constexpr std::uint64_t kMiB = 1024 * 1024;
+  throw ConfigError(std::string(source), "rings.size", 0,
+                    "this config needs " + std::to_string((n.total() + kMiB - 1) / kMiB) + " MiB (hand-off rings " +
+                        std::to_string(n.rings / kMiB) + " MiB for " + std::to_string(c.lcores.workers.size()) +
+                        " worker(s) x 4 classes x " + std::to_string(c.rings.size) + " payloads of up to " +
+                        std::to_string(c.limits.max_payload_bytes) + " bytes, guard tables " +
+                        std::to_string(n.tables / kMiB) + " MiB), more than the " +
+                        std::to_string(available / kMiB) +
+                        " MiB this machine has; lower rings.size, limits.max_payload_bytes or limits.replay_senders");
+}
+
 Config parse_config(std::string_view yaml_text, std::string_view source_name,
                     std::string_view base_dir) {
   const std::string source(source_name);
   try {
-    return Parser(source).parse(yaml_text, base_dir);
+    Config c = Parser(source).parse(yaml_text, base_dir);
+    check_memory(c, physical_memory_bytes(), source);
+    return c;
   } catch (const ConfigError&) {
     throw;
   } catch (const YAML::Exception& e) {
@@ -951,7 +1098,9 @@ Config parse_config(std::string_view yaml_text, std::string_view source_name,
 }
 
 Config load_config(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+  // for ever (issue 17); it is refused below, as is anything not a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     throw ConfigError(path, "", 0,
                       "cannot open config file: " + std::system_category().message(errno));
@@ -959,8 +1108,13 @@ Config load_config(const std::string& path) {
   std::string text;
   int read_errno = 0;
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    read_errno = errno;
+  } else if (S_ISDIR(st.st_mode)) {
     read_errno = EISDIR;
+  } else if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw ConfigError(path, "", 0, "config file is not a regular file (a FIFO, device or socket)");
   } else {
     std::array<char, 65536> buf{};
     for (;;) {

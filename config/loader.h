@@ -61,6 +61,25 @@ Config parse_config(std::string_view yaml_text, std::string_view source_name,
 // (over 1 MiB) file is a ConfigError whose source is `path`.
 Config load_config(const std::string& path);
 
+// The memory the dataplane reserves for `config` at start, in bytes: the
+// hand-off rings (workers x 4 classes x rings.size records of up to
+// limits.max_payload_bytes, as dataplane/payload_ring.h lays them out) and
+// the guard tables (replay windows, token buckets, failed headers per
+// worker, and the control lcore's once-only table). A unit test checks it
+// against the dataplane's own sizes.
+struct MemoryNeed {
+  std::uint64_t rings = 0;
+  std::uint64_t tables = 0;
+  std::uint64_t total() const noexcept { return rings + tables; }
+};
+MemoryNeed memory_needed(const Config& config) noexcept;
+
+// Throws ConfigError (field rings.size, saying how much is needed) when
+// memory_needed(config) exceeds `available_bytes`. parse_config calls it with
+// this machine's physical memory (issue 17: rings.size and
+// limits.max_payload_bytes, each in range, could ask for ~36 GiB).
+void check_memory(const Config& config, std::uint64_t available_bytes, std::string_view source);
+
 // `p` if it is absolute or `config.base_dir` is empty, else base_dir/p.
 // Not normalised: `..` is left for the kernel to resolve through symlinks.
 std::string resolve_path(const Config& config, const std::string& p);

@@ -17,10 +17,11 @@ std::size_t seal_datagram(const Key& key, const SealParams& params, NonceSource&
   h.timestamp = params.timestamp;
   h.nonce = nonces.next();
   h.payload_len = static_cast<std::uint16_t>(len + kTagBytes);
+  h.receiver = params.to.tag;
   write_header(h, out);
   h.mac = key.header_mac(out);
   write_header(h, out);
-  key.seal(out, h.nonce, plaintext, len, out + kHeaderBytes);
+  key.seal(out, h.nonce, plaintext, len, out + kHeaderBytes, params.to);
   return total;
 }
 

@@ -14,6 +14,7 @@ struct SealParams {
   std::uint64_t cluster_id = 0;
   PriorityClass cls = PriorityClass::kGossip;
   std::uint32_t timestamp = 0;  // seconds since the Unix epoch, from the caller's clock
+  Receiver to;                  // whom it is for (receiver_of its destination); only it can open it
 };
 
 // Largest payload a datagram can carry (payload_len is 16 bits).

@@ -90,29 +90,63 @@ std::uint64_t Key::header_mac(const std::uint8_t* header) const noexcept {
   return v;
 }
 
+namespace {
+
+// The associated data: the header, then whom it is for (wire_header.h).
+constexpr std::size_t kAdBytes = kHeaderBytes + kReceiverAdBytes;
+using AdBuffer = std::array<std::uint8_t, kAdBytes>;
+
+void build_ad(const std::uint8_t* header, const Receiver& r, AdBuffer& ad) noexcept {
+  std::memcpy(ad.data(), header, kHeaderBytes);
+  std::memcpy(ad.data() + kHeaderBytes, r.ad.data(), kReceiverAdBytes);
+}
+
+}  // namespace
+
+Receiver receiver_of(const std::uint8_t* ip, std::size_t ip_len, std::uint16_t port) noexcept {
+  static constexpr std::string_view kLabel = "gossipgw/receiver/v1";
+  Receiver r;
+  const std::size_t n = ip_len > 16 ? 16 : ip_len;
+  r.ad[0] = static_cast<std::uint8_t>(n);
+  std::memcpy(r.ad.data() + 1, ip, n);
+  r.ad[17] = static_cast<std::uint8_t>(port >> 8);
+  r.ad[18] = static_cast<std::uint8_t>(port);
+  std::array<std::uint8_t, kLabel.size() + kReceiverAdBytes> in{};
+  std::memcpy(in.data(), kLabel.data(), kLabel.size());
+  std::memcpy(in.data() + kLabel.size(), r.ad.data(), kReceiverAdBytes);
+  std::array<std::uint8_t, 16> h{};
+  crypto_generichash(h.data(), h.size(), in.data(), in.size(), nullptr, 0);
+  r.tag = static_cast<std::uint16_t>((h[0] << 8) | h[1]);
+  return r;
+}
+
 void Key::seal(const std::uint8_t* header, const Nonce& nonce, const std::uint8_t* plaintext,
-               std::size_t len, std::uint8_t* out) const noexcept {
+               std::size_t len, std::uint8_t* out, const Receiver& to) const noexcept {
+  AdBuffer ad;
+  build_ad(header, to, ad);
   unsigned long long out_len = 0;
   if (suite_ == Suite::kAes256Gcm) {
-    crypto_aead_aes256gcm_encrypt_afternm(out, &out_len, plaintext, len, header, kHeaderBytes,
+    crypto_aead_aes256gcm_encrypt_afternm(out, &out_len, plaintext, len, ad.data(), ad.size(),
                                           nullptr, nonce.data(), &aes_state_);
   } else {
-    crypto_aead_chacha20poly1305_ietf_encrypt(out, &out_len, plaintext, len, header, kHeaderBytes,
+    crypto_aead_chacha20poly1305_ietf_encrypt(out, &out_len, plaintext, len, ad.data(), ad.size(),
                                               nullptr, nonce.data(), aead_key_.data());
   }
 }
 
 bool Key::open_in_place(const std::uint8_t* header, const Nonce& nonce, std::uint8_t* data,
-                        std::size_t len) const noexcept {
+                        std::size_t len, const Receiver& me) const noexcept {
   if (len < kTagBytes) return false;
+  AdBuffer ad;
+  build_ad(header, me, ad);
   unsigned long long out_len = 0;
   int rc;
   if (suite_ == Suite::kAes256Gcm) {
-    rc = crypto_aead_aes256gcm_decrypt_afternm(data, &out_len, nullptr, data, len, header,
-                                               kHeaderBytes, nonce.data(), &aes_state_);
+    rc = crypto_aead_aes256gcm_decrypt_afternm(data, &out_len, nullptr, data, len, ad.data(),
+                                               ad.size(), nonce.data(), &aes_state_);
   } else {
-    rc = crypto_aead_chacha20poly1305_ietf_decrypt(data, &out_len, nullptr, data, len, header,
-                                                   kHeaderBytes, nonce.data(), aead_key_.data());
+    rc = crypto_aead_chacha20poly1305_ietf_decrypt(data, &out_len, nullptr, data, len, ad.data(),
+                                                   ad.size(), nonce.data(), aead_key_.data());
   }
   return rc == 0;
 }
@@ -160,7 +194,9 @@ std::vector<std::uint32_t> Keyring::ids() const {
 
 KeyBytes load_key_file(const std::string& path) {
   const std::string where = "key file '" + path + "'";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer for ever
+  // (issue 17); the fstat below refuses anything but a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw KeyError(where + ": cannot open: " + errno_text(errno));
   struct Closer {
     int fd;
@@ -170,7 +206,7 @@ KeyBytes load_key_file(const std::string& path) {
   // fstat the open descriptor so the checks apply to what we read.
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw KeyError(where + ": cannot stat: " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) throw KeyError(where + ": not a regular file");
+  if (!S_ISREG(st.st_mode)) throw KeyError(where + ": not a regular file (a FIFO, device, socket or directory)");
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     throw KeyError(where + ": permissions " + octal_mode(st.st_mode) +
                    " let group or others access it; run: chmod 600 '" + path + "'");

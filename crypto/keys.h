@@ -47,6 +47,11 @@ std::uint64_t derive_cluster_id(std::string_view cluster_name) noexcept;
 
 std::uint32_t derive_key_id(const KeyBytes& key) noexcept;
 
+// The receiver identity of a UDP endpoint (wire_header.h, Receiver): `ip` is
+// 4 or 16 bytes in network order, `port` in host order. The tag is the first
+// 2 bytes of BLAKE2b("gossipgw/receiver/v1" || ad). Not secret.
+Receiver receiver_of(const std::uint8_t* ip, std::size_t ip_len, std::uint16_t port) noexcept;
+
 // One key, with its derived material and precomputed AEAD state.
 class Key {
  public:
@@ -71,15 +76,17 @@ class Key {
   }
 
   // Seals `len` bytes of `plaintext` into `out` (len + kTagBytes bytes),
-  // authenticating the kHeaderBytes at `header`. `out` may equal `plaintext`.
+  // authenticating the kHeaderBytes at `header` and the receiver `to`.
+  // `out` may equal `plaintext`.
   void seal(const std::uint8_t* header, const Nonce& nonce, const std::uint8_t* plaintext,
-            std::size_t len, std::uint8_t* out) const noexcept;
+            std::size_t len, std::uint8_t* out, const Receiver& to) const noexcept;
 
-  // Opens `len` bytes (ciphertext || tag) in place; on success the first
-  // len - kTagBytes bytes are the plaintext. On failure returns false and the
-  // buffer content is unspecified.
+  // Opens `len` bytes (ciphertext || tag) in place, as receiver `me`; on
+  // success the first len - kTagBytes bytes are the plaintext. On failure
+  // (tampered, or sealed for another receiver) returns false and the buffer
+  // content is unspecified.
   bool open_in_place(const std::uint8_t* header, const Nonce& nonce, std::uint8_t* data,
-                     std::size_t len) const noexcept;
+                     std::size_t len, const Receiver& me) const noexcept;
 
  private:
   std::uint32_t id_ = 0;

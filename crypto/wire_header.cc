@@ -35,8 +35,7 @@ void write_header(const WireHeader& h, std::uint8_t* out) noexcept {
   store_be32(out + 20, h.timestamp);
   std::memcpy(out + 24, h.nonce.data(), kNonceBytes);
   store_be16(out + 36, h.payload_len);
-  out[38] = 0;
-  out[39] = 0;
+  store_be16(out + 38, h.receiver);
   store_be64(out + kMacOffset, h.mac);
 }
 

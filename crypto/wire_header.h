@@ -7,7 +7,7 @@
 //
 //   offset size field
 //   0      4    magic        "GSGW" (0x47 0x53 0x47 0x57)
-//   4      1    version      kWireVersion (1)
+//   4      1    version      kWireVersion (2; version 1 had no receiver binding)
 //   5      1    class        priority class: 0 urgent, 1 probe, 2 gossip, 3 bulk
 //   6      1    suite        AEAD suite: 1 AES-256-GCM, 2 ChaCha20-Poly1305 (IETF)
 //   7      1    flags        reserved, must be 0
@@ -16,9 +16,17 @@
 //   20     4    timestamp    sender clock, seconds since the Unix epoch (replay window)
 //   24     12   nonce        8-byte random sender epoch || 4-byte counter (see nonce.h)
 //   36     2    payload_len  bytes after the header: ciphertext + 16-byte tag
-//   38     2    reserved     must be 0
+//   38     2    receiver     receiver tag: 16 bits of the receiver's address (Receiver)
 //   40     8    mac          SipHash-2-4(mac key of key_id, bytes 0..39)
 //   48     ...  payload      sealed gw.proto.Compound || tag
+//
+// Receiver binding (version 2, issue 17): a datagram is sealed for one
+// receiver, the address and port it is sent to. The AEAD's associated data
+// is the header followed by the receiver's full identity (Receiver::ad,
+// never sent), so only that receiver can open it; the 16-bit tag in the
+// header (covered by the header MAC) lets every other receiver refuse it
+// for the cost of a compare, before the MAC (a tag collision, 1 in 65,536
+// pairs, still fails the AEAD).
 #pragma once
 
 #include <array>
@@ -30,7 +38,7 @@
 namespace gw::crypto {
 
 inline constexpr std::array<std::uint8_t, 4> kWireMagic = {'G', 'S', 'G', 'W'};
-inline constexpr std::uint8_t kWireVersion = 1;
+inline constexpr std::uint8_t kWireVersion = 2;
 inline constexpr std::size_t kHeaderBytes = 48;
 inline constexpr std::size_t kMacOffset = 40;
 inline constexpr std::size_t kNonceBytes = 12;
@@ -45,6 +53,16 @@ enum class Suite : std::uint8_t { kAes256Gcm = 1, kChaCha20Poly1305 = 2 };
 
 using Nonce = std::array<std::uint8_t, kNonceBytes>;
 
+// Who a datagram is for: its UDP endpoint as the sender addresses it.
+// `ad` (address length, 16 address bytes zero-padded, port big-endian)
+// follows the header in the AEAD's associated data; `tag` goes on the wire.
+// Made by receiver_of() (crypto/keys.h). All zero: bound to nobody.
+inline constexpr std::size_t kReceiverAdBytes = 19;
+struct Receiver {
+  std::array<std::uint8_t, kReceiverAdBytes> ad{};
+  std::uint16_t tag = 0;
+};
+
 struct WireHeader {
   std::uint8_t version = kWireVersion;
   PriorityClass cls = PriorityClass::kGossip;
@@ -54,6 +72,7 @@ struct WireHeader {
   std::uint32_t timestamp = 0;
   Nonce nonce{};
   std::uint16_t payload_len = 0;
+  std::uint16_t receiver = 0;  // Receiver::tag of whom it is for
   std::uint64_t mac = 0;
 };
 
@@ -100,6 +119,7 @@ inline void read_header_fields(const std::uint8_t* data, WireHeader* out) noexce
   out->timestamp = detail::wire_be32(data + 20);
   std::memcpy(out->nonce.data(), data + 24, kNonceBytes);
   out->payload_len = detail::wire_be16(data + 36);
+  out->receiver = detail::wire_be16(data + 38);
   out->mac = detail::wire_be64(data + kMacOffset);
 }
 
@@ -122,7 +142,7 @@ inline HeaderStatus parse_header(const std::uint8_t* data, std::size_t len, Wire
     return HeaderStatus::kBadField;
   }
   // Reserved bits set: a sender we do not understand, not a version we speak.
-  if ((data[7] | data[38] | data[39]) != 0) return HeaderStatus::kBadField;
+  if (data[7] != 0) return HeaderStatus::kBadField;
 
   const std::uint16_t payload_len = detail::wire_be16(data + 36);
   if (payload_len < kTagBytes || payload_len != len - kHeaderBytes) return HeaderStatus::kBadLength;

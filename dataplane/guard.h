@@ -76,6 +76,7 @@ struct alignas(64) LcoreGuard {
   WorkerClock clock;
   std::unique_ptr<ReplayTable> replay;
   std::unique_ptr<RateLimiter> rate;
+  std::unique_ptr<FailedHeaders> failed;
   // Null: unkeyed packets are counted as unscanned.
   const Classifier* classifier = nullptr;
   Classifier::Scratch scratch;

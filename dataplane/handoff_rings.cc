@@ -27,6 +27,10 @@ HandoffRings::HandoffRings(std::size_t workers, std::uint32_t size, std::uint32_
   }
 }
 
+void HandoffRings::check_once(std::size_t senders, std::uint32_t window_s, std::uint64_t seed) {
+  once_ = std::make_unique<ReplayTable>(senders * crypto::kClassCount, seed, window_s);
+}
+
 std::size_t HandoffRings::bytes() const noexcept {
   std::size_t total = 0;
   for (const auto& per_worker : rings_) {

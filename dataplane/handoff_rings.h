@@ -12,6 +12,7 @@
 #include "crypto/wire_header.h"
 #include "dataplane/api/handoff.h"
 #include "dataplane/payload_ring.h"
+#include "dataplane/replay.h"
 
 namespace gw::dp {
 
@@ -29,11 +30,25 @@ class HandoffRings final : public HandoffSource {
   void watch(std::vector<const std::atomic<bool>*> done_flags) { done_ = std::move(done_flags); }
   // Bytes reserved for all rings.
   std::size_t bytes() const noexcept;
+  // Main lcore, before launch: turns on the once-only check over all workers
+  // (a replay table of `senders` windows per class, limits.replay_senders,
+  // aged by `window_s`). Without it every payload is Once::kFirst. Allocates.
+  void check_once(std::size_t senders, std::uint32_t window_s, std::uint64_t seed);
+  // Control lcore: one ageing step of the once-only table at Unix time `now_s`.
+  void age_once(std::uint32_t now_s) noexcept {
+    if (once_) once_->age(now_s, 64);
+  }
+
 
   std::size_t worker_count() const noexcept override { return rings_.size(); }
   std::size_t dequeue(std::size_t worker, crypto::PriorityClass cls, Handoff* out,
                       std::size_t max) noexcept override {
-    return ring(worker, cls)->pop(out, max);
+    const std::size_t n = ring(worker, cls)->pop(out, max);
+    for (std::size_t i = 0; i < n; ++i) out[i].cls = cls;
+    if (once_) {
+      for (std::size_t i = 0; i < n; ++i) check(out[i], cls);
+    }
+    return n;
   }
   std::size_t depth(std::size_t worker, crypto::PriorityClass cls) const noexcept override {
     return ring(worker, cls)->depth();
@@ -43,8 +58,27 @@ class HandoffRings final : public HandoffSource {
   bool producers_done() const noexcept override;
 
  private:
+  // The authoritative commit: a worker's window saw only what reached that
+  // worker; this one sees every accepted payload, whichever worker it came
+  // through. One window per sender and class: the control lcore drains the
+  // classes in priority order, so across classes a sender's counters arrive
+  // far out of order, within a class (one FIFO ring per worker) in order. A
+  // datagram's class is in its authenticated header, so every copy of it
+  // meets the same window. (A lane whose key id collides with another key's
+  // shares its window: that can refuse a datagram, never accept one twice.)
+  void check(Handoff& h, crypto::PriorityClass cls) noexcept {
+    const ReplayKey k{h.key_id ^ (static_cast<std::uint32_t>(cls) * 0x9E3779B9u), h.stamp.epoch};
+    const ReplayTable::Entry* e = once_->find(k);
+    if (!ReplayTable::is_fresh(e, h.stamp.counter)) {
+      h.once = Once::kReplay;
+    } else if (!once_->commit(k, h.stamp.counter, h.stamp.timestamp)) {
+      h.once = Once::kTableFull;
+    }
+  }
+
   std::vector<std::array<std::unique_ptr<PayloadRing>, crypto::kClassCount>> rings_;
   std::vector<const std::atomic<bool>*> done_;
+  std::unique_ptr<ReplayTable> once_;
 };
 
 }  // namespace gw::dp

@@ -8,11 +8,13 @@ bool parse_endpoint(const char* address, std::uint16_t port, LocalEndpoint* out)
   LocalEndpoint ep;
   ep.port = port;
   if (::inet_pton(AF_INET, address, ep.ipv4.data()) == 1) {
+    ep.receiver = crypto::receiver_of(ep.ipv4.data(), ep.ipv4.size(), port);
     *out = ep;
     return true;
   }
   if (::inet_pton(AF_INET6, address, ep.ipv6_addr.data()) == 1) {
     ep.ipv6 = true;
+    ep.receiver = crypto::receiver_of(ep.ipv6_addr.data(), ep.ipv6_addr.size(), port);
     *out = ep;
     return true;
   }

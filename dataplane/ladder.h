@@ -1,19 +1,24 @@
 // The check ladder over one contiguous frame, cheapest check first:
 //   1. L2/L3/L4: Ethernet (one optional 802.1Q tag), IPv4 or IPv6, UDP to our
 //      address and port. Not ours: not-gossip. Lengths that lie, IPv4
-//      fragments (we never reassemble): malformed.
+//      fragments (we never reassemble): malformed. A source no member can
+//      have (our own address, broadcast, multicast, 0/8, loopback): martian.
 //   2. Gateway header: too short, wrong magic or version: unkeyed.
 //   3. Cluster id: foreign-cluster (checked before the rest of the header:
 //      another cluster's packet is foreign whatever else it holds).
 //   3b. The rest of the header: fields or lengths inconsistent, payload
-//      over the limit: malformed.
+//      over the limit: malformed. Receiver tag not ours: wrong-receiver.
 //   4. Key id (and its suite) in the keyring: unknown-key. One key id, one key.
 //   5. Header MAC (SipHash): bad-mac. Nothing below is reachable without a key.
 //   6. Replay pre-check, read-only: header timestamp outside the window of
-//      our clock: stale; nonce seen or older than the sender's window: replay.
-//   7. Per-source token bucket (known members get a larger budget): rate-limited.
-//   8. AEAD open in place: bad-auth. Only now is the nonce committed to the
-//      sender's replay window, so a forged packet cannot advance it.
+//      our clock: stale; before this gateway started: before-start; nonce seen or older than the sender's window: replay.
+//      A header whose AEAD already failed on this lcore: auth-retry.
+//   7. Per-source token bucket (known members get a larger budget), asked
+//      read-only: rate-limited.
+//   8. AEAD open in place: bad-auth (and the header's nonce is remembered as
+//      failed). Only now is the nonce committed to the sender's replay
+//      window and the source's bucket charged, so a forged packet can
+//      neither advance a window nor spend a member's budget.
 // Steps 6 and 7 read and write per-lcore state (LadderState); the rest only
 // reads the config. Pure: no DPDK, no allocation, no exceptions, so tests and
 // fuzzers run it on plain byte arrays.
@@ -35,6 +40,7 @@ namespace gw::dp {
 
 class ReplayTable;
 class RateLimiter;
+class FailedHeaders;
 struct DataplaneSnapshot;
 
 // Where gossip must be addressed to be ours. Addresses in network byte order.
@@ -43,9 +49,13 @@ struct LocalEndpoint {
   std::array<std::uint8_t, 4> ipv4{};
   std::array<std::uint8_t, 16> ipv6_addr{};
   std::uint16_t port = 0;  // host byte order
+  // Our receiver identity (crypto::receiver_of this address and port): a
+  // datagram sealed for anyone else is refused.
+  crypto::Receiver receiver;
 };
 
-// Parses an IPv4/IPv6 literal; false if it is neither.
+// Parses an IPv4/IPv6 literal (and derives its receiver identity); false if
+// it is neither.
 bool parse_endpoint(const char* address, std::uint16_t port, LocalEndpoint* out) noexcept;
 
 // Everything the ladder reads, fixed for the life of a snapshot.
@@ -56,6 +66,10 @@ struct LadderConfig {
   const crypto::Keyring* keys = nullptr;
   // Header timestamps more than this many seconds from our clock are stale.
   std::uint32_t replay_window_s = 30;
+  // Header timestamps before this Unix second are refused (before-start):
+  // this gateway's start, so that what an earlier run of it accepted (its
+  // replay windows are gone) cannot be accepted again. 0: no watermark.
+  std::uint32_t not_before_s = 0;
 };
 
 // The per-lcore, mutable side of the ladder (steps 6 and 7) and the clock it
@@ -67,6 +81,7 @@ struct LadderState {
   std::uint64_t now_ns = 0;  // monotonic nanoseconds (token buckets)
   ReplayTable* replay = nullptr;
   RateLimiter* rate = nullptr;
+  FailedHeaders* failed = nullptr;  // headers whose AEAD failed (replay.h)
   // Who the control plane knows; null: every source is unknown.
   const DataplaneSnapshot* snapshot = nullptr;
 };
@@ -93,6 +108,7 @@ struct LadderResult {
   std::uint32_t plaintext_len = 0;
   Endpoint from;
   std::uint32_t key_id = 0;  // the key that opened it
+  ReplayStamp stamp;         // its nonce and timestamp, for the control lcore's once-only check
 };
 
 // Step 1 only: on success returns kAccepted and fills `out`.

@@ -59,10 +59,30 @@ inline constexpr std::uint32_t kEthIpv4Mask =
 inline constexpr std::uint64_t kMagicVersionMask =
     std::endian::native == std::endian::little ? 0x0000'00FF'FFFF'FFFFULL : 0xFFFF'FFFF'FF00'0000ULL;
 inline constexpr std::uint64_t kMagicVersion =
-    std::endian::native == std::endian::little ? 0x0000'0001'5747'5347ULL : 0x4753'4757'0100'0000ULL;
+    std::endian::native == std::endian::little ? 0x0000'0002'5747'5347ULL : 0x4753'4757'0200'0000ULL;
 static_assert(crypto::kWireMagic[0] == 'G' && crypto::kWireMagic[1] == 'S' && crypto::kWireMagic[2] == 'G' &&
-                  crypto::kWireMagic[3] == 'W' && crypto::kWireVersion == 1,
+                  crypto::kWireMagic[3] == 'W' && crypto::kWireVersion == 2,
               "kMagicVersion spells the wire magic and version");
+
+// Sources no member can have, so answers must never go there (issue 17):
+// IPv4 0.0.0.0/8 ("this network"), 127/8 (loopback), 224/4 multicast and
+// 240/4 (reserved, with 255.255.255.255 broadcast), and our own address.
+inline bool martian_v4(const std::uint8_t* src, const std::uint8_t* ours) noexcept {
+  // One branch for all four tests (the fast path runs this per packet).
+  const unsigned first = src[0];
+  const unsigned hit = static_cast<unsigned>(first == 0) | static_cast<unsigned>(first == 127) |
+                       static_cast<unsigned>(first >= 224) | static_cast<unsigned>(load32(src) == load32(ours));
+  return hit != 0;
+}
+// IPv6 :: (unspecified), ::1 (loopback), ff00::/8 multicast, and our own address.
+inline bool martian_v6(const std::uint8_t* src, const std::uint8_t* ours) noexcept {
+  const std::uint64_t hi = load64(src);
+  const std::uint64_t lo = load64(src + 8);
+  static constexpr std::uint8_t kOne[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+  if (src[0] == 0xFF) return true;
+  if (hi == 0 && (lo == 0 || lo == load64(kOne))) return true;
+  return hi == load64(ours) && lo == load64(ours + 8);
+}
 
 }  // namespace ladder_detail
 
@@ -106,6 +126,7 @@ inline Endpoint UdpView::from() const noexcept {
       const std::uint32_t udp_len = be16(frame + 38);
       if (total >= kIpv4MinHeader + kUdpHeader && total <= len - kEthHeader && udp_len >= kUdpHeader &&
           udp_len <= total - kIpv4MinHeader) [[likely]] {
+        if (martian_v4(frame + 26, local.ipv4.data())) [[unlikely]] return Verdict::kMartian;
         out->payload_offset = kEthHeader + kIpv4MinHeader + kUdpHeader;
         out->payload_len = udp_len - kUdpHeader;
         out->src_ip = frame + 26;
@@ -168,6 +189,11 @@ inline Endpoint UdpView::from() const noexcept {
   if (be16(udp + 2) != local.port) return Verdict::kNotGossip;
   const std::uint32_t udp_len = be16(udp + 4);
   if (udp_len < kUdpHeader || udp_len > l3_end - l4) return Verdict::kMalformed;
+  // A source no member can have: dropped before anything reads the payload,
+  // so nothing is ever answered there.
+  if (src_ip_len == 4 ? martian_v4(src_ip, local.ipv4.data()) : martian_v6(src_ip, local.ipv6_addr.data())) {
+    return Verdict::kMartian;
+  }
 
   out->payload_offset = l4 + kUdpHeader;
   out->payload_len = udp_len - kUdpHeader;
@@ -221,6 +247,14 @@ inline Endpoint UdpView::from() const noexcept {
     r.verdict = Verdict::kMalformed;
     return r;
   }
+  // Sealed for another receiver (a member's datagram for someone else,
+  // sniffed and sent here): one compare. The tag is under the header MAC;
+  // a colliding tag still fails the AEAD, whose associated data holds our
+  // whole receiver identity.
+  if (h.receiver != cfg.local.receiver.tag) {
+    r.verdict = Verdict::kWrongReceiver;
+    return r;
+  }
   const crypto::Key* key = cfg.keys->find(h.key_id);
   if (key == nullptr || key->suite() != h.suite) {
     r.verdict = Verdict::kUnknownKey;
@@ -247,32 +281,65 @@ inline Endpoint UdpView::from() const noexcept {
       return r;
     }
   }
+  // Sealed before we started: an earlier run of this gateway may have
+  // accepted it, and its windows did not survive the restart.
+  if (h.timestamp < cfg.not_before_s) {
+    r.verdict = Verdict::kBeforeStart;
+    return r;
+  }
   std::uint32_t counter = 0;
   const ReplayKey rkey = replay_key(h.key_id, h.nonce, &counter);
-  if (st.replay != nullptr && !ReplayTable::is_fresh(st.replay->find(rkey), counter)) {
-    r.verdict = Verdict::kReplay;
+  if (st.replay != nullptr) {
+    const ReplayTable::Entry* e = st.replay->find(rkey);
+    if (!ReplayTable::is_fresh(e, counter)) {
+      r.verdict = Verdict::kReplay;
+      return r;
+    }
+    // A new sender with every window live: refused, never let in by
+    // forgetting someone else's window.
+    if (e == nullptr && st.replay->full()) {
+      r.verdict = Verdict::kReplayTableFull;
+      return r;
+    }
+  }
+  // A header that already failed its AEAD here is not tried again: one
+  // sniffed header buys an outsider one AEAD, not one per tampered copy.
+  if (st.failed != nullptr && st.failed->contains(rkey, counter)) {
+    r.verdict = Verdict::kAuthRetry;
     return r;
   }
   r.from = f.udp.from();
+  // The bucket is only asked here; it is charged after the AEAD opened the
+  // payload, so a tampered copy sent from a member's address costs the
+  // member nothing (issue 17).
+  SourceAddress src;
+  bool known = false;
   if (st.rate != nullptr) {
-    const SourceAddress src = SourceAddress::of(r.from);
-    const bool known = st.snapshot != nullptr && st.snapshot->is_known(src);
-    if (!st.rate->charge(src, known, st.now_ns)) {
+    src = SourceAddress::of(r.from);
+    known = st.snapshot != nullptr && st.snapshot->is_known(src);
+    if (!st.rate->would_allow(src, known, st.now_ns)) {
       r.verdict = Verdict::kRateLimited;
       return r;
     }
   }
-  if (!f.key->open_in_place(f.dgram, h.nonce, f.dgram + crypto::kHeaderBytes, h.payload_len)) {
+  if (!f.key->open_in_place(f.dgram, h.nonce, f.dgram + crypto::kHeaderBytes, h.payload_len, cfg.local.receiver)) {
+    if (st.failed != nullptr) st.failed->add(rkey, counter);
     r.verdict = Verdict::kBadAuth;
     return r;
   }
-  // Authentic: only now may the nonce move the sender's window.
-  if (st.replay != nullptr) st.replay->commit(rkey, counter);
+  // Authentic: only now may the nonce move the sender's window and the
+  // source's bucket be charged (would_allow said it has a token).
+  if (st.replay != nullptr && !st.replay->commit(rkey, counter, h.timestamp)) {
+    r.verdict = Verdict::kReplayTableFull;  // not reached: the pre-check saw room
+    return r;
+  }
+  if (st.rate != nullptr) st.rate->charge(src, known, st.now_ns);
   r.verdict = Verdict::kAccepted;
   r.cls = h.cls;
   r.plaintext_offset = f.udp.payload_offset + static_cast<std::uint32_t>(crypto::kHeaderBytes);
   r.plaintext_len = h.payload_len - static_cast<std::uint32_t>(crypto::kTagBytes);
   r.key_id = h.key_id;
+  r.stamp = ReplayStamp{rkey.epoch, counter, h.timestamp};
   return r;
 }
 

@@ -195,6 +195,11 @@ int main(int argc, char** argv) {
     cfg = gw::config::load_config(opt.config_path);
     keyring = gw::dp::load_keyring(cfg);
     ladder = gw::dp::ladder_config(cfg);
+    // The restart watermark (docs/ladder.md): nothing sealed before this
+    // start is accepted, whatever an earlier run of this gateway accepted.
+    ladder.not_before_s = opt.freeze_clock != 0
+                              ? static_cast<std::uint32_t>(opt.freeze_clock)
+                              : static_cast<std::uint32_t>(gw::dp::unix_time_ns() / 1'000'000'000ULL);
     if (cfg.classifier.enabled) {
       std::vector<gw::dp::ClassifierRule> rules;
       for (const auto& r : cfg.classifier.rules) rules.push_back({r.name, r.pattern});
@@ -323,6 +328,13 @@ int main(int argc, char** argv) {
         workers.push_back(std::move(w));
       }
       rings->watch(done_flags);
+      // The once-only check over all workers (issue 17): a copy of a datagram
+      // that reached two workers is served once.
+      try {
+        rings->check_once(cfg.limits.replay_senders, cfg.limits.replay_window_s, rte_rdtsc() ^ 0xD6E8FEB86659FD93ULL);
+      } catch (const std::exception& e) {
+        rte_exit(kExitRuntime, "gossipgw: cannot allocate the control lcore's replay table: %s\n", e.what());
+      }
 
       spdlog::info("cluster '{}' node '{}' on {} port {} ({}), {} worker(s), {} key(s)",
                    cfg.cluster.name, cfg.node.name, port.driver, port.port_id,
@@ -422,6 +434,7 @@ int main(int argc, char** argv) {
                             {"cluster_key_changes", ac.cluster_key_changes},
                             {"rejected_too_large", sc.rejected_too_large.load()},
                             {"rejected_read", sc.rejected_read.load()},
+                            {"evicted", sc.evicted.load()},
                             {"timed_out", sc.timed_out.load()}}});
         }
         return extra;
@@ -460,6 +473,12 @@ int main(int argc, char** argv) {
       std::uint64_t next_members_ns = 0;
       const bool export_metrics = cfg.metrics.telemetry || prometheus != nullptr;
       loop.set_housekeeping([&](std::uint64_t now) {
+        {
+          // The once-only table ages on the workers' clock (frozen in pcap cases).
+          gw::dp::LadderState clock_now;
+          workers.front()->guard.clock.read(rte_rdtsc(), clock_now);
+          if (clock_now.have_clock) rings->age_once(clock_now.now_s);
+        }
         if (api_server != nullptr) {
           api_server->serve_async([&](std::string_view line, const gw::cp::api::ApiServer::Reply& reply) {
             api.handle(line, now, gw::cp::unix_seconds(), reply);

@@ -180,7 +180,8 @@ const std::map<std::string, Section>& sections() {
   static const std::map<std::string, Section> kSections = {
       {"control_api", {"gossipgw_control_api_total", "counter", "counter",
                        "Control API: connections, requests, bad_requests, failed, key_changes, "
-                       "cluster_key_changes, rejected_too_large, rejected_read, timed_out (requests)"}},
+                       "cluster_key_changes, rejected_too_large, rejected_read (incomplete within the whole-request deadline), "
+                       "timed_out, evicted (closed to make room while still sending) (requests)"}},
       {"key_commands", {"gossipgw_key_commands_total", "counter", "result",
                         "Cluster-wide key commands: sent, applied, refused, repeated, results_received, "
                         "results_unsolicited (commands)"}},
@@ -207,6 +208,11 @@ void worker(Builder& b, const Json& l) {
                 "Entries evicted from a worker's bounded per-sender table: replay windows or rate-limit buckets "
                 "(entries)",
                 join_labels(lbl, labels({{"table", ck.substr(0, ck.find('_'))}})), cv.get<double>());
+        } else if (cv.is_number() && ck == "replay_table_expired") {
+          b.add("gossipgw_replay_windows_expired_total", "counter",
+                "Replay windows freed because their newest datagram was older than limits.replay_window_s "
+                "(windows)",
+                lbl, cv.get<double>());
         } else if (cv.is_number() && (ck == "accepted" || ck.rfind("drop_", 0) == 0)) {
           b.add("gossipgw_verdict_packets_total", "counter",
                 "Received packets by check-ladder verdict: accepted or the drop reason (packets)",
@@ -284,6 +290,13 @@ void control(Builder& b, const Json& l) {
         } else if (ck == "msg_unknown") {
           b.add("gossipgw_message_unknown_total", "counter",
                 "Authenticated payloads with no message this version knows (payloads)", lbl, cv.get<double>());
+        } else if (ck == "class_drop_mismatch") {
+          continue;  // exported by class from class_drop_mismatch_by_class
+        } else if (ck.rfind("handoff_drop_", 0) == 0) {
+          b.add("gossipgw_handoff_dropped_total", "counter",
+                "Accepted payloads the control lcore's once-only check refused: reason replay (already accepted "
+                "through another worker) or replay_table_full (payloads)",
+                join_labels(lbl, labels({{"reason", ck.substr(13)}})), cv.get<double>());
         } else if (ck.rfind("msg_", 0) == 0) {
           b.add("gossipgw_messages_total", "counter", "Gossip messages received, by type (messages)",
                 join_labels(lbl, labels({{"type", ck.substr(4)}})), cv.get<double>());
@@ -294,6 +307,11 @@ void control(Builder& b, const Json& l) {
     } else if (k == "handoffs_by_class") {
       by_class(b, "gossipgw_handoffs_total", "counter",
                "Payloads the control lcore took from the workers' rings, by class (payloads)", v, lbl);
+    } else if (k == "class_drop_mismatch_by_class") {
+      by_class(b, "gossipgw_class_mismatch_dropped_total", "counter",
+               "Decoded payloads dropped because their header class was more urgent than their messages "
+               "justify, by header class (payloads)",
+               v, lbl);
     } else if (k == "ring_depth_max") {
       by_class(b, "gossipgw_ring_depth_max", "gauge",
                "Deepest a worker-to-control ring of the class was seen (payloads)", v, lbl);

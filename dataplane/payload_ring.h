@@ -49,18 +49,22 @@ struct PayloadSlot {
   Endpoint from;
   std::uint32_t key_id = 0;
   std::uint32_t len = 0;
+  ReplayStamp stamp;
 };
 
 class PayloadRing {
  public:
   // Payload bytes start here within a record (after PayloadSlot; 16-aligned,
   // as the streaming stores need).
-  static constexpr std::size_t kDataOffset = 32;
+  static constexpr std::size_t kDataOffset = 48;
   static_assert(sizeof(PayloadSlot) <= kDataOffset);
   // push() writes the record header as two 16-byte vectors in this layout.
-  static_assert(kDataOffset == 32 && offsetof(PayloadSlot, from) == 0 && offsetof(Endpoint, ip) == 0 &&
+  // push() writes the record header as three 16-byte vectors in this layout.
+  static_assert(kDataOffset == 48 && offsetof(PayloadSlot, from) == 0 && offsetof(Endpoint, ip) == 0 &&
                 offsetof(Endpoint, ip_len) == 16 && offsetof(Endpoint, port) == 18 && sizeof(Endpoint) == 20 &&
-                offsetof(PayloadSlot, key_id) == 20 && offsetof(PayloadSlot, len) == 24);
+                offsetof(PayloadSlot, key_id) == 20 && offsetof(PayloadSlot, len) == 24 &&
+                offsetof(PayloadSlot, stamp) == 32 && offsetof(ReplayStamp, counter) == 8 &&
+                offsetof(ReplayStamp, timestamp) == 12 && sizeof(PayloadSlot) == 48);
   static constexpr std::uint32_t kMaxCapacity = 1U << 20;
   static constexpr std::uint32_t kMaxPayload = 1U << 16;
   // Bytes past the payload that push() may read.
@@ -95,7 +99,8 @@ class PayloadRing {
   // publish(). `data` must stay readable kReadPast bytes past `len` (the
   // copy moves whole 16-byte pieces; in a frame, the AEAD tag follows the
   // plaintext); the record's bytes past `len` are unspecified.
-  bool push(const std::uint8_t* data, std::uint32_t len, const Endpoint& from, std::uint32_t key_id) noexcept {
+  bool push(const std::uint8_t* data, std::uint32_t len, const Endpoint& from, std::uint32_t key_id,
+            const ReplayStamp& stamp = {}) noexcept {
     if (len > max_payload_) return false;
     if (prod_.pushed - prod_.released_seen > mask_) {
       prod_.released_seen = released_.load(std::memory_order_acquire);
@@ -103,7 +108,7 @@ class PayloadRing {
     }
     const std::uint32_t lines = record_lines(len);
     if (prod_.line + lines > lines_) {
-      write_header(line_at(prod_.line), Endpoint{}, 0, kSkip);  // the consumer goes on at line 0
+      write_header(line_at(prod_.line), Endpoint{}, 0, kSkip, ReplayStamp{});  // the consumer goes on at line 0
       prod_.line = 0;
     }
     std::uint8_t* s = line_at(prod_.line);
@@ -113,7 +118,7 @@ class PayloadRing {
     // (measured: the worker stalled on those misses). 16 bytes at a time
     // (records are line-aligned, the payload 16-byte aligned), the last
     // piece padded with zeros to the end of its line.
-    write_header(s, from, key_id, len);
+    write_header(s, from, key_id, len, stamp);
     auto* out = reinterpret_cast<__m128i*>(s) + kDataOffset / 16;
     // Whole 16-byte pieces, the last one running past `len` (kReadPast).
     const std::uint32_t pieces = (len + 15) / 16;
@@ -126,7 +131,7 @@ class PayloadRing {
       _mm_stream_si128(reinterpret_cast<__m128i*>(s) + i, _mm_setzero_si128());
     }
 #else
-    write_header(s, from, key_id, len);
+    write_header(s, from, key_id, len, stamp);
     std::memcpy(s + kDataOffset, data, len);
 #endif
     prod_.line += lines;
@@ -162,6 +167,8 @@ class PayloadRing {
       out[i].len = h.len;
       out[i].from = h.from;
       out[i].key_id = h.key_id;
+      out[i].stamp = h.stamp;
+      out[i].once = Once::kFirst;
       out[i].token = this;
       cons_.line += record_lines(h.len);
       if (cons_.line == lines_) cons_.line = 0;
@@ -187,7 +194,8 @@ class PayloadRing {
   }
   std::uint8_t* line_at(std::uint32_t line) const noexcept { return base_ + std::size_t{line} * kLine; }
 
-  static void write_header(std::uint8_t* s, const Endpoint& from, std::uint32_t key_id, std::uint32_t len) noexcept {
+  static void write_header(std::uint8_t* s, const Endpoint& from, std::uint32_t key_id, std::uint32_t len,
+                           const ReplayStamp& stamp) noexcept {
 #if defined(__x86_64__)
     // Assembled in registers: built in memory and loaded back as two
     // vectors, it stalled on store forwarding.
@@ -196,11 +204,14 @@ class PayloadRing {
     auto* out = reinterpret_cast<__m128i*>(s);
     _mm_stream_si128(out, _mm_loadu_si128(reinterpret_cast<const __m128i*>(from.ip.data())));
     _mm_stream_si128(out + 1, _mm_set_epi32(0, static_cast<int>(len), static_cast<int>(key_id), static_cast<int>(ends)));
+    _mm_stream_si128(out + 2, _mm_set_epi64x(static_cast<long long>((std::uint64_t{stamp.timestamp} << 32) | stamp.counter),
+                                             static_cast<long long>(stamp.epoch)));
 #else
     PayloadSlot h;
     h.from = from;
     h.key_id = key_id;
     h.len = len;
+    h.stamp = stamp;
     std::memcpy(s, &h, sizeof h);
 #endif
   }

@@ -8,9 +8,15 @@
 
 #include <algorithm>
 
+#include "config/config.h"
 #include "dataplane/mbuf_meta.h"
 
 namespace gw::dp {
+
+// config::kMaxPayloadBytes is what one receive mbuf of this pool holds
+// (a frame never spans segments: multi-segment frames are malformed).
+static_assert(RTE_MBUF_DEFAULT_DATAROOM - (14 + 4 + 40 + 8) - 48 >= config::kMaxPayloadBytes,
+              "limits.max_payload_bytes must fit one mbuf");
 namespace {
 
 std::string dpdk_error(int rc) { return rte_strerror(rc < 0 ? -rc : rc); }

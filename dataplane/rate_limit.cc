@@ -74,4 +74,22 @@ bool RateLimiter::charge(const SourceAddress& src, bool known, std::uint64_t now
   return true;
 }
 
+bool RateLimiter::would_allow(const SourceAddress& src, bool known, std::uint64_t now_ns) const noexcept {
+  const RateBudget& b = known ? known_ : unknown_;
+  const std::uint64_t cap = b.burst * kScale;
+  const Entry* set = &entries_[set_of(src) * kWays];
+  for (std::size_t i = 0; i < kWays; ++i) {
+    const Entry& s = set[i];
+    if (s.last_used == 0 || !(s.src == src)) continue;
+    std::uint64_t tokens = s.tokens;
+    if (now_ns > s.last_ns) {
+      const std::uint64_t full_after = cap / b.rate_pps + 1;
+      const std::uint64_t elapsed = std::min(now_ns - s.last_ns, full_after);
+      tokens = std::min(cap, tokens + elapsed * b.rate_pps);
+    }
+    return std::min(tokens, cap) >= kScale;
+  }
+  return true;  // a new source starts with a full bucket
+}
+
 }  // namespace gw::dp

@@ -1,9 +1,10 @@
 // Per-source token buckets, step 7 of the ladder, in a bounded per-lcore
 // table keyed by source IP address.
 //
-// Charged only for packets that passed the header MAC and the replay
-// pre-check, so only key holders (or replays of real packets) can spend a
-// bucket. Members the control plane knows get their own, larger budget;
+// Checked (read-only) for packets that passed the header MAC and the replay
+// pre-check, and charged only for packets whose AEAD then opened, so only
+// key holders can spend a bucket: a sniffed header on a tampered payload,
+// sent from a member's address, costs the member nothing. Members the control plane knows get their own, larger budget;
 // the budget is chosen at every charge, so a source that becomes known is
 // upgraded on its next packet. A full set evicts its least recently used
 // bucket (counted); an evicted source starts again with a full bucket, so
@@ -42,6 +43,10 @@ class RateLimiter {
   // Takes one packet from `src`'s bucket at time `now_ns`; false (and
   // nothing taken) if the bucket is empty.
   bool charge(const SourceAddress& src, bool known, std::uint64_t now_ns) noexcept;
+  // Whether charge() would succeed now, changing nothing: the ladder asks
+  // before the AEAD and charges only after it succeeded, so a packet that
+  // fails the AEAD spends no token of the source it claims (issue 17).
+  bool would_allow(const SourceAddress& src, bool known, std::uint64_t now_ns) const noexcept;
 
   std::size_t capacity() const noexcept { return sets_ * kWays; }
   std::size_t size() const noexcept { return size_; }

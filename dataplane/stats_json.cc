@@ -17,8 +17,8 @@ Json worker_counters(const WorkerCounters& c) {
   Json j;
   j["rx_total"] = c.rx_total;
   for (std::size_t v = 0; v < kVerdictCount; ++v) j[std::string(kVerdictNames[v])] = c.verdicts[v];
-  // Not verdicts (no drop_ prefix): the guard tables' evictions.
-  j[std::string(kReplayEvictName)] = c.replay_table_evict;
+  // Not verdicts (no drop_ prefix): the guard tables' ageing and evictions.
+  j[std::string(kReplayExpiredName)] = c.replay_table_expired;
   j[std::string(kRateEvictName)] = c.ratelimit_table_evict;
   return j;
 }
@@ -53,6 +53,11 @@ Json control_counters(const cp::ControlCounters& c) {
   for (std::size_t t = 0; t < cp::kMsgTypeCount; ++t) j[std::string(cp::kMsgCounterNames[t])] = c.msgs[t];
   j["msg_decode_error"] = c.msg_decode_error;
   j["msg_unknown"] = c.msg_unknown;
+  j["handoff_drop_replay"] = c.once_refused[static_cast<std::size_t>(Once::kReplay)];
+  j["handoff_drop_replay_table_full"] = c.once_refused[static_cast<std::size_t>(Once::kTableFull)];
+  std::uint64_t mismatch = 0;
+  for (const std::uint64_t n : c.class_drop_mismatch) mismatch += n;
+  j["class_drop_mismatch"] = mismatch;
   return j;
 }
 
@@ -176,7 +181,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
     for (std::size_t c = 0; c < 4; ++c) sum.accepted_by_class[c] += w.counters.accepted_by_class[c];
     for (std::size_t i = 0; i < sum.unkeyed_by_rule.size(); ++i) sum.unkeyed_by_rule[i] += w.counters.unkeyed_by_rule[i];
     sum.unkeyed_unscanned += w.counters.unkeyed_unscanned;
-    sum.replay_table_evict += w.counters.replay_table_evict;
+    sum.replay_table_expired += w.counters.replay_table_expired;
     sum.ratelimit_table_evict += w.counters.ratelimit_table_evict;
     sum.arp_replies += w.counters.arp_replies;
     sum.arp_hints += w.counters.arp_hints;
@@ -189,6 +194,9 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   for (const std::string_view name : cp::kMsgCounterNames) totals[std::string(name)] = control_json[std::string(name)];
   totals["msg_decode_error"] = control.msg_decode_error;
   totals["msg_unknown"] = control.msg_unknown;
+  totals["handoff_drop_replay"] = control_json["handoff_drop_replay"];
+  totals["handoff_drop_replay_table_full"] = control_json["handoff_drop_replay_table_full"];
+  totals["class_drop_mismatch"] = control_json["class_drop_mismatch"];
 
   Json lcores = Json::array();
   for (const WorkerStats& w : workers) {
@@ -211,6 +219,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   ctl["counters"] = control_counters(control);
   ctl["handoffs_by_class"] = class_counts(control.handoffs_by_class);
   ctl["ring_depth_max"] = class_counts(control.ring_depth_max);
+  ctl["class_drop_mismatch_by_class"] = class_counts(control.class_drop_mismatch);
   lcores.push_back(std::move(ctl));
 
   Json doc;

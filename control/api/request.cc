@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 namespace gw::cp::api {
@@ -200,9 +203,29 @@ ParseResult parse_request(std::string_view line) noexcept {
       out.error = "request too large";
       return out;
     }
-    const Json j = Json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+    // Duplicate keys are refused (issue 17): nlohmann keeps the last one, so
+    // {"cmd":"stats","cmd":"leave"} ran a leave that a reader of the line
+    // would take for stats. One set of keys per open object, by depth.
+    std::vector<std::set<std::string>> keys;
+    std::string duplicate;
+    const Json::parser_callback_t seen = [&](int, Json::parse_event_t ev, Json& parsed) {
+      if (ev == Json::parse_event_t::object_start) {
+        keys.emplace_back();
+      } else if (ev == Json::parse_event_t::object_end) {
+        if (!keys.empty()) keys.pop_back();
+      } else if (ev == Json::parse_event_t::key && !keys.empty() && parsed.is_string()) {
+        const std::string& k = parsed.get_ref<const std::string&>();
+        if (!keys.back().insert(k).second && duplicate.empty()) duplicate = k;
+      }
+      return true;
+    };
+    const Json j = Json::parse(line.begin(), line.end(), seen, /*allow_exceptions=*/false);
     if (j.is_discarded()) {
       out.error = "request is not valid JSON";
+      return out;
+    }
+    if (!duplicate.empty()) {
+      out.error = "duplicate key \"" + duplicate.substr(0, 64) + "\" in the request";
       return out;
     }
     out.request = parse_object(j);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "control/api/request.h"
 
@@ -147,7 +148,9 @@ std::size_t ApiServer::serve_async(const std::function<void(std::string_view, Re
         p->reply = std::move(text);
         p->answered = true;
       }
-      answered_cv_.notify_all();
+      // Wake the socket thread's poll: the reply can go out.
+      const std::uint64_t one = 1;
+      (void)!::write(wake_fd_, &one, sizeof one);
     };
     try {
       handle(p->request, reply);
@@ -158,84 +161,203 @@ std::size_t ApiServer::serve_async(const std::function<void(std::string_view, Re
   return batch.size();
 }
 
-void ApiServer::run() {
-  std::array<pollfd, 2> fds{};
-  fds[0] = {listen_fd_, POLLIN, 0};
-  fds[1] = {wake_fd_, POLLIN, 0};
-  while (!stopping_.load(std::memory_order_relaxed)) {
-    const int n = ::poll(fds.data(), fds.size(), -1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 || (fds[1].revents & POLLIN) != 0) break;
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    counters_.connections.fetch_add(1, std::memory_order_relaxed);
-    handle_connection(fd);
-    ::close(fd);
-  }
+// One client's connection, from accept to its reply.
+struct ApiServer::Conn {
+  int fd = -1;
+  std::uint64_t since_ms = 0;     // accepted at
+  std::uint64_t deadline_ms = 0;  // whole-request (then answer) deadline
+  std::string line;
+  std::shared_ptr<Pending> pending;  // set once the line is queued
+  std::string out;                   // reply left to write
+  bool reading = true;
+  bool done = false;
+};
+
+namespace {
+
+std::uint64_t now_ms() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
 }
 
-void ApiServer::handle_connection(int fd) {
+}  // namespace
+
+bool ApiServer::refuse_stranger(int fd) {
   // Only our own user may talk to us (the socket's mode says so too; this
   // also holds where the file mode is not enforced).
   ucred cred{};
   socklen_t len = sizeof cred;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid != ::geteuid() && cred.uid != 0) {
     (void)write_all(fd, error_reply("permission denied: not the gateway's user") + "\n");
-    return;
+    return true;
   }
-  timeval tv{kReadTimeoutMs / 1000, (kReadTimeoutMs % 1000) * 1000};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string line;
+  return false;
+}
+
+void ApiServer::run() {
+  std::vector<Conn> conns;
+  conns.reserve(kMaxClients);
+  std::vector<pollfd> fds;
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    fds.clear();
+    fds.push_back({listen_fd_, POLLIN, 0});
+    fds.push_back({wake_fd_, POLLIN, 0});
+    for (const Conn& c : conns) {
+      const short ev = c.reading ? POLLIN : (!c.out.empty() ? POLLOUT : 0);
+      fds.push_back({c.fd, ev, 0});
+    }
+    // Wake for the nearest deadline.
+    const std::uint64_t now = now_ms();
+    int timeout = -1;
+    for (const Conn& c : conns) {
+      const int left = c.deadline_ms > now ? static_cast<int>(c.deadline_ms - now) : 0;
+      if (timeout < 0 || left < timeout) timeout = left;
+    }
+    const int n = ::poll(fds.data(), fds.size(), timeout);
+    if (n < 0 && errno != EINTR) break;
+    if (stopping_.load(std::memory_order_relaxed)) break;
+    if (n > 0 && (fds[1].revents & POLLIN) != 0) {
+      std::uint64_t v = 0;
+      (void)!::read(wake_fd_, &v, sizeof v);  // an answer arrived (or stop)
+    }
+    const std::uint64_t t = now_ms();
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      Conn& c = conns[i];
+      const short rev = n > 0 ? fds[i + 2].revents : 0;
+      if (c.reading && (rev & (POLLIN | POLLHUP | POLLERR)) != 0) read_from(c);
+      if (!c.reading && c.out.empty() && !c.done) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (c.pending->answered) {
+          c.out = c.pending->reply + "\n";
+        } else if (t >= c.deadline_ms) {
+          counters_.timed_out.fetch_add(1, std::memory_order_relaxed);
+          c.pending->answered = true;  // a late answer is dropped
+          c.out = error_reply("the control lcore did not answer in time") + "\n";
+        }
+      } else if (c.reading && !c.done && t >= c.deadline_ms) {
+        // The whole line must arrive within kReadTimeoutMs of accept.
+        counters_.rejected_read.fetch_add(1, std::memory_order_relaxed);
+        (void)write_all(c.fd, error_reply("request not complete within " + std::to_string(kReadTimeoutMs) + " ms") +
+                                  "\n");
+        c.done = true;
+      }
+      if (!c.out.empty()) {
+        const ssize_t w = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) c.out.erase(0, static_cast<std::size_t>(w));
+        if (c.out.empty() || (w < 0 && errno != EAGAIN && errno != EINTR)) c.done = true;
+        // A client that does not read its reply is closed at the deadline.
+        if (!c.done && t >= c.deadline_ms + kReadTimeoutMs) c.done = true;
+      }
+    }
+    for (std::size_t i = 0; i < conns.size();) {
+      if (conns[i].done) {
+        ::close(conns[i].fd);
+        conns[i] = std::move(conns.back());
+        conns.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    if (n > 0 && (fds[0].revents & POLLIN) != 0) {
+      for (;;) {
+        const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) break;
+        counters_.connections.fetch_add(1, std::memory_order_relaxed);
+        if (refuse_stranger(fd)) {
+          ::close(fd);
+          continue;
+        }
+        if (conns.size() >= kMaxClients) {
+          // Full: make room by closing the oldest connection still sending
+          // its line (idle ones cannot hold the socket); if every one is
+          // waiting for an answer, refuse the newcomer.
+          std::size_t oldest = conns.size();
+          for (std::size_t i = 0; i < conns.size(); ++i) {
+            if (conns[i].reading && (oldest == conns.size() || conns[i].since_ms < conns[oldest].since_ms)) oldest = i;
+          }
+          if (oldest == conns.size()) {
+            (void)write_all(fd, error_reply("too many control API clients; retry") + "\n");
+            ::close(fd);
+            continue;
+          }
+          counters_.evicted.fetch_add(1, std::memory_order_relaxed);
+          (void)write_all(conns[oldest].fd, error_reply("closed to make room for another client") + "\n");
+          ::close(conns[oldest].fd);
+          conns[oldest] = std::move(conns.back());
+          conns.pop_back();
+        }
+        Conn c;
+        c.fd = fd;
+        c.since_ms = now_ms();
+        c.deadline_ms = c.since_ms + kReadTimeoutMs;
+        conns.push_back(std::move(c));
+      }
+    }
+  }
+  // Stopping: whoever still waits gets told.
+  for (Conn& c : conns) {
+    if (!c.reading && c.out.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      c.out = (c.pending->answered ? c.pending->reply : error_reply("gateway is stopping")) + "\n";
+      c.pending->answered = true;
+    }
+    if (!c.out.empty()) (void)write_all(c.fd, c.out);
+    ::close(c.fd);
+  }
+}
+
+void ApiServer::read_from(Conn& c) {
   std::array<char, 4096> buf;
-  bool complete = false;
-  while (!complete) {
-    const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+  for (;;) {
+    const ssize_t n = ::recv(c.fd, buf.data(), buf.size(), MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // closed, error or read timeout
-    const auto* nl = static_cast<const char*>(std::memchr(buf.data(), '\n', static_cast<std::size_t>(n)));
-    const std::size_t take = nl != nullptr ? static_cast<std::size_t>(nl - buf.data()) : static_cast<std::size_t>(n);
-    if (line.size() + take > kMaxRequestBytes) {
-      counters_.rejected_too_large.fetch_add(1, std::memory_order_relaxed);
-      (void)write_all(fd, error_reply("request too large (limit " + std::to_string(kMaxRequestBytes) + " bytes)") + "\n");
-      // Read (and discard) what the client is still sending, bounded, so that
-      // closing with unread data does not reset the connection before the
-      // client has read the error.
-      ::shutdown(fd, SHUT_WR);
-      for (std::size_t drained = 0; drained < 16 * kMaxRequestBytes;) {
-        const ssize_t d = ::recv(fd, buf.data(), buf.size(), 0);
-        if (d <= 0) break;
-        drained += static_cast<std::size_t>(d);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // more later
+    if (n <= 0) {
+      // Closed (or failed) before a newline: a half-closed line still counts.
+      if (c.line.empty()) {
+        counters_.rejected_read.fetch_add(1, std::memory_order_relaxed);
+        c.done = true;
+      } else {
+        queue_request(c);
       }
       return;
     }
-    line.append(buf.data(), take);
-    complete = nl != nullptr;
-  }
-  if (!complete && line.empty()) {
-    counters_.rejected_read.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  // A client that half-closes after its line without a newline still counts.
-  auto p = std::make_shared<Pending>();
-  p->request = std::move(line);
-  std::string out;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    queue_.push_back(p);
-    waiting_.store(queue_.size(), std::memory_order_relaxed);
-    counters_.requests.fetch_add(1, std::memory_order_relaxed);
-    const bool ok = answered_cv_.wait_for(lock, std::chrono::milliseconds(kAnswerTimeoutMs), [&] {
-      return p->answered || stopping_.load(std::memory_order_relaxed);
-    });
-    if (!ok || !p->answered) {
-      counters_.timed_out.fetch_add(1, std::memory_order_relaxed);
-      p->reply = error_reply(stopping_.load() ? "gateway is stopping" : "the control lcore did not answer in time");
-      p->answered = true;  // a late answer is dropped
+    const auto* nl = static_cast<const char*>(std::memchr(buf.data(), '\n', static_cast<std::size_t>(n)));
+    const std::size_t take = nl != nullptr ? static_cast<std::size_t>(nl - buf.data()) : static_cast<std::size_t>(n);
+    if (c.line.size() + take > kMaxRequestBytes) {
+      counters_.rejected_too_large.fetch_add(1, std::memory_order_relaxed);
+      (void)write_all(c.fd, error_reply("request too large (limit " + std::to_string(kMaxRequestBytes) + " bytes)") +
+                                "\n");
+      // Read (and discard) what the client is still sending, bounded, so that
+      // closing with unread data does not reset the connection before the
+      // client has read the error.
+      ::shutdown(c.fd, SHUT_WR);
+      for (std::size_t drained = 0; drained < 16 * kMaxRequestBytes;) {
+        const ssize_t d = ::recv(c.fd, buf.data(), buf.size(), MSG_DONTWAIT);
+        if (d <= 0) break;
+        drained += static_cast<std::size_t>(d);
+      }
+      c.done = true;
+      return;
     }
-    out = std::move(p->reply);
+    c.line.append(buf.data(), take);
+    if (nl != nullptr) {
+      queue_request(c);
+      return;
+    }
   }
-  (void)write_all(fd, out + "\n");
+}
+
+void ApiServer::queue_request(Conn& c) {
+  c.reading = false;
+  c.pending = std::make_shared<Pending>();
+  c.pending->request = std::move(c.line);
+  c.deadline_ms = now_ms() + kAnswerTimeoutMs;
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(c.pending);
+  waiting_.store(queue_.size(), std::memory_order_relaxed);
+  counters_.requests.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace gw::cp::api

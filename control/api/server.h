@@ -1,6 +1,11 @@
 // The control API's socket: a Unix stream socket (mode 0600, owner only)
 // served by one thread that never touches gateway state. Each connection
-// carries one request line and gets one reply line. The thread hands the
+// carries one request line and gets one reply line. Up to kMaxClients
+// connections are served at once by one poll loop (issue 17: one slow
+// client used to block every other), each with a deadline for its whole
+// request line (kReadTimeoutMs from accept, not per byte); when all slots
+// are taken, the oldest connection still sending its line is closed with a
+// timeout error, so idle connections cannot starve the socket. The thread hands the
 // request to the control lcore through a mailbox; the control lcore answers
 // it between passes over the rings (serve()), so the engine and the keyring
 // are only ever touched by their owner, and no worker ever sees the API.
@@ -36,14 +41,17 @@ struct ServerCounters {
   std::atomic<std::uint64_t> rejected_too_large{0};
   std::atomic<std::uint64_t> rejected_read{0};    // closed or timed out before a full line
   std::atomic<std::uint64_t> timed_out{0};        // the control lcore did not answer in time
+  std::atomic<std::uint64_t> evicted{0};          // closed to make room while still sending its line
 };
 
 class ApiServer {
  public:
-  // How long the socket thread waits for a request line, and for the control
-  // lcore's answer, before replying with an error.
+  // How long a connection may take to send its whole request line (from
+  // accept), and how long it waits for the control lcore's answer, before
+  // it gets an error. Connections served at once.
   static constexpr int kReadTimeoutMs = 2000;
   static constexpr int kAnswerTimeoutMs = 10000;
+  static constexpr std::size_t kMaxClients = 16;
 
   // Creates the directory (0700) if missing, replaces a stale socket file,
   // refuses one that still answers, binds and listens. Throws ApiError.
@@ -77,8 +85,13 @@ class ApiServer {
     bool answered = false;
   };
 
+  struct Conn;
   void run();
-  void handle_connection(int fd);
+  // Reads what `c` sent; true when its line is complete (queued) or it is done.
+  void read_from(Conn& c);
+  void queue_request(Conn& c);
+  // Refuses to serve a client that is not our user; true if refused.
+  bool refuse_stranger(int fd);
 
   std::string path_;
   int listen_fd_ = -1;

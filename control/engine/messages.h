@@ -3,6 +3,7 @@
 // variant order of `Message` follows the oneof field numbers of gw.proto.Message.
 #pragma once
 
+#include <algorithm>
 #include <compare>
 #include <cstdint>
 #include <string>
@@ -162,6 +163,26 @@ inline PriorityClass default_priority(const Message& m) {
     default:  // Alive, Suspect, UserData
       return PriorityClass::kGossip;
   }
+}
+
+// The most urgent class a message may travel in (issue 17): its default
+// class, except Alive, which may be urgent (a refutation, and relays of one:
+// the broadcast queue keeps a refutation urgent).
+inline PriorityClass class_ceiling(const Message& m) {
+  return m.index() == 4 ? PriorityClass::kUrgent : default_priority(m);
+}
+
+// Whether a datagram's header class is one its content can justify: a
+// datagram travels in the most urgent class it carries (Engine::send), so
+// the header may be no more urgent than its most urgent message allows. An
+// empty compound (a key command or result, no membership message) may be
+// anything. A less urgent header than the content is the sender's loss, not
+// an abuse, and passes.
+inline bool class_fits(PriorityClass header, const Compound& messages) {
+  if (messages.empty()) return true;
+  PriorityClass best = PriorityClass::kBulk;
+  for (const Message& m : messages) best = std::min(best, class_ceiling(m));
+  return header >= best;
 }
 
 // Short stable names for counters and logs ("ping", "ack", ...).

@@ -36,6 +36,12 @@ std::size_t ControlLoop::poll_once(std::uint64_t now_ns) {
         const std::size_t got = source_.dequeue(w, cls, items.data(), std::min(budget, kChunk));
         if (got == 0) break;
         for (std::size_t i = 0; i < got; ++i) {
+          // Refused by the once-only check (issue 17): another worker
+          // already served this datagram, or no window was free for it.
+          if (items[i].once != dp::Once::kFirst) {
+            ++counters_.once_refused[static_cast<std::size_t>(items[i].once)];
+            continue;
+          }
           if (host_ != nullptr) {
             host_->on_payload(items[i], now_ns, counters_);
           } else {

@@ -54,6 +54,13 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
     }
     return;
   }
+  // Class must match content (issue 17): a payload claiming a more urgent
+  // class than its messages justify was served ahead of real urgent
+  // traffic; drop it, counted, before it reaches the engine.
+  if (!engine::class_fits(static_cast<engine::PriorityClass>(h.cls), r.messages)) {
+    ++counters.class_drop_mismatch[static_cast<std::size_t>(h.cls)];
+    return;
+  }
   for (const engine::Message& m : r.messages) ++counters.msgs[m.index()];
   engine::Address from = to_engine_address(h.from);
   note_sender_key(from, h.key_id);
@@ -91,7 +98,8 @@ bool EngineHost::send_sealed(const engine::Address& to, crypto::PriorityClass cl
     ++counters_.drop_no_primary;
     return false;
   }
-  const crypto::SealParams params{options_.cluster_id, cls, unix_s};
+  // Bound to its receiver (issue 17): only `to` can open it.
+  const crypto::SealParams params{options_.cluster_id, cls, unix_s, crypto::receiver_of(to.ip.data(), to.ip.size(), to.port)};
   const std::size_t n =
       crypto::seal_datagram(*key, params, nonces_, plain.data(), plain.size(), sealed_.data(), sealed_.size());
   if (n == 0) {
@@ -281,7 +289,8 @@ void EngineHost::flush(std::uint64_t now_ns, std::uint32_t unix_s) {
       ++counters_.drop_encode;
       continue;
     }
-    const crypto::SealParams params{options_.cluster_id, static_cast<crypto::PriorityClass>(o.priority), unix_s};
+    const crypto::SealParams params{options_.cluster_id, static_cast<crypto::PriorityClass>(o.priority), unix_s,
+                                    crypto::receiver_of(o.to.ip.data(), o.to.ip.size(), o.to.port)};
     const std::size_t n =
         crypto::seal_datagram(*key, params, nonces_, plain_.data(), plain_.size(), sealed_.data(), sealed_.size());
     if (n == 0) {

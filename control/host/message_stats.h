@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "crypto/wire_header.h"
+#include "dataplane/api/handoff.h"
 
 namespace google::protobuf {
 class Arena;
@@ -37,6 +38,14 @@ struct ControlCounters {
   // The deepest any worker's ring of each class was when the control lcore
   // came to drain it: how close the class came to ring-full.
   std::array<std::uint64_t, crypto::kClassCount> ring_depth_max{};
+  // Payloads taken off the rings and not served, by dp::Once value: [1]
+  // already accepted through another worker (handoff_drop_replay), [2] no
+  // once-only window free (handoff_drop_replay_table_full).
+  std::array<std::uint64_t, 3> once_refused{};
+  // Decoded payloads dropped because their header class is more urgent than
+  // their messages justify (engine::class_fits), by header class: a key
+  // holder cannot have bulk content served as urgent (class_drop_mismatch).
+  std::array<std::uint64_t, crypto::kClassCount> class_drop_mismatch{};
 };
 
 // Decodes one opened payload and counts its messages. `arena` is reused by

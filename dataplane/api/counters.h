@@ -18,8 +18,10 @@ inline constexpr std::string_view kUnkeyedUnscannedName = "unscanned";  // class
 // Slots for per-rule counters (dataplane/classifier.h kMaxClassifierRules).
 inline constexpr std::size_t kUnkeyedRuleSlots = 64;
 
-// Table evictions of the per-lcore guard tables (not verdicts).
-inline constexpr std::string_view kReplayEvictName = "replay_table_evict";
+// The per-lcore guard tables (not verdicts): replay windows aged out (their
+// newest datagram stale; the table never evicts a live one) and token
+// buckets evicted.
+inline constexpr std::string_view kReplayExpiredName = "replay_table_expired";
 inline constexpr std::string_view kRateEvictName = "ratelimit_table_evict";
 
 struct alignas(64) WorkerCounters {
@@ -32,7 +34,7 @@ struct alignas(64) WorkerCounters {
   // Unkeyed packets by classifier rule index; [kUnkeyedRuleSlots] is "unmatched".
   std::array<std::uint64_t, kUnkeyedRuleSlots + 1> unkeyed_by_rule{};
   std::uint64_t unkeyed_unscanned = 0;
-  std::uint64_t replay_table_evict = 0;
+  std::uint64_t replay_table_expired = 0;
   std::uint64_t ratelimit_table_evict = 0;
   // ARP (dataplane/arp.h), not verdicts: the frames stay drop_not_gossip.
   std::uint64_t arp_replies = 0;  // requests for our address answered

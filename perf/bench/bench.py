@@ -48,9 +48,10 @@ recently used) long before its frame comes round again; the frame then starts a 
 takes the full accept path again: header MAC, timestamp, replay lookup (a
 miss), token bucket, AEAD open, window insert with eviction, copy into the
 hand-off ring.
-That is the documented eviction behaviour of dataplane/replay.h, used here to
-keep the accept path busy; it is not a claim that replays are accepted in
-deployment (there, replay_senders is sized above the number of senders).
+NOTE (issue 17): the replay table no longer evicts live windows, and the
+control lcore refuses second copies, so on the current gateway this case
+measures drop_replay_table_full after the first 64 senders, not the accept
+path; perf/RESULTS.md says so. It needs an input of distinct datagrams.
 The file holds 1,024 frames (2 MB of mbufs in the driver's preloaded copy);
 until 2026-11-30 it held 16,384 under 4,096 epochs (32 MB), which gave the
 same rates within the run-to-run noise and took longer to generate.

@@ -36,6 +36,16 @@ namespace {
 // Ethernet + IPv4 + UDP in front of the gossipgw datagram (gossipgen's IPv4 frames).
 constexpr std::size_t kL2L4 = 14 + 20 + 8;
 
+// The gateway perf/bench/bench.py runs (node.address 10.0.0.1, port 7946):
+// whom its input datagrams are sealed for (wire version 2).
+const gw::crypto::Receiver& bench_receiver() {
+  static const gw::crypto::Receiver r = [] {
+    const std::uint8_t ip[4] = {10, 0, 0, 1};
+    return gw::crypto::receiver_of(ip, sizeof ip, 7946);
+  }();
+  return r;
+}
+
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--frame-size BYTES] [--suite aes256gcm|chacha20poly1305] [--seconds S]\n"
@@ -67,7 +77,7 @@ double open_loop(const gw::crypto::Key& key, const std::vector<std::vector<std::
       const auto& h = headers[next];
       next = next + 1 == datagrams.size() ? 0 : next + 1;
       std::memcpy(work.data(), d.data(), d.size());
-      if (key.open_in_place(work.data(), h.nonce, work.data() + gw::crypto::kHeaderBytes, h.payload_len)) {
+      if (key.open_in_place(work.data(), h.nonce, work.data() + gw::crypto::kHeaderBytes, h.payload_len, bench_receiver())) {
         ++opened;
       } else {
         ++failed;
@@ -143,7 +153,7 @@ int main(int argc, char** argv) {
       if (h.key_id != id || h.suite != suite || !key.verify_header_mac(d.data())) continue;
       // Only datagrams that open: the floor measures accepts.
       std::vector<std::uint8_t> probe = d;
-      if (!key.open_in_place(probe.data(), h.nonce, probe.data() + gw::crypto::kHeaderBytes, h.payload_len)) continue;
+      if (!key.open_in_place(probe.data(), h.nonce, probe.data() + gw::crypto::kHeaderBytes, h.payload_len, bench_receiver())) continue;
       bytes += h.payload_len;
       headers.push_back(h);
       datagrams.push_back(std::move(d));
@@ -175,6 +185,7 @@ int main(int argc, char** argv) {
   gw::crypto::SealParams params;
   params.cluster_id = gw::crypto::derive_cluster_id("bench");
   params.timestamp = 1700000000;
+  params.to = bench_receiver();
   const std::size_t n = gw::crypto::seal_datagram(key, params, nonces, pt.data(), pt.size(), sealed.data(),
                                                   sealed.size());
   if (n != sealed.size()) {

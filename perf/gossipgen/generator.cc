@@ -18,12 +18,14 @@ constexpr std::array<std::string_view, kKindCount> kKindNames = {
     "forged_header",  "forged_tag",      "forged_ciphertext", "unkeyed_random",
     "unkeyed_short",  "unkeyed_version", "unkeyed_memberlist", "not_gossip",
     "malformed",      "replayed",        "stale",           "flood",
+    "wrong_receiver", "martian",         "class_abuse",       "drain",
 };
 
 constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "accepted",          "drop_not_gossip",      "drop_malformed", "drop_unkeyed",
     "drop_foreign_cluster", "drop_unknown_key", "drop_bad_mac",   "drop_stale",
-    "drop_replay",       "drop_rate_limited",    "drop_bad_auth",
+    "drop_replay",       "drop_rate_limited",    "drop_bad_auth",  "drop_wrong_receiver",
+    "drop_martian",      "drop_auth_retry",
 };
 
 constexpr std::array<std::string_view, kUnkeyedLabelCount> kUnkeyedLabels = {
@@ -121,6 +123,16 @@ class Generator {
     // Epoch 0 is nonces_ itself, so the default output does not change.
     for (std::uint32_t e = 1; e < o.nonce_epochs; ++e) extra_nonces_.emplace_back(mix64(o.seed + 0x9E37ULL * e));
     src_base_ = o.src_ip ? *o.src_ip : *parse_ip(v6_ ? "fd00::2" : "10.0.0.2");
+    // Whom valid datagrams are sealed for: the gateway (wire version 2).
+    const std::size_t ip_len = v6_ ? 16 : 4;
+    receiver_ = crypto::receiver_of(o.dst_ip.bytes.data(), ip_len, o.dst_port);
+    // And another member, for wrong_receiver: the next address whose tag
+    // differs from the gateway's (so the header alone refuses it).
+    IpAddr other = o.dst_ip;
+    do {
+      ++other.bytes[ip_len - 1];
+      other_receiver_ = crypto::receiver_of(other.bytes.data(), ip_len, o.dst_port);
+    } while (other_receiver_.tag == receiver_.tag);
     ip_id_ = static_cast<std::uint16_t>(rng_.next());
     const std::size_t max_udp_payload = kMaxFrameBytes - udp_payload_offset(v6_);
     for (const auto& p : o.corpus) {
@@ -356,6 +368,12 @@ class Generator {
       // every type appears once there are 11 valid packets.
       MsgType t = static_cast<MsgType>(rng_.below(kMsgTypeCount));
       if (i == 0 && count_types) t = static_cast<MsgType>(valid_seq_++ % kMsgTypeCount);
+      if (abuse_) {
+        // Content that no urgent datagram carries.
+        static constexpr std::array<MsgType, 4> kNotUrgent = {MsgType::kSuspect, MsgType::kUserData,
+                                                              MsgType::kSyncRequest, MsgType::kSyncResponse};
+        t = kNotUrgent[rng_.below(kNotUrgent.size())];
+      }
       fill_message(c.add_messages(), t);
       // A sized datagram keeps only the messages that fit its target (the
       // first always stays), so the padding can make up the rest.
@@ -373,15 +391,17 @@ class Generator {
       s.messages[static_cast<std::size_t>(t)]++;
       best = std::min(best, static_cast<std::uint8_t>(class_of(t)));
     }
-    s.cls = static_cast<crypto::PriorityClass>(best);
+    s.cls = abuse_ ? crypto::PriorityClass::kUrgent : static_cast<crypto::PriorityClass>(best);
     const std::string plain = c.SerializeAsString();
     s.datagram.resize(crypto::kHeaderBytes + plain.size() + crypto::kTagBytes);
     crypto::SealParams params;
     params.cluster_id = cluster_id;
     params.cls = s.cls;
     params.timestamp = timestamp.value_or(o_.timestamp);
+    params.to = for_other_ ? other_receiver_ : receiver_;
     const std::size_t len =
-        crypto::seal_datagram(key, params, next_nonces(), reinterpret_cast<const std::uint8_t*>(plain.data()),
+        crypto::seal_datagram(key, params, nonce_override_ != nullptr ? *nonce_override_ : next_nonces(),
+                              reinterpret_cast<const std::uint8_t*>(plain.data()),
                               plain.size(), s.datagram.data(), s.datagram.size());
     if (len != s.datagram.size()) throw GenError("internal error: sealing failed");
     return s;
@@ -483,6 +503,58 @@ class Generator {
         }
         break;
       }
+      case Kind::kWrongReceiver: {
+        // A member's real datagram for someone else, sent here.
+        for_other_ = true;
+        p.frame = build_udp_frame(flow(), seal_other(keys_[0], cluster_id_).datagram);
+        for_other_ = false;
+        p.variant = "other_member";
+        break;
+      }
+      case Kind::kDrain: {
+        if (drain_dgram_.empty()) {
+          // Sniffed once: a real datagram for us, one ciphertext bit flipped.
+          // Under its own sender epoch (another member's sequence), so no
+          // window of ours ever moves past its nonce: every later copy
+          // meets the failed-header check, not the window.
+          nonce_override_ = &drain_nonces_;
+          drain_dgram_ = seal_other(keys_[0], cluster_id_).datagram;
+          nonce_override_ = nullptr;
+          drain_dgram_[crypto::kHeaderBytes] ^= 0x01;
+          p.verdict = Verdict::kDropBadAuth;  // the only AEAD it buys
+        }
+        Flow f = flow();
+        f.src = src_base_;  // a member's address: valid packets come from it too
+        const std::size_t last = v6_ ? 15 : 3;
+        f.src.bytes[last] = 2;
+        f.src_mac = {0x02, 0x00, 0x00, 0x00, 0x00, 0x66};  // the attacker's
+        p.variant = "tampered_copy";
+        p.frame = build_udp_frame(f, drain_dgram_);
+        break;
+      }
+      case Kind::kClassAbuse: {
+        abuse_ = true;
+        Sealed s = seal_other(keys_[0], cluster_id_);
+        abuse_ = false;
+        p.variant = "urgent_for_bulk";
+        p.cls = s.cls;
+        p.class_mismatch = true;  // its messages are not served
+        p.frame = build_udp_frame(flow(), s.datagram);
+        break;
+      }
+      case Kind::kMartian: {
+        Flow f = flow();
+        static constexpr std::array<std::string_view, 5> kV4 = {"255.255.255.255", "224.0.0.1", "0.0.0.0",
+                                                               "127.0.0.1", ""};
+        static constexpr std::array<std::string_view, 5> kV6 = {"ff02::1", "ff05::2", "::", "::1", ""};
+        static constexpr std::array<std::string_view, 5> kNames = {"broadcast", "multicast", "unspecified",
+                                                                  "loopback", "own_address"};
+        const std::size_t v = rng_.below(kNames.size());
+        f.src = kNames[v] == "own_address" ? o_.dst_ip : *parse_ip(v6_ ? kV6[v] : kV4[v]);
+        p.variant = kNames[v];
+        p.frame = build_udp_frame(f, seal_other(keys_[0], cluster_id_).datagram);
+        break;
+      }
       case Kind::kForeign: {
         // Half under our own key: the cluster id alone must reject it.
         const bool own_key = rng_.coin();
@@ -531,10 +603,11 @@ class Generator {
         break;
       }
       case Kind::kUnkeyedVersion: {
+        // Version 1, the wire before receiver binding: another protocol now.
         std::vector<std::uint8_t> d = seal_other(keys_[0], cluster_id_).datagram;
-        d[4] = 2;
+        d[4] = 1;
         remac(d);
-        p.variant = "version_2";
+        p.variant = "version_1";
         p.frame = build_udp_frame(flow(), d);
         break;
       }
@@ -561,6 +634,7 @@ class Generator {
     h.cluster_id = cluster_id_;
     h.key_id = keys_[0].id();
     h.timestamp = o_.timestamp;
+    h.receiver = receiver_.tag;  // addressed to the gateway: only the MAC is wrong
     rng_.fill(h.nonce.data(), h.nonce.size());
     std::size_t payload_len = 0;
     if (o_.frame_size == 0) {
@@ -689,8 +763,10 @@ class Generator {
             p.variant = "header_flags_set";
             break;
           default:
-            d[38 + rng_.below(2)] = static_cast<std::uint8_t>(rng_.range(1, 255));
-            p.variant = "header_reserved_set";
+            // Bytes 38..39 were reserved until wire version 2 made them the
+            // receiver tag: the high flag bits instead.
+            d[7] = static_cast<std::uint8_t>((0x80u >> rng_.below(2)) | (rng_.range(1, 255) & 0x3Fu));
+            p.variant = "header_flags_high";
             break;
         }
       }
@@ -766,6 +842,13 @@ class Generator {
   Rng rng_;
   crypto::NonceSource nonces_;
   std::vector<crypto::NonceSource> extra_nonces_;
+  crypto::Receiver receiver_;        // the gateway: what sealed packets are bound to
+  crypto::Receiver other_receiver_;  // another member (wrong_receiver)
+  bool for_other_ = false;           // seal() binds to other_receiver_
+  bool abuse_ = false;               // seal() makes class_abuse content under an urgent header
+  std::vector<std::uint8_t> drain_dgram_;  // the one tampered datagram the drain kind repeats
+  crypto::NonceSource drain_nonces_{0xD7A1D7A1D7A1D7A1ULL};  // its sender's epoch
+  crypto::NonceSource* nonce_override_ = nullptr;           // seal() uses it when set
   std::size_t epoch_turn_ = 0;
   std::vector<crypto::Key> keys_;
   std::uint64_t cluster_id_;
@@ -875,6 +958,14 @@ Verdict expected_verdict(Kind k) noexcept {
       return Verdict::kDropNotGossip;
     case Kind::kMalformed:
       return Verdict::kDropMalformed;
+    case Kind::kWrongReceiver:
+      return Verdict::kDropWrongReceiver;
+    case Kind::kMartian:
+      return Verdict::kDropMartian;
+    case Kind::kClassAbuse:
+      return Verdict::kAccepted;
+    case Kind::kDrain:
+      return Verdict::kDropAuthRetry;
   }
   return Verdict::kDropMalformed;
 }
@@ -969,8 +1060,12 @@ void TruthCounts::add(const Packet& p) noexcept {
   verdicts_[static_cast<std::size_t>(p.verdict)]++;
   if (p.verdict == Verdict::kDropUnkeyed) unkeyed_[p.unkeyed_label]++;
   if (p.verdict != Verdict::kAccepted) return;
-  for (std::size_t t = 0; t < kMsgTypeCount; ++t) messages_[t] += p.messages[t];
   if (p.cls) classes_[static_cast<std::size_t>(*p.cls)]++;
+  if (p.class_mismatch) {
+    ++class_mismatch_;
+    return;
+  }
+  for (std::size_t t = 0; t < kMsgTypeCount; ++t) messages_[t] += p.messages[t];
 }
 
 nlohmann::ordered_json TruthCounts::json(std::uint64_t seed) const {
@@ -984,6 +1079,7 @@ nlohmann::ordered_json TruthCounts::json(std::uint64_t seed) const {
   e["rx_total"] = packets_;
   for (std::size_t v = 0; v < kVerdictCount; ++v) e[std::string(kVerdictNames[v])] = verdicts_[v];
   e["drop_ring_full"] = 0;
+  e["class_drop_mismatch"] = class_mismatch_;
   for (std::size_t t = 0; t < kMsgTypeCount; ++t) e["msg_" + std::string(kMsgTypeNames[t])] = messages_[t];
   e["msg_decode_error"] = 0;
   j["expected"] = e;

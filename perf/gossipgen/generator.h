@@ -49,8 +49,24 @@ enum class Kind : std::uint8_t {
   // unknown_burst are accepted, the rest drop_rate_limited (the gateway's
   // clock frozen, so no bucket refills during the run).
   kFlood,
+  // Valid, but sealed for another member (another address, same port):
+  // drop_wrong_receiver (wire version 2 binds a datagram to its receiver).
+  kWrongReceiver,
+  // Valid datagrams from a source no member can have (the gateway's own
+  // address, broadcast, multicast, 0.0.0.0 / ::, loopback): drop_martian.
+  kMartian,
+  // Valid, but the header claims urgent for content that is not (suspect,
+  // user data, syncs): accepted by the worker, then dropped on the control
+  // lcore and counted in class_drop_mismatch; its messages are not served.
+  kClassAbuse,
+  // The drain attack (issue 17 item 1): one real datagram for us with a
+  // ciphertext bit flipped, sent again and again from a member's address
+  // (the base address of the /24, which valid packets also use): the first
+  // copy drop_bad_auth, every later one drop_auth_retry; the member's own
+  // packets are still accepted (its bucket is charged only after an AEAD).
+  kDrain,
 };
-inline constexpr std::size_t kKindCount = 16;
+inline constexpr std::size_t kKindCount = 20;
 
 // "valid", "valid_secondary", ... as on the command line and in the JSON.
 std::string_view kind_name(Kind k) noexcept;
@@ -69,8 +85,11 @@ enum class Verdict : std::uint8_t {
   kDropReplay,
   kDropRateLimited,
   kDropBadAuth,
+  kDropWrongReceiver,
+  kDropMartian,
+  kDropAuthRetry,
 };
-inline constexpr std::size_t kVerdictCount = 11;
+inline constexpr std::size_t kVerdictCount = 14;
 
 std::string_view verdict_name(Verdict v) noexcept;  // "accepted", "drop_not_gossip", ...
 // The verdict of a kind's packets (for flood: of those within the burst).
@@ -164,6 +183,9 @@ struct Packet {
   std::array<std::uint32_t, kMsgTypeCount> messages{};
   // Unkeyed packets only: index into unkeyed_labels().
   std::size_t unkeyed_label = 0;
+  // Accepted, but its class does not match its content (class_abuse): the
+  // control lcore drops it and does not count its messages.
+  bool class_mismatch = false;
 };
 
 // Largest packet count one run may ask for.
@@ -190,6 +212,7 @@ class TruthCounts {
 
  private:
   std::uint64_t packets_ = 0;
+  std::uint64_t class_mismatch_ = 0;
   std::array<std::uint64_t, kKindCount> kinds_{};
   std::array<std::uint64_t, kVerdictCount> verdicts_{};
   std::array<std::uint64_t, kMsgTypeCount> messages_{};

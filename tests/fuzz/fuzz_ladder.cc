@@ -2,14 +2,17 @@
 //
 // Invariants beyond "no crash":
 //   - exactly one verdict, within the enum;
-//   - an accepted frame was sealed by a key in the ring: re-sealing its
-//     plaintext under the same key, header and nonce reproduces the
+//   - an accepted frame was sealed by a key in the ring *for us*: its header
+//     carries our receiver tag, and re-sealing its plaintext under the same
+//     key, header, nonce and our receiver identity reproduces the
 //     ciphertext and tag byte for byte (the AEAD is deterministic);
 //   - an accepted plaintext lies inside the frame;
 //   - through the stateful ladder (replay table, token buckets, a clock at
 //     gossipgen's default timestamp): an accepted frame offered again is
 //     never accepted again (replay), and a frame refused before the AEAD
-//     never moves the replay table;
+//     never moves the replay table; a frame whose AEAD failed is refused
+//     before the AEAD when offered again (auth-retry) and no frame that was
+//     not accepted ever inserted a token bucket;
 //   - the worker's split path (ladder_front, the header MAC from
 //     crypto::siphash24_40_batch, ladder_back) gives the same verdict and
 //     result as run_ladder.
@@ -56,12 +59,14 @@ void check(bool ok) {
 struct Guard {
   gw::dp::ReplayTable replay{4};
   gw::dp::RateLimiter rate{4, {1'000'000, 1'000'000}, {1'000'000, 1'000'000}};
+  gw::dp::FailedHeaders failed;
   gw::dp::LadderState st;
   Guard() {
     st.have_clock = true;
     st.now_s = 1700000000;
     st.replay = &replay;
     st.rate = &rate;
+    st.failed = &failed;
   }
 };
 
@@ -75,6 +80,10 @@ void run_stateful(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std
   frame.assign(data, data + size);
   const auto again = gw::dp::run_ladder(cfg, g.st, frame.data(), static_cast<std::uint32_t>(frame.size()));
   if (committed) check(again.verdict == gw::dp::Verdict::kReplay);
+  // A header whose AEAD failed is not given another AEAD, and nothing that
+  // failed ever charged a bucket.
+  if (r.verdict == gw::dp::Verdict::kBadAuth) check(again.verdict == gw::dp::Verdict::kAuthRetry);
+  if (!committed) check(g.rate.size() == 0);
 }
 
 // What process_burst does, one packet at a time, against run_ladder.
@@ -125,7 +134,10 @@ void run(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::size_t 
   const gw::crypto::Key* key = cfg.keys->find(h.key_id);
   check(key != nullptr);
   std::vector<std::uint8_t> resealed(r.plaintext_len + gw::crypto::kTagBytes);
-  key->seal(header, h.nonce, frame.data() + r.plaintext_offset, r.plaintext_len, resealed.data());
+  // Sealed for us (wire version 2): re-sealing for our receiver identity
+  // reproduces it, so it was bound to this gateway.
+  check(h.receiver == cfg.local.receiver.tag);
+  key->seal(header, h.nonce, frame.data() + r.plaintext_offset, r.plaintext_len, resealed.data(), cfg.local.receiver);
   check(std::memcmp(resealed.data(), header + gw::crypto::kHeaderBytes, resealed.size()) == 0);
 }
 

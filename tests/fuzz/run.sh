@@ -30,12 +30,12 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=${2:?}; shift 2 ;;
     --corpus) corpus=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
-    ladder|config|compound|engine|pcap|classifier|api_request|scenario) targets+=("$1"); shift ;;
+    ladder|guard_tables|config|compound|engine|pcap|classifier|api_request|scenario) targets+=("$1"); shift ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(ladder config compound engine pcap classifier api_request)
+  targets=(ladder guard_tables config compound engine pcap classifier api_request)
   [ -f perf/gossipsim/scenario.h ] && targets+=(scenario)
 fi
 

@@ -90,6 +90,29 @@ expect_usage_error("worker lcore not enabled",
                    eal("j") + ["--", "--config", write("lcore.yaml", good + "lcores:\n  workers: [5]\n")],
                    ["lcores.workers", "5"], one_line=False)
 
+# A FIFO (issue 17) as the config or a key file used to hang gossipgw,
+# gossipctl config check and gossipctl keyid (open() waits for a writer):
+# refused at once, exit 2, one line. Bounded, so a hang fails the check.
+fifo = os.path.join(tmp, "fifo")
+os.mkfifo(fifo, 0o600)
+
+
+def expect_refused_quickly(name, argv, fragment):
+    try:
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=15)
+    except subprocess.TimeoutExpired:
+        check(f"{name}: refused without hanging", False, "still running after 15 s")
+        return
+    check(f"{name}: exit 2", r.returncode == 2, f"exit {r.returncode}, stderr {r.stderr!r}")
+    check(f"{name}: one line naming it", len(r.stderr.splitlines()) == 1 and fragment in r.stderr, repr(r.stderr))
+
+
+expect_refused_quickly("FIFO config", eal("k") + ["--", "--config", fifo], "not a regular file")
+expect_refused_quickly("FIFO key file", eal("l") + ["--", "--config", write("fifokey.yaml", good.replace("k.key", fifo))],
+                       "not a regular file")
+expect_refused_quickly("gossipctl config check on a FIFO", [CTL, "config", "check", "--config", fifo], "not a regular file")
+expect_refused_quickly("gossipctl keyid on a FIFO", [CTL, "keyid", fifo], "not a regular file")
+
 # Signals: with infinite_rx the input never ends, so only the signal stops it.
 for sig in (signal.SIGTERM, signal.SIGINT):
     stats = os.path.join(tmp, f"stats-{sig.name}.json")

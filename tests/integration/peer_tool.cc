@@ -47,14 +47,17 @@ int join(const config::Config& cfg, const std::string& name, const perf::IpAddr&
 
   perf::PcapWriter pcap(out, 1700000000);
   crypto::NonceSource nonces(42);
-  // Sealed now: the gateway drops datagrams outside its replay time window.
-  const auto unix_now = static_cast<std::uint32_t>(std::time(nullptr));
+  // Sealed 10 s ahead: the gateway drops datagrams outside its replay time
+  // window, and (restart watermark) what was sealed before it started, and
+  // it starts after this file is written.
+  const auto unix_now = static_cast<std::uint32_t>(std::time(nullptr)) + 10;
   std::vector<std::uint8_t> sealed(2048);
   std::size_t frames = 0;
   for (const auto& o : peer.take_outbox()) {
     const std::vector<std::uint8_t> plain = cp::encode(o.messages);
     const crypto::SealParams params{crypto::derive_cluster_id(cfg.cluster.name),
-                                    static_cast<crypto::PriorityClass>(o.priority), unix_now};
+                                    static_cast<crypto::PriorityClass>(o.priority), unix_now,
+                                    crypto::receiver_of(o.to.ip.data(), o.to.ip.size(), o.to.port)};
     const std::size_t n = crypto::seal_datagram(*ring.primary(), params, nonces, plain.data(), plain.size(),
                                                 sealed.data(), sealed.size());
     perf::Flow flow;

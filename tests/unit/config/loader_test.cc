@@ -139,7 +139,7 @@ dataplane:
   tx_descriptors: 16384
   idle_backoff_us: 100000
 limits:
-  max_payload_bytes: 9000
+  max_payload_bytes: 1934
 log:
   level: warn
 )",
@@ -163,8 +163,36 @@ log:
   EXPECT_EQ(c.dataplane.rx_descriptors, 64);
   EXPECT_EQ(c.dataplane.tx_descriptors, 16384);
   EXPECT_EQ(c.dataplane.idle_backoff_us, 100000u);
-  EXPECT_EQ(c.limits.max_payload_bytes, 9000u);
+  EXPECT_EQ(c.limits.max_payload_bytes, 1934u);
   EXPECT_EQ(c.log.level, "warn");
+}
+
+// Issue 17: rings.size and limits.max_payload_bytes, each in range, could
+// together ask for tens of GiB; the loader computes the memory and refuses
+// what the machine cannot hold, saying how much is needed.
+TEST(ConfigLoader, MemoryTheConfigNeedsIsComputedAndRefusedWhenItCannotFit) {
+  Config c = parse_config(with_minimal("rings:\n  size: 1048576\nlimits:\n  max_payload_bytes: 1934\n"), kSource,
+                          kBaseDir);
+  const MemoryNeed n = memory_needed(c);
+  // One worker, 4 classes, 1,048,578 records of 31 lines (48 + 1920 bytes).
+  EXPECT_EQ(n.rings, 4ULL * 1048578ULL * 31ULL * 64ULL);
+  EXPECT_NO_THROW(check_memory(c, n.total(), kSource));
+  try {
+    check_memory(c, n.total() - 1, kSource);
+    FAIL() << "accepted a config that does not fit";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "rings.size");
+    EXPECT_NE(e.message().find("needs " + std::to_string((n.total() + (1 << 20) - 1) >> 20) + " MiB"),
+              std::string::npos)
+        << e.message();
+  }
+  // 64 workers of such rings are more than any machine this runs on has:
+  // parse_config itself refuses them.
+  std::string many = "lcores:\n  control: 0\n  workers: [";
+  for (int i = 1; i <= 64; ++i) many += std::to_string(i) + (i < 64 ? ", " : "]\n");
+  const Rejection r = reject(with_minimal(many + "rings:\n  size: 1048576\nlimits:\n  max_payload_bytes: 1934\n"));
+  EXPECT_EQ(r.field, "rings.size");
+  EXPECT_NE(r.message.find("MiB"), std::string::npos) << r.message;
 }
 
 TEST(ConfigLoader, SuiteNames) {
@@ -407,8 +435,9 @@ TEST(ConfigLoaderReject, NumericRangesFromConfigH) {
       {"dataplane:\n  tx_descriptors: 0\n", "dataplane.tx_descriptors", "must be 64..16384"},
       {"dataplane:\n  tx_descriptors: 32768\n", "dataplane.tx_descriptors", "must be 64..16384"},
       {"dataplane:\n  idle_backoff_us: 100001\n", "dataplane.idle_backoff_us", "must be 0..100000"},
-      {"limits:\n  max_payload_bytes: 63\n", "limits.max_payload_bytes", "must be 64..9000"},
-      {"limits:\n  max_payload_bytes: 9001\n", "limits.max_payload_bytes", "must be 64..9000"},
+      {"limits:\n  max_payload_bytes: 63\n", "limits.max_payload_bytes", "must be 64..1934"},
+      {"limits:\n  max_payload_bytes: 1935\n", "limits.max_payload_bytes", "must be 64..1934"},
+      {"limits:\n  max_payload_bytes: 9000\n", "limits.max_payload_bytes", "must be 64..1934"},
   };
   for (const RangeCase& c : cases) {
     SCOPED_TRACE(c.yaml);
@@ -883,6 +912,31 @@ TEST(ConfigLoaderGuard, OutOfRangeLimitsAreRejected) {
   EXPECT_REJECTED(with_minimal("classifier:\n  max_scans_per_sec: 10000001\n"), "classifier.max_scans_per_sec", 8,
                   "0..10000000");
   EXPECT_REJECTED(with_minimal("classifier:\n  enabled: yes\n"), "classifier.enabled", 8, "expected a boolean");
+}
+
+// Issue 17: an in-range rule could take 18 s to compile, 32 of them never
+// finished. Counted repeats (what Hyperscan's compile time grows with) are
+// bounded per rule and over all rules, before anything is compiled.
+TEST(ConfigLoaderGuard, RulesTooCostlyToCompileAreRejected) {
+  const auto rule = [](const std::string& pattern) {
+    return with_minimal("classifier:\n  rules:\n    - {name: heavy, pattern: '" + pattern + "'}\n");
+  };
+  for (const char* heavy : {"x.{0,1000}y", "(a.{0,100}){10}", "[{]{999}", "((ab){20}c){20}", "a{300,}"}) {
+    const Rejection r = reject(rule(heavy));
+    EXPECT_EQ(r.field, "classifier.rules[0].pattern") << heavy << ": " << r.what;
+    EXPECT_NE(r.message.find("too large to compile quickly"), std::string::npos) << heavy << ": " << r.what;
+    EXPECT_NE(r.message.find("'heavy'"), std::string::npos) << r.what;
+  }
+  // At the bound, and escaped braces (no repeat at all), are fine.
+  for (const char* ok : {"x.{0,128}y.{0,128}z", "GSGW\\{1000\\}", "(a{2}){50}"}) {
+    EXPECT_NO_THROW(parse_config(rule(ok), kSource, kBaseDir)) << ok;
+  }
+  // Each rule in bound, together too much.
+  std::string many = "classifier:\n  rules:\n";
+  for (int i = 0; i < 9; ++i) many += "    - {name: r" + std::to_string(i) + ", pattern: 'x.{0,250}y'}\n";
+  const Rejection r = reject(with_minimal(many));
+  EXPECT_EQ(r.field, "classifier.rules[8].pattern") << r.what;
+  EXPECT_NE(r.message.find("together"), std::string::npos) << r.what;
 }
 
 TEST(ConfigLoaderGuard, BadRulesAreRejectedNamingTheRule) {

@@ -58,6 +58,45 @@ TEST_F(CryptoTest, ClusterIdIsStableAndNameSensitive) {
   EXPECT_NE(derive_cluster_id(""), derive_cluster_id("prod"));
 }
 
+// The receiver these tests seal for and open as.
+Receiver me() {
+  const std::uint8_t ip[4] = {10, 0, 0, 1};
+  return receiver_of(ip, 4, 7946);
+}
+
+// Issue 17, item 5: a datagram is bound to its receiver. Sealed for B, it
+// carries B's tag (so A refuses it from the header) and does not open as A
+// even when the tags collide (the whole identity is associated data).
+TEST_F(CryptoTest, ADatagramSealedForOneReceiverDoesNotOpenAsAnother) {
+  for (Suite suite : suites()) {
+    const Key key(key_of(5), suite);
+    NonceSource nonces(8);
+    const std::uint8_t b_ip[4] = {10, 0, 0, 2};
+    const Receiver a = me();
+    const Receiver b = receiver_of(b_ip, 4, 7946);
+    ASSERT_NE(a.tag, b.tag);
+    const std::string msg = "for b";
+    std::vector<std::uint8_t> buf(128);
+    const std::size_t n = seal_datagram(key, {1, PriorityClass::kGossip, 0, b}, nonces,
+                                        reinterpret_cast<const std::uint8_t*>(msg.data()), msg.size(), buf.data(),
+                                        buf.size());
+    WireHeader h;
+    ASSERT_EQ(parse_header(buf.data(), n, &h), HeaderStatus::kOk);
+    EXPECT_EQ(h.receiver, b.tag);
+    EXPECT_TRUE(key.verify_header_mac(buf.data()));
+    Receiver a_with_b_tag = a;  // a tag collision: the AEAD still refuses
+    a_with_b_tag.tag = b.tag;
+    auto copy = buf;
+    EXPECT_FALSE(key.open_in_place(copy.data(), h.nonce, copy.data() + kHeaderBytes, h.payload_len, a_with_b_tag));
+    // Another port is another receiver too.
+    const Receiver b_other_port = receiver_of(b_ip, 4, 7947);
+    copy = buf;
+    EXPECT_FALSE(key.open_in_place(copy.data(), h.nonce, copy.data() + kHeaderBytes, h.payload_len, b_other_port));
+    copy = buf;
+    EXPECT_TRUE(key.open_in_place(copy.data(), h.nonce, copy.data() + kHeaderBytes, h.payload_len, b));
+  }
+}
+
 TEST_F(CryptoTest, KeyIdDependsOnKey) {
   EXPECT_EQ(derive_key_id(key_of(1)), derive_key_id(key_of(1)));
   EXPECT_NE(derive_key_id(key_of(1)), derive_key_id(key_of(2)));
@@ -70,7 +109,7 @@ TEST_F(CryptoTest, SealOpenRoundTripInPlaceForEverySuite) {
     NonceSource nonces(42);
     const std::string msg = "alive node-a incarnation 3";
     std::vector<std::uint8_t> buf(512);
-    const SealParams params{derive_cluster_id("c"), PriorityClass::kUrgent, 1234};
+    const SealParams params{derive_cluster_id("c"), PriorityClass::kUrgent, 1234, me()};
     const std::size_t n = seal_datagram(key, params, nonces,
                                         reinterpret_cast<const std::uint8_t*>(msg.data()),
                                         msg.size(), buf.data(), buf.size());
@@ -86,7 +125,7 @@ TEST_F(CryptoTest, SealOpenRoundTripInPlaceForEverySuite) {
     EXPECT_EQ(std::string(buf.begin() + kHeaderBytes, buf.begin() + kHeaderBytes + msg.size())
                   .find("alive"),
               std::string::npos);
-    ASSERT_TRUE(key.open_in_place(buf.data(), h.nonce, buf.data() + kHeaderBytes, h.payload_len));
+    ASSERT_TRUE(key.open_in_place(buf.data(), h.nonce, buf.data() + kHeaderBytes, h.payload_len, me()));
     EXPECT_EQ(std::string(buf.begin() + kHeaderBytes, buf.begin() + kHeaderBytes + msg.size()), msg);
   }
 }
@@ -97,7 +136,7 @@ TEST_F(CryptoTest, EveryTamperedByteIsRejected) {
     NonceSource nonces(1);
     const std::string msg = "ping seq 1";
     std::vector<std::uint8_t> good(256);
-    const std::size_t n = seal_datagram(key, {11, PriorityClass::kProbe, 5}, nonces,
+    const std::size_t n = seal_datagram(key, {11, PriorityClass::kProbe, 5, me()}, nonces,
                                         reinterpret_cast<const std::uint8_t*>(msg.data()),
                                         msg.size(), good.data(), good.size());
     good.resize(n);
@@ -107,7 +146,7 @@ TEST_F(CryptoTest, EveryTamperedByteIsRejected) {
       WireHeader h;
       if (parse_header(d.data(), d.size(), &h) != HeaderStatus::kOk) continue;  // refused earlier
       const bool mac_ok = key.verify_header_mac(d.data());
-      const bool open_ok = key.open_in_place(d.data(), h.nonce, d.data() + kHeaderBytes, h.payload_len);
+      const bool open_ok = key.open_in_place(d.data(), h.nonce, d.data() + kHeaderBytes, h.payload_len, me());
       // Header bytes before the MAC are covered by the MAC; everything by the AEAD.
       if (i < kMacOffset) {
         EXPECT_FALSE(mac_ok) << "byte " << i;
@@ -123,11 +162,11 @@ TEST_F(CryptoTest, WrongKeyCannotOpen) {
   NonceSource nonces(3);
   std::vector<std::uint8_t> buf(128);
   const std::uint8_t pt[4] = {1, 2, 3, 4};
-  const std::size_t n = seal_datagram(k1, {1, PriorityClass::kGossip, 0}, nonces, pt, 4, buf.data(), buf.size());
+  const std::size_t n = seal_datagram(k1, {1, PriorityClass::kGossip, 0, me()}, nonces, pt, 4, buf.data(), buf.size());
   WireHeader h;
   ASSERT_EQ(parse_header(buf.data(), n, &h), HeaderStatus::kOk);
   EXPECT_FALSE(k2.verify_header_mac(buf.data()));
-  EXPECT_FALSE(k2.open_in_place(buf.data(), h.nonce, buf.data() + kHeaderBytes, h.payload_len));
+  EXPECT_FALSE(k2.open_in_place(buf.data(), h.nonce, buf.data() + kHeaderBytes, h.payload_len, me()));
 }
 
 TEST_F(CryptoTest, SealRefusesWhatDoesNotFit) {

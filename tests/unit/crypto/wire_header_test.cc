@@ -92,14 +92,16 @@ TEST(WireHeader, WrongMagicAndVersionAreTold) {
   d[1] ^= 0x20;
   EXPECT_EQ(parse_header(d.data(), d.size(), &got), HeaderStatus::kBadMagic);
   d[1] ^= 0x20;
-  d[4] = 2;
+  d[4] = 1;  // the wire before receiver binding (issue 17)
+  EXPECT_EQ(parse_header(d.data(), d.size(), &got), HeaderStatus::kBadVersion);
+  d[4] = 3;
   EXPECT_EQ(parse_header(d.data(), d.size(), &got), HeaderStatus::kBadVersion);
 }
 
 TEST(WireHeader, UnknownClassSuiteOrReservedBitsAreBadField) {
   const auto good = datagram(sample_header(16), 16);
   for (auto [offset, value] : std::vector<std::pair<std::size_t, std::uint8_t>>{
-           {5, 4}, {5, 0xFF}, {6, 0}, {6, 3}, {7, 1}, {38, 1}, {39, 0x80}}) {
+           {5, 4}, {5, 0xFF}, {6, 0}, {6, 3}, {7, 1}, {7, 0x80}}) {
     auto d = good;
     d[offset] = value;
     WireHeader got;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -81,6 +82,7 @@ class LadderGuardTest : public ::testing::Test {
     st_.now_ns = 5 * kSecond;
     st_.replay = &replay_;
     st_.rate = &rate_;
+    st_.failed = &failed_;
   }
 
   // A valid datagram with this timestamp and the nonce counter `counter`.
@@ -88,7 +90,7 @@ class LadderGuardTest : public ::testing::Test {
     nonces_.set_counter_for_test(counter);
     Bytes out(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
     const std::size_t n = crypto::seal_datagram(
-        key_, {cfg_.cluster_id, crypto::PriorityClass::kGossip, timestamp}, nonces_,
+        key_, {cfg_.cluster_id, crypto::PriorityClass::kGossip, timestamp, cfg_.local.receiver}, nonces_,
         reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), out.data(), out.size());
     EXPECT_EQ(n, out.size());
     return out;
@@ -104,6 +106,7 @@ class LadderGuardTest : public ::testing::Test {
   LadderConfig cfg_;
   ReplayTable replay_{256};
   RateLimiter rate_{256, {1000, 20}, {10, 6}};
+  FailedHeaders failed_;
   LadderState st_;
 };
 
@@ -119,6 +122,20 @@ TEST_F(LadderGuardTest, TimestampWindowEdges) {
   st_.now_s = kNow + 10;
   EXPECT_EQ(run(frame(sealed(kNow + 40, 8))), Verdict::kAccepted);
   EXPECT_EQ(run(frame(sealed(kNow - 21, 9))), Verdict::kStale);
+}
+
+// Issue 17, item 4: what was sealed before this gateway started is refused
+// (an earlier run may have accepted it; its windows are gone), checked after
+// the timestamp window and before anything stateful.
+TEST_F(LadderGuardTest, DatagramsSealedBeforeTheStartAreRefused) {
+  cfg_.not_before_s = kNow - 5;
+  EXPECT_EQ(run(frame(sealed(kNow - 6, 1))), Verdict::kBeforeStart);
+  EXPECT_EQ(run(frame(sealed(kNow - 29, 2))), Verdict::kBeforeStart);
+  EXPECT_EQ(run(frame(sealed(kNow - 31, 3))), Verdict::kStale);  // the window first
+  EXPECT_EQ(run(frame(sealed(kNow - 5, 4))), Verdict::kAccepted);
+  EXPECT_EQ(run(frame(sealed(kNow, 5))), Verdict::kAccepted);
+  EXPECT_EQ(replay_.size(), 1u);
+  EXPECT_EQ(rate_.size(), 1u);
 }
 
 TEST_F(LadderGuardTest, StaleDropsDoNotChargeTheBucketOrTouchTheWindow) {
@@ -150,8 +167,82 @@ TEST_F(LadderGuardTest, ForgedPacketWithAFreshNonceDoesNotAdvanceTheWindow) {
   ASSERT_NE(replay_.find(ReplayKey{key_.id(), nonces_.epoch()}), nullptr);
   EXPECT_EQ(replay_.find(ReplayKey{key_.id(), nonces_.epoch()})->window.top(), 100u);
   EXPECT_EQ(run(fresh(101)), Verdict::kAccepted);
-  // And the forged nonce itself is still free for the real sender.
-  EXPECT_EQ(run(fresh(100 + 5000)), Verdict::kAccepted);
+  // The forged header is remembered as failed: the same nonce is not given
+  // another AEAD (the price of bounding what one sniffed header can cost,
+  // docs/ladder.md), while the window stays where real packets left it.
+  EXPECT_EQ(run(forged), Verdict::kAuthRetry);
+  EXPECT_EQ(run(fresh(100 + 5000)), Verdict::kAuthRetry);
+  EXPECT_EQ(replay_.find(ReplayKey{key_.id(), nonces_.epoch()})->window.top(), 101u);
+}
+
+// Issue 17, item 1: an outsider takes real datagrams it sniffed (sealed by
+// another sender, never accepted here), flips one bit of the ciphertext and
+// sends the copies as fast as it can from a known member's address and from
+// many spoofed ones, while that member gossips at half its budget. Every one
+// of the member's datagrams must be accepted, and the AEAD work the attack
+// causes is one failed open per sniffed header, not one per copy.
+TEST_F(LadderGuardTest, TamperedSniffedDatagramsCostAMemberNothing) {
+  DataplaneSnapshot snap;
+  snap.known_members = {src_addr(2)};
+  st_.snapshot = &snap;
+  crypto::NonceSource other{0x0BADC0DE0BADC0DEULL};
+  std::vector<Bytes> sniffed;
+  for (int i = 0; i < 8; ++i) {
+    const std::string text = "for another member";
+    Bytes d(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
+    ASSERT_EQ(crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kUrgent, kNow, cfg_.local.receiver}, other,
+                                    reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), d.data(),
+                                    d.size()),
+              d.size());
+    sniffed.push_back(d);
+  }
+  std::array<std::uint64_t, kVerdictCount> attack{};
+  std::uint32_t accepted = 0;
+  constexpr std::uint32_t kGenuine = 300;
+  for (std::uint32_t c = 0; c < kGenuine; ++c) {
+    for (std::uint32_t k = 0; k < 50; ++k) {
+      Bytes d = sniffed[k % sniffed.size()];
+      d[crypto::kHeaderBytes + k % 4] ^= static_cast<std::uint8_t>(1u << (k % 8));
+      const std::uint8_t from = k % 2 == 0 ? 2 : static_cast<std::uint8_t>(100 + k);
+      ++attack[static_cast<std::size_t>(run(frame(d, from)))];
+    }
+    if (run(fresh(c, 2)) == Verdict::kAccepted) ++accepted;
+    st_.now_ns += 2'000'000;  // 500 datagrams/s; the member's budget is 1000/s
+  }
+  EXPECT_EQ(accepted, kGenuine);
+  EXPECT_EQ(attack[static_cast<std::size_t>(Verdict::kAccepted)], 0u);
+  EXPECT_EQ(attack[static_cast<std::size_t>(Verdict::kBadAuth)], sniffed.size());
+  EXPECT_EQ(attack[static_cast<std::size_t>(Verdict::kAuthRetry)], kGenuine * 50 - sniffed.size());
+}
+
+// Issue 17, item 2: with as many live senders as limits.replay_senders,
+// every one of their datagrams offered again is a replay (the old table
+// evicted windows from a quarter of its capacity and took replays back),
+// one more sender is refused, and its room comes back once old windows are
+// all stale.
+TEST_F(LadderGuardTest, ReplaysAreRefusedAtFullTableLoad) {
+  st_.rate = nullptr;  // one source address here; buckets are not the subject
+  std::vector<Bytes> first;
+  for (std::uint64_t s = 0; s < replay_.capacity(); ++s) {
+    crypto::NonceSource sender{0x5EED0000 + s * 7919};
+    const std::string text = "hello";
+    Bytes d(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
+    crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kGossip, kNow, cfg_.local.receiver}, sender,
+                          reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), d.data(), d.size());
+    first.push_back(frame(d));
+    ASSERT_EQ(run(first.back()), Verdict::kAccepted) << s;
+  }
+  std::size_t replays_accepted = 0;
+  for (const Bytes& f : first) replays_accepted += run(f) == Verdict::kAccepted;
+  EXPECT_EQ(replays_accepted, 0u);
+  EXPECT_EQ(run(fresh(1)), Verdict::kReplayTableFull);
+  // 31 s later every window's newest datagram is stale: ageing frees them,
+  // and the old datagrams are still refused (as stale).
+  st_.now_s = kNow + 31;
+  replay_.age(st_.now_s, 4 * replay_.capacity());  // slots and erases
+  EXPECT_EQ(replay_.size(), 0u);
+  for (const Bytes& f : first) EXPECT_EQ(run(f), Verdict::kStale);
+  EXPECT_EQ(run(frame(sealed(kNow + 31, 2))), Verdict::kAccepted);
 }
 
 TEST_F(LadderGuardTest, BadMacNeitherChargesNorCreatesAWindow) {

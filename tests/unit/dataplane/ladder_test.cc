@@ -80,6 +80,7 @@ class LadderTest : public ::testing::Test {
     cfg4_.keys = &keys_;
     cfg6_ = cfg4_;
     ASSERT_TRUE(parse_endpoint("fd00::1", kPort, &cfg6_.local));
+    to_ = cfg4_.local.receiver;
   }
 
   Bytes sealed(const std::string& text, std::uint8_t key_fill = 1, const char* cluster = "demo",
@@ -87,7 +88,7 @@ class LadderTest : public ::testing::Test {
     const crypto::Key key(key_bytes(key_fill), crypto::Suite::kChaCha20Poly1305);
     Bytes out(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
     const std::size_t n = crypto::seal_datagram(
-        key, {crypto::derive_cluster_id(cluster), cls, 1700000000}, nonces_,
+        key, {crypto::derive_cluster_id(cluster), cls, 1700000000, to_}, nonces_,
         reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), out.data(), out.size());
     EXPECT_EQ(n, out.size());
     return out;
@@ -98,6 +99,7 @@ class LadderTest : public ::testing::Test {
   }
   Verdict verdict(Bytes f) { return run(cfg4_, std::move(f)).verdict; }
 
+  crypto::Receiver to_;  // whom sealed() binds datagrams to
   crypto::Keyring keys_;
   crypto::NonceSource nonces_{7};
   LadderConfig cfg4_;
@@ -114,7 +116,9 @@ TEST_F(LadderTest, ValidIpv4IsAcceptedAndDecryptedInPlace) {
 }
 
 TEST_F(LadderTest, ValidIpv6AndVlanAreAccepted) {
+  to_ = cfg6_.local.receiver;
   EXPECT_EQ(run(cfg6_, frame(sealed("v6"), true)).verdict, Verdict::kAccepted);
+  to_ = cfg4_.local.receiver;
   EXPECT_EQ(verdict(frame(sealed("vlan"), false, kPort, true)), Verdict::kAccepted);
 }
 
@@ -187,9 +191,52 @@ TEST_F(LadderTest, NoGatewayHeaderIsUnkeyed) {
   Bytes plain = sealed("x");
   plain[0] = 'X';
   EXPECT_EQ(verdict(frame(plain)), Verdict::kUnkeyed);
-  Bytes v2 = sealed("x");
-  v2[4] = 2;
-  EXPECT_EQ(verdict(frame(v2)), Verdict::kUnkeyed);
+  Bytes v1 = sealed("x");
+  v1[4] = 1;  // the wire before receiver binding
+  EXPECT_EQ(verdict(frame(v1)), Verdict::kUnkeyed);
+}
+
+// Issue 17, item 5: a member's real datagram for another member, sent here,
+// is refused from its header (before the MAC) with its own verdict; under a
+// colliding tag it still fails the AEAD.
+// Issue 17, item 7: a valid datagram from a source no member can have is
+// dropped at parse (so nothing is ever answered there), IPv4 and IPv6, on
+// the fast path and the general one (a VLAN tag takes the general path).
+TEST_F(LadderTest, MartianSourcesAreDroppedAtParse) {
+  for (const bool vlan : {false, true}) {
+    const std::size_t src = 26 + (vlan ? 4 : 0);
+    for (const std::array<std::uint8_t, 4> ip : std::vector<std::array<std::uint8_t, 4>>{
+             {255, 255, 255, 255}, {224, 0, 0, 1}, {239, 1, 2, 3}, {240, 0, 0, 1}, {0, 0, 0, 0}, {0, 1, 2, 3},
+             {127, 0, 0, 1}, {10, 0, 0, 1}}) {
+      Bytes f = frame(sealed("martian"), false, kPort, vlan);
+      std::copy(ip.begin(), ip.end(), f.begin() + static_cast<std::ptrdiff_t>(src));
+      EXPECT_EQ(verdict(f), Verdict::kMartian) << int{ip[0]} << "." << int{ip[3]} << " vlan " << vlan;
+    }
+    Bytes ok = frame(sealed("a member"), false, kPort, vlan);
+    EXPECT_EQ(verdict(ok), Verdict::kAccepted);
+  }
+  to_ = cfg6_.local.receiver;
+  for (const char* a : {"ff02::1", "::", "::1", "fd00::1"}) {
+    LocalEndpoint e;
+    ASSERT_TRUE(parse_endpoint(a, kPort, &e));
+    Bytes f = frame(sealed("martian6"), true);
+    std::copy(e.ipv6_addr.begin(), e.ipv6_addr.end(), f.begin() + 22);
+    EXPECT_EQ(run(cfg6_, f).verdict, Verdict::kMartian) << a;
+  }
+  EXPECT_EQ(run(cfg6_, frame(sealed("a member"), true)).verdict, Verdict::kAccepted);
+}
+
+TEST_F(LadderTest, ADatagramSealedForAnotherMemberIsRefused) {
+  LocalEndpoint other;
+  ASSERT_TRUE(parse_endpoint("10.0.0.2", kPort, &other));
+  to_ = other.receiver;
+  const Bytes for_b = frame(sealed("for 10.0.0.2"));
+  EXPECT_EQ(verdict(for_b), Verdict::kWrongReceiver);
+  LadderConfig collide = cfg4_;
+  collide.local.receiver.tag = other.receiver.tag;
+  EXPECT_EQ(run(collide, for_b).verdict, Verdict::kBadAuth);
+  to_ = cfg4_.local.receiver;
+  EXPECT_EQ(verdict(frame(sealed("for us"))), Verdict::kAccepted);
 }
 
 TEST_F(LadderTest, BadFieldsAndOversizedPayloadAreMalformed) {

@@ -120,29 +120,77 @@ TEST(ReplayTable, UnknownSenderIsFreshAndOnlyCommitCreatesAWindow) {
   EXPECT_EQ(t.size(), 1u);
 }
 
-TEST(ReplayTable, BoundedAndEvictsLeastRecentlyUsedCounted) {
-  ReplayTable t(64, 99);
-  EXPECT_EQ(t.capacity(), 64u);
-  for (std::uint64_t e = 0; e < 1000; ++e) t.commit({1, e}, 0);
-  EXPECT_EQ(t.size(), 64u);
-  EXPECT_EQ(t.evictions(), 1000u - 64u);
-  // The most recent sender is still there.
-  EXPECT_NE(t.find({1, 999}), nullptr);
+// Issue 17, item 2: the old set-associative table evicted live senders
+// from a quarter of its capacity upwards. Now every one of `capacity`
+// senders keeps its window, and one more is refused, never let in by
+// forgetting another.
+TEST(ReplayTable, HoldsExactlyItsCapacityAndRefusesPastIt) {
+  for (const std::size_t cap : {std::size_t{64}, std::size_t{4096}, std::size_t{5000}}) {
+    ReplayTable t(cap, 99);
+    EXPECT_EQ(t.capacity(), cap);
+    for (std::uint64_t e = 0; e < cap; ++e) ASSERT_TRUE(t.commit({1, e * 0x9E3779B97F4A7C15ULL}, 7)) << e;
+    EXPECT_EQ(t.size(), cap);
+    EXPECT_TRUE(t.full());
+    for (std::uint64_t e = 0; e < cap; ++e) {
+      ASSERT_NE(t.find({1, e * 0x9E3779B97F4A7C15ULL}), nullptr) << cap << " " << e;
+      EXPECT_FALSE(ReplayTable::is_fresh(t.find({1, e * 0x9E3779B97F4A7C15ULL}), 7));
+    }
+    EXPECT_FALSE(t.commit({2, 12345}, 0));
+    EXPECT_EQ(t.find({2, 12345}), nullptr);
+    // A sender it holds still commits at capacity.
+    EXPECT_TRUE(t.commit({1, 0}, 8));
+    EXPECT_EQ(t.size(), cap);
+  }
 }
 
-TEST(ReplayTable, ActiveSenderSurvivesChurnInItsSet) {
-  // One way per set: with 4 ways, a sender touched between every insertion
-  // is never the least recently used one.
-  ReplayTable t(4);  // a single set
-  const ReplayKey hot{9, 9};
-  t.commit(hot, 0);
-  for (std::uint32_t i = 1; i < 100; ++i) {
-    t.commit({1, i}, 0);
-    t.commit(hot, i);
+TEST(ReplayTable, WindowsAgeOutOnlyOnceTheirNewestDatagramIsStale) {
+  constexpr std::uint32_t kNow = 1'700'000'000;
+  ReplayTable t(64, 5, 30);
+  for (std::uint64_t e = 0; e < 64; ++e) ASSERT_TRUE(t.commit({1, e}, 0, kNow - 40));
+  // One sender sent again more recently.
+  ASSERT_TRUE(t.commit({1, 7}, 1, kNow));
+  // 30 s after its newest datagram a window is not stale yet (the ladder
+  // accepts timestamps 30 s old): nothing goes.
+  t.age(kNow - 10, 1000);
+  EXPECT_EQ(t.size(), 64u);
+  t.age(kNow, 1000);  // 40 s: all but {1, 7}
+  EXPECT_EQ(t.size(), 1u);
+  EXPECT_EQ(t.expired(), 63u);
+  ASSERT_NE(t.find({1, 7}), nullptr);
+  EXPECT_FALSE(ReplayTable::is_fresh(t.find({1, 7}), 1));
+  // The freed room takes new senders, and every survivor is still found.
+  for (std::uint64_t e = 100; e < 163; ++e) ASSERT_TRUE(t.commit({3, e}, 0, kNow));
+  EXPECT_TRUE(t.full());
+  for (std::uint64_t e = 100; e < 163; ++e) EXPECT_NE(t.find({3, e}), nullptr);
+  EXPECT_NE(t.find({1, 7}), nullptr);
+}
+
+TEST(ReplayTable, BackwardShiftKeepsEveryProbeChainIntact) {
+  // Random inserts and expiries at full load; a shadow set says who must be found.
+  ReplayTable t(256, 11, 0);
+  std::uint64_t rng = 1;
+  auto next = [&] { return rng = rng * 6364136223846793005ULL + 1442695040888963407ULL; };
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> live;  // epoch, ts
+  std::uint32_t now = 1000;
+  for (int round = 0; round < 200; ++round) {
+    while (!t.full()) {
+      const std::uint64_t e = next();
+      ASSERT_TRUE(t.commit({4, e}, 0, now));
+      live.emplace_back(e, now);
+    }
+    ++now;
+    t.age(now, next() % 600);
+    std::size_t found = 0;
+    for (const auto& [e, ts] : live) found += t.find({4, e}) != nullptr;
+    // Everything not yet swept is found; what was swept is gone.
+    EXPECT_EQ(found, t.size());
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> keep;
+    for (const auto& p : live) {
+      if (t.find({4, p.first}) != nullptr) keep.push_back(p);
+    }
+    live.swap(keep);
   }
-  ASSERT_NE(t.find(hot), nullptr);
-  EXPECT_FALSE(ReplayTable::is_fresh(t.find(hot), 50));
-  EXPECT_GT(t.evictions(), 0u);
+  EXPECT_GT(t.expired(), 0u);
 }
 
 }  // namespace

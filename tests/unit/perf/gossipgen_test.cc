@@ -136,6 +136,20 @@ class Reference {
     const std::size_t udp_len = be16(f.data() + l4 + 4);
     if (udp_len < 8 || l4 + udp_len > ip_end) return with(out, Verdict::kDropMalformed);
     if (be16(f.data() + l4 + 2) != port_) return with(out, Verdict::kDropNotGossip);
+    // Sources no member can have (issue 17), written out independently.
+    const std::uint8_t* src = f.data() + (et == 0x0800 ? 26 : 22);
+    if (et == 0x0800) {
+      const bool own = std::memcmp(src, dst_.bytes.data(), 4) == 0;
+      if (src[0] == 0 || src[0] == 127 || src[0] >= 224 || own) return with(out, Verdict::kDropMartian);
+    } else {
+      static const std::array<std::uint8_t, 16> kZero{};
+      std::array<std::uint8_t, 16> one{};
+      one[15] = 1;
+      const bool own = std::memcmp(src, dst_.bytes.data(), 16) == 0;
+      if (src[0] == 0xFF || std::memcmp(src, kZero.data(), 16) == 0 || std::memcmp(src, one.data(), 16) == 0 || own) {
+        return with(out, Verdict::kDropMartian);
+      }
+    }
 
     std::vector<std::uint8_t> payload(f.begin() + static_cast<long>(l4 + 8),
                                       f.begin() + static_cast<long>(l4 + udp_len));
@@ -157,8 +171,11 @@ class Reference {
     const crypto::Key* key = ring_.find(h.key_id);
     if (key == nullptr) return with(out, Verdict::kDropUnknownKey);
     if (!key->verify_header_mac(payload.data())) return with(out, Verdict::kDropBadMac);
+    // Wire version 2: sealed for us (the gateway's address and port) or not.
+    const crypto::Receiver me = crypto::receiver_of(dst_.bytes.data(), dst_.v6 ? 16 : 4, port_);
+    if (h.receiver != me.tag) return with(out, Verdict::kDropWrongReceiver);
     std::uint8_t* body = payload.data() + crypto::kHeaderBytes;
-    if (!key->open_in_place(payload.data(), h.nonce, body, h.payload_len)) {
+    if (!key->open_in_place(payload.data(), h.nonce, body, h.payload_len, me)) {
       return with(out, Verdict::kDropBadAuth);
     }
     proto::Compound c;
@@ -236,6 +253,7 @@ struct Totals {
   std::array<std::uint64_t, kMsgTypeCount> messages{};
   std::array<std::uint64_t, crypto::kClassCount> classes{};
   std::map<Kind, std::set<std::string>> variants;
+  std::uint64_t class_mismatch = 0;
 };
 
 Totals check_all(const GenOptions& o, const std::vector<Packet>& packets) {
@@ -273,7 +291,16 @@ Totals check_all(const GenOptions& o, const std::vector<Packet>& packets) {
       default:
         break;
     }
-    if (got.verdict == Verdict::kAccepted) {
+    if (got.verdict == Verdict::kAccepted && p.class_mismatch) {
+      // class_abuse: urgent header, content that is not (the control lcore drops it).
+      EXPECT_FALSE(got.class_matches);
+      EXPECT_EQ(got.cls, PriorityClass::kUrgent);
+      EXPECT_EQ(got.messages[static_cast<std::size_t>(MsgType::kDead)], 0u);
+      EXPECT_EQ(got.messages[static_cast<std::size_t>(MsgType::kLeave)], 0u);
+      EXPECT_EQ(got.messages[static_cast<std::size_t>(MsgType::kAlive)], 0u);
+      t.classes[static_cast<std::size_t>(got.cls)]++;
+      ++t.class_mismatch;
+    } else if (got.verdict == Verdict::kAccepted) {
       EXPECT_FALSE(got.decode_error);
       EXPECT_TRUE(got.class_matches);
       EXPECT_TRUE(p.cls.has_value());
@@ -320,7 +347,8 @@ void expect_truth_matches(const GenOptions& o, const std::vector<Packet>& packet
     const auto name = "msg_" + std::string(msg_type_name(static_cast<MsgType>(m)));
     EXPECT_EQ(e[name].get<std::uint64_t>(), t.messages[m]) << name;
   }
-  EXPECT_EQ(e.size(), 1 + kVerdictCount + 1 + kMsgTypeCount + 1);
+  EXPECT_EQ(e["class_drop_mismatch"].get<std::uint64_t>(), t.class_mismatch);
+  EXPECT_EQ(e.size(), 1 + kVerdictCount + 1 + 1 + kMsgTypeCount + 1);
   std::uint64_t classes = 0;
   const char* names[] = {"urgent", "probe", "gossip", "bulk"};
   for (std::size_t c = 0; c < 4; ++c) {
@@ -474,6 +502,33 @@ TEST(GeneratorOptions, RefusesWhatItCannotMeet) {
 }
 
 // ---- kinds for the stateful ladder steps ----------------------------------
+
+// Issue 17 item 1: the drain kind repeats one tampered datagram for us from
+// a member's address; the reference parser calls every copy bad_auth (it
+// keeps no state), the truth says the gateway tries the AEAD once.
+TEST(GeneratorGuardKinds, DrainRepeatsOneTamperedDatagramFromAMember) {
+  ASSERT_TRUE(crypto::init());
+  GenOptions o = base_options("10.0.0.1", Suite::kChaCha20Poly1305);
+  o.mix = Mix{};
+  o.mix[static_cast<std::size_t>(Kind::kValid)] = 50;
+  o.mix[static_cast<std::size_t>(Kind::kDrain)] = 40;
+  const Reference ref(o);
+  const auto packets = generate(o);
+  std::size_t copies = 0;
+  Frame first;
+  for (const Packet& p : packets) {
+    if (p.kind != Kind::kDrain) continue;
+    EXPECT_EQ(ref.classify(p.frame).verdict, Verdict::kDropBadAuth);
+    EXPECT_EQ(p.verdict, copies == 0 ? Verdict::kDropBadAuth : Verdict::kDropAuthRetry);
+    // The same datagram (the IP id differs frame to frame).
+    const Frame dgram(p.frame.begin() + 42, p.frame.end());
+    if (copies == 0) first = dgram;
+    EXPECT_EQ(dgram, first);
+    EXPECT_EQ(p.frame[14 + 12 + 3], 2);  // from 10.0.0.2
+    ++copies;
+  }
+  EXPECT_EQ(copies, 40u);
+}
 
 TEST(GeneratorGuardKinds, ReplayedStaleAndFlood) {
   ASSERT_TRUE(crypto::init());

@@ -23,6 +23,17 @@ std::string error_of(std::string_view line) {
   return r.error;
 }
 
+// Issue 17: {"cmd":"stats","cmd":"leave"} used to run the leave (the last
+// key wins in nlohmann). Duplicate keys are refused, at any depth.
+TEST(ApiRequest, DuplicateKeysAreRefused) {
+  EXPECT_NE(error_of(R"({"cmd":"stats","cmd":"leave"})").find("duplicate key \"cmd\""), std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"tags","op":"set","tags":{"a":"1","a":"2"}})").find("duplicate key \"a\""), std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"members","state":"alive","state":"dead"})").find("duplicate"), std::string::npos);
+  // The same key in two different objects is fine.
+  const ParseResult ok = parse_request(R"({"cmd":"members"})");
+  EXPECT_TRUE(ok.request.has_value()) << ok.error;
+}
+
 TEST(ApiRequest, Members) {
   auto r = parse_request(R"({"cmd":"members"})");
   EXPECT_FALSE(as<MembersRequest>(r).state.has_value());

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <vector>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -162,6 +164,46 @@ TEST(ApiServer, StopAnswersWaitingClients) {
   server.stop();  // never served: the client gets an error, not a hang
   client.join();
   EXPECT_NE(reply.find("stopping"), std::string::npos) << reply;
+}
+
+// Issue 17: the server served one client at a time and its read timeout
+// restarted on every byte, so a client trickling bytes blocked every other
+// request. Now: other clients are answered while slow and idle ones are
+// connected (even kMaxClients of them), and a trickling client is cut off
+// by its whole-request deadline, however often it sends.
+TEST(ApiServer, SlowAndIdleClientsDoNotBlockOthers) {
+  TempDir dir;
+  const std::string path = dir.file("gw.sock");
+  ApiServer server(path);
+  server.start();
+  Serving serving(server);
+  // A slot-full of idle connections, and one that trickles a byte at a time.
+  std::vector<int> idle;
+  for (std::size_t i = 0; i < ApiServer::kMaxClients; ++i) idle.push_back(connect_to(path));
+  const int slow = connect_to(path);
+  ASSERT_GE(slow, 0);
+  (void)!::send(slow, "{", 1, MSG_NOSIGNAL);
+  // Others are answered at once (a newcomer to a full server evicts the oldest idle one).
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(round_trip(path, "{\"cmd\":\"stats\"}\n"), "{\"ok\":true,\"echo\":15}\n");
+  EXPECT_GE(server.counters().evicted.load(), 2u);  // for the slow one and the first newcomer
+  // Keep trickling every 200 ms: the connection still ends within the
+  // deadline (plus slack for a loaded machine), with an error line.
+  const auto start = std::chrono::steady_clock::now();
+  std::string got;
+  char buf[512];
+  for (int i = 0; i < 40; ++i) {
+    (void)!::send(slow, "\"", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    timeval tv{0, 200 * 1000};
+    ::setsockopt(slow, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const ssize_t n = ::recv(slow, buf, sizeof buf, 0);
+    if (n == 0) break;
+    if (n > 0) got.append(buf, static_cast<std::size_t>(n));
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_NE(got.find("\"ok\":false"), std::string::npos) << got;
+  EXPECT_LT(took, std::chrono::milliseconds(ApiServer::kReadTimeoutMs + 3000));
+  ::close(slow);
+  for (const int fd : idle) ::close(fd);
 }
 
 }  // namespace

@@ -243,5 +243,33 @@ TEST(Codec, SyncOverheadEstimateIsAnUpperBound) {
   }
 }
 
+// Issue 17, item 8: a header class must be justified by the content. What
+// the engine itself sends always fits (a datagram travels in the most
+// urgent class it carries; refutation Alives may be urgent); bulk or gossip
+// content under an urgent header does not.
+TEST(ClassFits, HeaderClassMustBeJustifiedByTheContent) {
+  using P = PriorityClass;
+  const Compound sync{SyncRequest{9, "a", true, 0, 2, {}}};
+  const Compound user{UserData{"a", "x"}};
+  const Compound suspect{Suspect{6, "c", "a"}};
+  EXPECT_FALSE(class_fits(P::kUrgent, sync));
+  EXPECT_FALSE(class_fits(P::kProbe, sync));
+  EXPECT_FALSE(class_fits(P::kGossip, sync));
+  EXPECT_TRUE(class_fits(P::kBulk, sync));
+  EXPECT_FALSE(class_fits(P::kUrgent, user));
+  EXPECT_FALSE(class_fits(P::kProbe, suspect));
+  EXPECT_TRUE(class_fits(P::kGossip, suspect));
+  // A ping with a piggybacked refutation may travel urgent; a ping alone not.
+  EXPECT_TRUE(class_fits(P::kUrgent, Compound{Ping{1, "b", "a", v4(2)}, Alive{5, "a", v4(2), {}, 1}}));
+  EXPECT_FALSE(class_fits(P::kUrgent, Compound{Ping{1, "b", "a", v4(2)}}));
+  EXPECT_TRUE(class_fits(P::kUrgent, Compound{Dead{7, "c", "a"}, SyncRequest{9, "a", true, 0, 2, {}}}));
+  // Less urgent than the content: the sender's loss, allowed.
+  EXPECT_TRUE(class_fits(P::kBulk, Compound{Leave{8, "d"}}));
+  // No membership message (a key command): any class.
+  EXPECT_TRUE(class_fits(P::kUrgent, Compound{}));
+  // Every message type alone, in its default class, fits.
+  for (const Message& m : every_type()) EXPECT_TRUE(class_fits(default_priority(m), Compound{m})) << m.index();
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
