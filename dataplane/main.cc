@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "config/loader.h"
 #include "control/api/server.h"
 #include "control/host/control_loop.h"
@@ -45,16 +47,38 @@ constexpr int kExitUsage = 2;
 
 // The one process-wide flag: signal handlers can reach nothing else.
 std::atomic<bool> g_stop{false};
+// Seconds a stop may take once asked for (set before the handlers are
+// installed): past it the process ends without its --stats-json, so a wedged
+// shutdown (an event handler that never exits, a driver that never returns)
+// cannot outlive systemd's TimeoutStopSec unnoticed.
+unsigned g_stop_bound_s = 10;
 
-void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
+void on_signal(int) {
+  if (!g_stop.exchange(true, std::memory_order_relaxed)) alarm(g_stop_bound_s);
+}
 
-void install_signal_handlers() {
+void on_stop_overdue(int) {
+  static const char kMsg[] = "gossipgw: stop took longer than its bound; exiting without --stats-json\n";
+  (void)!write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+  _exit(1);
+}
+
+void install_signal_handlers(unsigned stop_bound_s) {
+  g_stop_bound_s = stop_bound_s;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction alarm_sa {};
+  alarm_sa.sa_handler = on_stop_overdue;
+  sigemptyset(&alarm_sa.sa_mask);
+  sigaction(SIGALRM, &alarm_sa, nullptr);
 }
+
+// How long a stop may take: the leave broadcast's own bound plus a margin
+// for draining the rings, stopping event handlers and writing the stats.
+constexpr unsigned kStopMarginS = 7;
 
 constexpr unsigned kTxRingSize = 4096;
 
@@ -220,9 +244,14 @@ int main(int argc, char** argv) {
 
   std::vector<char*> eal_argv(argv, argv + split);
   if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    return fail(kExitUsage, std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
+    // EAL prints its usage to stdout, which a pipe (the journal) buffers
+    // until exit: flush it first so our one line is the last one.
+    const int eal_errno = rte_errno;
+    std::fflush(stdout);
+    return fail(kExitUsage, std::string("EAL initialisation failed: ") + rte_strerror(eal_errno) +
+                                " (EAL options come before '--'; see the lines above)");
   }
-  install_signal_handlers();
+  install_signal_handlers(cfg.membership.leave_timeout_ms / 1000 + 1 + kStopMarginS);
   if (cfg.metrics.telemetry && !gw::dp::register_telemetry(&metrics, cfg.node.name)) {
     spdlog::warn("DPDK telemetry: could not register /gossipgw/* commands (is telemetry disabled?)");
   }
@@ -242,8 +271,9 @@ int main(int argc, char** argv) {
       }
     }
 
-    // The control API and the Prometheus listener come up before the port,
-    // so a socket in use or a port taken is reported before anything starts.
+    // The control API and the Prometheus listener bind before the port is
+    // set up, so a socket in use or a port taken is reported before anything
+    // starts; neither serves (no thread runs) until the port is up.
     std::unique_ptr<gw::cp::api::ApiServer> api_server;
     std::unique_ptr<gw::dp::PrometheusServer> prometheus;
     if (status == 0) {
@@ -254,7 +284,7 @@ int main(int argc, char** argv) {
                                                                   cfg.metrics.prometheus_port);
         }
       } catch (const std::exception& e) {
-        status = fail(kExitRuntime, e.what());
+        status = fail(kExitUsage, e.what());
       }
     }
 
@@ -278,7 +308,9 @@ int main(int argc, char** argv) {
                                   RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
         if (tx_ring == nullptr) throw gw::dp::SetupError(std::string("cannot create the transmit ring: ") + rte_strerror(rte_errno));
       } catch (const gw::dp::SetupError& e) {
-        status = fail(port.pools.empty() && rte_eth_dev_count_avail() == 0 ? kExitUsage : kExitRuntime, e.what());
+        // A port that does not exist, cannot take the config's queues or
+        // descriptors, or memory EAL was not given: restarting cannot fix it.
+        status = fail(kExitUsage, e.what());
       }
     }
 
@@ -311,8 +343,10 @@ int main(int argc, char** argv) {
         try {
           gw::dp::setup_guard(w->guard, cfg, classifier.get(), rte_rdtsc() ^ (q * 0x9E3779B97F4A7C15ULL));
         } catch (const std::exception& e) {
-          // Out of memory for limits.replay_senders / limits.sources tables or a scratch.
-          rte_exit(kExitRuntime, "gossipgw: worker %zu: cannot allocate its guard tables: %s\n", q, e.what());
+          // Out of memory for limits.replay_senders / limits.sources tables or
+          // a scratch: the config asks for more than EAL was given. Nothing
+          // serves yet (the listeners start below), so exiting here is clean.
+          rte_exit(kExitUsage, "gossipgw: worker %zu: cannot allocate its guard tables: %s\n", q, e.what());
         }
         w->guard.clock.tsc_hz = rte_get_tsc_hz();
         w->guard.clock.tsc0 = rte_rdtsc();
@@ -448,6 +482,7 @@ int main(int argc, char** argv) {
         spdlog::info("control API on {}", api_server->path());
       }
       if (prometheus != nullptr) {
+        prometheus->start();
         spdlog::info("Prometheus metrics on http://{}:{}/metrics", cfg.metrics.prometheus_address, prometheus->port());
       }
 

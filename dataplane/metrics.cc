@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -176,11 +177,13 @@ const std::map<std::string, Section>& sections() {
                        "Control API: connections, requests, bad_requests, failed, key_changes, "
                        "cluster_key_changes, rejected_too_large, rejected_read, timed_out (requests)"}},
       {"key_commands", {"gossipgw_key_commands_total", "counter", "result",
-                        "Cluster-wide key commands: sent, applied, refused, repeated, results_received, "
-                        "results_unsolicited (commands)"}},
+                        "Cluster-wide key commands: sent, applied, refused, repeated, not_member, stale, "
+                        "results_received, results_unsolicited (commands)"}},
       {"event_handler", {"gossipgw_event_handler_total", "counter", "result",
                          "Event handler: submitted, coalesced, dropped_queue_full, dropped_stopped, started, "
                          "succeeded, failed_exit, timed_out, spawn_errors (events or runs)"}},
+      {"keyring_state", {"gossipgw_keyring_state_total", "counter", "result",
+                         "Keyring persisted to control.state_dir: writes, write_errors (writes)"}},
       {"hosts_file", {"gossipgw_hosts_file_total", "counter", "result",
                       "Hosts file: writes, unchanged, deferred, write_errors, skipped_members (updates)"}},
   };
@@ -476,12 +479,29 @@ PrometheusServer::PrometheusServer(const MetricsPublisher& publisher, const std:
     throw std::runtime_error("metrics.prometheus_port: cannot listen on " + address + ":" + std::to_string(port));
   }
   port_ = static_cast<std::uint16_t>(bound);
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+}
+
+void PrometheusServer::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    finished_.store(true, std::memory_order_release);
+  });
+  // httplib's stop() does nothing until the accept loop runs, and a stop
+  // that does nothing leaves the thread in accept() for ever (issue 18):
+  // return only once stop() would take effect.
+  while (!server_->is_running() && !finished_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 PrometheusServer::~PrometheusServer() {
-  server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;  // never started: nothing listens, nothing to join
+  while (!server_->is_running() && !finished_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!finished_.load(std::memory_order_acquire)) server_->stop();
+  thread_.join();
 }
 
 namespace {

@@ -11,6 +11,7 @@
 // docs/metrics.md; they are stable.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -65,12 +66,17 @@ class MetricsPublisher {
   View view_;
 };
 
-// Serves GET /metrics from `publisher` on its own thread. Throws
-// std::runtime_error if the address cannot be bound.
+// Serves GET /metrics from `publisher` on its own thread. The constructor
+// only binds (throws std::runtime_error if the address cannot be bound), so a
+// taken port is reported before anything runs; start() launches the thread
+// once the gateway is known good. The destructor always returns, whether or
+// not start() was called and however soon after it.
 class PrometheusServer {
  public:
   PrometheusServer(const MetricsPublisher& publisher, const std::string& address, std::uint16_t port);
   ~PrometheusServer();
+  // Main thread: starts serving; returns once the listener accepts.
+  void start();
   PrometheusServer(const PrometheusServer&) = delete;
   PrometheusServer& operator=(const PrometheusServer&) = delete;
 
@@ -79,6 +85,7 @@ class PrometheusServer {
  private:
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::atomic<bool> finished_{false};  // the listener thread has returned
   std::uint16_t port_ = 0;
 };
 
