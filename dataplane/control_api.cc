@@ -86,6 +86,10 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
         },
         *parsed.request);
   }
+  if (parsed.request && std::holds_alternative<api::JoinRequest>(*parsed.request)) {
+    start_join(std::get<api::JoinRequest>(*parsed.request), now_ns, reply);
+    return;
+  }
   if (!cluster_change) {
     reply(handle_now(line, now_ns));
     return;
@@ -108,7 +112,17 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
         for (const auto& [node, why] : o.refused) refused.push_back(Json{{"member", node}, {"error", why}});
         j["refused"] = std::move(refused);
         j["no_answer"] = o.no_answer;
-        reply(ok_reply(std::move(j)));
+        // "ok" is gossipctl's exit status: only a change every member applied is ok.
+        if (o.ok.size() == o.targets) {
+          reply(ok_reply(std::move(j)));
+          return;
+        }
+        Json out;
+        out["ok"] = false;
+        out["error"] = "not every member applied the change (see refused and no_answer); re-run it";
+        out["status"] = api::kStatusFailed;
+        for (auto& [k, v] : j.items()) out[k] = std::move(v);
+        reply(out.dump(-1, ' ', false, Json::error_handler_t::replace));
       });
   if (!err.empty()) {
     ++counters_.failed;
@@ -118,12 +132,91 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
   ++counters_.cluster_key_changes;
 }
 
+void ControlApi::start_join(const api::JoinRequest& req, std::uint64_t now_ns, const Reply& reply) {
+  ++counters_.requests;
+  const std::string shown =
+      (req.ip.find(':') != std::string::npos ? "[" + req.ip + "]" : req.ip) + ":" + std::to_string(req.port);
+  if (ctx_.host == nullptr) {
+    ++counters_.failed;
+    reply(api::error_reply("membership is disabled on this gateway (membership.enabled: false)"));
+    return;
+  }
+  LocalEndpoint ep;
+  if (!parse_endpoint(req.ip.c_str(), req.port, &ep)) {
+    ++counters_.bad_requests;
+    reply(api::error_reply("address " + shown + " is not an IP literal", api::kStatusBadInput));
+    return;
+  }
+  engine::Engine& eng = ctx_.host->engine();
+  // Datagrams go out in our own family only: one for the other family would
+  // be dropped as drop_bad_endpoint, and the join could never be answered.
+  const bool we_are_ipv6 = eng.config().addr.ip.size() == 16;
+  if (ep.ipv6 != we_are_ipv6) {
+    ++counters_.bad_requests;
+    reply(api::error_reply("address " + shown + " is " + (ep.ipv6 ? "IPv6" : "IPv4") + ", but this node gossips over " +
+                               (we_are_ipv6 ? "IPv6" : "IPv4") + " (node.address)",
+                           api::kStatusBadInput));
+    return;
+  }
+  engine::Address a;
+  if (ep.ipv6) {
+    a.ip.assign(ep.ipv6_addr.begin(), ep.ipv6_addr.end());
+  } else {
+    a.ip.assign(ep.ipv4.begin(), ep.ipv4.end());
+  }
+  a.port = req.port;
+  if (a == eng.config().addr) {
+    ++counters_.bad_requests;
+    reply(api::error_reply("address " + shown + " is this node's own address", api::kStatusBadInput));
+    return;
+  }
+  eng.join(std::span<const engine::Address>(&a, 1), now_ns);
+  spdlog::info("joining through {} (control API)", shown);
+  joins_.push_back({a, shown, now_ns + kJoinTimeoutNs, reply});
+}
+
+void ControlApi::poll(std::uint64_t now_ns) {
+  if (joins_.empty() || ctx_.host == nullptr) return;
+  const engine::Engine& eng = ctx_.host->engine();
+  std::erase_if(joins_, [&](const PendingJoin& pj) {
+    // Answered: the engine took a whole join answer, and the member at the
+    // address is in the view (a late answer to an older round alone is not
+    // this join's answer).
+    std::size_t answered = 0;
+    if (eng.joined()) {
+      for (const engine::Member& m : eng.members()) {
+        if (m.addr == pj.addr && !m.is_tombstone() && m.name != eng.name()) ++answered;
+      }
+    }
+    if (answered > 0) {
+      spdlog::info("joined through {}: {} live member(s)", pj.shown, eng.num_live());
+      Json j;
+      j["joined"] = pj.shown;
+      j["answered"] = answered;
+      j["live_members"] = eng.num_live();
+      pj.reply(ok_reply(std::move(j)));
+      return true;
+    }
+    if (now_ns < pj.deadline_ns) return false;
+    ++counters_.failed;
+    spdlog::warn("join through {}: no answer within {} ms; the engine keeps retrying with backoff", pj.shown,
+                 kJoinTimeoutNs / 1'000'000ULL);
+    Json j;
+    j["ok"] = false;
+    j["error"] = "no member answered at " + pj.shown + " within " + std::to_string(kJoinTimeoutNs / 1'000'000ULL) +
+                 " ms (still retrying in the background)";
+    j["answered"] = 0;
+    pj.reply(j.dump(-1, ' ', true, Json::error_handler_t::replace));
+    return true;
+  });
+}
+
 std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) {
   ++counters_.requests;
   const api::ParseResult parsed = api::parse_request(line);
   if (!parsed.request) {
     ++counters_.bad_requests;
-    return api::error_reply(parsed.error);
+    return api::error_reply(parsed.error, api::kStatusBadInput);
   }
   auto refuse = [this](const std::string& why) {
     ++counters_.failed;
@@ -133,7 +226,9 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
 
   // Key changes: a new snapshot with the changed keyring (key_ops.h).
   auto change_keys = [&](const cp::KeyChange& change) -> std::string {
-    const std::string err = cp::apply_key_change(*ctx_.snapshots, ctx_.suite, change, /*idempotent=*/false);
+    // Idempotent, node by node as cluster-wide: re-running a step that is
+    // already done (installing a key present, removing one gone) succeeds.
+    const std::string err = cp::apply_key_change(*ctx_.snapshots, ctx_.suite, change, /*idempotent=*/true);
     if (!err.empty()) return refuse(err);
     const std::uint64_t version = ctx_.snapshots->current().version;
     ++counters_.key_changes;
@@ -237,21 +332,7 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
           c.id = req.id;
           return change_keys(c);
         } else if constexpr (std::is_same_v<T, api::JoinRequest>) {
-          if (!need_engine()) return refuse("membership is disabled on this gateway (membership.enabled: false)");
-          LocalEndpoint ep;
-          if (!parse_endpoint(req.ip.c_str(), req.port, &ep)) return refuse("address is not an IP literal");
-          engine::Address a;
-          if (ep.ipv6) {
-            a.ip.assign(ep.ipv6_addr.begin(), ep.ipv6_addr.end());
-          } else {
-            a.ip.assign(ep.ipv4.begin(), ep.ipv4.end());
-          }
-          a.port = req.port;
-          ctx_.host->engine().join(std::span<const engine::Address>(&a, 1), now_ns);
-          spdlog::info("joining through {}:{} (control API)", req.ip, req.port);
-          Json j;
-          j["joining"] = req.ip + ":" + std::to_string(req.port);
-          return ok_reply(std::move(j));
+          return refuse("join is answered by start_join");  // handle() never gets here
         } else if constexpr (std::is_same_v<T, api::LeaveRequest>) {
           spdlog::info("leave requested through the control API");
           ctx_.request_stop();

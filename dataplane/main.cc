@@ -500,6 +500,7 @@ int main(int argc, char** argv) {
             api.handle(line, now, gw::cp::unix_seconds(), reply);
           });
         }
+        api.poll(now);
         if (host != nullptr && host->membership_version() != members_published_version && now >= next_members_ns) {
           members_published_version = host->membership_version();
           next_members_ns = now + kMembersRepublishNs;

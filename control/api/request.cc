@@ -215,10 +215,11 @@ ParseResult parse_request(std::string_view line) noexcept {
   return out;
 }
 
-std::string error_reply(std::string_view message) {
+std::string error_reply(std::string_view message, int status) {
   Json j;
   j["ok"] = false;
   j["error"] = std::string(message);
+  j["status"] = status;
   return j.dump(-1, ' ', true, Json::error_handler_t::replace);
 }
 

@@ -79,8 +79,14 @@ struct ParseResult {
 // Never throws; any bytes in, a request or an error out.
 ParseResult parse_request(std::string_view line) noexcept;
 
-// {"ok":false,"error":message} as one line (no trailing newline).
-std::string error_reply(std::string_view message);
+// The exit status gossipctl reports for an error reply (docs/operations.md,
+// "Exit status"): 1 the gateway refused or failed, 2 the request was bad input
+// (did not parse, malformed or wrong-family address, ...).
+constexpr int kStatusFailed = 1;
+constexpr int kStatusBadInput = 2;
+
+// {"ok":false,"error":message,"status":N} as one line (no trailing newline).
+std::string error_reply(std::string_view message, int status = kStatusFailed);
 
 // "0a1b2c3d" <-> key id.
 std::string key_id_text(std::uint32_t id);

@@ -156,13 +156,21 @@ void check_config(const std::string& path) {
 constexpr const char* kDefaultSocket = "/run/gossipgw/gossipgw.sock";
 using Json = nlohmann::ordered_json;
 
+// An error reply (or no reply): `status` is the exit status it stands for,
+// 1 refused or failed, 2 bad input (the reply's "status").
 class RemoteError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RemoteError(const std::string& what, int status = kExitRuntime)
+      : std::runtime_error(what), status_(status == kExitUsage ? kExitUsage : kExitRuntime) {}
+  int status() const noexcept { return status_; }
+
+ private:
+  int status_;
 };
 
-// Sends one request line, returns the reply object; throws RemoteError.
-Json call(const std::string& socket_path, const Json& request) {
+// Sends one request line, returns the reply object, whatever its "ok";
+// throws RemoteError when there is no valid reply.
+Json call_raw(const std::string& socket_path, const Json& request) {
   if (socket_path.empty() || socket_path.size() >= sizeof(sockaddr_un{}.sun_path)) {
     throw std::invalid_argument("--socket: path must be 1..107 bytes");
   }
@@ -201,7 +209,24 @@ Json call(const std::string& socket_path, const Json& request) {
   ::close(fd);
   Json j = Json::parse(reply, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw RemoteError("no valid reply from the gateway");
-  if (!j.value("ok", false)) throw RemoteError(j.value("error", std::string("request failed")));
+  return j;
+}
+
+// The reply's exit status: 0 ok, else its "status" (1 unless it says 2).
+int reply_status(const Json& j) {
+  if (j.value("ok", false)) return 0;
+  return j.contains("status") && j["status"].is_number_integer() && j["status"].get<int>() == kExitUsage ? kExitUsage
+                                                                                                          : kExitRuntime;
+}
+
+// Sends one request line, returns the reply object; throws RemoteError for
+// an error reply.
+Json call(const std::string& socket_path, const Json& request) {
+  Json j = call_raw(socket_path, request);
+  if (!j.value("ok", false)) {
+    const int status = j.contains("status") && j["status"].is_number_integer() ? j["status"].get<int>() : kExitRuntime;
+    throw RemoteError(j.value("error", std::string("request failed")), status);
+  }
   return j;
 }
 
@@ -448,20 +473,23 @@ int main(int argc, char** argv) {
         if (key_primary) throw std::invalid_argument("--primary with --cluster: install everywhere, then 'keys use --cluster'");
         req["scope"] = "cluster";
       }
-      const Json reply = call(socket_path, req);
       if (cluster_wide) {
+        // The whole outcome is printed either way; "ok" is the exit status.
+        const Json reply = call_raw(socket_path, req);
         std::printf("%s\n", reply.dump(2).c_str());
-        if (!reply.value("complete", false)) {
-          return fail(kExitRuntime, "not every member applied the change (see 'refused' and 'no_answer'); re-run it");
-        }
+        if (const int st = reply_status(reply); st != 0) return fail(st, reply.value("error", std::string("failed")));
       } else {
+        const Json reply = call(socket_path, req);
         std::string ids;
         for (const Json& k : reply["keys"]) ids += (ids.empty() ? "" : " ") + cell(k);
         std::printf("ok: keys %s, primary %s\n", ids.c_str(), cell(reply["primary"]).c_str());
       }
     } else if (*join) {
+      // Waits for the answer (at most 5 s): exit 0 once a member there
+      // answered, 1 if none did, 2 for a malformed or wrong-family address.
       const Json reply = call(socket_path, Json{{"cmd", "join"}, {"address", join_addr}});
-      std::printf("joining through %s\n", cell(reply["joining"]).c_str());
+      std::printf("joined through %s: %s member(s) answered, %s live\n", cell(reply["joined"]).c_str(),
+                  cell(reply["answered"]).c_str(), cell(reply["live_members"]).c_str());
     } else if (*leave) {
       (void)call(socket_path, Json{{"cmd", "leave"}});
       std::printf("leaving: the gateway broadcasts its leave, then stops\n");
@@ -495,7 +523,7 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     return fail(kExitUsage, e.what());
   } catch (const RemoteError& e) {
-    return fail(kExitRuntime, e.what());
+    return fail(e.status(), e.what());
   } catch (const std::runtime_error& e) {
     // resolve_suite and ladder_config: a field the CPU or the parser refuses.
     return fail(kExitUsage, e.what());
