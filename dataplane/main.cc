@@ -126,6 +126,7 @@ gw::cp::EngineHost::Options engine_options(const gw::config::Config& cfg, const 
   o.snapshots = &snapshots;
   o.suite = gw::dp::resolve_suite(cfg);
   o.rng_seed = gw::cp::monotonic_ns() ^ (std::uint64_t{gw::cp::unix_seconds()} << 20);
+  o.started_unix_ns = gw::dp::unix_time_ns();
   return o;
 }
 
@@ -441,6 +442,8 @@ int main(int argc, char** argv) {
                             {"applied", hc.key_commands_applied},
                             {"refused", hc.key_commands_refused},
                             {"repeated", hc.key_commands_repeated},
+                            {"not_member", hc.key_commands_not_member},
+                            {"stale", hc.key_commands_stale},
                             {"results_received", hc.key_results_received},
                             {"results_unsolicited", hc.key_results_unsolicited}}});
         }

@@ -30,9 +30,10 @@ EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t no
       shaper_(options_.shaper, sink, now_ns),
       engine_(std::make_unique<engine::Engine>(options_.engine, options_.rng_seed, now_ns)),
       sealed_(crypto::kHeaderBytes + 0xFFFF) {
-  // Request ids differ across restarts, so a retry is never mistaken for a
-  // command from an earlier run.
-  next_request_id_ = options_.rng_seed | 1;
+  // Request ids are Unix ns when issued (strictly increasing): they differ
+  // across restarts, so a retry is never mistaken for a command from an
+  // earlier run, and a receiver can tell a command older than itself.
+  next_request_id_ = options_.started_unix_ns;
 }
 
 void EngineHost::start(std::uint64_t now_ns, std::uint32_t unix_s) {
@@ -102,6 +103,17 @@ bool EngineHost::send_sealed(const engine::Address& to, crypto::PriorityClass cl
   return shaper_.submit(to_endpoint(to), cls, sealed_.data(), n, now_ns);
 }
 
+namespace {
+
+std::string key_id_hex(const KeyChange& change) {
+  char b[9];
+  std::snprintf(b, sizeof b, "%08x",
+                change.op == KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id);
+  return b;
+}
+
+}  // namespace
+
 std::string EngineHost::start_cluster_key_change(const KeyChange& change, std::uint64_t now_ns, std::uint32_t unix_s,
                                                  KeyOpDone done) {
   if (options_.snapshots == nullptr) return "key changes are not available on this gateway";
@@ -113,7 +125,8 @@ std::string EngineHost::start_cluster_key_change(const KeyChange& change, std::u
   if (!err.empty()) return err;
 
   KeyOp op;
-  op.command.request_id = next_request_id_++;
+  next_request_id_ = std::max<std::uint64_t>(next_request_id_ + 1, std::uint64_t{unix_s} * 1'000'000'000ULL);
+  op.command.request_id = next_request_id_;
   op.command.change = change;
   op.command.origin = engine_->name();
   for (const engine::Member& m : engine_->members()) {
@@ -126,13 +139,7 @@ std::string EngineHost::start_cluster_key_change(const KeyChange& change, std::u
   op.deadline_ns = now_ns + kKeyOpTimeoutNs;
   op.done = std::move(done);
   spdlog::info("cluster-wide key {} of {} to {} member(s) (request {:016x})", key_op_name(change.op),
-               [&] {
-                 char b[9];
-                 std::snprintf(b, sizeof b, "%08x",
-                               change.op == KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id);
-                 return std::string(b);
-               }(),
-               op.targets.size(), op.command.request_id);
+               key_id_hex(change), op.targets.size(), op.command.request_id);
   key_ops_.push_back(std::move(op));
   key_ops_tick(now_ns, unix_s);
   return {};
@@ -163,10 +170,33 @@ void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& fro
     ++counters_.key_results_unsolicited;  // our own command, reflected back
     return;
   }
+  // Only the live member that issued a command may send it: anyone else
+  // holding a cluster key (or replaying a member's datagram from another
+  // address) gets nothing applied and no answer.
+  const engine::Member* origin = engine_->member(c.origin);
+  if (origin == nullptr || origin->is_tombstone() || origin->addr != from) {
+    ++counters_.key_commands_not_member;
+    spdlog::warn("key {} of {} claimed by '{}' from a sender that is not that live member: ignored",
+                 key_op_name(c.change.op), key_id_hex(c.change), c.origin);
+    return;
+  }
   KeyResultMsg answer{c.request_id, engine_->name(), true, {}};
   const auto seen = std::find_if(applied_commands_.begin(), applied_commands_.end(), [&](const AppliedCommand& a) {
     return a.origin == c.origin && a.request_id == c.request_id;
   });
+  const auto newest = newest_command_.find(c.origin);
+  // Issued before we started, or older than one already applied and not a
+  // remembered retry: a replay. Refused (answered, so a real origin learns why).
+  if (seen == applied_commands_.end() &&
+      (c.request_id < options_.started_unix_ns || (newest != newest_command_.end() && c.request_id <= newest->second))) {
+    ++counters_.key_commands_stale;
+    spdlog::warn("key {} of {} from member {} refused: issued before this node started or already superseded "
+                 "(request {:016x})",
+                 key_op_name(c.change.op), key_id_hex(c.change), c.origin, c.request_id);
+    key_results_out_.emplace_back(from, KeyResultMsg{c.request_id, engine_->name(), false,
+                                                     "stale command (issued before this node started, or replayed)"});
+    return;
+  }
   if (seen != applied_commands_.end()) {
     ++counters_.key_commands_repeated;
     answer.ok = seen->ok;
@@ -178,13 +208,18 @@ void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& fro
     answer.ok = answer.error.empty();
     if (answer.ok) {
       ++counters_.key_commands_applied;
-      spdlog::info("key {} applied at the request of member {}", key_op_name(c.change.op), c.origin);
+      spdlog::info("key {} of {} applied at the request of member {} (request {:016x})", key_op_name(c.change.op),
+                   key_id_hex(c.change), c.origin, c.request_id);
     } else {
       ++counters_.key_commands_refused;
-      spdlog::warn("key {} requested by member {} refused: {}", key_op_name(c.change.op), c.origin, answer.error);
+      spdlog::warn("key {} of {} requested by member {} refused: {}", key_op_name(c.change.op), key_id_hex(c.change),
+                   c.origin, answer.error);
     }
     if (applied_commands_.size() == kRememberedCommands) applied_commands_.pop_front();
     applied_commands_.push_back({c.origin, c.request_id, answer.ok, answer.error});
+    if (newest_command_.size() >= kMaxOrigins && newest == newest_command_.end()) newest_command_.clear();
+    std::uint64_t& n = newest_command_[c.origin];
+    n = std::max(n, c.request_id);
   }
   key_results_out_.emplace_back(from, std::move(answer));
 }

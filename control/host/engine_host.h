@@ -35,6 +35,12 @@ struct EngineHostCounters {
   std::uint64_t key_commands_repeated = 0; // a retry of a command already applied: answered again
   std::uint64_t key_results_received = 0;
   std::uint64_t key_results_unsolicited = 0;  // for no request of ours, or from a non-target
+  // Key commands ignored (not applied, not answered) because their sender is
+  // not the live member that claims to have issued them.
+  std::uint64_t key_commands_not_member = 0;
+  // ... because they were issued before this node started, or are older than
+  // the newest one already applied from the same origin (a replay).
+  std::uint64_t key_commands_stale = 0;
 };
 
 class EngineHost {
@@ -52,6 +58,11 @@ class EngineHost {
     crypto::Suite suite = crypto::Suite::kChaCha20Poly1305;
     std::uint64_t rng_seed = 0;
     ShaperConfig shaper;
+    // Unix time this process started, in ns. Key command ids are the
+    // origin's Unix time in ns when it issued them: a command issued before
+    // we started (a replay of one we may have applied in an earlier run) is
+    // refused, so each is applied at most once, also across restarts.
+    std::uint64_t started_unix_ns = 0;
   };
 
   // `sink` must outlive the host. Times: monotonic ns for the engine's timers,
@@ -153,6 +164,10 @@ class EngineHost {
   };
   static constexpr std::size_t kRememberedCommands = 64;
   std::deque<AppliedCommand> applied_commands_;
+  // The newest command id applied per origin: anything older that is not a
+  // remembered retry is a replay. Bounded like the members it is kept for.
+  static constexpr std::size_t kMaxOrigins = 4096;
+  std::map<std::string, std::uint64_t> newest_command_;
   Options options_;
   EgressShaper shaper_;
   std::unique_ptr<engine::Engine> engine_;
