@@ -46,6 +46,7 @@ std::unique_ptr<DataplaneSnapshot> snapshot_with_members(const DataplaneSnapshot
                                                          const engine::Engine& eng) {
   auto next = std::make_unique<DataplaneSnapshot>();
   next->keys = current.keys;
+  next->key_material = current.key_material;
   for (const engine::Member& m : eng.members()) {
     if (m.is_tombstone() || m.name == eng.name()) continue;
     if (m.addr.ip.size() != 4 && m.addr.ip.size() != 16) continue;

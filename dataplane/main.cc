@@ -30,6 +30,7 @@
 #include "control/host/events/event_runner.h"
 #include "control/host/events/hosts_file.h"
 #include "control/host/engine_host.h"
+#include "control/host/keyring_state.h"
 #include "crypto/keys.h"
 #include "dataplane/control_api.h"
 #include "dataplane/handoff_rings.h"
@@ -81,6 +82,11 @@ void install_signal_handlers(unsigned stop_bound_s) {
 constexpr unsigned kStopMarginS = 7;
 
 constexpr unsigned kTxRingSize = 4096;
+
+struct KeyringPersistCounters {
+  std::uint64_t writes = 0;        // keyring.json written after a change (and once at start)
+  std::uint64_t write_errors = 0;  // ... that failed (logged at error)
+};
 
 gw::dp::Endpoint endpoint_of(const gw::dp::LocalEndpoint& l) {
   gw::dp::Endpoint e;
@@ -214,11 +220,23 @@ int main(int argc, char** argv) {
   if (!gw::crypto::init()) return fail(kExitRuntime, "libsodium failed to initialise");
   gw::config::Config cfg;
   gw::crypto::Keyring keyring;
+  gw::cp::KeyMaterial key_material;
+  std::string keyring_source = "cluster.keys";  // or the state file it came from
   gw::dp::LadderConfig ladder;
   std::unique_ptr<gw::dp::Classifier> classifier;  // null: classifier.enabled is false
   try {
     cfg = gw::config::load_config(opt.config_path);
-    keyring = gw::dp::load_keyring(cfg);
+    keyring = gw::dp::load_keyring(cfg, &key_material);
+    // A keyring persisted by an earlier run wins over the config's key files
+    // (which only seed it): after a rotation the config may still name the
+    // old key. docs/operations.md, "Rotating keys".
+    if (!cfg.control.state_dir.empty()) {
+      if (auto stored = gw::cp::load_keyring_state(cfg.control.state_dir, gw::dp::resolve_suite(cfg))) {
+        keyring = stored->ring;
+        key_material = std::move(stored->material);
+        keyring_source = stored->path;
+      }
+    }
     ladder = gw::dp::ladder_config(cfg);
     if (cfg.classifier.enabled) {
       std::vector<gw::dp::ClassifierRule> rules;
@@ -320,6 +338,7 @@ int main(int argc, char** argv) {
       std::atomic<bool> workers_stop{false};
       auto first = std::make_unique<gw::dp::DataplaneSnapshot>();
       first->keys = keyring;
+      first->key_material = key_material;
       gw::dp::SnapshotExchange snapshots(cfg.lcores.workers.size(), std::move(first));
       std::vector<const std::atomic<bool>*> done_flags;
       for (std::size_t q = 0; q < cfg.lcores.workers.size(); ++q) {
@@ -362,6 +381,12 @@ int main(int argc, char** argv) {
       spdlog::info("cluster '{}' node '{}' on {} port {} ({}), {} worker(s), {} key(s)",
                    cfg.cluster.name, cfg.node.name, port.driver, port.port_id,
                    cfg.node.address + ":" + std::to_string(cfg.node.port), workers.size(), keyring.size());
+      if (keyring_source != "cluster.keys") {
+        char primary_id[9];
+        std::snprintf(primary_id, sizeof primary_id, "%08x", keyring.primary()->id());
+        spdlog::info("keyring from {} ({} key(s), primary {}); cluster.keys in the config is not used while it exists",
+                     keyring_source, keyring.size(), primary_id);
+      }
       for (auto& w : workers) rte_eal_remote_launch(gw::dp::run_worker, w.get(), w->lcore);
 
       gw::dp::TxQueue tx_queue(port.tx_pool, tx_ring, ladder.local.ipv6);
@@ -409,6 +434,28 @@ int main(int argc, char** argv) {
       // Everything the API, the exporters and the snapshots need, on the
       // control lcore. Worker counters are read live: each is one aligned
       // 64-bit word, so a reader sees an old or a new value, never a torn one.
+      // The keyring goes to control.state_dir whenever it changed (a key
+      // command, node or cluster scope, or one from another member), and
+      // once at start, so the next start loads what this one ended with.
+      KeyringPersistCounters keyring_counters;
+      std::vector<std::uint32_t> persisted_ids;
+      std::uint32_t persisted_primary = 0;
+      auto persist_keyring = [&]() {
+        const gw::crypto::Keyring& ring = snapshots.current().keys;
+        std::vector<std::uint32_t> ids = ring.ids();
+        const std::uint32_t primary = ring.primary() != nullptr ? ring.primary()->id() : 0;
+        if (ids == persisted_ids && primary == persisted_primary) return;
+        try {
+          gw::cp::save_keyring_state(cfg.control.state_dir, ring, snapshots.current().key_material);
+          ++keyring_counters.writes;
+          spdlog::debug("keyring saved to {}/{}", cfg.control.state_dir, gw::cp::kKeyringStateFile);
+        } catch (const std::exception& e) {
+          ++keyring_counters.write_errors;
+          spdlog::error("{} (the next start may come back with an older keyring)", e.what());
+        }
+        persisted_ids = std::move(ids);  // failed writes are not retried in a loop; the next change retries
+        persisted_primary = primary;
+      };
       gw::dp::ControlApi* api_ptr = nullptr;
       auto extra_sections = [&]() {
         gw::dp::ExtraSections extra;
@@ -434,6 +481,10 @@ int main(int argc, char** argv) {
                             {"deferred", c.deferred},
                             {"write_errors", c.write_errors},
                             {"skipped_members", c.skipped_members}}});
+        }
+        if (!cfg.control.state_dir.empty()) {
+          extra.push_back({"keyring_state",
+                           {{"writes", keyring_counters.writes}, {"write_errors", keyring_counters.write_errors}}});
         }
         if (host != nullptr) {
           const auto& hc = host->counters();
@@ -509,6 +560,7 @@ int main(int argc, char** argv) {
           next_members_ns = now + kMembersRepublishNs;
           snapshots.publish(gw::dp::snapshot_with_members(snapshots.current(), host->engine()));
         }
+        if (!cfg.control.state_dir.empty()) persist_keyring();
         snapshots.reclaim();
         if (hosts_file != nullptr) {
           if (hosts_dirty) {

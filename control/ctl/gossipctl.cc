@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "control/host/keyring_state.h"
 #include "crypto/keys.h"
 #include "dataplane/setup.h"
 
@@ -148,6 +149,8 @@ std::vector<std::string> eal_args(const EalOptions& opt) {
 void check_config(const std::string& path) {
   const gw::config::Config cfg = gw::config::load_config(path);
   (void)gw::dp::load_keyring(cfg);  // every key file: present, 32 bytes, mode 0600, no duplicates
+  // The persisted keyring the gateway would load instead (if there is one).
+  if (!cfg.control.state_dir.empty()) (void)gw::cp::load_keyring_state(cfg.control.state_dir, gw::dp::resolve_suite(cfg));
   (void)gw::dp::ladder_config(cfg);
 }
 

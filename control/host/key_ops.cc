@@ -49,6 +49,7 @@ std::string apply_key_change(dp::SnapshotExchange& snapshots, crypto::Suite suit
   auto next = std::make_unique<dp::DataplaneSnapshot>();
   next->keys = cur.keys;
   next->known_members = cur.known_members;
+  next->key_material = cur.key_material;
   crypto::Keyring& ring = next->keys;
   try {
     switch (change.op) {
@@ -59,6 +60,7 @@ std::string apply_key_change(dp::SnapshotExchange& snapshots, crypto::Suite suit
           if (!change.primary) return {};  // nothing to change
         } else {
           ring.add(key, false);
+          next->key_material[key.id()] = change.key;
         }
         if (change.primary) ring.set_primary(key.id());
         break;
@@ -69,6 +71,7 @@ std::string apply_key_change(dp::SnapshotExchange& snapshots, crypto::Suite suit
       case KeyChange::Op::kRemove:
         if (idempotent && ring.find(change.id) == nullptr) return {};
         ring.remove(change.id);
+        next->key_material.erase(change.id);
         break;
     }
   } catch (const std::exception& e) {

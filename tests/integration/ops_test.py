@@ -7,6 +7,11 @@ A (memif server, 10.0.0.1) and B (client, 10.0.0.2) start with no seeds.
 - `gossipctl join` waits for the answer: exit 1 when nobody answers, 2 for a
   malformed or wrong-family address (IPv6 shown in brackets), 0 and the
   number of members that answered once A answers.
+- The keyring persists (control.state_dir): node-scope steps on A (install,
+  use, remove) are idempotent and bad input exits 2; after a restart A comes
+  back with the rotated keyring although its config still names the old key
+  file; the state directory is 0700 and keyring.json 0600. A bad state file
+  stops the start with exit 2 and one line naming it.
 """
 import os
 import shutil
@@ -51,6 +56,7 @@ membership:
   preset: local
 control:
   socket: {socks[name]}
+  state_dir: {os.path.join(tmp, name + "-state")}
 {extra}""")
     err = open(os.path.join(tmp, f"{name}.err"), "a")
     procs[name] = subprocess.Popen(
@@ -95,6 +101,46 @@ try:
     check("join A: reports one member answered", "1 member(s) answered" in r.stdout, r.stdout)
     wait_for("A sees B", lambda: any(m["name"] == "gw-b" and m["state"] == "alive"
                                      for m in gwtest.ctl_json(CTL, "members", sock=socks["a"])["members"]))
+
+    # ---- keys, node scope on A, and the persisted keyring ----
+    k2 = os.path.join(tmp, "k2.key")
+    subprocess.run([CTL, "keygen", "--out", k2], check=True, capture_output=True)
+    id1, id2 = gwtest.key_id(CTL, os.path.join(tmp, "k1.key")), gwtest.key_id(CTL, k2)
+    for step in (("keys", "install", k2), ("keys", "use", id2), ("keys", "remove", id1)):
+        r = ctl(*step, node="a")
+        check(f"{' '.join(step[:2])}: exit 0", r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
+        r = ctl(*step, node="a")
+        check(f"{' '.join(step[:2])} again (idempotent): exit 0", r.returncode == 0, f"exit {r.returncode}: {r.stderr!r}")
+    for bad in (("keys", "use", "zz"), ("keys", "remove", "123"), ("keys", "install", os.path.join(tmp, "nope.key"))):
+        r = ctl(*bad, node="a")
+        check(f"{' '.join(bad)}: bad input exits 2", r.returncode == 2, f"exit {r.returncode}: {r.stderr!r}")
+    r = ctl("keys", "use", "0badc0de", node="a")
+    check("keys use of a key not in the ring: refused, exit 1", r.returncode == 1, f"exit {r.returncode}: {r.stderr!r}")
+    state = os.path.join(tmp, "a-state")
+    ring_file = os.path.join(state, "keyring.json")
+    wait_for("keyring.json written", lambda: os.path.exists(ring_file) and id1 not in str(
+        gwtest.ctl_json(CTL, "keys", "list", sock=socks["a"])))
+    check("state dir is 0700", (os.stat(state).st_mode & 0o777) == 0o700, oct(os.stat(state).st_mode))
+    check("keyring.json is 0600", (os.stat(ring_file).st_mode & 0o777) == 0o600, oct(os.stat(ring_file).st_mode))
+    stop("b")
+    stop("a")
+    start("a", "10.0.0.1", "server")
+    keys = gwtest.ctl_json(CTL, "keys", "list", sock=socks["a"])["keys"]
+    check("after a restart: the rotated keyring, not the config's k1",
+          [(k["id"], k["primary"]) for k in keys] == [(id2, True)], str(keys))
+    with open(os.path.join(tmp, "a.err")) as f:
+        check("the start says where the keyring came from", "keyring from " + ring_file in f.read())
+    stop("a")
+    os.chmod(ring_file, 0o644)
+    r = subprocess.run(
+        [GW, "-l", "0,1", "--no-huge", "-m", "256", "--no-pci", f"--file-prefix=gwops-bad-{os.getpid()}",
+         "--log-level=lib.eal:warning", "--vdev=net_null0", "--", "--config", os.path.join(tmp, "a.yaml")],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    check("a group-readable keyring.json: exit 2, one line naming it",
+          r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "keyring.json" in r.stderr, f"{r.returncode} {r.stderr!r}")
+    r = subprocess.run([CTL, "config", "check", "--config", os.path.join(tmp, "a.yaml")], capture_output=True, text=True)
+    check("gossipctl config check refuses it too (exit 2)", r.returncode == 2 and "keyring.json" in r.stderr,
+          f"{r.returncode} {r.stderr!r}")
 finally:
     for n in list(procs):
         stop(n)
