@@ -482,6 +482,7 @@ int main(int argc, char** argv) {
                             {"write_errors", c.write_errors},
                             {"skipped_members", c.skipped_members}}});
         }
+        if (cfg.metrics.telemetry) extra.push_back({"telemetry", {{"refused", gw::dp::telemetry_refused()}}});
         if (!cfg.control.state_dir.empty()) {
           extra.push_back({"keyring_state",
                            {{"writes", keyring_counters.writes}, {"write_errors", keyring_counters.write_errors}}});

@@ -182,6 +182,8 @@ const std::map<std::string, Section>& sections() {
       {"event_handler", {"gossipgw_event_handler_total", "counter", "result",
                          "Event handler: submitted, coalesced, dropped_queue_full, dropped_stopped, started, "
                          "succeeded, failed_exit, timed_out, spawn_errors (events or runs)"}},
+      {"telemetry", {"gossipgw_telemetry_total", "counter", "result",
+                     "DPDK telemetry: refused (series the telemetry library refused to add; stays 0) (series)"}},
       {"keyring_state", {"gossipgw_keyring_state_total", "counter", "result",
                          "Keyring persisted to control.state_dir: writes, write_errors (writes)"}},
       {"hosts_file", {"gossipgw_hosts_file_total", "counter", "result",
@@ -511,6 +513,28 @@ std::string g_node;
 
 constexpr int kPageEntries = RTE_TEL_MAX_DICT_ENTRIES;
 
+std::atomic<std::uint64_t> g_refused{0};
+
+bool tel_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '/';
+}
+
+// One value under `name`: whole non-negative numbers as u64 (every counter
+// and gauge today), anything else as its decimal text. The library's return
+// value is checked (it refuses bad names with -EINVAL and truncates with E2BIG).
+bool tel_add(rte_tel_data* d, const std::string& name, double value) {
+  int rc = 0;
+  if (value >= 0 && std::floor(value) == value && value < 1.8e19) {
+    rc = rte_tel_data_add_dict_u64(d, name.c_str(), static_cast<std::uint64_t>(value));
+  } else {
+    char num[64];
+    std::snprintf(num, sizeof num, "%.17g", value);
+    rc = rte_tel_data_add_dict_string(d, name.c_str(), num);
+  }
+  if (rc != 0) g_refused.fetch_add(1, std::memory_order_relaxed);
+  return rc == 0;
+}
+
 int tel_metrics(const char*, const char* params, rte_tel_data* d) {
   const MetricsPublisher::View v = g_publisher->latest();
   rte_tel_data_start_dict(d);
@@ -521,25 +545,28 @@ int tel_metrics(const char*, const char* params, rte_tel_data* d) {
     page = std::strtol(params, &end, 10);
     if (end == params || *end != '\0' || page < 0) return -EINVAL;
   }
+  // Two entries of every page are ours: _pages and _publication.
+  constexpr long kPerPage = kPageEntries - 2;
   long index = 0;
-  const long first = page * (kPageEntries - 1);
-  int added = 0;
+  const long first = page * kPerPage;
   long total = 0;
   for (const MetricFamily& f : *v.families) total += static_cast<long>(f.samples.size());
   for (const MetricFamily& f : *v.families) {
     for (const MetricSample& s : f.samples) {
-      if (index++ < first || added >= kPageEntries - 1) continue;
-      std::string name = f.name;
-      if (!s.labels.empty()) name += "{" + s.labels + "}";
-      // Telemetry names are short and plain: drop quotes, bound the length.
-      std::erase(name, '"');
-      if (name.size() >= RTE_TEL_MAX_STRING_LEN) name.resize(RTE_TEL_MAX_STRING_LEN - 1);
-      rte_tel_data_add_dict_u64(d, name.c_str(), static_cast<std::uint64_t>(s.value < 0 ? 0 : s.value));
-      ++added;
+      const long at = index++;
+      if (at < first || at >= first + kPerPage) continue;
+      const std::string name = telemetry_name(f, s);
+      if (name.empty()) {
+        g_refused.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      (void)tel_add(d, name, s.value);
     }
   }
-  const long pages = (total + kPageEntries - 2) / (kPageEntries - 1);
+  const long pages = (total + kPerPage - 1) / kPerPage;
   rte_tel_data_add_dict_u64(d, "_pages", static_cast<std::uint64_t>(pages));
+  // Which publication this page is from: a reader paging through compares it.
+  rte_tel_data_add_dict_u64(d, "_publication", v.publications);
   return 0;
 }
 
@@ -553,10 +580,7 @@ int tel_totals(const char*, const char*, rte_tel_data* d) {
     if (added >= kPageEntries) break;
     double sum = 0;
     for (const MetricSample& s : f.samples) sum += s.value;
-    std::string name = f.name;
-    if (name.size() >= RTE_TEL_MAX_STRING_LEN) name.resize(RTE_TEL_MAX_STRING_LEN - 1);
-    rte_tel_data_add_dict_u64(d, name.c_str(), static_cast<std::uint64_t>(sum < 0 ? 0 : sum));
-    ++added;
+    if (tel_add(d, f.name, sum)) ++added;
   }
   return 0;
 }
@@ -567,16 +591,41 @@ int tel_info(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_string(d, "node", g_node.c_str());
   rte_tel_data_add_dict_u64(d, "published_unix_ms", v.published_unix_ms);
   rte_tel_data_add_dict_u64(d, "publications", v.publications);
+  rte_tel_data_add_dict_u64(d, "series_refused", telemetry_refused());
   return 0;
 }
 
 }  // namespace
 
+std::string telemetry_name(const MetricFamily& family, const MetricSample& sample) {
+  std::string name = family.name;
+  // labels: a="x",b="y" (values never hold quotes: see the header).
+  const std::string& l = sample.labels;
+  std::size_t pos = 0;
+  while (pos < l.size()) {
+    const std::size_t eq = l.find('=', pos);
+    if (eq == std::string::npos) break;
+    const std::size_t open = eq + 1;
+    const std::size_t close = l.find('"', open + 1);
+    if (open >= l.size() || l[open] != '"' || close == std::string::npos) break;
+    name += "/" + l.substr(pos, eq - pos) + "/" + l.substr(open + 1, close - open - 1);
+    pos = close + 1;
+    if (pos < l.size() && l[pos] == ',') ++pos;
+  }
+  for (char& c : name) {
+    if (!tel_name_char(c)) c = '_';
+  }
+  if (name.size() >= RTE_TEL_MAX_STRING_LEN) return {};
+  return name;
+}
+
+std::uint64_t telemetry_refused() { return g_refused.load(std::memory_order_relaxed); }
+
 bool register_telemetry(const MetricsPublisher* publisher, std::string node_name) {
   g_publisher = publisher;
   g_node = std::move(node_name);
   int rc = rte_telemetry_register_cmd("/gossipgw/metrics", tel_metrics,
-                                      "Every gossipgw counter, one entry per series. Param: page (0..._pages-1)");
+                                      "Every gossipgw series, one entry each, named family/label/value/...; param: page (0.._pages-1)");
   rc |= rte_telemetry_register_cmd("/gossipgw/totals", tel_totals,
                                    "Every gossipgw metric family summed over its series (lcores, classes, ...)");
   rc |= rte_telemetry_register_cmd("/gossipgw/info", tel_info, "Node name and when counters were last published");

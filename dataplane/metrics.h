@@ -89,6 +89,17 @@ class PrometheusServer {
   std::uint16_t port_ = 0;
 };
 
+// The name a series has in DPDK telemetry, which accepts only [A-Za-z0-9_/]
+// in names: the family, then each label as "/name/value", e.g.
+// gossipgw_verdict_packets_total/lcore/1/queue/0/verdict/accepted. Label
+// values are [a-z0-9_] already (lcore and queue numbers, counter and rule
+// names); any other byte would become '_'. Empty if longer than the library's
+// RTE_TEL_MAX_STRING_LEN - 1.
+std::string telemetry_name(const MetricFamily& family, const MetricSample& sample);
+
+// Series the telemetry library refused to add (should stay 0), since start.
+std::uint64_t telemetry_refused();
+
 // Registers the /gossipgw/* telemetry commands, reading from `publisher`
 // (which must outlive EAL cleanup). Returns false if registration failed.
 bool register_telemetry(const MetricsPublisher* publisher, std::string node_name);

@@ -141,3 +141,50 @@ TEST(Metrics, PublisherKeepsLatest) {
 
 }  // namespace
 }  // namespace gw::dp
+
+namespace gw::dp {
+namespace {
+
+// DPDK telemetry accepts only [A-Za-z0-9_/] in names (issue 18: 54 of 201
+// labelled series were refused): every series gets a valid, distinct name
+// that splits back into its family and labels.
+TEST(TelemetryNames, EverySeriesHasAValidDistinctNameThatSplitsBack) {
+  const std::vector<MetricFamily> fams = metric_families(kDoc);
+  const std::regex valid("^[A-Za-z0-9_/]{1,127}$");
+  std::set<std::string> names;
+  std::size_t series = 0;
+  std::size_t labelled = 0;
+  for (const MetricFamily& f : fams) {
+    for (const MetricSample& s : f.samples) {
+      ++series;
+      const std::string n = telemetry_name(f, s);
+      EXPECT_TRUE(std::regex_match(n, valid)) << f.name << "{" << s.labels << "} -> " << n;
+      EXPECT_TRUE(names.insert(n).second) << "duplicate " << n;
+      // Back: family, then name/value pairs, as in the Prometheus labels.
+      std::vector<std::string> parts;
+      std::stringstream in(n);
+      for (std::string p; std::getline(in, p, '/');) parts.push_back(p);
+      ASSERT_FALSE(parts.empty());
+      EXPECT_EQ(parts[0], f.name);
+      ASSERT_EQ(parts.size() % 2, 1u) << n;
+      std::string labels;
+      for (std::size_t i = 1; i + 1 < parts.size(); i += 2) {
+        labels += (labels.empty() ? "" : ",") + parts[i] + "=\"" + parts[i + 1] + "\"";
+      }
+      EXPECT_EQ(labels, s.labels) << n;
+      if (!s.labels.empty()) ++labelled;
+    }
+  }
+  EXPECT_GT(labelled, 10u);
+  EXPECT_EQ(names.size(), series);
+}
+
+TEST(TelemetryNames, TooLongIsEmptyNotTruncated) {
+  MetricFamily f{std::string(120, 'a'), "counter", "h", {}};
+  const MetricSample s{"lcore=\"1\",queue=\"0\"", 1};
+  EXPECT_EQ(telemetry_name(f, s), "");
+  EXPECT_EQ(telemetry_name(MetricFamily{"gossipgw_x", "counter", "h", {}}, MetricSample{"", 1}), "gossipgw_x");
+}
+
+}  // namespace
+}  // namespace gw::dp
