@@ -187,8 +187,12 @@ void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& fro
   const auto newest = newest_command_.find(c.origin);
   // Issued before we started, or older than one already applied and not a
   // remembered retry: a replay. Refused (answered, so a real origin learns why).
+  // Whole seconds: the origin stamps ids from the second its host clock
+  // gives (a command issued in the second we started is not held against it).
+  constexpr std::uint64_t kSecondNs = 1'000'000'000ULL;
+  const bool before_start = c.request_id / kSecondNs < options_.started_unix_ns / kSecondNs;
   if (seen == applied_commands_.end() &&
-      (c.request_id < options_.started_unix_ns || (newest != newest_command_.end() && c.request_id <= newest->second))) {
+      (before_start || (newest != newest_command_.end() && c.request_id <= newest->second))) {
     ++counters_.key_commands_stale;
     spdlog::warn("key {} of {} from member {} refused: issued before this node started or already superseded "
                  "(request {:016x})",
