@@ -261,6 +261,10 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
             mj["port"] = m.addr.port;
             mj["state"] = state_name(m.status);
             mj["incarnation"] = m.incarnation;
+            mj["protocol_version"] = m.protocol_version;
+            mj["state_age_s"] = now_ns > m.state_change_ns ? (now_ns - m.state_change_ns) / 1'000'000'000ULL : 0;
+            if (m.heard_ns != 0 && now_ns > m.heard_ns) mj["heard_s_ago"] = (now_ns - m.heard_ns) / 1'000'000'000ULL;
+            if (m.probation) mj["probation"] = true;
             Json tags = Json::object();
             for (const auto& t : m.tags) tags[t.key] = t.value;
             mj["tags"] = std::move(tags);
@@ -370,6 +374,59 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
           Json j;
           j["tags"] = std::move(tj);
           j["incarnation"] = eng.incarnation();
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::InfoRequest>) {
+          Json j = ctx_.info_json ? Json::parse(ctx_.info_json(), nullptr, false) : Json::object();
+          if (!j.is_object()) j = Json::object();
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::ForceLeaveRequest>) {
+          if (!need_engine()) return refuse("membership is disabled on this gateway (membership.enabled: false)");
+          engine::Engine& eng = ctx_.host->engine();
+          const engine::Member* m = eng.member(req.node);
+          if (m == nullptr) return refuse("no member named '" + req.node + "' (gossipctl members)");
+          if (req.node == eng.name()) return refuse("this is our own name: use 'gossipctl leave'");
+          if (m->status == engine::MemberStatus::kLeft) {
+            Json j;
+            j["node"] = req.node;
+            j["state"] = "left";
+            j["changed"] = false;
+            return ok_reply(std::move(j));  // already left: done
+          }
+          if (m->status != engine::MemberStatus::kDead) {
+            return refuse("member '" + req.node + "' is " + state_name(m->status) +
+                          ": only a failed member can be force-left (a live one would refute it)");
+          }
+          // Its leave, at the incarnation it died with, as if it had said
+          // so itself: the engine marks it left and gossips the Leave; left
+          // tombstones travel in syncs, so a sync cannot bring it back, and
+          // only a restart of the member (a newer incarnation) can.
+          const std::uint64_t incarnation = m->incarnation;
+          eng.handle(eng.config().addr, engine::Compound{engine::Leave{incarnation, req.node}}, now_ns);
+          const engine::Member* after = eng.member(req.node);
+          if (after == nullptr || after->status != engine::MemberStatus::kLeft) {
+            return refuse("member '" + req.node + "' could not be marked left");
+          }
+          spdlog::info("force-leave of {} (incarnation {}) through the control API", req.node, incarnation);
+          Json j;
+          j["node"] = req.node;
+          j["state"] = "left";
+          j["changed"] = true;
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::MonitorRequest>) {
+          if (ctx_.logs == nullptr) return refuse("no log buffer on this gateway");
+          constexpr std::size_t kMaxLines = 256;
+          std::uint64_t next = 0;
+          const auto lines = ctx_.logs->since(req.since, spdlog::level::from_str(req.level), kMaxLines, &next);
+          Json arr = Json::array();
+          for (const auto& l : lines) {
+            arr.push_back(Json{{"seq", l.seq},
+                               {"level", std::string(spdlog::level::to_string_view(l.level).data(),
+                                                     spdlog::level::to_string_view(l.level).size())},
+                               {"text", l.text}});
+          }
+          Json j;
+          j["next"] = next;
+          j["lines"] = std::move(arr);
           return ok_reply(std::move(j));
         } else if constexpr (std::is_same_v<T, api::LogLevelRequest>) {
           spdlog::set_level(spdlog::level::from_str(req.level));

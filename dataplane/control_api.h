@@ -13,6 +13,7 @@
 
 #include "control/api/request.h"
 #include "control/host/engine_host.h"
+#include "control/host/log_ring.h"
 #include "crypto/wire_header.h"
 #include "dataplane/api/snapshot.h"
 
@@ -36,6 +37,11 @@ class ControlApi {
     std::function<std::string()> stats_json;
     // Starts a graceful stop (leave first), like SIGTERM.
     std::function<void()> request_stop;
+    // The `info` reply's fields (a JSON object's text): version, node, keys,
+    // config digest, uptime, queue depths. Null: info answers what it knows.
+    std::function<std::string()> info_json;
+    // Recent log lines for `monitor`; null: monitor is refused.
+    cp::LogRing* logs = nullptr;
   };
 
   explicit ControlApi(Context ctx) : ctx_(std::move(ctx)) {}

@@ -10,6 +10,8 @@
 #include <rte_lcore.h>
 
 #include <CLI/CLI.hpp>
+#include <sodium.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -18,6 +20,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +35,8 @@
 #include "control/host/events/hosts_file.h"
 #include "control/host/engine_host.h"
 #include "control/host/keyring_state.h"
+#include "control/host/log_ring.h"
+#include "control/version.h"
 #include "crypto/keys.h"
 #include "dataplane/control_api.h"
 #include "dataplane/handoff_rings.h"
@@ -144,6 +150,22 @@ void remove_runtime_dir(const std::string& dir) {
   std::filesystem::remove_all(p, ec);
 }
 
+// SHA-256 of a file's bytes, hex (the config as read: gossipctl info shows it,
+// so an operator can tell which config a running gateway started with).
+std::string file_sha256_hex(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  unsigned char digest[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256(digest, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : digest) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
 int fail(int status, const std::string& message) {
   std::fprintf(stderr, "gossipgw: %s\n", message.c_str());
   return status;
@@ -164,7 +186,7 @@ constexpr const char* kUsage =
     "EAL options come first (DPDK convention), e.g. without a NIC or hugepages:\n"
     "  gossipgw -l 0,1 --no-huge -m 512 --no-pci --file-prefix=gw1 \\\n"
     "      --vdev=net_pcap0,rx_pcap=in.pcap -- --config gossipgw.yaml --idle-exit-ms 500\n"
-    "Run 'gossipgw -- --help' for the gateway's own options.\n";
+    "Run 'gossipgw -- --help' for the gateway's own options, 'gossipgw --version' for the version.\n";
 
 }  // namespace
 
@@ -175,6 +197,13 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--") == 0) {
       split = i;
       break;
+    }
+  }
+  // --version anywhere (before or after "--"): nothing else happens.
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::printf("gossipgw %s (git %s)\n", GW_VERSION, GW_COMMIT);
+      return 0;
     }
   }
   if (split == argc) {
@@ -218,6 +247,8 @@ int main(int argc, char** argv) {
 
   // Everything that can be wrong with the files is found before EAL starts.
   if (!gw::crypto::init()) return fail(kExitRuntime, "libsodium failed to initialise");
+  const std::uint32_t started_unix_s = gw::cp::unix_seconds();
+  std::string config_digest;  // SHA-256 of the config file as read at start (gossipctl info)
   gw::config::Config cfg;
   gw::crypto::Keyring keyring;
   gw::cp::KeyMaterial key_material;
@@ -226,6 +257,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<gw::dp::Classifier> classifier;  // null: classifier.enabled is false
   try {
     cfg = gw::config::load_config(opt.config_path);
+    config_digest = file_sha256_hex(opt.config_path);
     keyring = gw::dp::load_keyring(cfg, &key_material);
     // A keyring persisted by an earlier run wins over the config's key files
     // (which only seed it): after a rotation the config may still name the
@@ -247,11 +279,15 @@ int main(int argc, char** argv) {
     return fail(kExitUsage, e.what());
   }
   // Logs go to stderr: stdout is for what a command is asked to print.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("gossipgw"));
+  // ... and into a ring of recent lines for `gossipctl monitor`.
+  auto log_ring = std::make_shared<gw::cp::LogRing>();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "gossipgw", spdlog::sinks_init_list{std::make_shared<spdlog::sinks::stderr_color_sink_mt>(), log_ring}));
   spdlog::set_level(spdlog::level::from_str(opt.log_level.empty() ? cfg.log.level : opt.log_level));
 
   // Telemetry callbacks read it until EAL cleanup: it lives as long as main.
   static gw::dp::MetricsPublisher metrics;
+  metrics.set_build_info(GW_VERSION, GW_COMMIT);
 
   // Event handlers run from their own thread, started before EAL pins this
   // one to the control lcore's CPU, so handlers never run on an lcore's CPU
@@ -530,6 +566,55 @@ int main(int argc, char** argv) {
       api_ctx.suite = gw::dp::resolve_suite(cfg);
       api_ctx.stats_json = [&] { return live_stats(false); };
       api_ctx.request_stop = [] { g_stop.store(true, std::memory_order_relaxed); };
+      api_ctx.logs = log_ring.get();
+      api_ctx.info_json = [&]() {
+        nlohmann::ordered_json j;
+        j["version"] = GW_VERSION;
+        j["commit"] = GW_COMMIT;
+        j["node"] = cfg.node.name;
+        j["cluster"] = cfg.cluster.name;
+        j["address"] = cfg.node.address;
+        j["port"] = cfg.node.port;
+        j["config"] = opt.config_path;
+        j["config_sha256"] = config_digest;
+        j["started_unix"] = started_unix_s;
+        j["uptime_s"] = gw::cp::unix_seconds() - started_unix_s;
+        j["driver"] = port.driver;
+        j["workers"] = workers.size();
+        if (host != nullptr) {
+          j["incarnation"] = host->engine().incarnation();
+          j["live_members"] = host->engine().num_live();
+          j["health_score"] = host->engine().health_score();
+          j["joined"] = host->engine().joined();
+        }
+        const gw::crypto::Keyring& ring = snapshots.current().keys;
+        nlohmann::ordered_json keys = nlohmann::ordered_json::array();
+        char idtext[9];
+        for (std::uint32_t id : ring.ids()) {
+          std::snprintf(idtext, sizeof idtext, "%08x", id);
+          keys.push_back(idtext);
+        }
+        j["keys"] = std::move(keys);
+        if (ring.primary() != nullptr) {
+          std::snprintf(idtext, sizeof idtext, "%08x", ring.primary()->id());
+          j["primary_key"] = idtext;
+        }
+        j["keyring_source"] = keyring_source;
+        // Queue depths now: the hand-off rings per class (all workers), the
+        // egress shaper per class, and the transmit ring.
+        static constexpr const char* kClasses[] = {"urgent", "probe", "gossip", "bulk"};
+        nlohmann::ordered_json rq, eq;
+        for (std::size_t c = 0; c < gw::crypto::kClassCount; ++c) {
+          std::size_t depth = 0;
+          for (std::size_t w = 0; w < workers.size(); ++w) {
+            depth += rings->depth(w, static_cast<gw::crypto::PriorityClass>(c));
+          }
+          rq[kClasses[c]] = depth;
+          if (host != nullptr) eq[kClasses[c]] = host->shaper().queued(static_cast<gw::crypto::PriorityClass>(c));
+        }
+        j["queues"] = {{"handoff", rq}, {"egress", eq}, {"tx_ring", rte_ring_count(tx_ring)}};
+        return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+      };
       gw::dp::ControlApi api(api_ctx);
       api_ptr = &api;
       if (api_server != nullptr) {

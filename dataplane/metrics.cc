@@ -446,8 +446,22 @@ std::string prometheus_text(const std::vector<MetricFamily>& families) {
   return out;
 }
 
+void MetricsPublisher::set_build_info(const std::string& version, const std::string& commit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  build_info_ = MetricFamily{"gossipgw_build_info", "gauge", "Always 1: the version and git commit of the binary",
+                             {{"version=\"" + version + "\",commit=\"" + commit + "\"", 1}}};
+  for (char& c : build_info_.samples[0].labels) {
+    if (c == '\\' || c == '\n') c = '_';  // keep the exposition format valid whatever git says
+  }
+}
+
 void MetricsPublisher::publish(std::string_view stats_json_text, std::uint64_t unix_ms) {
-  auto fams = std::make_shared<const std::vector<MetricFamily>>(metric_families(stats_json_text));
+  std::vector<MetricFamily> built = metric_families(stats_json_text);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!build_info_.name.empty()) built.push_back(build_info_);
+  }
+  auto fams = std::make_shared<const std::vector<MetricFamily>>(std::move(built));
   auto text = std::make_shared<const std::string>(prometheus_text(*fams));
   std::lock_guard<std::mutex> lock(mu_);
   view_.families = std::move(fams);

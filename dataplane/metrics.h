@@ -52,6 +52,8 @@ class MetricsPublisher {
   // Control lcore: builds the families from a counter document and swaps
   // them in. Not on any worker's path.
   void publish(std::string_view stats_json_text, std::uint64_t unix_ms);
+  // Main thread, before the first publish: gossipgw_build_info{version,commit} 1.
+  void set_build_info(const std::string& version, const std::string& commit);
 
   struct View {
     std::shared_ptr<const std::vector<MetricFamily>> families;
@@ -64,6 +66,7 @@ class MetricsPublisher {
  private:
   mutable std::mutex mu_;
   View view_;
+  MetricFamily build_info_;
 };
 
 // Serves GET /metrics from `publisher` on its own thread. The constructor

@@ -186,9 +186,41 @@ Request parse_object(const Json& j) {
     }
     return LogLevelRequest{level};
   }
+  if (cmd == "info") {
+    only_fields(j, {"cmd"});
+    return InfoRequest{};
+  }
+  if (cmd == "force-leave") {
+    only_fields(j, {"cmd", "node"});
+    const std::string node = field_string(j, "node", true);
+    if (node.empty() || node.size() > 255 || !printable(node)) {
+      throw Invalid{"node must be a member name of 1..255 printable bytes"};
+    }
+    return ForceLeaveRequest{node};
+  }
+  if (cmd == "monitor") {
+    only_fields(j, {"cmd", "since", "level"});
+    MonitorRequest r;
+    if (const auto it = j.find("since"); it != j.end()) {
+      if (!it->is_number_unsigned()) throw Invalid{"field 'since' must be a non-negative integer"};
+      r.since = it->get<std::uint64_t>();
+    }
+    const std::string level = field_string(j, "level", false);
+    if (!level.empty()) {
+      static constexpr std::array<std::string_view, 6> kLevels = {"trace", "debug", "info", "warn", "error",
+                                                                   "critical"};
+      if (std::find(kLevels.begin(), kLevels.end(), level) == kLevels.end()) {
+        throw Invalid{"level must be trace, debug, info, warn, error or critical"};
+      }
+      r.level = level;
+    }
+    return r;
+  }
   throw Invalid{printable(cmd) && cmd.size() <= 32
-                    ? "unknown cmd '" + cmd + "' (members, stats, keys, join, leave, tags, log-level)"
-                    : std::string("unknown cmd (members, stats, keys, join, leave, tags, log-level)")};
+                    ? "unknown cmd '" + cmd + "' (members, stats, keys, join, leave, tags, log-level, info, "
+                                              "force-leave, monitor)"
+                    : std::string("unknown cmd (members, stats, keys, join, leave, tags, log-level, info, "
+                                  "force-leave, monitor)")};
 }
 
 }  // namespace

@@ -13,6 +13,9 @@
 //   {"cmd":"tags","op":"set","tags":{"k":"v",...}}
 //   {"cmd":"tags","op":"unset","keys":["k",...]}
 //   {"cmd":"log-level","level":"trace|debug|info|warn|error|critical|off"}
+//   {"cmd":"info"}                               node, version, keys, config digest, uptime, queues
+//   {"cmd":"force-leave","node":"NAME"}          a failed member: left, cluster-wide
+//   {"cmd":"monitor"[,"since":N][,"level":"..."]} log lines after sequence number N
 //
 // Replies are one JSON object line: {"ok":true,...} or {"ok":false,"error":"..."}.
 #pragma once
@@ -67,9 +70,18 @@ struct LogLevelRequest {
   std::string level;
 };
 
+struct InfoRequest {};
+struct ForceLeaveRequest {
+  std::string node;
+};
+struct MonitorRequest {
+  std::uint64_t since = 0;    // lines with a larger sequence number
+  std::string level = "info";  // and at least this level
+};
+
 using Request = std::variant<MembersRequest, StatsRequest, KeysListRequest, KeysInstallRequest, KeysUseRequest,
                              KeysRemoveRequest, JoinRequest, LeaveRequest, TagsSetRequest, TagsUnsetRequest,
-                             LogLevelRequest>;
+                             LogLevelRequest, InfoRequest, ForceLeaveRequest, MonitorRequest>;
 
 struct ParseResult {
   std::optional<Request> request;

@@ -12,7 +12,14 @@ A (memif server, 10.0.0.1) and B (client, 10.0.0.2) start with no seeds.
   back with the rotated keyring although its config still names the old key
   file; the state directory is 0700 and keyring.json 0600. A bad state file
   stops the start with exit 2 and one line naming it.
+- The CLI: --json and --socket in any position, "ok" equals the exit status,
+  version (ours and the gateway's), info (node, incarnation, keys, config
+  digest, uptime, queue depths), members --detailed, monitor, and
+  force-leave: refused for a live or unknown member (exit 1), and a crashed
+  member, once failed, is marked left on A and stays left.
 """
+import hashlib
+import json
 import os
 import shutil
 import signal
@@ -28,6 +35,7 @@ GW, CTL = sys.argv[1:3]
 tmp = tempfile.mkdtemp(prefix="gwops-")
 procs = {}
 socks = {}
+killed = []  # gateways ended by SIGKILL: their EAL runtime dirs stay behind
 memif = os.path.join(tmp, "memif.sock")
 
 
@@ -102,6 +110,63 @@ try:
     wait_for("A sees B", lambda: any(m["name"] == "gw-b" and m["state"] == "alive"
                                      for m in gwtest.ctl_json(CTL, "members", sock=socks["a"])["members"]))
 
+    # ---- CLI: --json/--socket anywhere, version, info, detailed, monitor ----
+    for argv in (["--json", "--socket", socks["a"], "members"], ["members", "--socket", socks["a"], "--json"],
+                 ["--socket", socks["a"], "keys", "--json", "list"], ["keys", "list", "--json", "--socket", socks["a"]]):
+        r = subprocess.run([CTL, *argv], capture_output=True, text=True, timeout=30)
+        ok = r.returncode == 0
+        try:
+            ok = ok and json.loads(r.stdout)["ok"] is True
+        except ValueError:
+            ok = False
+        check(f"gossipctl {' '.join(a if a != socks['a'] else 'S' for a in argv)}: JSON, exit 0", ok, r.stdout + r.stderr)
+    r = subprocess.run([CTL, "--json", "--socket", os.path.join(tmp, "nobody.sock"), "info"], capture_output=True,
+                       text=True)
+    check("--json error: ok false, exit 1, status in the object",
+          r.returncode == 1 and json.loads(r.stdout) == {"ok": False, "error": json.loads(r.stdout)["error"], "status": 1},
+          r.stdout + r.stderr)
+    r = ctl("--json", "version", node="a")
+    v = json.loads(r.stdout)
+    check("version: ours and the gateway's", r.returncode == 0 and v["gossipctl"]["version"] and
+          v["gateway"]["node"] == "gw-a" and v["gateway"]["commit"] == v["gossipctl"]["commit"], r.stdout)
+    gwv = subprocess.run([GW, "--version"], capture_output=True, text=True)
+    check("gossipgw --version", gwv.returncode == 0 and gwv.stdout.startswith("gossipgw " + v["gossipctl"]["version"]),
+          gwv.stdout)
+    inf = gwtest.ctl_json(CTL, "info", sock=socks["a"])
+    with open(os.path.join(tmp, "a.yaml"), "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    check("info: node, digest, uptime, keys, queues",
+          inf["node"] == "gw-a" and inf["config_sha256"] == digest and inf["uptime_s"] >= 0 and
+          inf["incarnation"] > 0 and inf["keys"] == [gwtest.key_id(CTL, os.path.join(tmp, "k1.key"))] and
+          set(inf["queues"]) == {"handoff", "egress", "tx_ring"} and inf["live_members"] == 2, str(inf))
+    r = ctl("members", "--detailed", node="a")
+    check("members --detailed", r.returncode == 0 and "protocol:" in r.stdout and "gw-b" in r.stdout, r.stdout)
+    r = ctl("monitor", "--duration", "0.5", node="a")
+    check("monitor streams the log", r.returncode == 0 and "control API on" in r.stdout, r.stdout[-500:] + r.stderr)
+    r = ctl("--json", "monitor", "--duration", "0.3", "--level", "warn", node="b")
+    lines = [json.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+    check("monitor --level warn: only warn and above", r.returncode == 0 and lines and
+          all(l["level"] in ("warning", "error", "critical") for l in lines), r.stdout[-500:])
+
+    # ---- force-leave ----
+    r = ctl("force-leave", "gw-b", node="a")
+    check("force-leave of a live member: refused, exit 1", r.returncode == 1 and "alive" in r.stderr, r.stderr)
+    r = ctl("force-leave", "gw-nobody", node="a")
+    check("force-leave of an unknown member: exit 1", r.returncode == 1, r.stderr)
+    procs["b"].kill()  # a crash: no leave
+    procs["b"].wait()
+    procs.pop("b")
+    killed.append("b")
+    wait_for("A declares gw-b failed", lambda: any(m["name"] == "gw-b" and m["state"] == "dead"
+                                                 for m in gwtest.ctl_json(CTL, "members", sock=socks["a"])["members"]),
+             timeout=60)
+    r = ctl("--json", "force-leave", "gw-b", node="a")
+    check("force-leave of the failed member: exit 0", r.returncode == 0 and json.loads(r.stdout)["state"] == "left",
+          r.stdout + r.stderr)
+    state_b = [m["state"] for m in gwtest.ctl_json(CTL, "members", sock=socks["a"])["members"] if m["name"] == "gw-b"]
+    check("gw-b is left on A", state_b == ["left"], str(state_b))
+    r = ctl("force-leave", "gw-b", node="a")
+    check("force-leave again: exit 0 (already left)", r.returncode == 0 and "already" in r.stdout, r.stdout + r.stderr)
     # ---- keys, node scope on A, and the persisted keyring ----
     k2 = os.path.join(tmp, "k2.key")
     subprocess.run([CTL, "keygen", "--out", k2], check=True, capture_output=True)
@@ -122,7 +187,6 @@ try:
         gwtest.ctl_json(CTL, "keys", "list", sock=socks["a"])))
     check("state dir is 0700", (os.stat(state).st_mode & 0o777) == 0o700, oct(os.stat(state).st_mode))
     check("keyring.json is 0600", (os.stat(ring_file).st_mode & 0o777) == 0o600, oct(os.stat(ring_file).st_mode))
-    stop("b")
     stop("a")
     start("a", "10.0.0.1", "server")
     keys = gwtest.ctl_json(CTL, "keys", "list", sock=socks["a"])["keys"]
@@ -149,6 +213,9 @@ finally:
             path = os.path.join(tmp, f"{n}.err")
             if os.path.exists(path):
                 print(f"---- gw-{n} stderr ----\n" + open(path).read()[-3000:])
+    for base in ("/var/run/dpdk", os.path.join(os.environ.get("XDG_RUNTIME_DIR", "/nonexistent"), "dpdk")):
+        for n in killed:
+            shutil.rmtree(os.path.join(base, f"gwops-{n}-{os.getpid()}"), ignore_errors=True)
     shutil.rmtree(tmp, ignore_errors=True)
 
 gwtest.finish()

@@ -56,7 +56,9 @@ def prometheus_series(text):
         name = m.group(1)
         for k, v in LABEL.findall(m.group(2) or ""):
             name += f"/{k}/{v}"
-        series[name] = float(m.group(3))
+        # docs/metrics.md: bytes telemetry refuses in names become '_' (only
+        # gossipgw_build_info's version and commit have any).
+        series[re.sub(r"[^A-Za-z0-9_/]", "_", name)] = float(m.group(3))
     return series
 
 
