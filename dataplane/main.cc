@@ -519,6 +519,18 @@ int main(int argc, char** argv) {
                             {"skipped_members", c.skipped_members}}});
         }
         if (cfg.metrics.telemetry) extra.push_back({"telemetry", {{"refused", gw::dp::telemetry_refused()}}});
+        extra.push_back({"process", {{"start_time_unix", started_unix_s}}});
+        // The NIC's own counters: what it dropped before any worker saw it.
+        rte_eth_stats es{};
+        if (rte_eth_stats_get(port.port_id, &es) == 0) {
+          extra.push_back({"nic",
+                           {{"rx_packets", es.ipackets},
+                            {"tx_packets", es.opackets},
+                            {"rx_missed", es.imissed},
+                            {"rx_errors", es.ierrors},
+                            {"rx_nombuf", es.rx_nombuf},
+                            {"tx_errors", es.oerrors}}});
+        }
         if (!cfg.control.state_dir.empty()) {
           extra.push_back({"keyring_state",
                            {{"writes", keyring_counters.writes}, {"write_errors", keyring_counters.write_errors}}});

@@ -413,6 +413,32 @@ std::vector<MetricFamily> metric_families(std::string_view text) {
         b.add("gossipgw_snapshots_retained", "gauge",
               "Snapshots kept until every worker has moved past them (snapshots)", "", v["retained"].get<double>());
       }
+    } else if (k == "process" && v.is_object()) {
+      if (v.contains("start_time_unix") && v["start_time_unix"].is_number()) {
+        b.add("gossipgw_process_start_time_seconds", "gauge", "When the gateway process started (Unix seconds)", "",
+              v["start_time_unix"].get<double>());
+      }
+    } else if (k == "nic" && v.is_object()) {
+      // One family per counter: they count unlike things (a sum is meaningless).
+      static const std::map<std::string, std::pair<const char*, const char*>> kNic = {
+          {"rx_packets", {"gossipgw_nic_rx_packets_total", "Packets the NIC received (packets)"}},
+          {"tx_packets", {"gossipgw_nic_tx_packets_total", "Packets the NIC sent (packets)"}},
+          {"rx_missed", {"gossipgw_nic_rx_missed_total",
+                         "Packets the NIC dropped because no rx descriptor was free: workers too slow (imissed) "
+                         "(packets)"}},
+          {"rx_errors", {"gossipgw_nic_rx_errors_total", "Erroneous packets the NIC received (ierrors) (packets)"}},
+          {"rx_nombuf", {"gossipgw_nic_rx_nombuf_total",
+                         "Receive buffer allocation failures: mbuf pool exhausted (rx_nombuf) (events)"}},
+          {"tx_errors", {"gossipgw_nic_tx_errors_total", "Packets the NIC failed to send (oerrors) (packets)"}},
+      };
+      for (const auto& [nk, nv] : v.items()) {
+        const auto it = kNic.find(nk);
+        if (it != kNic.end() && nv.is_number()) {
+          b.add(it->second.first, "counter", it->second.second, "", nv.get<double>());
+        } else {
+          generic(b, "nic_" + nk, nv, "");
+        }
+      }
     } else if (const auto s = sections().find(k); s != sections().end() && v.is_object()) {
       for (const auto& [ck, cv] : v.items()) {
         if (cv.is_number()) {

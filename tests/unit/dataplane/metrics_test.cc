@@ -188,3 +188,33 @@ TEST(TelemetryNames, TooLongIsEmptyNotTruncated) {
 
 }  // namespace
 }  // namespace gw::dp
+
+namespace gw::dp {
+namespace {
+
+// What an operator alerts on (issue 18): the NIC's own drops, one family per
+// counter, the process start time, and the build.
+TEST(Metrics, NicCountersProcessStartAndBuildInfo) {
+  MetricsPublisher p;
+  p.set_build_info("0.1.0", "abc123");
+  p.publish(R"({"process": {"start_time_unix": 1800000000},
+                "nic": {"rx_packets": 10, "tx_packets": 4, "rx_missed": 3, "rx_errors": 0, "rx_nombuf": 2,
+                        "tx_errors": 1}})",
+            1000);
+  const std::string& text = *p.latest().text;
+  for (const char* expected : {
+           "# TYPE gossipgw_process_start_time_seconds gauge\ngossipgw_process_start_time_seconds 1800000000\n",
+           "# TYPE gossipgw_nic_rx_missed_total counter\ngossipgw_nic_rx_missed_total 3\n",
+           "gossipgw_nic_rx_nombuf_total 2\n",
+           "gossipgw_nic_tx_errors_total 1\n",
+           "gossipgw_nic_rx_errors_total 0\n",
+           "gossipgw_nic_rx_packets_total 10\n",
+           "gossipgw_nic_tx_packets_total 4\n",
+           "# TYPE gossipgw_build_info gauge\ngossipgw_build_info{version=\"0.1.0\",commit=\"abc123\"} 1\n",
+       }) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+  }
+}
+
+}  // namespace
+}  // namespace gw::dp
