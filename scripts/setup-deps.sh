@@ -10,7 +10,8 @@ usage: scripts/setup-deps.sh [--help]
 Installs gossipgw's build, test and demo dependencies from Debian 12 packages
 (DPDK 22.11, libsodium, protobuf, Hyperscan, spdlog, GoogleTest, yaml-cpp, CLI11,
 nlohmann-json, cpp-httplib, meson, clang for fuzzing, tcpreplay and
-tcpdump for the cluster demo). Needs root. Safe to re-run.
+tcpdump for the cluster demo, prometheus for promtool, which checks
+docs/alerts.yml). Needs root. Safe to re-run.
 TXT
 }
 
@@ -31,6 +32,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   clang libclang-rt-14-dev llvm
   iproute2 tcpdump tcpreplay procps
+  prometheus
 )
 
 missing=()
