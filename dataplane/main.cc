@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <sodium.h>
+#include <systemd/sd-daemon.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -646,7 +647,26 @@ int main(int argc, char** argv) {
       std::uint64_t members_published_version = 0;
       std::uint64_t next_members_ns = 0;
       const bool export_metrics = cfg.metrics.telemetry || prometheus != nullptr;
+      // systemd (Type=notify): READY=1 on the first housekeeping pass, i.e.
+      // the port is up, the workers run and the engine has started; then
+      // WATCHDOG=1 every half WatchdogSec from this (the control) lcore, so
+      // a wedged control loop stops feeding it. No-ops outside systemd.
+      bool notified_ready = false;
+      std::uint64_t watchdog_usec = 0;
+      const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;
+      const std::uint64_t watchdog_every_ns = watchdog_usec * 1000ULL / 2;
+      std::uint64_t next_watchdog_ns = 0;
+      if (watchdog) spdlog::info("systemd watchdog: fed every {} ms", watchdog_every_ns / 1'000'000ULL);
       loop.set_housekeeping([&](std::uint64_t now) {
+        if (!notified_ready) {
+          notified_ready = true;
+          (void)sd_notifyf(0, "READY=1\nSTATUS=cluster %s node %s: %zu worker(s) on port %u", cfg.cluster.name.c_str(),
+                           cfg.node.name.c_str(), workers.size(), static_cast<unsigned>(port.port_id));
+        }
+        if (watchdog && now >= next_watchdog_ns) {
+          next_watchdog_ns = now + watchdog_every_ns;
+          (void)sd_notify(0, "WATCHDOG=1");
+        }
         if (api_server != nullptr) {
           api_server->serve_async([&](std::string_view line, const gw::cp::api::ApiServer::Reply& reply) {
             api.handle(line, now, gw::cp::unix_seconds(), reply);
@@ -675,6 +695,7 @@ int main(int argc, char** argv) {
       });
 
       loop.run(stop);  // returns once the leave went out, the workers stopped and the rings drained
+      (void)sd_notify(0, "STOPPING=1");
       rte_eal_mp_wait_lcore();
       if (api_server != nullptr) api_server->stop();
       if (host != nullptr) host->set_event_listener({});

@@ -13,6 +13,9 @@ usage: startup_test.py GOSSIPGW GOSSIPCTL
   combined output, also when stdout is a pipe (the journal).
 - SIGTERM ends the process within its bound even when a stop step wedges
   (an event handler that ignores SIGTERM and whose timeout is an hour).
+- Under systemd (NOTIFY_SOCKET, WATCHDOG_USEC set as systemd does): a start
+  that fails sends no READY=1; a good one sends READY=1 once running, feeds
+  the watchdog from the control lcore, and says STOPPING=1 on SIGTERM.
 """
 import os
 import shutil
@@ -126,6 +129,50 @@ try:
     check("bad EAL option: our line is the last line of the combined output",
           bool(lines) and lines[-1].startswith("gossipgw: EAL initialisation failed"), repr(lines[-3:]))
 
+    # ---- sd_notify: READY only when running, the watchdog, STOPPING ----
+    notify_path = os.path.join(tmp, "sd-notify.sock")  # not <name>.sock: that is a control socket
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(notify_path)
+    env = dict(os.environ, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="400000")
+
+    def messages(until, timeout):
+        got = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not until(got):
+            notify.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                got.append(notify.recv(4096).decode())
+            except socket.timeout:
+                break
+        return got
+
+    r = subprocess.run(eal("nb") + ["--", "--config", bad_port], env=env, stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=30)
+    check("a failed start: exit 2 and no READY=1", r.returncode == 2 and not any(
+        "READY=1" in m for m in messages(lambda g: False, 0.5)), r.stderr)
+    plain = config("notify", prom_port=0)
+    with open(plain) as f:
+        text = f.read()
+    with open(plain, "w") as f:
+        f.write(text[:text.index("events:")])  # no wedged handler here
+    p = subprocess.Popen(eal("ok") + ["--", "--config", plain], env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    procs.append(p)
+    got = messages(lambda g: sum("WATCHDOG=1" in m for m in g) >= 3, 30)
+    ready = [i for i, m in enumerate(got) if "READY=1" in m]
+    check("READY=1 once running, first, with a STATUS", ready == [0] and "STATUS=cluster start node" in got[0], str(got))
+    check("the watchdog is fed (3 x WATCHDOG=1 within 30 s at WATCHDOG_USEC=400000)",
+          sum("WATCHDOG=1" in m for m in got) >= 3, str(got))
+    p.send_signal(signal.SIGTERM)
+    got = messages(lambda g: any("STOPPING=1" in m for m in g), 20)
+    check("STOPPING=1 on SIGTERM", any("STOPPING=1" in m for m in got), str(got))
+    try:
+        rc = p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check("then a clean exit 0", rc == 0, f"exit {rc}: {p.stderr.read()[-600:] if rc is not None else ''}")
+    notify.close()
+
     # ---- SIGTERM with a wedged stop step ----
     # Two gateways over memif: B's join makes A run its handler, which
     # ignores SIGTERM for 300 s with a one-hour events.timeout_ms.
@@ -141,14 +188,16 @@ try:
         with open(c, "w") as f:
             f.write(text)
         cfgs[name] = c
+    pair = {}
     for name, role in (("a", "server"), ("b", "client")):
         err = open(os.path.join(tmp, f"{name}.err"), "w")
-        procs.append(subprocess.Popen(
+        pair[name] = subprocess.Popen(
             eal(f"sig{name}", f"net_memif0,role={role},socket={memif},socket-abstract=no")
-            + ["--", "--config", cfgs[name]], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err))
+            + ["--", "--config", cfgs[name]], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        procs.append(pair[name])
         if name == "a":
             wait_for("memif socket", lambda: os.path.exists(memif))
-    a = procs[0]
+    a = pair["a"]
     wait_for("A's handler runs (B joined)", lambda: os.path.exists(pid_files[0]), timeout=60)
     t0 = time.monotonic()
     a.send_signal(signal.SIGTERM)
@@ -159,6 +208,7 @@ try:
     took = time.monotonic() - t0
     check("SIGTERM with a wedged handler: the process ends within its bound (1 + 7 s, test allows 30 s)",
           rc is not None and took < 15, f"exit {rc} after {took:.1f} s")
+    check("SIGTERM past the bound: exit 1", rc == 1, f"exit {rc}")
     with open(os.path.join(tmp, "a.err")) as f:
         a_err = f.read()
     check("SIGTERM past the bound: says so", rc is None or "stop took longer than its bound" in a_err, a_err[-800:])
