@@ -373,6 +373,8 @@ int main(int argc, char** argv) {
     if (status == 0) {
       const std::uint64_t idle_exit_tsc = rte_get_tsc_hz() / 1000 * opt.idle_exit_ms;
       std::atomic<bool> workers_stop{false};
+      std::atomic<bool> link_down{false};  // the control lcore watches the port's link
+      std::uint64_t link_down_events = 0;  // up -> down transitions seen
       auto first = std::make_unique<gw::dp::DataplaneSnapshot>();
       first->keys = keyring;
       first->key_material = key_material;
@@ -394,6 +396,7 @@ int main(int argc, char** argv) {
           w->rings[c] = rings->ring(q, static_cast<gw::crypto::PriorityClass>(c));
         }
         w->stop = &workers_stop;
+        w->link_down = &link_down;
         w->tx.src_mac = port.mac;  // every worker answers ARP (dataplane/arp.h)
         w->tx.local = ladder.local;
         if (q == 0) w->tx.ring = tx_ring;  // worker 0 transmits what the control lcore queues
@@ -521,6 +524,7 @@ int main(int argc, char** argv) {
         }
         if (cfg.metrics.telemetry) extra.push_back({"telemetry", {{"refused", gw::dp::telemetry_refused()}}});
         extra.push_back({"process", {{"start_time_unix", started_unix_s}}});
+        extra.push_back({"port", {{"link_up", link_down.load() ? 0 : 1}, {"link_down_events", link_down_events}}});
         // The NIC's own counters: what it dropped before any worker saw it.
         rte_eth_stats es{};
         if (rte_eth_stats_get(port.port_id, &es) == 0) {
@@ -651,6 +655,29 @@ int main(int argc, char** argv) {
       // the port is up, the workers run and the engine has started; then
       // WATCHDOG=1 every half WatchdogSec from this (the control) lcore, so
       // a wedged control loop stops feeding it. No-ops outside systemd.
+      // The port's link, every 100 ms: while it is down (a memif peer went
+      // away, a cable) the workers stop polling the driver.
+      constexpr std::uint64_t kLinkCheckNs = 100'000'000ULL;
+      std::uint64_t next_link_ns = 0;
+      bool link_known = false;
+      auto watch_link = [&](std::uint64_t now) {
+        if (now < next_link_ns) return;
+        next_link_ns = now + kLinkCheckNs;
+        rte_eth_link link{};
+        if (rte_eth_link_get_nowait(port.port_id, &link) != 0) return;  // no link status: assume up
+        const bool down = link.link_status == RTE_ETH_LINK_DOWN;
+        if (link_known && down == link_down.load(std::memory_order_relaxed)) return;
+        if (!link_known) {
+          link_known = true;
+          if (down) spdlog::info("port {} link is down (waiting for the peer or cable)", port.port_id);
+        } else if (down) {
+          ++link_down_events;
+          spdlog::warn("port {} link went down: workers stop polling it until it is back", port.port_id);
+        } else {
+          spdlog::info("port {} link is up", port.port_id);
+        }
+        link_down.store(down, std::memory_order_relaxed);
+      };
       bool notified_ready = false;
       std::uint64_t watchdog_usec = 0;
       const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;
@@ -658,6 +685,7 @@ int main(int argc, char** argv) {
       std::uint64_t next_watchdog_ns = 0;
       if (watchdog) spdlog::info("systemd watchdog: fed every {} ms", watchdog_every_ns / 1'000'000ULL);
       loop.set_housekeeping([&](std::uint64_t now) {
+        watch_link(now);
         if (!notified_ready) {
           notified_ready = true;
           (void)sd_notifyf(0, "READY=1\nSTATUS=cluster %s node %s: %zu worker(s) on port %u", cfg.cluster.name.c_str(),

@@ -418,6 +418,16 @@ std::vector<MetricFamily> metric_families(std::string_view text) {
         b.add("gossipgw_process_start_time_seconds", "gauge", "When the gateway process started (Unix seconds)", "",
               v["start_time_unix"].get<double>());
       }
+    } else if (k == "port" && v.is_object()) {
+      if (v.contains("link_up") && v["link_up"].is_number()) {
+        b.add("gossipgw_port_link_up", "gauge", "1 while the port's link is up; the workers do not poll it while 0",
+              "", v["link_up"].get<double>());
+      }
+      if (v.contains("link_down_events") && v["link_down_events"].is_number()) {
+        b.add("gossipgw_port_link_down_total", "counter",
+              "Times the port's link went down after being seen (a memif peer gone, a cable) (events)", "",
+              v["link_down_events"].get<double>());
+      }
     } else if (k == "nic" && v.is_object()) {
       // One family per counter: they count unlike things (a sum is meaningless).
       static const std::map<std::string, std::pair<const char*, const char*>> kNic = {

@@ -167,6 +167,21 @@ try:
     check("gw-b is left on A", state_b == ["left"], str(state_b))
     r = ctl("force-leave", "gw-b", node="a")
     check("force-leave again: exit 0 (already left)", r.returncode == 0 and "already" in r.stdout, r.stdout + r.stderr)
+
+    # ---- the memif peer went away (SIGKILL above): A survives it ----
+    st = wait_for("A sees its link down", lambda: (lambda s: s if s["port"]["link_up"] == 0 else None)(
+        gwtest.ctl_json(CTL, "stats", sock=socks["a"])), timeout=10)
+    check("peer gone: link_up 0, one link_down event, A still serving",
+          st["port"] == {"link_up": 0, "link_down_events": 1} and procs["a"].poll() is None, str(st.get("port")))
+    start("b", "10.0.0.2", "client")
+    wait_for("A sees its link up again", lambda: gwtest.ctl_json(CTL, "stats", sock=socks["a"])["port"]["link_up"] == 1,
+             timeout=20)
+    r = ctl("join", "10.0.0.1:7946")
+    check("the restarted peer joins again", r.returncode == 0, r.stdout + r.stderr)
+    wait_for("A sees gw-b alive again (a restart is a newer incarnation)",
+             lambda: any(m["name"] == "gw-b" and m["state"] == "alive"
+                         for m in gwtest.ctl_json(CTL, "members", sock=socks["a"])["members"]))
+    check("a force-left member comes back only by restarting", True)
     # ---- keys, node scope on A, and the persisted keyring ----
     k2 = os.path.join(tmp, "k2.key")
     subprocess.run([CTL, "keygen", "--out", k2], check=True, capture_output=True)
@@ -187,7 +202,10 @@ try:
         gwtest.ctl_json(CTL, "keys", "list", sock=socks["a"])))
     check("state dir is 0700", (os.stat(state).st_mode & 0o777) == 0o700, oct(os.stat(state).st_mode))
     check("keyring.json is 0600", (os.stat(ring_file).st_mode & 0o777) == 0o600, oct(os.stat(ring_file).st_mode))
+    stop("b")
     stop("a")
+    with open(os.path.join(tmp, "a.json")) as f:
+        check("A wrote its --stats-json on the way out", json.load(f)["port"]["link_down_events"] >= 1)
     start("a", "10.0.0.1", "server")
     keys = gwtest.ctl_json(CTL, "keys", "list", sock=socks["a"])["keys"]
     check("after a restart: the rotated keyring, not the config's k1",

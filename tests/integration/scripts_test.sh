@@ -356,6 +356,15 @@ if command -v dpdk-devbind.py >/dev/null; then
   says "bind-nic --status" "$tmp/out" "default route via:"
 fi
 
+# ---- perf/pktgen/make_inputs.sh: command files that end ----------------------
+run "$root/perf/pktgen/make_inputs.sh" --config "$C" --dst-mac 02:00:00:00:00:01 --out "$tmp/pktgen" \
+  --sizes 128 --gossipgen "$GEN" --seconds 7
+expect_rc "make_inputs.sh" 0
+tail -3 "$tmp/pktgen/forged-128.pkt" | tr '\n' ' ' | grep -qx 'sleep 7 stop 0 quit '
+check "pktgen command file sends for --seconds, then stops and quits" $? "$(cat "$tmp/pktgen/forged-128.pkt")"
+run "$root/perf/pktgen/make_inputs.sh" --config "$C" --dst-mac 02:00:00:00:00:01 --out "$tmp/pktgen" --seconds soon
+expect_rc "make_inputs.sh --seconds soon" 2
+
 # ---- the systemd unit -------------------------------------------------------
 unit=$S/gossipgw.service
 grep -q '^ExecStart=/opt/gossipgw/scripts/launch.sh ' "$unit" && grep -q '^KillSignal=SIGTERM' "$unit" &&
