@@ -19,13 +19,14 @@ using Json = nlohmann::ordered_json;
 
 class Builder {
  public:
-  void add(const std::string& name, const char* type, const std::string& help, std::string labels, double value) {
+  void add(const std::string& name, const char* type, const std::string& help, std::string labels, double value,
+           std::string suffix = {}) {
     auto it = index_.find(name);
     if (it == index_.end()) {
       it = index_.emplace(name, families_.size()).first;
       families_.push_back({name, type, help, {}});
     }
-    families_[it->second].samples.push_back({std::move(labels), value});
+    families_[it->second].samples.push_back({std::move(labels), value, std::move(suffix)});
   }
   std::vector<MetricFamily> take() { return std::move(families_); }
 
@@ -313,6 +314,33 @@ void membership(Builder& b, const Json& m) {
     } else if (k == "health_score") {
       b.add("gossipgw_health_score", "gauge", "Lifeguard local health multiplier score (0 = healthy)", "",
             v.get<double>());
+    } else if (k == "probe_rtt" && v.is_object()) {
+      // A Prometheus histogram in seconds from the cumulative le_us buckets.
+      const std::string name = "gossipgw_probe_rtt_seconds";
+      const std::string help = "Round trip of our direct probes, ping sent to ack received (seconds)";
+      if (v.contains("le_us") && v["le_us"].is_object()) {
+        for (const auto& [le, n] : v["le_us"].items()) {
+          if (!n.is_number()) continue;
+          char bound[32];
+          if (le == "+Inf") {
+            std::snprintf(bound, sizeof bound, "+Inf");
+          } else {
+            std::snprintf(bound, sizeof bound, "%g", std::strtod(le.c_str(), nullptr) / 1e6);
+          }
+          b.add(name, "histogram", help, labels({{"le", bound}}), n.get<double>(), "_bucket");
+        }
+      }
+      if (v.contains("sum_us") && v["sum_us"].is_number()) {
+        b.add(name, "histogram", help, "", v["sum_us"].get<double>() / 1e6, "_sum");
+      }
+      if (v.contains("count") && v["count"].is_number()) {
+        b.add(name, "histogram", help, "", v["count"].get<double>(), "_count");
+      }
+      if (v.contains("unmatched") && v["unmatched"].is_number()) {
+        b.add("gossipgw_probe_unmatched_total", "counter",
+              "Probes forgotten before their ack came (more than 1,024 in flight) (probes)", "",
+              v["unmatched"].get<double>());
+      }
     } else if (k == "members_by_state") {
       for (const auto& [s, n] : v.items()) {
         b.add("gossipgw_members", "gauge", "Members in our view by state, tombstones included (members)",
@@ -469,7 +497,7 @@ std::string prometheus_text(const std::vector<MetricFamily>& families) {
     out += "# HELP " + f.name + " " + f.help + "\n";
     out += "# TYPE " + f.name + " " + f.type + "\n";
     for (const MetricSample& s : f.samples) {
-      out += f.name;
+      out += f.name + s.suffix;
       if (!s.labels.empty()) out += "{" + s.labels + "}";
       if (std::floor(s.value) == s.value && std::fabs(s.value) < 1e18) {
         std::snprintf(num, sizeof num, " %.0f\n", s.value);
@@ -485,7 +513,7 @@ std::string prometheus_text(const std::vector<MetricFamily>& families) {
 void MetricsPublisher::set_build_info(const std::string& version, const std::string& commit) {
   std::lock_guard<std::mutex> lock(mu_);
   build_info_ = MetricFamily{"gossipgw_build_info", "gauge", "Always 1: the version and git commit of the binary",
-                             {{"version=\"" + version + "\",commit=\"" + commit + "\"", 1}}};
+                             {{"version=\"" + version + "\",commit=\"" + commit + "\"", 1, ""}}};
   for (char& c : build_info_.samples[0].labels) {
     if (c == '\\' || c == '\n') c = '_';  // keep the exposition format valid whatever git says
   }
@@ -629,7 +657,14 @@ int tel_totals(const char*, const char*, rte_tel_data* d) {
   for (const MetricFamily& f : *v.families) {
     if (added >= kPageEntries) break;
     double sum = 0;
-    for (const MetricSample& s : f.samples) sum += s.value;
+    for (const MetricSample& s : f.samples) {
+      // A histogram's total is its count; its buckets and sum do not add up.
+      if (f.type == "histogram") {
+        if (s.suffix == "_count") sum = s.value;
+      } else {
+        sum += s.value;
+      }
+    }
     if (tel_add(d, f.name, sum)) ++added;
   }
   return 0;
@@ -648,7 +683,7 @@ int tel_info(const char*, const char*, rte_tel_data* d) {
 }  // namespace
 
 std::string telemetry_name(const MetricFamily& family, const MetricSample& sample) {
-  std::string name = family.name;
+  std::string name = family.name + sample.suffix;
   // labels: a="x",b="y" (values never hold quotes: see the header).
   const std::string& l = sample.labels;
   std::size_t pos = 0;

@@ -29,11 +29,12 @@ namespace gw::dp {
 struct MetricSample {
   std::string labels;  // `a="x",b="y"` (empty: none)
   double value = 0;
+  std::string suffix;  // after the family name: _bucket, _sum, _count of a histogram
 };
 
 struct MetricFamily {
   std::string name;  // gossipgw_...
-  std::string type;  // counter | gauge
+  std::string type;  // counter | gauge | histogram
   std::string help;  // includes the unit
   std::vector<MetricSample> samples;
 };

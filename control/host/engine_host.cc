@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <span>
+#include <variant>
 
 #include "control/codec.h"
 #include "crypto/datagram.h"
@@ -55,7 +57,18 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
     }
     return;
   }
-  for (const engine::Message& m : r.messages) ++counters.msgs[m.index()];
+  for (const engine::Message& m : r.messages) {
+    ++counters.msgs[m.index()];
+    // The ack of one of our direct pings: its round trip.
+    if (const auto* ack = std::get_if<engine::Ack>(&m); ack != nullptr && !pings_in_flight_.empty()) {
+      const auto it = std::find_if(pings_in_flight_.begin(), pings_in_flight_.end(),
+                                   [&](const auto& p) { return p.first == ack->seq_no; });
+      if (it != pings_in_flight_.end()) {
+        probe_rtt_.add(now_ns > it->second ? (now_ns - it->second) / 1000 : 0);
+        pings_in_flight_.erase(it);
+      }
+    }
+  }
   engine::Address from = to_engine_address(h.from);
   note_sender_key(from, h.key_id);
   if (r.messages.empty()) {
@@ -328,6 +341,15 @@ void EngineHost::flush(std::uint64_t now_ns, std::uint32_t unix_s) {
       continue;
     }
     ++counters_.sealed;
+    for (const engine::Message& m : o.messages) {
+      if (const auto* ping = std::get_if<engine::Ping>(&m)) {
+        if (pings_in_flight_.size() >= kPingsInFlight) {
+          pings_in_flight_.pop_front();
+          ++probe_rtt_.unmatched;
+        }
+        pings_in_flight_.emplace_back(ping->seq_no, now_ns);
+      }
+    }
     // The shaper counts what it defers and drops, by class.
     (void)shaper_.submit(to_endpoint(o.to), params.cls, sealed_.data(), n, now_ns);
   }

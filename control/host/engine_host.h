@@ -43,6 +43,27 @@ struct EngineHostCounters {
   std::uint64_t key_commands_stale = 0;
 };
 
+// Round trips of our direct probes (ping sent to its ack received), as seen
+// by the control lcore: egress shaping and ring queueing included.
+struct ProbeRtt {
+  // Upper bounds of the histogram's buckets, in microseconds; one more
+  // bucket (+Inf) after the last.
+  static constexpr std::array<std::uint64_t, 11> kBoundsUs = {500,   1000,   2000,   5000,   10000, 20000,
+                                                              50000, 100000, 200000, 500000, 1000000};
+  std::array<std::uint64_t, kBoundsUs.size() + 1> buckets{};  // per bucket (not cumulative)
+  std::uint64_t sum_us = 0;
+  std::uint64_t count = 0;
+  std::uint64_t unmatched = 0;  // pings forgotten before an ack came (bounded table)
+
+  void add(std::uint64_t rtt_us) {
+    std::size_t i = 0;
+    while (i < kBoundsUs.size() && rtt_us > kBoundsUs[i]) ++i;
+    ++buckets[i];
+    sum_us += rtt_us;
+    ++count;
+  }
+};
+
 class EngineHost {
  public:
   struct Options {
@@ -87,6 +108,7 @@ class EngineHost {
     return options_.snapshots != nullptr ? options_.snapshots->current().keys : *options_.keys;
   }
   const EngineHostCounters& counters() const noexcept { return counters_; }
+  const ProbeRtt& probe_rtt() const noexcept { return probe_rtt_; }
   const EgressShaper& shaper() const noexcept { return shaper_; }
 
   // Member events for local consumers: each is logged (join, failed and left
@@ -175,6 +197,10 @@ class EngineHost {
   std::vector<std::uint8_t> plain_;
   std::vector<std::uint8_t> sealed_;
   EngineHostCounters counters_;
+  // Pings sent, by sequence number, until their ack (oldest forgotten first).
+  static constexpr std::size_t kPingsInFlight = 1024;
+  std::deque<std::pair<std::uint32_t, std::uint64_t>> pings_in_flight_;
+  ProbeRtt probe_rtt_;
   std::deque<engine::MemberEvent> recent_;
   std::array<std::uint64_t, 4> event_counts_{};
   std::map<engine::Address, std::uint32_t> sender_keys_;

@@ -218,9 +218,9 @@ metrics:
     time.sleep(0.3)  # one publication interval (100 ms) and then some: the text must reflect the join
     body = urllib.request.urlopen(f"http://127.0.0.1:{prom_port}/metrics", timeout=10).read().decode()
     sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*"'
-                        r'(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*")*\})? -?[0-9.e+]+$')
+                        r'(,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*")*\})? -?[0-9.e+-]+$')
     bad_lines = [ln for ln in body.splitlines()
-                 if not (ln.startswith("# HELP ") or re.match(r"^# TYPE \S+ (counter|gauge|untyped)$", ln)
+                 if not (ln.startswith("# HELP ") or re.match(r"^# TYPE \S+ (counter|gauge|histogram|untyped)$", ln)
                          or sample.match(ln))]
     check("prometheus: every line well formed", not bad_lines and len(body) > 1000, str(bad_lines[:3]))
     helps = {ln.split()[2] for ln in body.splitlines() if ln.startswith("# HELP ")}

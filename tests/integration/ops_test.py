@@ -110,6 +110,13 @@ try:
     wait_for("A sees B", lambda: any(m["name"] == "gw-b" and m["state"] == "alive"
                                      for m in gwtest.ctl_json(CTL, "members", sock=socks["a"])["members"]))
 
+    # ---- probe round trips: A probes B, the histogram fills ----
+    rtt = wait_for("A measured probe round trips", lambda: (lambda r: r if r["count"] >= 3 else None)(
+        gwtest.ctl_json(CTL, "stats", sock=socks["a"])["membership"]["probe_rtt"]), timeout=30)
+    buckets = list(rtt["le_us"].values())
+    check("probe RTT histogram: cumulative, +Inf equals count, sum > 0",
+          buckets == sorted(buckets) and rtt["le_us"]["+Inf"] == rtt["count"] and rtt["sum_us"] > 0, str(rtt))
+
     # ---- CLI: --json/--socket anywhere, version, info, detailed, monitor ----
     for argv in (["--json", "--socket", socks["a"], "members"], ["members", "--socket", socks["a"], "--json"],
                  ["--socket", socks["a"], "keys", "--json", "list"], ["keys", "list", "--json", "--socket", socks["a"]]):

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "control/host/engine_host.h"
 #include "dataplane/metrics.h"
 
 namespace gw::dp {
@@ -181,9 +182,9 @@ TEST(TelemetryNames, EverySeriesHasAValidDistinctNameThatSplitsBack) {
 
 TEST(TelemetryNames, TooLongIsEmptyNotTruncated) {
   MetricFamily f{std::string(120, 'a'), "counter", "h", {}};
-  const MetricSample s{"lcore=\"1\",queue=\"0\"", 1};
+  const MetricSample s{"lcore=\"1\",queue=\"0\"", 1, ""};
   EXPECT_EQ(telemetry_name(f, s), "");
-  EXPECT_EQ(telemetry_name(MetricFamily{"gossipgw_x", "counter", "h", {}}, MetricSample{"", 1}), "gossipgw_x");
+  EXPECT_EQ(telemetry_name(MetricFamily{"gossipgw_x", "counter", "h", {}}, MetricSample{"", 1, ""}), "gossipgw_x");
 }
 
 }  // namespace
@@ -214,6 +215,44 @@ TEST(Metrics, NicCountersProcessStartAndBuildInfo) {
        }) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
   }
+}
+
+}  // namespace
+}  // namespace gw::dp
+
+namespace gw::dp {
+namespace {
+
+TEST(Metrics, ProbeRttIsAPrometheusHistogram) {
+  const std::string text = prometheus_text(metric_families(R"({"membership": {"probe_rtt":
+      {"le_us": {"500": 1, "1000": 3, "1000000": 4, "+Inf": 5}, "sum_us": 2500000, "count": 5, "unmatched": 2}}})"));
+  for (const char* expected : {
+           "# TYPE gossipgw_probe_rtt_seconds histogram\n",
+           "gossipgw_probe_rtt_seconds_bucket{le=\"0.0005\"} 1\n",
+           "gossipgw_probe_rtt_seconds_bucket{le=\"0.001\"} 3\n",
+           "gossipgw_probe_rtt_seconds_bucket{le=\"1\"} 4\n",
+           "gossipgw_probe_rtt_seconds_bucket{le=\"+Inf\"} 5\n",
+           "gossipgw_probe_rtt_seconds_sum 2.5\n",
+           "gossipgw_probe_rtt_seconds_count 5\n",
+           "gossipgw_probe_unmatched_total 2\n",
+       }) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+  }
+  // One HELP and one TYPE for the family, not one per sample name.
+  EXPECT_EQ(text.find("# TYPE gossipgw_probe_rtt_seconds histogram"),
+            text.rfind("# TYPE gossipgw_probe_rtt_seconds histogram"));
+}
+
+TEST(ProbeRtt, BucketsByUpperBound) {
+  cp::ProbeRtt r;
+  r.add(500);      // <= 0.5 ms
+  r.add(501);      // <= 1 ms
+  r.add(2000000);  // > 1 s
+  EXPECT_EQ(r.buckets[0], 1u);
+  EXPECT_EQ(r.buckets[1], 1u);
+  EXPECT_EQ(r.buckets.back(), 1u);
+  EXPECT_EQ(r.count, 3u);
+  EXPECT_EQ(r.sum_us, 2001001u);
 }
 
 }  // namespace
