@@ -76,6 +76,12 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
               c.primary = req.primary;
               cluster_change = c;
             }
+          } else if constexpr (std::is_same_v<T, api::KeysListRequest>) {
+            if (req.scope == api::Scope::kCluster) {
+              cp::KeyChange c;
+              c.op = cp::KeyChange::Op::kList;
+              cluster_change = c;
+            }
           } else if constexpr (std::is_same_v<T, api::KeysUseRequest> || std::is_same_v<T, api::KeysRemoveRequest>) {
             if (req.scope == api::Scope::kCluster) {
               cp::KeyChange c;
@@ -102,9 +108,52 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
     return;
   }
   const std::string err = ctx_.host->start_cluster_key_change(
-      *cluster_change, now_ns, unix_s, [reply](const cp::EngineHost::KeyOpOutcome& o) {
+      *cluster_change, now_ns, unix_s, [this, reply, list = cluster_change->op == cp::KeyChange::Op::kList](
+                                              const cp::EngineHost::KeyOpOutcome& o) {
         Json j;
         j["scope"] = "cluster";
+        if (list) {
+          // Per key id: how many live members hold it and on how many it is
+          // primary, out of N (us and every member that answered), and who
+          // lacks it. Members that did not answer are listed apart.
+          auto rings = o.keyrings;
+          const crypto::Keyring& ours = ctx_.snapshots->current().keys;
+          rings[ctx_.host->engine().name()] = {ours.ids(), ours.primary() != nullptr ? ours.primary()->id() : 0};
+          std::map<std::uint32_t, std::pair<std::vector<std::string>, std::size_t>> by_key;  // holders, primary on
+          for (const auto& [node, ring] : rings) {
+            for (std::uint32_t id : ring.first) {
+              by_key[id].first.push_back(node);
+              if (id == ring.second) ++by_key[id].second;
+            }
+          }
+          Json keys = Json::array();
+          for (const auto& [id, v] : by_key) {
+            Json lacking = Json::array();
+            for (const auto& [node, ring] : rings) {
+              if (std::find(ring.first.begin(), ring.first.end(), id) == ring.first.end()) lacking.push_back(node);
+            }
+            keys.push_back(Json{{"id", api::key_id_text(id)},
+                                {"held_by", v.first.size()},
+                                {"primary_on", v.second},
+                                {"members", rings.size()},
+                                {"lacking", std::move(lacking)}});
+          }
+          j["keys"] = std::move(keys);
+          j["members"] = rings.size();
+          j["no_answer"] = o.no_answer;
+          j["complete"] = o.ok.size() == o.targets;
+          if (o.ok.size() == o.targets) {
+            reply(ok_reply(std::move(j)));
+            return;
+          }
+          Json out;
+          out["ok"] = false;
+          out["error"] = "not every live member answered (see no_answer)";
+          out["status"] = api::kStatusFailed;
+          for (auto& [k, v] : j.items()) out[k] = std::move(v);
+          reply(out.dump(-1, ' ', false, Json::error_handler_t::replace));
+          return;
+        }
         j["request"] = o.request_id;
         j["targets"] = o.targets;
         j["complete"] = o.ok.size() == o.targets;

@@ -102,8 +102,8 @@ Request parse_object(const Json& j) {
   if (cmd == "keys") {
     const std::string op = field_string(j, "op", true);
     if (op == "list") {
-      only_fields(j, {"cmd", "op"});
-      return KeysListRequest{};
+      only_fields(j, {"cmd", "op", "scope"});
+      return KeysListRequest{scope_of(j)};
     }
     if (op == "install") {
       only_fields(j, {"cmd", "op", "key", "primary", "scope"});

@@ -4,7 +4,7 @@
 //
 //   {"cmd":"members"[,"state":"alive|suspect|dead|left"][,"tag":"k=v"]}
 //   {"cmd":"stats"}
-//   {"cmd":"keys","op":"list"}
+//   {"cmd":"keys","op":"list"[,"scope":"node|cluster"]}
 //   {"cmd":"keys","op":"install","key":"<64 hex>"[,"primary":true][,"scope":"node|cluster"]}
 //   {"cmd":"keys","op":"use","id":"<8 hex>"[,"scope":"node|cluster"]}
 //   {"cmd":"keys","op":"remove","id":"<8 hex>"[,"scope":"node|cluster"]}
@@ -41,7 +41,9 @@ struct MembersRequest {
   std::optional<std::pair<std::string, std::string>> tag;
 };
 struct StatsRequest {};
-struct KeysListRequest {};
+struct KeysListRequest {
+  Scope scope = Scope::kNode;  // cluster: ask every live member for its keyring
+};
 struct KeysInstallRequest {
   std::array<std::uint8_t, 32> key{};
   bool primary = false;

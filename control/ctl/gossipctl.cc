@@ -398,12 +398,14 @@ int main(int argc, char** argv) {
   members->add_flag("--detailed", detailed, "every field of every member (protocol, state age, last heard, tags)");
   CLI::App* stats = sub(&app, "stats", "counters per verdict, class and lcore (table, or --json)");
   CLI::App* info = sub(&app, "info", "this node: version, incarnation, keys, config digest, uptime, queue depths");
+  bool cluster_wide = false;
   CLI::App* keys = sub(&app, "keys", "list, install, promote or remove keys on a running gateway");
   keys->require_subcommand(1);
   CLI::App* keys_list = sub(keys, "list", "key ids, which is primary, how many live members use each");
+  keys_list->add_flag("--cluster", cluster_wide,
+                      "ask every live member: per key, how many hold it and use it as primary, who lacks it");
   std::string key_file, key_id;
   bool key_primary = false;
-  bool cluster_wide = false;
   CLI::App* keys_install = sub(keys, "install", "add a key (read from FILE, mode 0600) to the keyring");
   keys_install->add_option("file", key_file, "key file")->required();
   keys_install->add_flag("--primary", key_primary, "also make it the key this node seals with (node scope)");
@@ -552,6 +554,26 @@ int main(int argc, char** argv) {
           std::printf("%-16s %s\n", (k + ":").c_str(), cell(v).c_str());
         }
       }
+    } else if (*keys_list && cluster_wide) {
+      // Whatever the outcome, what the members said is printed; "ok" is
+      // false (exit 1) when some live member did not answer.
+      const Json reply = call_raw(socket_path, Json{{"cmd", "keys"}, {"op", "list"}, {"scope", "cluster"}});
+      if (as_json) {
+        std::printf("%s\n", reply.dump(2).c_str());
+      } else if (reply.contains("keys")) {
+        std::vector<std::vector<std::string>> rows;
+        for (const Json& k : reply["keys"]) {
+          std::string lacking;
+          for (const Json& n : k["lacking"]) lacking += (lacking.empty() ? "" : ",") + cell(n);
+          rows.push_back({cell(k["id"]), "[" + cell(k["held_by"]) + "/" + cell(k["members"]) + "]",
+                          "[" + cell(k["primary_on"]) + "/" + cell(k["members"]) + "]", lacking.empty() ? "-" : lacking});
+        }
+        print_table({"KEY", "HELD BY", "PRIMARY ON", "LACKING"}, rows);
+        std::string missing;
+        for (const Json& n : reply["no_answer"]) missing += (missing.empty() ? "" : ",") + cell(n);
+        if (!missing.empty()) std::printf("no answer from: %s\n", missing.c_str());
+      }
+      if (const int st = reply_status(reply); st != 0) return failed(st, reply.value("error", std::string("failed")));
     } else if (*keys_list) {
       const Json reply = call(socket_path, Json{{"cmd", "keys"}, {"op", "list"}});
       if (as_json) {

@@ -170,6 +170,7 @@ void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& fro
       t->second.answered = true;
       if (r.ok) {
         op.outcome.ok.push_back(r.node);
+        if (op.command.change.op == KeyChange::Op::kList) op.outcome.keyrings[r.node] = {r.key_ids, r.primary};
       } else {
         op.outcome.refused.emplace_back(r.node, r.error);
       }
@@ -193,7 +194,15 @@ void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& fro
                  key_op_name(c.change.op), key_id_hex(c.change), c.origin);
     return;
   }
-  KeyResultMsg answer{c.request_id, engine_->name(), true, {}};
+  KeyResultMsg answer{c.request_id, engine_->name(), true, {}, {}, 0};
+  // A list changes nothing: answer with our keyring, every time it is asked.
+  if (c.change.op == KeyChange::Op::kList) {
+    const crypto::Keyring& ring = keyring();
+    answer.key_ids = ring.ids();
+    answer.primary = ring.primary() != nullptr ? ring.primary()->id() : 0;
+    key_results_out_.emplace_back(from, std::move(answer));
+    return;
+  }
   const auto seen = std::find_if(applied_commands_.begin(), applied_commands_.end(), [&](const AppliedCommand& a) {
     return a.origin == c.origin && a.request_id == c.request_id;
   });
@@ -211,7 +220,7 @@ void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& fro
                  "(request {:016x})",
                  key_op_name(c.change.op), key_id_hex(c.change), c.origin, c.request_id);
     key_results_out_.emplace_back(from, KeyResultMsg{c.request_id, engine_->name(), false,
-                                                     "stale command (issued before this node started, or replayed)"});
+                                                     "stale command (issued before this node started, or replayed)", {}, 0});
     return;
   }
   if (seen != applied_commands_.end()) {

@@ -124,6 +124,8 @@ class EngineHost {
     std::vector<std::string> ok;
     std::vector<std::pair<std::string, std::string>> refused;  // member, why
     std::vector<std::string> no_answer;
+    // list: each answering member's key ids and primary.
+    std::map<std::string, std::pair<std::vector<std::uint32_t>, std::uint32_t>> keyrings;
   };
   using KeyOpDone = std::function<void(const KeyOpOutcome&)>;
   // Retries to members that have not answered, and the overall deadline.
