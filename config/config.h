@@ -193,6 +193,14 @@ struct ControlConfig {
   // Empty: no API. Default empty; config/examples/gossipgw.yaml sets
   // /run/gossipgw/gossipgw.sock, which is gossipctl's default.
   std::string socket;
+  // Directory for state that must survive a restart: the keyring as changed
+  // at run time (keyring.json, mode 0600; the directory is created 0700).
+  // When keyring.json exists it is loaded instead of cluster.keys (the
+  // config's key files seed the keyring on the very first start only; docs/
+  // operations.md, "Rotating keys"). Absolute path. Empty (default): nothing
+  // is persisted. config/examples/gossipgw.yaml sets /var/lib/gossipgw (the
+  // unit's StateDirectory).
+  std::string state_dir;
 };
 
 // Counter export: DPDK telemetry (dpdk-telemetry.py) and Prometheus text.

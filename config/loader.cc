@@ -451,7 +451,7 @@ class Parser {
                                   "admit_rate", "admit_burst", "egress_bytes_per_sec", "egress_burst_bytes",
                                   "egress_queue_bytes", "leave_timeout_ms"}),
                      config.membership);
-    parse_control(section(top, "control", {"socket"}), config.control);
+    parse_control(section(top, "control", {"socket", "state_dir"}), config.control);
     parse_metrics(section(top, "metrics", {"interval_ms", "telemetry", "prometheus_address", "prometheus_port"}),
                   config.metrics);
     parse_events(section(top, "events",
@@ -880,6 +880,13 @@ class Parser {
   }
 
   void parse_control(const Map& m, ControlConfig& c) const {
+    if (std::optional<Field> dir = m.find("state_dir")) {
+      c.state_dir = read_string(*dir);
+      if (c.state_dir.empty() || c.state_dir.size() > 4000 || c.state_dir.find('\0') != std::string::npos ||
+          c.state_dir.front() != '/') {
+        fail(dir->path, dir->line, "must be an absolute directory path, got " + quote(c.state_dir));
+      }
+    }
     std::optional<Field> socket = m.find("socket");
     if (!socket) return;
     c.socket = read_string(*socket);

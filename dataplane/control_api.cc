@@ -46,6 +46,7 @@ std::unique_ptr<DataplaneSnapshot> snapshot_with_members(const DataplaneSnapshot
                                                          const engine::Engine& eng) {
   auto next = std::make_unique<DataplaneSnapshot>();
   next->keys = current.keys;
+  next->key_material = current.key_material;
   for (const engine::Member& m : eng.members()) {
     if (m.is_tombstone() || m.name == eng.name()) continue;
     if (m.addr.ip.size() != 4 && m.addr.ip.size() != 16) continue;
@@ -75,6 +76,12 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
               c.primary = req.primary;
               cluster_change = c;
             }
+          } else if constexpr (std::is_same_v<T, api::KeysListRequest>) {
+            if (req.scope == api::Scope::kCluster) {
+              cp::KeyChange c;
+              c.op = cp::KeyChange::Op::kList;
+              cluster_change = c;
+            }
           } else if constexpr (std::is_same_v<T, api::KeysUseRequest> || std::is_same_v<T, api::KeysRemoveRequest>) {
             if (req.scope == api::Scope::kCluster) {
               cp::KeyChange c;
@@ -85,6 +92,10 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
           }
         },
         *parsed.request);
+  }
+  if (parsed.request && std::holds_alternative<api::JoinRequest>(*parsed.request)) {
+    start_join(std::get<api::JoinRequest>(*parsed.request), now_ns, reply);
+    return;
   }
   if (!cluster_change) {
     reply(handle_now(line, now_ns));
@@ -97,9 +108,52 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
     return;
   }
   const std::string err = ctx_.host->start_cluster_key_change(
-      *cluster_change, now_ns, unix_s, [reply](const cp::EngineHost::KeyOpOutcome& o) {
+      *cluster_change, now_ns, unix_s, [this, reply, list = cluster_change->op == cp::KeyChange::Op::kList](
+                                              const cp::EngineHost::KeyOpOutcome& o) {
         Json j;
         j["scope"] = "cluster";
+        if (list) {
+          // Per key id: how many live members hold it and on how many it is
+          // primary, out of N (us and every member that answered), and who
+          // lacks it. Members that did not answer are listed apart.
+          auto rings = o.keyrings;
+          const crypto::Keyring& ours = ctx_.snapshots->current().keys;
+          rings[ctx_.host->engine().name()] = {ours.ids(), ours.primary() != nullptr ? ours.primary()->id() : 0};
+          std::map<std::uint32_t, std::pair<std::vector<std::string>, std::size_t>> by_key;  // holders, primary on
+          for (const auto& [node, ring] : rings) {
+            for (std::uint32_t id : ring.first) {
+              by_key[id].first.push_back(node);
+              if (id == ring.second) ++by_key[id].second;
+            }
+          }
+          Json keys = Json::array();
+          for (const auto& [id, v] : by_key) {
+            Json lacking = Json::array();
+            for (const auto& [node, ring] : rings) {
+              if (std::find(ring.first.begin(), ring.first.end(), id) == ring.first.end()) lacking.push_back(node);
+            }
+            keys.push_back(Json{{"id", api::key_id_text(id)},
+                                {"held_by", v.first.size()},
+                                {"primary_on", v.second},
+                                {"members", rings.size()},
+                                {"lacking", std::move(lacking)}});
+          }
+          j["keys"] = std::move(keys);
+          j["members"] = rings.size();
+          j["no_answer"] = o.no_answer;
+          j["complete"] = o.ok.size() == o.targets;
+          if (o.ok.size() == o.targets) {
+            reply(ok_reply(std::move(j)));
+            return;
+          }
+          Json out;
+          out["ok"] = false;
+          out["error"] = "not every live member answered (see no_answer)";
+          out["status"] = api::kStatusFailed;
+          for (auto& [k, v] : j.items()) out[k] = std::move(v);
+          reply(out.dump(-1, ' ', false, Json::error_handler_t::replace));
+          return;
+        }
         j["request"] = o.request_id;
         j["targets"] = o.targets;
         j["complete"] = o.ok.size() == o.targets;
@@ -108,7 +162,17 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
         for (const auto& [node, why] : o.refused) refused.push_back(Json{{"member", node}, {"error", why}});
         j["refused"] = std::move(refused);
         j["no_answer"] = o.no_answer;
-        reply(ok_reply(std::move(j)));
+        // "ok" is gossipctl's exit status: only a change every member applied is ok.
+        if (o.ok.size() == o.targets) {
+          reply(ok_reply(std::move(j)));
+          return;
+        }
+        Json out;
+        out["ok"] = false;
+        out["error"] = "not every member applied the change (see refused and no_answer); re-run it";
+        out["status"] = api::kStatusFailed;
+        for (auto& [k, v] : j.items()) out[k] = std::move(v);
+        reply(out.dump(-1, ' ', false, Json::error_handler_t::replace));
       });
   if (!err.empty()) {
     ++counters_.failed;
@@ -118,12 +182,91 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
   ++counters_.cluster_key_changes;
 }
 
+void ControlApi::start_join(const api::JoinRequest& req, std::uint64_t now_ns, const Reply& reply) {
+  ++counters_.requests;
+  const std::string shown =
+      (req.ip.find(':') != std::string::npos ? "[" + req.ip + "]" : req.ip) + ":" + std::to_string(req.port);
+  if (ctx_.host == nullptr) {
+    ++counters_.failed;
+    reply(api::error_reply("membership is disabled on this gateway (membership.enabled: false)"));
+    return;
+  }
+  LocalEndpoint ep;
+  if (!parse_endpoint(req.ip.c_str(), req.port, &ep)) {
+    ++counters_.bad_requests;
+    reply(api::error_reply("address " + shown + " is not an IP literal", api::kStatusBadInput));
+    return;
+  }
+  engine::Engine& eng = ctx_.host->engine();
+  // Datagrams go out in our own family only: one for the other family would
+  // be dropped as drop_bad_endpoint, and the join could never be answered.
+  const bool we_are_ipv6 = eng.config().addr.ip.size() == 16;
+  if (ep.ipv6 != we_are_ipv6) {
+    ++counters_.bad_requests;
+    reply(api::error_reply("address " + shown + " is " + (ep.ipv6 ? "IPv6" : "IPv4") + ", but this node gossips over " +
+                               (we_are_ipv6 ? "IPv6" : "IPv4") + " (node.address)",
+                           api::kStatusBadInput));
+    return;
+  }
+  engine::Address a;
+  if (ep.ipv6) {
+    a.ip.assign(ep.ipv6_addr.begin(), ep.ipv6_addr.end());
+  } else {
+    a.ip.assign(ep.ipv4.begin(), ep.ipv4.end());
+  }
+  a.port = req.port;
+  if (a == eng.config().addr) {
+    ++counters_.bad_requests;
+    reply(api::error_reply("address " + shown + " is this node's own address", api::kStatusBadInput));
+    return;
+  }
+  eng.join(std::span<const engine::Address>(&a, 1), now_ns);
+  spdlog::info("joining through {} (control API)", shown);
+  joins_.push_back({a, shown, now_ns + kJoinTimeoutNs, reply});
+}
+
+void ControlApi::poll(std::uint64_t now_ns) {
+  if (joins_.empty() || ctx_.host == nullptr) return;
+  const engine::Engine& eng = ctx_.host->engine();
+  std::erase_if(joins_, [&](const PendingJoin& pj) {
+    // Answered: the engine took a whole join answer, and the member at the
+    // address is in the view (a late answer to an older round alone is not
+    // this join's answer).
+    std::size_t answered = 0;
+    if (eng.joined()) {
+      for (const engine::Member& m : eng.members()) {
+        if (m.addr == pj.addr && !m.is_tombstone() && m.name != eng.name()) ++answered;
+      }
+    }
+    if (answered > 0) {
+      spdlog::info("joined through {}: {} live member(s)", pj.shown, eng.num_live());
+      Json j;
+      j["joined"] = pj.shown;
+      j["answered"] = answered;
+      j["live_members"] = eng.num_live();
+      pj.reply(ok_reply(std::move(j)));
+      return true;
+    }
+    if (now_ns < pj.deadline_ns) return false;
+    ++counters_.failed;
+    spdlog::warn("join through {}: no answer within {} ms; the engine keeps retrying with backoff", pj.shown,
+                 kJoinTimeoutNs / 1'000'000ULL);
+    Json j;
+    j["ok"] = false;
+    j["error"] = "no member answered at " + pj.shown + " within " + std::to_string(kJoinTimeoutNs / 1'000'000ULL) +
+                 " ms (still retrying in the background)";
+    j["answered"] = 0;
+    pj.reply(j.dump(-1, ' ', true, Json::error_handler_t::replace));
+    return true;
+  });
+}
+
 std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) {
   ++counters_.requests;
   const api::ParseResult parsed = api::parse_request(line);
   if (!parsed.request) {
     ++counters_.bad_requests;
-    return api::error_reply(parsed.error);
+    return api::error_reply(parsed.error, api::kStatusBadInput);
   }
   auto refuse = [this](const std::string& why) {
     ++counters_.failed;
@@ -133,7 +276,9 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
 
   // Key changes: a new snapshot with the changed keyring (key_ops.h).
   auto change_keys = [&](const cp::KeyChange& change) -> std::string {
-    const std::string err = cp::apply_key_change(*ctx_.snapshots, ctx_.suite, change, /*idempotent=*/false);
+    // Idempotent, node by node as cluster-wide: re-running a step that is
+    // already done (installing a key present, removing one gone) succeeds.
+    const std::string err = cp::apply_key_change(*ctx_.snapshots, ctx_.suite, change, /*idempotent=*/true);
     if (!err.empty()) return refuse(err);
     const std::uint64_t version = ctx_.snapshots->current().version;
     ++counters_.key_changes;
@@ -165,6 +310,10 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
             mj["port"] = m.addr.port;
             mj["state"] = state_name(m.status);
             mj["incarnation"] = m.incarnation;
+            mj["protocol_version"] = m.protocol_version;
+            mj["state_age_s"] = now_ns > m.state_change_ns ? (now_ns - m.state_change_ns) / 1'000'000'000ULL : 0;
+            if (m.heard_ns != 0 && now_ns > m.heard_ns) mj["heard_s_ago"] = (now_ns - m.heard_ns) / 1'000'000'000ULL;
+            if (m.probation) mj["probation"] = true;
             Json tags = Json::object();
             for (const auto& t : m.tags) tags[t.key] = t.value;
             mj["tags"] = std::move(tags);
@@ -237,21 +386,7 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
           c.id = req.id;
           return change_keys(c);
         } else if constexpr (std::is_same_v<T, api::JoinRequest>) {
-          if (!need_engine()) return refuse("membership is disabled on this gateway (membership.enabled: false)");
-          LocalEndpoint ep;
-          if (!parse_endpoint(req.ip.c_str(), req.port, &ep)) return refuse("address is not an IP literal");
-          engine::Address a;
-          if (ep.ipv6) {
-            a.ip.assign(ep.ipv6_addr.begin(), ep.ipv6_addr.end());
-          } else {
-            a.ip.assign(ep.ipv4.begin(), ep.ipv4.end());
-          }
-          a.port = req.port;
-          ctx_.host->engine().join(std::span<const engine::Address>(&a, 1), now_ns);
-          spdlog::info("joining through {}:{} (control API)", req.ip, req.port);
-          Json j;
-          j["joining"] = req.ip + ":" + std::to_string(req.port);
-          return ok_reply(std::move(j));
+          return refuse("join is answered by start_join");  // handle() never gets here
         } else if constexpr (std::is_same_v<T, api::LeaveRequest>) {
           spdlog::info("leave requested through the control API");
           ctx_.request_stop();
@@ -288,6 +423,59 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
           Json j;
           j["tags"] = std::move(tj);
           j["incarnation"] = eng.incarnation();
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::InfoRequest>) {
+          Json j = ctx_.info_json ? Json::parse(ctx_.info_json(), nullptr, false) : Json::object();
+          if (!j.is_object()) j = Json::object();
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::ForceLeaveRequest>) {
+          if (!need_engine()) return refuse("membership is disabled on this gateway (membership.enabled: false)");
+          engine::Engine& eng = ctx_.host->engine();
+          const engine::Member* m = eng.member(req.node);
+          if (m == nullptr) return refuse("no member named '" + req.node + "' (gossipctl members)");
+          if (req.node == eng.name()) return refuse("this is our own name: use 'gossipctl leave'");
+          if (m->status == engine::MemberStatus::kLeft) {
+            Json j;
+            j["node"] = req.node;
+            j["state"] = "left";
+            j["changed"] = false;
+            return ok_reply(std::move(j));  // already left: done
+          }
+          if (m->status != engine::MemberStatus::kDead) {
+            return refuse("member '" + req.node + "' is " + state_name(m->status) +
+                          ": only a failed member can be force-left (a live one would refute it)");
+          }
+          // Its leave, at the incarnation it died with, as if it had said
+          // so itself: the engine marks it left and gossips the Leave; left
+          // tombstones travel in syncs, so a sync cannot bring it back, and
+          // only a restart of the member (a newer incarnation) can.
+          const std::uint64_t incarnation = m->incarnation;
+          eng.handle(eng.config().addr, engine::Compound{engine::Leave{incarnation, req.node}}, now_ns);
+          const engine::Member* after = eng.member(req.node);
+          if (after == nullptr || after->status != engine::MemberStatus::kLeft) {
+            return refuse("member '" + req.node + "' could not be marked left");
+          }
+          spdlog::info("force-leave of {} (incarnation {}) through the control API", req.node, incarnation);
+          Json j;
+          j["node"] = req.node;
+          j["state"] = "left";
+          j["changed"] = true;
+          return ok_reply(std::move(j));
+        } else if constexpr (std::is_same_v<T, api::MonitorRequest>) {
+          if (ctx_.logs == nullptr) return refuse("no log buffer on this gateway");
+          constexpr std::size_t kMaxLines = 256;
+          std::uint64_t next = 0;
+          const auto lines = ctx_.logs->since(req.since, spdlog::level::from_str(req.level), kMaxLines, &next);
+          Json arr = Json::array();
+          for (const auto& l : lines) {
+            arr.push_back(Json{{"seq", l.seq},
+                               {"level", std::string(spdlog::level::to_string_view(l.level).data(),
+                                                     spdlog::level::to_string_view(l.level).size())},
+                               {"text", l.text}});
+          }
+          Json j;
+          j["next"] = next;
+          j["lines"] = std::move(arr);
           return ok_reply(std::move(j));
         } else if constexpr (std::is_same_v<T, api::LogLevelRequest>) {
           spdlog::set_level(spdlog::level::from_str(req.level));

@@ -9,8 +9,11 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "control/api/request.h"
 #include "control/host/engine_host.h"
+#include "control/host/log_ring.h"
 #include "crypto/wire_header.h"
 #include "dataplane/api/snapshot.h"
 
@@ -34,6 +37,11 @@ class ControlApi {
     std::function<std::string()> stats_json;
     // Starts a graceful stop (leave first), like SIGTERM.
     std::function<void()> request_stop;
+    // The `info` reply's fields (a JSON object's text): version, node, keys,
+    // config digest, uptime, queue depths. Null: info answers what it knows.
+    std::function<std::string()> info_json;
+    // Recent log lines for `monitor`; null: monitor is refused.
+    cp::LogRing* logs = nullptr;
   };
 
   explicit ControlApi(Context ctx) : ctx_(std::move(ctx)) {}
@@ -44,9 +52,26 @@ class ControlApi {
   // (on a later pass of the control lcore). Never throws for bad input:
   // every error is a {"ok":false,"error":...} reply.
   void handle(std::string_view line, std::uint64_t now_ns, std::uint32_t unix_s, const Reply& reply);
+  // Control lcore, every pass: answers the joins that got their answer or
+  // ran out of time.
+  void poll(std::uint64_t now_ns);
   const ControlApiCounters& counters() const noexcept { return counters_; }
 
+  // How long `join` waits for a member at the address to answer. The engine
+  // keeps retrying in the background after that (with backoff, for ever).
+  static constexpr std::uint64_t kJoinTimeoutNs = 5'000'000'000ULL;
+
  private:
+  // A join waiting for its answer.
+  struct PendingJoin {
+    cp::engine::Address addr;
+    std::string shown;  // IP:PORT or [IPv6]:PORT
+    std::uint64_t deadline_ns = 0;
+    Reply reply;
+  };
+  std::vector<PendingJoin> joins_;
+  void start_join(const cp::api::JoinRequest& req, std::uint64_t now_ns, const Reply& reply);
+
   // Requests that are answered at once (everything but cluster-wide keys).
   std::string handle_now(std::string_view line, std::uint64_t now_ns);
 

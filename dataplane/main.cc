@@ -10,6 +10,9 @@
 #include <rte_lcore.h>
 
 #include <CLI/CLI.hpp>
+#include <sodium.h>
+#include <systemd/sd-daemon.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -18,9 +21,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "config/loader.h"
 #include "control/api/server.h"
@@ -28,6 +35,9 @@
 #include "control/host/events/event_runner.h"
 #include "control/host/events/hosts_file.h"
 #include "control/host/engine_host.h"
+#include "control/host/keyring_state.h"
+#include "control/host/log_ring.h"
+#include "control/version.h"
 #include "crypto/keys.h"
 #include "dataplane/control_api.h"
 #include "dataplane/handoff_rings.h"
@@ -45,18 +55,45 @@ constexpr int kExitUsage = 2;
 
 // The one process-wide flag: signal handlers can reach nothing else.
 std::atomic<bool> g_stop{false};
+// Seconds a stop may take once asked for (set before the handlers are
+// installed): past it the process ends without its --stats-json, so a wedged
+// shutdown (an event handler that never exits, a driver that never returns)
+// cannot outlive systemd's TimeoutStopSec unnoticed.
+unsigned g_stop_bound_s = 10;
 
-void on_signal(int) { g_stop.store(true, std::memory_order_relaxed); }
+void on_signal(int) {
+  if (!g_stop.exchange(true, std::memory_order_relaxed)) alarm(g_stop_bound_s);
+}
 
-void install_signal_handlers() {
+void on_stop_overdue(int) {
+  static const char kMsg[] = "gossipgw: stop took longer than its bound; exiting without --stats-json\n";
+  (void)!write(STDERR_FILENO, kMsg, sizeof kMsg - 1);
+  _exit(1);
+}
+
+void install_signal_handlers(unsigned stop_bound_s) {
+  g_stop_bound_s = stop_bound_s;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  struct sigaction alarm_sa {};
+  alarm_sa.sa_handler = on_stop_overdue;
+  sigemptyset(&alarm_sa.sa_mask);
+  sigaction(SIGALRM, &alarm_sa, nullptr);
 }
 
+// How long a stop may take: the leave broadcast's own bound plus a margin
+// for draining the rings, stopping event handlers and writing the stats.
+constexpr unsigned kStopMarginS = 7;
+
 constexpr unsigned kTxRingSize = 4096;
+
+struct KeyringPersistCounters {
+  std::uint64_t writes = 0;        // keyring.json written after a change (and once at start)
+  std::uint64_t write_errors = 0;  // ... that failed (logged at error)
+};
 
 gw::dp::Endpoint endpoint_of(const gw::dp::LocalEndpoint& l) {
   gw::dp::Endpoint e;
@@ -102,6 +139,7 @@ gw::cp::EngineHost::Options engine_options(const gw::config::Config& cfg, const 
   o.snapshots = &snapshots;
   o.suite = gw::dp::resolve_suite(cfg);
   o.rng_seed = gw::cp::monotonic_ns() ^ (std::uint64_t{gw::cp::unix_seconds()} << 20);
+  o.started_unix_ns = gw::dp::unix_time_ns();
   return o;
 }
 
@@ -111,6 +149,22 @@ void remove_runtime_dir(const std::string& dir) {
   if (dir.empty() || !p.has_parent_path() || p.parent_path().filename() != "dpdk") return;
   std::error_code ec;
   std::filesystem::remove_all(p, ec);
+}
+
+// SHA-256 of a file's bytes, hex (the config as read: gossipctl info shows it,
+// so an operator can tell which config a running gateway started with).
+std::string file_sha256_hex(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  unsigned char digest[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256(digest, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : digest) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
 }
 
 int fail(int status, const std::string& message) {
@@ -133,7 +187,7 @@ constexpr const char* kUsage =
     "EAL options come first (DPDK convention), e.g. without a NIC or hugepages:\n"
     "  gossipgw -l 0,1 --no-huge -m 512 --no-pci --file-prefix=gw1 \\\n"
     "      --vdev=net_pcap0,rx_pcap=in.pcap -- --config gossipgw.yaml --idle-exit-ms 500\n"
-    "Run 'gossipgw -- --help' for the gateway's own options.\n";
+    "Run 'gossipgw -- --help' for the gateway's own options, 'gossipgw --version' for the version.\n";
 
 }  // namespace
 
@@ -144,6 +198,13 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--") == 0) {
       split = i;
       break;
+    }
+  }
+  // --version anywhere (before or after "--"): nothing else happens.
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--version") == 0) {
+      std::printf("gossipgw %s (git %s)\n", GW_VERSION, GW_COMMIT);
+      return 0;
     }
   }
   if (split == argc) {
@@ -187,13 +248,28 @@ int main(int argc, char** argv) {
 
   // Everything that can be wrong with the files is found before EAL starts.
   if (!gw::crypto::init()) return fail(kExitRuntime, "libsodium failed to initialise");
+  const std::uint32_t started_unix_s = gw::cp::unix_seconds();
+  std::string config_digest;  // SHA-256 of the config file as read at start (gossipctl info)
   gw::config::Config cfg;
   gw::crypto::Keyring keyring;
+  gw::cp::KeyMaterial key_material;
+  std::string keyring_source = "cluster.keys";  // or the state file it came from
   gw::dp::LadderConfig ladder;
   std::unique_ptr<gw::dp::Classifier> classifier;  // null: classifier.enabled is false
   try {
     cfg = gw::config::load_config(opt.config_path);
-    keyring = gw::dp::load_keyring(cfg);
+    config_digest = file_sha256_hex(opt.config_path);
+    keyring = gw::dp::load_keyring(cfg, &key_material);
+    // A keyring persisted by an earlier run wins over the config's key files
+    // (which only seed it): after a rotation the config may still name the
+    // old key. docs/operations.md, "Rotating keys".
+    if (!cfg.control.state_dir.empty()) {
+      if (auto stored = gw::cp::load_keyring_state(cfg.control.state_dir, gw::dp::resolve_suite(cfg))) {
+        keyring = stored->ring;
+        key_material = std::move(stored->material);
+        keyring_source = stored->path;
+      }
+    }
     ladder = gw::dp::ladder_config(cfg);
     // The restart watermark (docs/ladder.md): nothing sealed before this
     // start is accepted, whatever an earlier run of this gateway accepted.
@@ -209,11 +285,15 @@ int main(int argc, char** argv) {
     return fail(kExitUsage, e.what());
   }
   // Logs go to stderr: stdout is for what a command is asked to print.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("gossipgw"));
+  // ... and into a ring of recent lines for `gossipctl monitor`.
+  auto log_ring = std::make_shared<gw::cp::LogRing>();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "gossipgw", spdlog::sinks_init_list{std::make_shared<spdlog::sinks::stderr_color_sink_mt>(), log_ring}));
   spdlog::set_level(spdlog::level::from_str(opt.log_level.empty() ? cfg.log.level : opt.log_level));
 
   // Telemetry callbacks read it until EAL cleanup: it lives as long as main.
   static gw::dp::MetricsPublisher metrics;
+  metrics.set_build_info(GW_VERSION, GW_COMMIT);
 
   // Event handlers run from their own thread, started before EAL pins this
   // one to the control lcore's CPU, so handlers never run on an lcore's CPU
@@ -225,9 +305,14 @@ int main(int argc, char** argv) {
 
   std::vector<char*> eal_argv(argv, argv + split);
   if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    return fail(kExitUsage, std::string("EAL initialisation failed: ") + rte_strerror(rte_errno));
+    // EAL prints its usage to stdout, which a pipe (the journal) buffers
+    // until exit: flush it first so our one line is the last one.
+    const int eal_errno = rte_errno;
+    std::fflush(stdout);
+    return fail(kExitUsage, std::string("EAL initialisation failed: ") + rte_strerror(eal_errno) +
+                                " (EAL options come before '--'; see the lines above)");
   }
-  install_signal_handlers();
+  install_signal_handlers(cfg.membership.leave_timeout_ms / 1000 + 1 + kStopMarginS);
   if (cfg.metrics.telemetry && !gw::dp::register_telemetry(&metrics, cfg.node.name)) {
     spdlog::warn("DPDK telemetry: could not register /gossipgw/* commands (is telemetry disabled?)");
   }
@@ -247,8 +332,9 @@ int main(int argc, char** argv) {
       }
     }
 
-    // The control API and the Prometheus listener come up before the port,
-    // so a socket in use or a port taken is reported before anything starts.
+    // The control API and the Prometheus listener bind before the port is
+    // set up, so a socket in use or a port taken is reported before anything
+    // starts; neither serves (no thread runs) until the port is up.
     std::unique_ptr<gw::cp::api::ApiServer> api_server;
     std::unique_ptr<gw::dp::PrometheusServer> prometheus;
     if (status == 0) {
@@ -259,7 +345,7 @@ int main(int argc, char** argv) {
                                                                   cfg.metrics.prometheus_port);
         }
       } catch (const std::exception& e) {
-        status = fail(kExitRuntime, e.what());
+        status = fail(kExitUsage, e.what());
       }
     }
 
@@ -283,15 +369,20 @@ int main(int argc, char** argv) {
                                   RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
         if (tx_ring == nullptr) throw gw::dp::SetupError(std::string("cannot create the transmit ring: ") + rte_strerror(rte_errno));
       } catch (const gw::dp::SetupError& e) {
-        status = fail(port.pools.empty() && rte_eth_dev_count_avail() == 0 ? kExitUsage : kExitRuntime, e.what());
+        // A port that does not exist, cannot take the config's queues or
+        // descriptors, or memory EAL was not given: restarting cannot fix it.
+        status = fail(kExitUsage, e.what());
       }
     }
 
     if (status == 0) {
       const std::uint64_t idle_exit_tsc = rte_get_tsc_hz() / 1000 * opt.idle_exit_ms;
       std::atomic<bool> workers_stop{false};
+      std::atomic<bool> link_down{false};  // the control lcore watches the port's link
+      std::uint64_t link_down_events = 0;  // up -> down transitions seen
       auto first = std::make_unique<gw::dp::DataplaneSnapshot>();
       first->keys = keyring;
+      first->key_material = key_material;
       gw::dp::SnapshotExchange snapshots(cfg.lcores.workers.size(), std::move(first));
       std::vector<const std::atomic<bool>*> done_flags;
       for (std::size_t q = 0; q < cfg.lcores.workers.size(); ++q) {
@@ -310,14 +401,17 @@ int main(int argc, char** argv) {
           w->rings[c] = rings->ring(q, static_cast<gw::crypto::PriorityClass>(c));
         }
         w->stop = &workers_stop;
+        w->link_down = &link_down;
         w->tx.src_mac = port.mac;  // every worker answers ARP (dataplane/arp.h)
         w->tx.local = ladder.local;
         if (q == 0) w->tx.ring = tx_ring;  // worker 0 transmits what the control lcore queues
         try {
           gw::dp::setup_guard(w->guard, cfg, classifier.get(), rte_rdtsc() ^ (q * 0x9E3779B97F4A7C15ULL));
         } catch (const std::exception& e) {
-          // Out of memory for limits.replay_senders / limits.sources tables or a scratch.
-          rte_exit(kExitRuntime, "gossipgw: worker %zu: cannot allocate its guard tables: %s\n", q, e.what());
+          // Out of memory for limits.replay_senders / limits.sources tables or
+          // a scratch: the config asks for more than EAL was given. Nothing
+          // serves yet (the listeners start below), so exiting here is clean.
+          rte_exit(kExitUsage, "gossipgw: worker %zu: cannot allocate its guard tables: %s\n", q, e.what());
         }
         w->guard.clock.tsc_hz = rte_get_tsc_hz();
         w->guard.clock.tsc0 = rte_rdtsc();
@@ -339,6 +433,12 @@ int main(int argc, char** argv) {
       spdlog::info("cluster '{}' node '{}' on {} port {} ({}), {} worker(s), {} key(s)",
                    cfg.cluster.name, cfg.node.name, port.driver, port.port_id,
                    cfg.node.address + ":" + std::to_string(cfg.node.port), workers.size(), keyring.size());
+      if (keyring_source != "cluster.keys") {
+        char primary_id[9];
+        std::snprintf(primary_id, sizeof primary_id, "%08x", keyring.primary()->id());
+        spdlog::info("keyring from {} ({} key(s), primary {}); cluster.keys in the config is not used while it exists",
+                     keyring_source, keyring.size(), primary_id);
+      }
       for (auto& w : workers) rte_eal_remote_launch(gw::dp::run_worker, w.get(), w->lcore);
 
       gw::dp::TxQueue tx_queue(port.tx_pool, tx_ring, ladder.local.ipv6);
@@ -386,6 +486,28 @@ int main(int argc, char** argv) {
       // Everything the API, the exporters and the snapshots need, on the
       // control lcore. Worker counters are read live: each is one aligned
       // 64-bit word, so a reader sees an old or a new value, never a torn one.
+      // The keyring goes to control.state_dir whenever it changed (a key
+      // command, node or cluster scope, or one from another member), and
+      // once at start, so the next start loads what this one ended with.
+      KeyringPersistCounters keyring_counters;
+      std::vector<std::uint32_t> persisted_ids;
+      std::uint32_t persisted_primary = 0;
+      auto persist_keyring = [&]() {
+        const gw::crypto::Keyring& ring = snapshots.current().keys;
+        std::vector<std::uint32_t> ids = ring.ids();
+        const std::uint32_t primary = ring.primary() != nullptr ? ring.primary()->id() : 0;
+        if (ids == persisted_ids && primary == persisted_primary) return;
+        try {
+          gw::cp::save_keyring_state(cfg.control.state_dir, ring, snapshots.current().key_material);
+          ++keyring_counters.writes;
+          spdlog::debug("keyring saved to {}/{}", cfg.control.state_dir, gw::cp::kKeyringStateFile);
+        } catch (const std::exception& e) {
+          ++keyring_counters.write_errors;
+          spdlog::error("{} (the next start may come back with an older keyring)", e.what());
+        }
+        persisted_ids = std::move(ids);  // failed writes are not retried in a loop; the next change retries
+        persisted_primary = primary;
+      };
       gw::dp::ControlApi* api_ptr = nullptr;
       auto extra_sections = [&]() {
         gw::dp::ExtraSections extra;
@@ -412,6 +534,24 @@ int main(int argc, char** argv) {
                             {"write_errors", c.write_errors},
                             {"skipped_members", c.skipped_members}}});
         }
+        if (cfg.metrics.telemetry) extra.push_back({"telemetry", {{"refused", gw::dp::telemetry_refused()}}});
+        extra.push_back({"process", {{"start_time_unix", started_unix_s}}});
+        extra.push_back({"port", {{"link_up", link_down.load() ? 0 : 1}, {"link_down_events", link_down_events}}});
+        // The NIC's own counters: what it dropped before any worker saw it.
+        rte_eth_stats es{};
+        if (rte_eth_stats_get(port.port_id, &es) == 0) {
+          extra.push_back({"nic",
+                           {{"rx_packets", es.ipackets},
+                            {"tx_packets", es.opackets},
+                            {"rx_missed", es.imissed},
+                            {"rx_errors", es.ierrors},
+                            {"rx_nombuf", es.rx_nombuf},
+                            {"tx_errors", es.oerrors}}});
+        }
+        if (!cfg.control.state_dir.empty()) {
+          extra.push_back({"keyring_state",
+                           {{"writes", keyring_counters.writes}, {"write_errors", keyring_counters.write_errors}}});
+        }
         if (host != nullptr) {
           const auto& hc = host->counters();
           extra.push_back({"key_commands",
@@ -419,6 +559,8 @@ int main(int argc, char** argv) {
                             {"applied", hc.key_commands_applied},
                             {"refused", hc.key_commands_refused},
                             {"repeated", hc.key_commands_repeated},
+                            {"not_member", hc.key_commands_not_member},
+                            {"stale", hc.key_commands_stale},
                             {"results_received", hc.key_results_received},
                             {"results_unsolicited", hc.key_results_unsolicited}}});
         }
@@ -454,6 +596,55 @@ int main(int argc, char** argv) {
       api_ctx.suite = gw::dp::resolve_suite(cfg);
       api_ctx.stats_json = [&] { return live_stats(false); };
       api_ctx.request_stop = [] { g_stop.store(true, std::memory_order_relaxed); };
+      api_ctx.logs = log_ring.get();
+      api_ctx.info_json = [&]() {
+        nlohmann::ordered_json j;
+        j["version"] = GW_VERSION;
+        j["commit"] = GW_COMMIT;
+        j["node"] = cfg.node.name;
+        j["cluster"] = cfg.cluster.name;
+        j["address"] = cfg.node.address;
+        j["port"] = cfg.node.port;
+        j["config"] = opt.config_path;
+        j["config_sha256"] = config_digest;
+        j["started_unix"] = started_unix_s;
+        j["uptime_s"] = gw::cp::unix_seconds() - started_unix_s;
+        j["driver"] = port.driver;
+        j["workers"] = workers.size();
+        if (host != nullptr) {
+          j["incarnation"] = host->engine().incarnation();
+          j["live_members"] = host->engine().num_live();
+          j["health_score"] = host->engine().health_score();
+          j["joined"] = host->engine().joined();
+        }
+        const gw::crypto::Keyring& ring = snapshots.current().keys;
+        nlohmann::ordered_json keys = nlohmann::ordered_json::array();
+        char idtext[9];
+        for (std::uint32_t id : ring.ids()) {
+          std::snprintf(idtext, sizeof idtext, "%08x", id);
+          keys.push_back(idtext);
+        }
+        j["keys"] = std::move(keys);
+        if (ring.primary() != nullptr) {
+          std::snprintf(idtext, sizeof idtext, "%08x", ring.primary()->id());
+          j["primary_key"] = idtext;
+        }
+        j["keyring_source"] = keyring_source;
+        // Queue depths now: the hand-off rings per class (all workers), the
+        // egress shaper per class, and the transmit ring.
+        static constexpr const char* kClasses[] = {"urgent", "probe", "gossip", "bulk"};
+        nlohmann::ordered_json rq, eq;
+        for (std::size_t c = 0; c < gw::crypto::kClassCount; ++c) {
+          std::size_t depth = 0;
+          for (std::size_t w = 0; w < workers.size(); ++w) {
+            depth += rings->depth(w, static_cast<gw::crypto::PriorityClass>(c));
+          }
+          rq[kClasses[c]] = depth;
+          if (host != nullptr) eq[kClasses[c]] = host->shaper().queued(static_cast<gw::crypto::PriorityClass>(c));
+        }
+        j["queues"] = {{"handoff", rq}, {"egress", eq}, {"tx_ring", rte_ring_count(tx_ring)}};
+        return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+      };
       gw::dp::ControlApi api(api_ctx);
       api_ptr = &api;
       if (api_server != nullptr) {
@@ -461,6 +652,7 @@ int main(int argc, char** argv) {
         spdlog::info("control API on {}", api_server->path());
       }
       if (prometheus != nullptr) {
+        prometheus->start();
         spdlog::info("Prometheus metrics on http://{}:{}/metrics", cfg.metrics.prometheus_address, prometheus->port());
       }
 
@@ -472,6 +664,39 @@ int main(int argc, char** argv) {
       std::uint64_t members_published_version = 0;
       std::uint64_t next_members_ns = 0;
       const bool export_metrics = cfg.metrics.telemetry || prometheus != nullptr;
+      // systemd (Type=notify): READY=1 on the first housekeeping pass, i.e.
+      // the port is up, the workers run and the engine has started; then
+      // WATCHDOG=1 every half WatchdogSec from this (the control) lcore, so
+      // a wedged control loop stops feeding it. No-ops outside systemd.
+      // The port's link, every 100 ms: while it is down (a memif peer went
+      // away, a cable) the workers stop polling the driver.
+      constexpr std::uint64_t kLinkCheckNs = 100'000'000ULL;
+      std::uint64_t next_link_ns = 0;
+      bool link_known = false;
+      auto watch_link = [&](std::uint64_t now) {
+        if (now < next_link_ns) return;
+        next_link_ns = now + kLinkCheckNs;
+        rte_eth_link link{};
+        if (rte_eth_link_get_nowait(port.port_id, &link) != 0) return;  // no link status: assume up
+        const bool down = link.link_status == RTE_ETH_LINK_DOWN;
+        if (link_known && down == link_down.load(std::memory_order_relaxed)) return;
+        if (!link_known) {
+          link_known = true;
+          if (down) spdlog::info("port {} link is down (waiting for the peer or cable)", port.port_id);
+        } else if (down) {
+          ++link_down_events;
+          spdlog::warn("port {} link went down: workers stop polling it until it is back", port.port_id);
+        } else {
+          spdlog::info("port {} link is up", port.port_id);
+        }
+        link_down.store(down, std::memory_order_relaxed);
+      };
+      bool notified_ready = false;
+      std::uint64_t watchdog_usec = 0;
+      const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;
+      const std::uint64_t watchdog_every_ns = watchdog_usec * 1000ULL / 2;
+      std::uint64_t next_watchdog_ns = 0;
+      if (watchdog) spdlog::info("systemd watchdog: fed every {} ms", watchdog_every_ns / 1'000'000ULL);
       loop.set_housekeeping([&](std::uint64_t now) {
         {
           // The once-only table ages on the workers' clock (frozen in pcap cases).
@@ -479,16 +704,28 @@ int main(int argc, char** argv) {
           workers.front()->guard.clock.read(rte_rdtsc(), clock_now);
           if (clock_now.have_clock) rings->age_once(clock_now.now_s);
         }
+        watch_link(now);
+        if (!notified_ready) {
+          notified_ready = true;
+          (void)sd_notifyf(0, "READY=1\nSTATUS=cluster %s node %s: %zu worker(s) on port %u", cfg.cluster.name.c_str(),
+                           cfg.node.name.c_str(), workers.size(), static_cast<unsigned>(port.port_id));
+        }
+        if (watchdog && now >= next_watchdog_ns) {
+          next_watchdog_ns = now + watchdog_every_ns;
+          (void)sd_notify(0, "WATCHDOG=1");
+        }
         if (api_server != nullptr) {
           api_server->serve_async([&](std::string_view line, const gw::cp::api::ApiServer::Reply& reply) {
             api.handle(line, now, gw::cp::unix_seconds(), reply);
           });
         }
+        api.poll(now);
         if (host != nullptr && host->membership_version() != members_published_version && now >= next_members_ns) {
           members_published_version = host->membership_version();
           next_members_ns = now + kMembersRepublishNs;
           snapshots.publish(gw::dp::snapshot_with_members(snapshots.current(), host->engine()));
         }
+        if (!cfg.control.state_dir.empty()) persist_keyring();
         snapshots.reclaim();
         if (hosts_file != nullptr) {
           if (hosts_dirty) {
@@ -505,6 +742,7 @@ int main(int argc, char** argv) {
       });
 
       loop.run(stop);  // returns once the leave went out, the workers stopped and the rings drained
+      (void)sd_notify(0, "STOPPING=1");
       rte_eal_mp_wait_lcore();
       if (api_server != nullptr) api_server->stop();
       if (host != nullptr) host->set_event_listener({});

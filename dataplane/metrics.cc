@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -18,13 +19,14 @@ using Json = nlohmann::ordered_json;
 
 class Builder {
  public:
-  void add(const std::string& name, const char* type, const std::string& help, std::string labels, double value) {
+  void add(const std::string& name, const char* type, const std::string& help, std::string labels, double value,
+           std::string suffix = {}) {
     auto it = index_.find(name);
     if (it == index_.end()) {
       it = index_.emplace(name, families_.size()).first;
       families_.push_back({name, type, help, {}});
     }
-    families_[it->second].samples.push_back({std::move(labels), value});
+    families_[it->second].samples.push_back({std::move(labels), value, std::move(suffix)});
   }
   std::vector<MetricFamily> take() { return std::move(families_); }
 
@@ -183,11 +185,15 @@ const std::map<std::string, Section>& sections() {
                        "cluster_key_changes, rejected_too_large, rejected_read (incomplete within the whole-request deadline), "
                        "timed_out, evicted (closed to make room while still sending) (requests)"}},
       {"key_commands", {"gossipgw_key_commands_total", "counter", "result",
-                        "Cluster-wide key commands: sent, applied, refused, repeated, results_received, "
-                        "results_unsolicited (commands)"}},
+                        "Cluster-wide key commands: sent, applied, refused, repeated, not_member, stale, "
+                        "results_received, results_unsolicited (commands)"}},
       {"event_handler", {"gossipgw_event_handler_total", "counter", "result",
                          "Event handler: submitted, coalesced, dropped_queue_full, dropped_stopped, started, "
                          "succeeded, failed_exit, timed_out, spawn_errors (events or runs)"}},
+      {"telemetry", {"gossipgw_telemetry_total", "counter", "result",
+                     "DPDK telemetry: refused (series the telemetry library refused to add; stays 0) (series)"}},
+      {"keyring_state", {"gossipgw_keyring_state_total", "counter", "result",
+                         "Keyring persisted to control.state_dir: writes, write_errors (writes)"}},
       {"hosts_file", {"gossipgw_hosts_file_total", "counter", "result",
                       "Hosts file: writes, unchanged, deferred, write_errors, skipped_members (updates)"}},
   };
@@ -332,6 +338,33 @@ void membership(Builder& b, const Json& m) {
     } else if (k == "health_score") {
       b.add("gossipgw_health_score", "gauge", "Lifeguard local health multiplier score (0 = healthy)", "",
             v.get<double>());
+    } else if (k == "probe_rtt" && v.is_object()) {
+      // A Prometheus histogram in seconds from the cumulative le_us buckets.
+      const std::string name = "gossipgw_probe_rtt_seconds";
+      const std::string help = "Round trip of our direct probes, ping sent to ack received (seconds)";
+      if (v.contains("le_us") && v["le_us"].is_object()) {
+        for (const auto& [le, n] : v["le_us"].items()) {
+          if (!n.is_number()) continue;
+          char bound[32];
+          if (le == "+Inf") {
+            std::snprintf(bound, sizeof bound, "+Inf");
+          } else {
+            std::snprintf(bound, sizeof bound, "%g", std::strtod(le.c_str(), nullptr) / 1e6);
+          }
+          b.add(name, "histogram", help, labels({{"le", bound}}), n.get<double>(), "_bucket");
+        }
+      }
+      if (v.contains("sum_us") && v["sum_us"].is_number()) {
+        b.add(name, "histogram", help, "", v["sum_us"].get<double>() / 1e6, "_sum");
+      }
+      if (v.contains("count") && v["count"].is_number()) {
+        b.add(name, "histogram", help, "", v["count"].get<double>(), "_count");
+      }
+      if (v.contains("unmatched") && v["unmatched"].is_number()) {
+        b.add("gossipgw_probe_unmatched_total", "counter",
+              "Probes forgotten before their ack came (more than 1,024 in flight) (probes)", "",
+              v["unmatched"].get<double>());
+      }
     } else if (k == "members_by_state") {
       for (const auto& [s, n] : v.items()) {
         b.add("gossipgw_members", "gauge", "Members in our view by state, tombstones included (members)",
@@ -432,6 +465,42 @@ std::vector<MetricFamily> metric_families(std::string_view text) {
         b.add("gossipgw_snapshots_retained", "gauge",
               "Snapshots kept until every worker has moved past them (snapshots)", "", v["retained"].get<double>());
       }
+    } else if (k == "process" && v.is_object()) {
+      if (v.contains("start_time_unix") && v["start_time_unix"].is_number()) {
+        b.add("gossipgw_process_start_time_seconds", "gauge", "When the gateway process started (Unix seconds)", "",
+              v["start_time_unix"].get<double>());
+      }
+    } else if (k == "port" && v.is_object()) {
+      if (v.contains("link_up") && v["link_up"].is_number()) {
+        b.add("gossipgw_port_link_up", "gauge", "1 while the port's link is up; the workers do not poll it while 0",
+              "", v["link_up"].get<double>());
+      }
+      if (v.contains("link_down_events") && v["link_down_events"].is_number()) {
+        b.add("gossipgw_port_link_down_total", "counter",
+              "Times the port's link went down after being seen (a memif peer gone, a cable) (events)", "",
+              v["link_down_events"].get<double>());
+      }
+    } else if (k == "nic" && v.is_object()) {
+      // One family per counter: they count unlike things (a sum is meaningless).
+      static const std::map<std::string, std::pair<const char*, const char*>> kNic = {
+          {"rx_packets", {"gossipgw_nic_rx_packets_total", "Packets the NIC received (packets)"}},
+          {"tx_packets", {"gossipgw_nic_tx_packets_total", "Packets the NIC sent (packets)"}},
+          {"rx_missed", {"gossipgw_nic_rx_missed_total",
+                         "Packets the NIC dropped because no rx descriptor was free: workers too slow (imissed) "
+                         "(packets)"}},
+          {"rx_errors", {"gossipgw_nic_rx_errors_total", "Erroneous packets the NIC received (ierrors) (packets)"}},
+          {"rx_nombuf", {"gossipgw_nic_rx_nombuf_total",
+                         "Receive buffer allocation failures: mbuf pool exhausted (rx_nombuf) (events)"}},
+          {"tx_errors", {"gossipgw_nic_tx_errors_total", "Packets the NIC failed to send (oerrors) (packets)"}},
+      };
+      for (const auto& [nk, nv] : v.items()) {
+        const auto it = kNic.find(nk);
+        if (it != kNic.end() && nv.is_number()) {
+          b.add(it->second.first, "counter", it->second.second, "", nv.get<double>());
+        } else {
+          generic(b, "nic_" + nk, nv, "");
+        }
+      }
     } else if (const auto s = sections().find(k); s != sections().end() && v.is_object()) {
       for (const auto& [ck, cv] : v.items()) {
         if (cv.is_number()) {
@@ -452,7 +521,7 @@ std::string prometheus_text(const std::vector<MetricFamily>& families) {
     out += "# HELP " + f.name + " " + f.help + "\n";
     out += "# TYPE " + f.name + " " + f.type + "\n";
     for (const MetricSample& s : f.samples) {
-      out += f.name;
+      out += f.name + s.suffix;
       if (!s.labels.empty()) out += "{" + s.labels + "}";
       if (std::floor(s.value) == s.value && std::fabs(s.value) < 1e18) {
         std::snprintf(num, sizeof num, " %.0f\n", s.value);
@@ -465,8 +534,22 @@ std::string prometheus_text(const std::vector<MetricFamily>& families) {
   return out;
 }
 
+void MetricsPublisher::set_build_info(const std::string& version, const std::string& commit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  build_info_ = MetricFamily{"gossipgw_build_info", "gauge", "Always 1: the version and git commit of the binary",
+                             {{"version=\"" + version + "\",commit=\"" + commit + "\"", 1, ""}}};
+  for (char& c : build_info_.samples[0].labels) {
+    if (c == '\\' || c == '\n') c = '_';  // keep the exposition format valid whatever git says
+  }
+}
+
 void MetricsPublisher::publish(std::string_view stats_json_text, std::uint64_t unix_ms) {
-  auto fams = std::make_shared<const std::vector<MetricFamily>>(metric_families(stats_json_text));
+  std::vector<MetricFamily> built = metric_families(stats_json_text);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!build_info_.name.empty()) built.push_back(build_info_);
+  }
+  auto fams = std::make_shared<const std::vector<MetricFamily>>(std::move(built));
   auto text = std::make_shared<const std::string>(prometheus_text(*fams));
   std::lock_guard<std::mutex> lock(mu_);
   view_.families = std::move(fams);
@@ -500,12 +583,29 @@ PrometheusServer::PrometheusServer(const MetricsPublisher& publisher, const std:
     throw std::runtime_error("metrics.prometheus_port: cannot listen on " + address + ":" + std::to_string(port));
   }
   port_ = static_cast<std::uint16_t>(bound);
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+}
+
+void PrometheusServer::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    finished_.store(true, std::memory_order_release);
+  });
+  // httplib's stop() does nothing until the accept loop runs, and a stop
+  // that does nothing leaves the thread in accept() for ever (issue 18):
+  // return only once stop() would take effect.
+  while (!server_->is_running() && !finished_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 PrometheusServer::~PrometheusServer() {
-  server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;  // never started: nothing listens, nothing to join
+  while (!server_->is_running() && !finished_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!finished_.load(std::memory_order_acquire)) server_->stop();
+  thread_.join();
 }
 
 namespace {
@@ -514,6 +614,28 @@ const MetricsPublisher* g_publisher = nullptr;  // set once, before EAL serves t
 std::string g_node;
 
 constexpr int kPageEntries = RTE_TEL_MAX_DICT_ENTRIES;
+
+std::atomic<std::uint64_t> g_refused{0};
+
+bool tel_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '/';
+}
+
+// One value under `name`: whole non-negative numbers as u64 (every counter
+// and gauge today), anything else as its decimal text. The library's return
+// value is checked (it refuses bad names with -EINVAL and truncates with E2BIG).
+bool tel_add(rte_tel_data* d, const std::string& name, double value) {
+  int rc = 0;
+  if (value >= 0 && std::floor(value) == value && value < 1.8e19) {
+    rc = rte_tel_data_add_dict_u64(d, name.c_str(), static_cast<std::uint64_t>(value));
+  } else {
+    char num[64];
+    std::snprintf(num, sizeof num, "%.17g", value);
+    rc = rte_tel_data_add_dict_string(d, name.c_str(), num);
+  }
+  if (rc != 0) g_refused.fetch_add(1, std::memory_order_relaxed);
+  return rc == 0;
+}
 
 int tel_metrics(const char*, const char* params, rte_tel_data* d) {
   const MetricsPublisher::View v = g_publisher->latest();
@@ -525,25 +647,28 @@ int tel_metrics(const char*, const char* params, rte_tel_data* d) {
     page = std::strtol(params, &end, 10);
     if (end == params || *end != '\0' || page < 0) return -EINVAL;
   }
+  // Two entries of every page are ours: _pages and _publication.
+  constexpr long kPerPage = kPageEntries - 2;
   long index = 0;
-  const long first = page * (kPageEntries - 1);
-  int added = 0;
+  const long first = page * kPerPage;
   long total = 0;
   for (const MetricFamily& f : *v.families) total += static_cast<long>(f.samples.size());
   for (const MetricFamily& f : *v.families) {
     for (const MetricSample& s : f.samples) {
-      if (index++ < first || added >= kPageEntries - 1) continue;
-      std::string name = f.name;
-      if (!s.labels.empty()) name += "{" + s.labels + "}";
-      // Telemetry names are short and plain: drop quotes, bound the length.
-      std::erase(name, '"');
-      if (name.size() >= RTE_TEL_MAX_STRING_LEN) name.resize(RTE_TEL_MAX_STRING_LEN - 1);
-      rte_tel_data_add_dict_u64(d, name.c_str(), static_cast<std::uint64_t>(s.value < 0 ? 0 : s.value));
-      ++added;
+      const long at = index++;
+      if (at < first || at >= first + kPerPage) continue;
+      const std::string name = telemetry_name(f, s);
+      if (name.empty()) {
+        g_refused.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      (void)tel_add(d, name, s.value);
     }
   }
-  const long pages = (total + kPageEntries - 2) / (kPageEntries - 1);
+  const long pages = (total + kPerPage - 1) / kPerPage;
   rte_tel_data_add_dict_u64(d, "_pages", static_cast<std::uint64_t>(pages));
+  // Which publication this page is from: a reader paging through compares it.
+  rte_tel_data_add_dict_u64(d, "_publication", v.publications);
   return 0;
 }
 
@@ -556,11 +681,15 @@ int tel_totals(const char*, const char*, rte_tel_data* d) {
   for (const MetricFamily& f : *v.families) {
     if (added >= kPageEntries) break;
     double sum = 0;
-    for (const MetricSample& s : f.samples) sum += s.value;
-    std::string name = f.name;
-    if (name.size() >= RTE_TEL_MAX_STRING_LEN) name.resize(RTE_TEL_MAX_STRING_LEN - 1);
-    rte_tel_data_add_dict_u64(d, name.c_str(), static_cast<std::uint64_t>(sum < 0 ? 0 : sum));
-    ++added;
+    for (const MetricSample& s : f.samples) {
+      // A histogram's total is its count; its buckets and sum do not add up.
+      if (f.type == "histogram") {
+        if (s.suffix == "_count") sum = s.value;
+      } else {
+        sum += s.value;
+      }
+    }
+    if (tel_add(d, f.name, sum)) ++added;
   }
   return 0;
 }
@@ -571,16 +700,41 @@ int tel_info(const char*, const char*, rte_tel_data* d) {
   rte_tel_data_add_dict_string(d, "node", g_node.c_str());
   rte_tel_data_add_dict_u64(d, "published_unix_ms", v.published_unix_ms);
   rte_tel_data_add_dict_u64(d, "publications", v.publications);
+  rte_tel_data_add_dict_u64(d, "series_refused", telemetry_refused());
   return 0;
 }
 
 }  // namespace
 
+std::string telemetry_name(const MetricFamily& family, const MetricSample& sample) {
+  std::string name = family.name + sample.suffix;
+  // labels: a="x",b="y" (values never hold quotes: see the header).
+  const std::string& l = sample.labels;
+  std::size_t pos = 0;
+  while (pos < l.size()) {
+    const std::size_t eq = l.find('=', pos);
+    if (eq == std::string::npos) break;
+    const std::size_t open = eq + 1;
+    const std::size_t close = l.find('"', open + 1);
+    if (open >= l.size() || l[open] != '"' || close == std::string::npos) break;
+    name += "/" + l.substr(pos, eq - pos) + "/" + l.substr(open + 1, close - open - 1);
+    pos = close + 1;
+    if (pos < l.size() && l[pos] == ',') ++pos;
+  }
+  for (char& c : name) {
+    if (!tel_name_char(c)) c = '_';
+  }
+  if (name.size() >= RTE_TEL_MAX_STRING_LEN) return {};
+  return name;
+}
+
+std::uint64_t telemetry_refused() { return g_refused.load(std::memory_order_relaxed); }
+
 bool register_telemetry(const MetricsPublisher* publisher, std::string node_name) {
   g_publisher = publisher;
   g_node = std::move(node_name);
   int rc = rte_telemetry_register_cmd("/gossipgw/metrics", tel_metrics,
-                                      "Every gossipgw counter, one entry per series. Param: page (0..._pages-1)");
+                                      "Every gossipgw series, one entry each, named family/label/value/...; param: page (0.._pages-1)");
   rc |= rte_telemetry_register_cmd("/gossipgw/totals", tel_totals,
                                    "Every gossipgw metric family summed over its series (lcores, classes, ...)");
   rc |= rte_telemetry_register_cmd("/gossipgw/info", tel_info, "Node name and when counters were last published");

@@ -11,6 +11,7 @@
 // docs/metrics.md; they are stable.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,11 +29,12 @@ namespace gw::dp {
 struct MetricSample {
   std::string labels;  // `a="x",b="y"` (empty: none)
   double value = 0;
+  std::string suffix;  // after the family name: _bucket, _sum, _count of a histogram
 };
 
 struct MetricFamily {
   std::string name;  // gossipgw_...
-  std::string type;  // counter | gauge
+  std::string type;  // counter | gauge | histogram
   std::string help;  // includes the unit
   std::vector<MetricSample> samples;
 };
@@ -51,6 +53,8 @@ class MetricsPublisher {
   // Control lcore: builds the families from a counter document and swaps
   // them in. Not on any worker's path.
   void publish(std::string_view stats_json_text, std::uint64_t unix_ms);
+  // Main thread, before the first publish: gossipgw_build_info{version,commit} 1.
+  void set_build_info(const std::string& version, const std::string& commit);
 
   struct View {
     std::shared_ptr<const std::vector<MetricFamily>> families;
@@ -63,14 +67,20 @@ class MetricsPublisher {
  private:
   mutable std::mutex mu_;
   View view_;
+  MetricFamily build_info_;
 };
 
-// Serves GET /metrics from `publisher` on its own thread. Throws
-// std::runtime_error if the address cannot be bound.
+// Serves GET /metrics from `publisher` on its own thread. The constructor
+// only binds (throws std::runtime_error if the address cannot be bound), so a
+// taken port is reported before anything runs; start() launches the thread
+// once the gateway is known good. The destructor always returns, whether or
+// not start() was called and however soon after it.
 class PrometheusServer {
  public:
   PrometheusServer(const MetricsPublisher& publisher, const std::string& address, std::uint16_t port);
   ~PrometheusServer();
+  // Main thread: starts serving; returns once the listener accepts.
+  void start();
   PrometheusServer(const PrometheusServer&) = delete;
   PrometheusServer& operator=(const PrometheusServer&) = delete;
 
@@ -79,8 +89,20 @@ class PrometheusServer {
  private:
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::atomic<bool> finished_{false};  // the listener thread has returned
   std::uint16_t port_ = 0;
 };
+
+// The name a series has in DPDK telemetry, which accepts only [A-Za-z0-9_/]
+// in names: the family, then each label as "/name/value", e.g.
+// gossipgw_verdict_packets_total/lcore/1/queue/0/verdict/accepted. Label
+// values are [a-z0-9_] already (lcore and queue numbers, counter and rule
+// names); any other byte would become '_'. Empty if longer than the library's
+// RTE_TEL_MAX_STRING_LEN - 1.
+std::string telemetry_name(const MetricFamily& family, const MetricSample& sample);
+
+// Series the telemetry library refused to add (should stay 0), since start.
+std::uint64_t telemetry_refused();
 
 // Registers the /gossipgw/* telemetry commands, reading from `publisher`
 // (which must outlive EAL cleanup). Returns false if registration failed.

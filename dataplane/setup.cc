@@ -20,16 +20,18 @@ crypto::Suite resolve_suite(const config::Config& cfg) {
   return crypto::aes256gcm_available() ? crypto::Suite::kAes256Gcm : crypto::Suite::kChaCha20Poly1305;
 }
 
-crypto::Keyring load_keyring(const config::Config& cfg) {
+crypto::Keyring load_keyring(const config::Config& cfg, std::map<std::uint32_t, crypto::KeyBytes>* material) {
   const crypto::Suite suite = resolve_suite(cfg);
   crypto::Keyring ring;
   for (const config::KeyConfig& k : cfg.cluster.keys) {
     const std::string path = config::resolve_path(cfg, k.file);
-    const crypto::Key key(crypto::load_key_file(path), suite);
+    const crypto::KeyBytes bytes = crypto::load_key_file(path);
+    const crypto::Key key(bytes, suite);
     if (ring.find(key.id()) != nullptr) {
       throw crypto::KeyError("key file '" + path + "': the same key is listed twice in cluster.keys");
     }
     ring.add(key, k.primary);
+    if (material != nullptr) (*material)[key.id()] = bytes;
   }
   return ring;
 }

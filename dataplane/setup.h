@@ -2,6 +2,7 @@
 // and the ladder's fixed inputs. Runs before EAL starts.
 #pragma once
 
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -15,8 +16,10 @@ namespace gw::dp {
 // `cluster.suite` if AES-256-GCM is asked for and the CPU cannot run it.
 crypto::Suite resolve_suite(const config::Config& cfg);
 
-// Loads every key file; throws crypto::KeyError naming the file.
-crypto::Keyring load_keyring(const config::Config& cfg);
+// Loads every key file; throws crypto::KeyError naming the file. With
+// `material`, also returns each key's bytes by id (to persist the keyring).
+crypto::Keyring load_keyring(const config::Config& cfg,
+                             std::map<std::uint32_t, crypto::KeyBytes>* material = nullptr);
 
 // Fills everything but `keys`.
 LadderConfig ladder_config(const config::Config& cfg);

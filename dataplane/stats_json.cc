@@ -79,6 +79,18 @@ Json membership(const cp::EngineHost& host, bool include_members) {
   j["incarnation"] = e.incarnation();
   j["live_members"] = e.num_live();
   j["health_score"] = e.health_score();
+  {
+    // Cumulative, as Prometheus histograms are: le_us[B] = probes with RTT <= B.
+    const cp::ProbeRtt& rtt = host.probe_rtt();
+    Json le = Json::object();
+    std::uint64_t cum = 0;
+    for (std::size_t i = 0; i < rtt.buckets.size(); ++i) {
+      cum += rtt.buckets[i];
+      le[i < cp::ProbeRtt::kBoundsUs.size() ? std::to_string(cp::ProbeRtt::kBoundsUs[i]) : "+Inf"] = cum;
+    }
+    j["probe_rtt"] = {{"le_us", std::move(le)}, {"sum_us", rtt.sum_us}, {"count", rtt.count},
+                      {"unmatched", rtt.unmatched}};
+  }
   Json members = Json::array();
   std::array<std::uint64_t, 4> by_state{};
   for (const auto& m : e.members()) {

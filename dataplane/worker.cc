@@ -184,14 +184,21 @@ int run_worker(void* context) {
 
   while (!w.stop->load(std::memory_order_acquire)) {
     adopt_snapshot(w);  // two atomic operations; keeps an idle worker from pinning old keys
-    const std::uint16_t n = rte_eth_rx_burst(w.port, w.queue, pkts.data(), w.burst);
-    const unsigned sent = w.tx.ring != nullptr ? drain_tx(w.tx, w.port, w.queue, w.burst) : 0;
+    // Link down: a memif peer that quit may be unmapping the rings a burst
+    // would read (DPDK 22.11's memif faulted there), so wait it out idle.
+    const bool link_down = w.link_down != nullptr && w.link_down->load(std::memory_order_relaxed);
+    const std::uint16_t n = link_down ? 0 : rte_eth_rx_burst(w.port, w.queue, pkts.data(), w.burst);
+    const unsigned sent = w.tx.ring != nullptr && !link_down ? drain_tx(w.tx, w.port, w.queue, w.burst) : 0;
     if (n == 0) {
       ++w.counters.idle_polls;
       if (w.idle_exit_tsc != 0 && rte_rdtsc() - last_rx > w.idle_exit_tsc) {
         w.idle.store(true, std::memory_order_relaxed);
       }
-      if (w.idle_backoff_us != 0 && sent == 0) rte_delay_us_sleep(w.idle_backoff_us);
+      if (link_down) {
+        rte_delay_us_sleep(w.idle_backoff_us != 0 ? w.idle_backoff_us : 100);
+      } else if (w.idle_backoff_us != 0 && sent == 0) {
+        rte_delay_us_sleep(w.idle_backoff_us);
+      }
       continue;
     }
     ++w.counters.rx_bursts;

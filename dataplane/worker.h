@@ -46,6 +46,9 @@ struct alignas(64) WorkerContext {
   const DataplaneSnapshot* snapshot = nullptr;
   std::array<PayloadRing*, crypto::kClassCount> rings{};  // to the control lcore, per class
   const std::atomic<bool>* stop = nullptr;  // set by the control lcore
+  // Set by the control lcore while the port's link is down (a memif peer
+  // that went away): the worker leaves the driver's queues alone until then.
+  const std::atomic<bool>* link_down = nullptr;
   std::atomic<bool> idle{false};
   std::atomic<bool> done{false};
   WorkerCounters counters;

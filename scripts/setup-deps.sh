@@ -9,8 +9,9 @@ usage: scripts/setup-deps.sh [--help]
 
 Installs gossipgw's build, test and demo dependencies from Debian 12 packages
 (DPDK 22.11, libsodium, protobuf, Hyperscan, spdlog, GoogleTest, yaml-cpp, CLI11,
-nlohmann-json, cpp-httplib, meson, clang for fuzzing, tcpreplay and
-tcpdump for the cluster demo). Needs root. Safe to re-run.
+nlohmann-json, cpp-httplib, libsystemd (sd_notify), meson, clang for fuzzing, tcpreplay and
+tcpdump for the cluster demo, prometheus for promtool, which checks
+docs/alerts.yml). Needs root. Safe to re-run.
 TXT
 }
 
@@ -29,8 +30,10 @@ packages=(
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
+  libsystemd-dev
   clang libclang-rt-14-dev llvm
   iproute2 tcpdump tcpreplay procps
+  prometheus
 )
 
 missing=()

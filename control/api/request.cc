@@ -105,8 +105,8 @@ Request parse_object(const Json& j) {
   if (cmd == "keys") {
     const std::string op = field_string(j, "op", true);
     if (op == "list") {
-      only_fields(j, {"cmd", "op"});
-      return KeysListRequest{};
+      only_fields(j, {"cmd", "op", "scope"});
+      return KeysListRequest{scope_of(j)};
     }
     if (op == "install") {
       only_fields(j, {"cmd", "op", "key", "primary", "scope"});
@@ -189,9 +189,41 @@ Request parse_object(const Json& j) {
     }
     return LogLevelRequest{level};
   }
+  if (cmd == "info") {
+    only_fields(j, {"cmd"});
+    return InfoRequest{};
+  }
+  if (cmd == "force-leave") {
+    only_fields(j, {"cmd", "node"});
+    const std::string node = field_string(j, "node", true);
+    if (node.empty() || node.size() > 255 || !printable(node)) {
+      throw Invalid{"node must be a member name of 1..255 printable bytes"};
+    }
+    return ForceLeaveRequest{node};
+  }
+  if (cmd == "monitor") {
+    only_fields(j, {"cmd", "since", "level"});
+    MonitorRequest r;
+    if (const auto it = j.find("since"); it != j.end()) {
+      if (!it->is_number_unsigned()) throw Invalid{"field 'since' must be a non-negative integer"};
+      r.since = it->get<std::uint64_t>();
+    }
+    const std::string level = field_string(j, "level", false);
+    if (!level.empty()) {
+      static constexpr std::array<std::string_view, 6> kLevels = {"trace", "debug", "info", "warn", "error",
+                                                                   "critical"};
+      if (std::find(kLevels.begin(), kLevels.end(), level) == kLevels.end()) {
+        throw Invalid{"level must be trace, debug, info, warn, error or critical"};
+      }
+      r.level = level;
+    }
+    return r;
+  }
   throw Invalid{printable(cmd) && cmd.size() <= 32
-                    ? "unknown cmd '" + cmd + "' (members, stats, keys, join, leave, tags, log-level)"
-                    : std::string("unknown cmd (members, stats, keys, join, leave, tags, log-level)")};
+                    ? "unknown cmd '" + cmd + "' (members, stats, keys, join, leave, tags, log-level, info, "
+                                              "force-leave, monitor)"
+                    : std::string("unknown cmd (members, stats, keys, join, leave, tags, log-level, info, "
+                                  "force-leave, monitor)")};
 }
 
 }  // namespace
@@ -238,10 +270,11 @@ ParseResult parse_request(std::string_view line) noexcept {
   return out;
 }
 
-std::string error_reply(std::string_view message) {
+std::string error_reply(std::string_view message, int status) {
   Json j;
   j["ok"] = false;
   j["error"] = std::string(message);
+  j["status"] = status;
   return j.dump(-1, ' ', true, Json::error_handler_t::replace);
 }
 

@@ -4,7 +4,7 @@
 //
 //   {"cmd":"members"[,"state":"alive|suspect|dead|left"][,"tag":"k=v"]}
 //   {"cmd":"stats"}
-//   {"cmd":"keys","op":"list"}
+//   {"cmd":"keys","op":"list"[,"scope":"node|cluster"]}
 //   {"cmd":"keys","op":"install","key":"<64 hex>"[,"primary":true][,"scope":"node|cluster"]}
 //   {"cmd":"keys","op":"use","id":"<8 hex>"[,"scope":"node|cluster"]}
 //   {"cmd":"keys","op":"remove","id":"<8 hex>"[,"scope":"node|cluster"]}
@@ -13,6 +13,9 @@
 //   {"cmd":"tags","op":"set","tags":{"k":"v",...}}
 //   {"cmd":"tags","op":"unset","keys":["k",...]}
 //   {"cmd":"log-level","level":"trace|debug|info|warn|error|critical|off"}
+//   {"cmd":"info"}                               node, version, keys, config digest, uptime, queues
+//   {"cmd":"force-leave","node":"NAME"}          a failed member: left, cluster-wide
+//   {"cmd":"monitor"[,"since":N][,"level":"..."]} log lines after sequence number N
 //
 // Replies are one JSON object line: {"ok":true,...} or {"ok":false,"error":"..."}.
 #pragma once
@@ -38,7 +41,9 @@ struct MembersRequest {
   std::optional<std::pair<std::string, std::string>> tag;
 };
 struct StatsRequest {};
-struct KeysListRequest {};
+struct KeysListRequest {
+  Scope scope = Scope::kNode;  // cluster: ask every live member for its keyring
+};
 struct KeysInstallRequest {
   std::array<std::uint8_t, 32> key{};
   bool primary = false;
@@ -67,9 +72,18 @@ struct LogLevelRequest {
   std::string level;
 };
 
+struct InfoRequest {};
+struct ForceLeaveRequest {
+  std::string node;
+};
+struct MonitorRequest {
+  std::uint64_t since = 0;    // lines with a larger sequence number
+  std::string level = "info";  // and at least this level
+};
+
 using Request = std::variant<MembersRequest, StatsRequest, KeysListRequest, KeysInstallRequest, KeysUseRequest,
                              KeysRemoveRequest, JoinRequest, LeaveRequest, TagsSetRequest, TagsUnsetRequest,
-                             LogLevelRequest>;
+                             LogLevelRequest, InfoRequest, ForceLeaveRequest, MonitorRequest>;
 
 struct ParseResult {
   std::optional<Request> request;
@@ -79,8 +93,14 @@ struct ParseResult {
 // Never throws; any bytes in, a request or an error out.
 ParseResult parse_request(std::string_view line) noexcept;
 
-// {"ok":false,"error":message} as one line (no trailing newline).
-std::string error_reply(std::string_view message);
+// The exit status gossipctl reports for an error reply (docs/operations.md,
+// "Exit status"): 1 the gateway refused or failed, 2 the request was bad input
+// (did not parse, malformed or wrong-family address, ...).
+constexpr int kStatusFailed = 1;
+constexpr int kStatusBadInput = 2;
+
+// {"ok":false,"error":message,"status":N} as one line (no trailing newline).
+std::string error_reply(std::string_view message, int status = kStatusFailed);
 
 // "0a1b2c3d" <-> key id.
 std::string key_id_text(std::uint32_t id);

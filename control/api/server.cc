@@ -327,7 +327,7 @@ void ApiServer::read_from(Conn& c) {
     const std::size_t take = nl != nullptr ? static_cast<std::size_t>(nl - buf.data()) : static_cast<std::size_t>(n);
     if (c.line.size() + take > kMaxRequestBytes) {
       counters_.rejected_too_large.fetch_add(1, std::memory_order_relaxed);
-      (void)write_all(c.fd, error_reply("request too large (limit " + std::to_string(kMaxRequestBytes) + " bytes)") +
+      (void)write_all(c.fd, error_reply("request too large (limit " + std::to_string(kMaxRequestBytes) + " bytes)", kStatusBadInput) +
                                 "\n");
       // Read (and discard) what the client is still sending, bounded, so that
       // closing with unread data does not reset the connection before the

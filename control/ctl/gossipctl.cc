@@ -14,12 +14,15 @@
 //
 // Talking to a running gateway over its control socket (control.socket;
 // --socket, or $GOSSIPGW_SOCKET, default /run/gossipgw/gossipgw.sock):
-//   gossipctl members [--json] [--state S] [--tag K=V]
-//   gossipctl stats [--json]
-//   gossipctl keys list [--json] | install FILE [--primary|--cluster] | use KEYID [--cluster]
+//   gossipctl members [--state S] [--tag K=V] [--detailed] | stats | info | version
+//   gossipctl keys list | install FILE [--primary|--cluster] | use KEYID [--cluster]
 //                  | remove KEYID [--cluster]      (--cluster: on every live member)
-//   gossipctl join IP:PORT | leave | tags set K=V... | tags unset K... | log-level LEVEL
-// Exit status: 0 ok, 1 the gateway refused or cannot be reached, 2 bad usage.
+//   gossipctl join IP:PORT | leave | force-leave NAME | tags set K=V... | tags unset K...
+//   gossipctl log-level LEVEL | monitor [--level L] [--duration S]
+// --json and --socket are accepted in any position, by every command; with
+// --json the output is one JSON object whose "ok" is the exit status.
+// Exit status (docs/operations.md, "Exit status"): 0 ok, 1 the gateway refused,
+// failed or cannot be reached, 2 bad input (options, files, addresses, ids).
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -29,6 +32,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -36,9 +40,12 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/loader.h"
+#include "control/host/keyring_state.h"
+#include "control/version.h"
 #include "crypto/keys.h"
 #include "dataplane/setup.h"
 
@@ -148,6 +155,8 @@ std::vector<std::string> eal_args(const EalOptions& opt) {
 void check_config(const std::string& path) {
   const gw::config::Config cfg = gw::config::load_config(path);
   (void)gw::dp::load_keyring(cfg);  // every key file: present, 32 bytes, mode 0600, no duplicates
+  // The persisted keyring the gateway would load instead (if there is one).
+  if (!cfg.control.state_dir.empty()) (void)gw::cp::load_keyring_state(cfg.control.state_dir, gw::dp::resolve_suite(cfg));
   (void)gw::dp::ladder_config(cfg);
 }
 
@@ -156,13 +165,21 @@ void check_config(const std::string& path) {
 constexpr const char* kDefaultSocket = "/run/gossipgw/gossipgw.sock";
 using Json = nlohmann::ordered_json;
 
+// An error reply (or no reply): `status` is the exit status it stands for,
+// 1 refused or failed, 2 bad input (the reply's "status").
 class RemoteError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RemoteError(const std::string& what, int status = kExitRuntime)
+      : std::runtime_error(what), status_(status == kExitUsage ? kExitUsage : kExitRuntime) {}
+  int status() const noexcept { return status_; }
+
+ private:
+  int status_;
 };
 
-// Sends one request line, returns the reply object; throws RemoteError.
-Json call(const std::string& socket_path, const Json& request) {
+// Sends one request line, returns the reply object, whatever its "ok";
+// throws RemoteError when there is no valid reply.
+Json call_raw(const std::string& socket_path, const Json& request) {
   if (socket_path.empty() || socket_path.size() >= sizeof(sockaddr_un{}.sun_path)) {
     throw std::invalid_argument("--socket: path must be 1..107 bytes");
   }
@@ -201,7 +218,24 @@ Json call(const std::string& socket_path, const Json& request) {
   ::close(fd);
   Json j = Json::parse(reply, nullptr, false);
   if (j.is_discarded() || !j.is_object()) throw RemoteError("no valid reply from the gateway");
-  if (!j.value("ok", false)) throw RemoteError(j.value("error", std::string("request failed")));
+  return j;
+}
+
+// The reply's exit status: 0 ok, else its "status" (1 unless it says 2).
+int reply_status(const Json& j) {
+  if (j.value("ok", false)) return 0;
+  return j.contains("status") && j["status"].is_number_integer() && j["status"].get<int>() == kExitUsage ? kExitUsage
+                                                                                                          : kExitRuntime;
+}
+
+// Sends one request line, returns the reply object; throws RemoteError for
+// an error reply.
+Json call(const std::string& socket_path, const Json& request) {
+  Json j = call_raw(socket_path, request);
+  if (!j.value("ok", false)) {
+    const int status = j.contains("status") && j["status"].is_number_integer() ? j["status"].get<int>() : kExitRuntime;
+    throw RemoteError(j.value("error", std::string("request failed")), status);
+  }
   return j;
 }
 
@@ -237,6 +271,24 @@ void print_members(const Json& reply) {
   }
   print_table({"NAME", "ADDRESS", "STATE", "INCARNATION", "KEY", "TAGS"}, rows);
   std::printf("%zu member(s) listed, %s live; node %s, health score %s\n", rows.size(),
+              cell(reply["live_members"]).c_str(), cell(reply["node"]).c_str(), cell(reply["health_score"]).c_str());
+}
+
+void print_members_detailed(const Json& reply) {
+  for (const Json& m : reply["members"]) {
+    const std::string addr = cell(m["address"]);
+    std::printf("%s%s\n", cell(m["name"]).c_str(), m.value("self", false) ? " (self)" : "");
+    std::printf("  address:     %s:%s\n", addr.find(':') != std::string::npos ? ("[" + addr + "]").c_str() : addr.c_str(),
+                cell(m["port"]).c_str());
+    std::printf("  state:       %s for %s s%s\n", cell(m["state"]).c_str(), cell(m.value("state_age_s", Json(0))).c_str(),
+                m.value("probation", false) ? " (on probation)" : "");
+    std::printf("  incarnation: %s\n", cell(m["incarnation"]).c_str());
+    std::printf("  protocol:    %s\n", cell(m.value("protocol_version", Json(0))).c_str());
+    if (m.contains("heard_s_ago")) std::printf("  heard:       %s s ago\n", cell(m["heard_s_ago"]).c_str());
+    std::printf("  key:         %s\n", m.contains("key_id") ? cell(m["key_id"]).c_str() : "-");
+    for (const auto& [k, v] : m["tags"].items()) std::printf("  tag:         %s=%s\n", k.c_str(), cell(v).c_str());
+  }
+  std::printf("%zu member(s) listed, %s live; node %s, health score %s\n", reply["members"].size(),
               cell(reply["live_members"]).c_str(), cell(reply["node"]).c_str(), cell(reply["health_score"]).c_str());
 }
 
@@ -287,27 +339,41 @@ std::string read_key_hex(const std::string& path) {
 int main(int argc, char** argv) {
   CLI::App app{"gossipctl: operate a gossipgw node"};
   app.require_subcommand(1);
+  // --json and --socket belong to the whole command line: any position,
+  // before or after (nested) subcommands. Every command honours --json.
+  const char* env_socket = std::getenv("GOSSIPGW_SOCKET");
+  std::string socket_path = env_socket != nullptr && *env_socket != '\0' ? env_socket : kDefaultSocket;
+  bool as_json = false;
+  app.add_option("--socket", socket_path, "the gateway's control socket (control.socket; $GOSSIPGW_SOCKET)")
+      ->capture_default_str();
+  app.add_flag("--json", as_json, "print the result as one JSON object (\"ok\" is the exit status)");
+  auto sub = [](CLI::App* parent, const char* name, const char* help) {
+    CLI::App* c = parent->add_subcommand(name, help);
+    c->fallthrough();  // --json/--socket after the command name reach the top level
+    return c;
+  };
 
   std::string out;
   bool force = false;
-  CLI::App* keygen = app.add_subcommand("keygen", "write a new random 32-byte key file with mode 0600");
+  CLI::App* version = sub(&app, "version", "print gossipctl's version (and the gateway's, if it answers)");
+  CLI::App* keygen = sub(&app, "keygen", "write a new random 32-byte key file with mode 0600");
   keygen->add_option("--out,-o", out, "key file to create")->required();
   keygen->add_flag("--force", force, "replace an existing file");
 
   std::vector<std::string> files;
-  CLI::App* keyid = app.add_subcommand("keyid", "print the key id of each key file");
+  CLI::App* keyid = sub(&app, "keyid", "print the key id of each key file");
   keyid->add_option("files", files, "key files")->required();
 
-  CLI::App* config = app.add_subcommand("config", "check a gateway config; derive gossipgw's EAL arguments from it");
+  CLI::App* config = sub(&app, "config", "check a gateway config; derive gossipgw's EAL arguments from it");
   config->require_subcommand(1);
   std::string check_path;
-  CLI::App* check = config->add_subcommand(
-      "check", "validate the config and load every key file as gossipgw would; print 'ok' or the error (exit 2)");
+  CLI::App* check = sub(config, "check",
+                        "validate the config and load every key file as gossipgw would; print 'ok' or the error (exit 2)");
   check->add_option("--config", check_path, "gateway YAML config")->required();
 
   EalOptions eal;
-  CLI::App* eal_cmd = config->add_subcommand(
-      "eal-args", "print gossipgw's EAL arguments for the config, one per line (lcores, memory, devices, file prefix)");
+  CLI::App* eal_cmd = sub(config, "eal-args",
+                          "print gossipgw's EAL arguments for the config, one per line (lcores, memory, devices, file prefix)");
   eal_cmd->add_option("--config", eal.config_path, "gateway YAML config")->required();
   eal_cmd->add_flag("--no-huge", eal.no_huge, "run from ordinary pages (--no-huge -m 512 or the config's estimate)");
   eal_cmd->add_option("--vdev", eal.vdevs, "virtual device spec, e.g. net_pcap0,rx_pcap=in.pcap (repeatable)")
@@ -323,60 +389,60 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(std::uint64_t{64}, std::uint64_t{1} << 20));
 
   // ---- a running gateway ----
-  const char* env_socket = std::getenv("GOSSIPGW_SOCKET");
-  std::string socket_path = env_socket != nullptr && *env_socket != '\0' ? env_socket : kDefaultSocket;
-  bool as_json = false;
-  auto remote = [&](const char* name, const char* help) {
-    CLI::App* c = app.add_subcommand(name, help);
-    c->add_option("--socket", socket_path, "the gateway's control socket (control.socket)")->capture_default_str();
-    return c;
-  };
   std::string state_filter, tag_filter;
-  CLI::App* members = remote("members", "list the members this gateway knows (table, or --json)");
-  members->add_flag("--json", as_json, "print the reply as JSON");
+  bool detailed = false;
+  CLI::App* members = sub(&app, "members", "list the members this gateway knows (table, --detailed, or --json)");
   members->add_option("--state", state_filter, "only members in this state")
       ->check(CLI::IsMember({"alive", "suspect", "dead", "left"}));
   members->add_option("--tag", tag_filter, "only members carrying this tag, K=V");
-  CLI::App* stats = remote("stats", "counters per verdict, class and lcore (table, or --json)");
-  stats->add_flag("--json", as_json, "print the counter document as JSON (same as --stats-json)");
-  CLI::App* keys = remote("keys", "list, install, promote or remove keys on a running gateway");
+  members->add_flag("--detailed", detailed, "every field of every member (protocol, state age, last heard, tags)");
+  CLI::App* stats = sub(&app, "stats", "counters per verdict, class and lcore (table, or --json)");
+  CLI::App* info = sub(&app, "info", "this node: version, incarnation, keys, config digest, uptime, queue depths");
+  bool cluster_wide = false;
+  CLI::App* keys = sub(&app, "keys", "list, install, promote or remove keys on a running gateway");
   keys->require_subcommand(1);
-  keys->fallthrough();  // --socket after the nested command too
-  CLI::App* keys_list = keys->add_subcommand("list", "key ids, which is primary, how many live members use each");
-  keys_list->add_flag("--json", as_json, "print the reply as JSON");
+  CLI::App* keys_list = sub(keys, "list", "key ids, which is primary, how many live members use each");
+  keys_list->add_flag("--cluster", cluster_wide,
+                      "ask every live member: per key, how many hold it and use it as primary, who lacks it");
   std::string key_file, key_id;
   bool key_primary = false;
-  CLI::App* keys_install = keys->add_subcommand("install", "add a key (read from FILE, mode 0600) to the keyring");
+  CLI::App* keys_install = sub(keys, "install", "add a key (read from FILE, mode 0600) to the keyring");
   keys_install->add_option("file", key_file, "key file")->required();
   keys_install->add_flag("--primary", key_primary, "also make it the key this node seals with (node scope)");
-  bool cluster_wide = false;
-  for (CLI::App* c : {keys_install}) {
-    c->add_flag("--cluster", cluster_wide,
-                "apply on every live member (sent sealed with the current key; waits for their answers)");
-  }
-  CLI::App* keys_use = keys->add_subcommand("use", "make KEYID the key this node seals with");
+  keys_install->add_flag("--cluster", cluster_wide,
+                         "apply on every live member (sent sealed with the current key; waits for their answers)");
+  CLI::App* keys_use = sub(keys, "use", "make KEYID the key this node seals with");
   keys_use->add_option("id", key_id, "key id, 8 hex digits (keys list)")->required();
   keys_use->add_flag("--cluster", cluster_wide, "make it primary on every live member (install it everywhere first)");
-  CLI::App* keys_remove = keys->add_subcommand("remove", "stop accepting KEYID (not the primary)");
+  CLI::App* keys_remove = sub(keys, "remove", "stop accepting KEYID (not the primary)");
   keys_remove->add_option("id", key_id, "key id, 8 hex digits (keys list)")->required();
   keys_remove->add_flag("--cluster", cluster_wide, "remove it on every live member (use the new key everywhere first)");
   std::string join_addr;
-  CLI::App* join = remote("join", "join the cluster through a member at IP:PORT ([IPv6]:PORT)");
+  CLI::App* join = sub(&app, "join", "join the cluster through a member at IP:PORT ([IPv6]:PORT); waits up to 5 s");
   join->add_option("address", join_addr, "a member's gossip address")->required();
-  CLI::App* leave = remote("leave", "leave the cluster gracefully, then stop the gateway");
-  CLI::App* tags = remote("tags", "change this member's tags (gossiped with a new incarnation)");
+  CLI::App* leave = sub(&app, "leave", "leave the cluster gracefully, then stop the gateway");
+  std::string force_node;
+  CLI::App* force_leave = sub(&app, "force-leave", "mark a failed member as left, cluster-wide");
+  force_leave->add_option("name", force_node, "the failed member's name (gossipctl members --state dead)")->required();
+  CLI::App* tags = sub(&app, "tags", "change this member's tags (gossiped with a new incarnation)");
   tags->require_subcommand(1);
-  tags->fallthrough();
   std::vector<std::string> tag_args;
-  CLI::App* tags_set = tags->add_subcommand("set", "set K=V tags (others are kept)");
+  CLI::App* tags_set = sub(tags, "set", "set K=V tags (others are kept)");
   tags_set->add_option("tags", tag_args, "K=V ...")->required();
-  CLI::App* tags_unset = tags->add_subcommand("unset", "remove tags by key");
+  CLI::App* tags_unset = sub(tags, "unset", "remove tags by key");
   tags_unset->add_option("keys", tag_args, "K ...")->required();
   std::string level;
-  CLI::App* log_level = remote("log-level", "change the gateway's log level now");
+  CLI::App* log_level = sub(&app, "log-level", "change the gateway's log level now");
   log_level->add_option("level", level, "trace|debug|info|warn|error|critical|off")
       ->required()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  std::string monitor_level = "info";
+  double monitor_seconds = 0;
+  CLI::App* monitor = sub(&app, "monitor", "stream the gateway's log (lines at --level and above) until interrupted");
+  monitor->add_option("--level", monitor_level, "lowest level shown (the gateway logs at its log.level or above)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical"}));
+  monitor->add_option("--duration", monitor_seconds, "stop after this many seconds (0: until interrupted)")
+      ->check(CLI::Range(0.0, 86400.0));
 
   try {
     app.parse(argc, argv);
@@ -387,20 +453,75 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
-  if (!gw::crypto::init()) return fail(kExitRuntime, "libsodium failed to initialise");
+  // One JSON object on stdout with --json, for errors too: "ok" is the exit status.
+  auto failed = [&](int status, const std::string& message) {
+    if (as_json) std::printf("%s\n", Json{{"ok", false}, {"error", message}, {"status", status}}.dump().c_str());
+    return fail(status, message);
+  };
+  auto print_json = [](Json j) {
+    if (!j.contains("ok")) {
+      Json o{{"ok", true}};
+      for (auto& [k, v] : j.items()) o[k] = std::move(v);
+      j = std::move(o);
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+  };
+
+  if (!gw::crypto::init()) return failed(kExitRuntime, "libsodium failed to initialise");
   try {
-    if (*keygen) {
+    if (*version) {
+      Json j{{"ok", true}, {"gossipctl", {{"version", GW_VERSION}, {"commit", GW_COMMIT}}}};
+      // The gateway's too, when one answers (a version command needs no gateway).
+      try {
+        const Json g = call(socket_path, Json{{"cmd", "info"}});
+        j["gateway"] = {{"version", g.value("version", "")}, {"commit", g.value("commit", "")},
+                        {"node", g.value("node", "")}};
+      } catch (const std::exception&) {
+      }
+      if (as_json) {
+        print_json(j);
+      } else {
+        std::printf("gossipctl %s (git %s)\n", GW_VERSION, GW_COMMIT);
+        if (j.contains("gateway")) {
+          std::printf("gateway %s: gossipgw %s (git %s)\n", cell(j["gateway"]["node"]).c_str(),
+                      cell(j["gateway"]["version"]).c_str(), cell(j["gateway"]["commit"]).c_str());
+        }
+      }
+    } else if (*keygen) {
       const std::uint32_t id = gw::crypto::write_key_file(out, force);
-      std::printf("%s: key id %08x\n", out.c_str(), id);
+      char idt[9];
+      std::snprintf(idt, sizeof idt, "%08x", id);
+      if (as_json) {
+        print_json(Json{{"file", out}, {"key_id", idt}});
+      } else {
+        std::printf("%s: key id %s\n", out.c_str(), idt);
+      }
     } else if (*keyid) {
+      Json arr = Json::array();
       for (const std::string& f : files) {
-        std::printf("%s: key id %08x\n", f.c_str(), gw::crypto::derive_key_id(gw::crypto::load_key_file(f)));
+        char idt[9];
+        std::snprintf(idt, sizeof idt, "%08x", gw::crypto::derive_key_id(gw::crypto::load_key_file(f)));
+        arr.push_back(Json{{"file", f}, {"key_id", idt}});
+      }
+      if (as_json) {
+        print_json(Json{{"keys", arr}});
+      } else {
+        for (const Json& k : arr) std::printf("%s: key id %s\n", cell(k["file"]).c_str(), cell(k["key_id"]).c_str());
       }
     } else if (*check) {
       check_config(check_path);
-      std::printf("ok\n");
+      if (as_json) {
+        print_json(Json{{"config", check_path}});
+      } else {
+        std::printf("ok\n");
+      }
     } else if (*eal_cmd) {
-      for (const std::string& a : eal_args(eal)) std::printf("%s\n", a.c_str());
+      const std::vector<std::string> args = eal_args(eal);
+      if (as_json) {
+        print_json(Json{{"eal_args", args}});
+      } else {
+        for (const std::string& a : args) std::printf("%s\n", a.c_str());
+      }
     } else if (*members) {
       Json req{{"cmd", "members"}};
       if (!state_filter.empty()) req["state"] = state_filter;
@@ -410,21 +531,53 @@ int main(int argc, char** argv) {
       }
       const Json reply = call(socket_path, req);
       if (as_json) {
-        std::printf("%s\n", reply.dump(2).c_str());
+        print_json(reply);
+      } else if (detailed) {
+        print_members_detailed(reply);
       } else {
         print_members(reply);
       }
     } else if (*stats) {
       const Json reply = call(socket_path, Json{{"cmd", "stats"}});
       if (as_json) {
-        std::printf("%s\n", reply["stats"].dump(2).c_str());
+        std::printf("%s\n", reply["stats"].dump(2).c_str());  // the document itself, as --stats-json writes it
       } else {
         print_stats(reply["stats"]);
       }
+    } else if (*info) {
+      const Json reply = call(socket_path, Json{{"cmd", "info"}});
+      if (as_json) {
+        print_json(reply);
+      } else {
+        for (const auto& [k, v] : reply.items()) {
+          if (k == "ok") continue;
+          std::printf("%-16s %s\n", (k + ":").c_str(), cell(v).c_str());
+        }
+      }
+    } else if (*keys_list && cluster_wide) {
+      // Whatever the outcome, what the members said is printed; "ok" is
+      // false (exit 1) when some live member did not answer.
+      const Json reply = call_raw(socket_path, Json{{"cmd", "keys"}, {"op", "list"}, {"scope", "cluster"}});
+      if (as_json) {
+        std::printf("%s\n", reply.dump(2).c_str());
+      } else if (reply.contains("keys")) {
+        std::vector<std::vector<std::string>> rows;
+        for (const Json& k : reply["keys"]) {
+          std::string lacking;
+          for (const Json& n : k["lacking"]) lacking += (lacking.empty() ? "" : ",") + cell(n);
+          rows.push_back({cell(k["id"]), "[" + cell(k["held_by"]) + "/" + cell(k["members"]) + "]",
+                          "[" + cell(k["primary_on"]) + "/" + cell(k["members"]) + "]", lacking.empty() ? "-" : lacking});
+        }
+        print_table({"KEY", "HELD BY", "PRIMARY ON", "LACKING"}, rows);
+        std::string missing;
+        for (const Json& n : reply["no_answer"]) missing += (missing.empty() ? "" : ",") + cell(n);
+        if (!missing.empty()) std::printf("no answer from: %s\n", missing.c_str());
+      }
+      if (const int st = reply_status(reply); st != 0) return failed(st, reply.value("error", std::string("failed")));
     } else if (*keys_list) {
       const Json reply = call(socket_path, Json{{"cmd", "keys"}, {"op", "list"}});
       if (as_json) {
-        std::printf("%s\n", reply.dump(2).c_str());
+        print_json(reply);
       } else {
         std::vector<std::vector<std::string>> rows;
         for (const Json& k : reply["keys"]) {
@@ -447,24 +600,44 @@ int main(int argc, char** argv) {
       if (cluster_wide) {
         if (key_primary) throw std::invalid_argument("--primary with --cluster: install everywhere, then 'keys use --cluster'");
         req["scope"] = "cluster";
-      }
-      const Json reply = call(socket_path, req);
-      if (cluster_wide) {
+        // The whole outcome is printed either way; "ok" is the exit status.
+        const Json reply = call_raw(socket_path, req);
         std::printf("%s\n", reply.dump(2).c_str());
-        if (!reply.value("complete", false)) {
-          return fail(kExitRuntime, "not every member applied the change (see 'refused' and 'no_answer'); re-run it");
-        }
+        if (const int st = reply_status(reply); st != 0) return fail(st, reply.value("error", std::string("failed")));
       } else {
-        std::string ids;
-        for (const Json& k : reply["keys"]) ids += (ids.empty() ? "" : " ") + cell(k);
-        std::printf("ok: keys %s, primary %s\n", ids.c_str(), cell(reply["primary"]).c_str());
+        const Json reply = call(socket_path, req);
+        if (as_json) {
+          print_json(reply);
+        } else {
+          std::string ids;
+          for (const Json& k : reply["keys"]) ids += (ids.empty() ? "" : " ") + cell(k);
+          std::printf("ok: keys %s, primary %s\n", ids.c_str(), cell(reply["primary"]).c_str());
+        }
       }
     } else if (*join) {
+      // Waits for the answer (at most 5 s): exit 0 once a member there
+      // answered, 1 if none did, 2 for a malformed or wrong-family address.
       const Json reply = call(socket_path, Json{{"cmd", "join"}, {"address", join_addr}});
-      std::printf("joining through %s\n", cell(reply["joining"]).c_str());
+      if (as_json) {
+        print_json(reply);
+      } else {
+        std::printf("joined through %s: %s member(s) answered, %s live\n", cell(reply["joined"]).c_str(),
+                    cell(reply["answered"]).c_str(), cell(reply["live_members"]).c_str());
+      }
     } else if (*leave) {
-      (void)call(socket_path, Json{{"cmd", "leave"}});
-      std::printf("leaving: the gateway broadcasts its leave, then stops\n");
+      const Json reply = call(socket_path, Json{{"cmd", "leave"}});
+      if (as_json) {
+        print_json(reply);
+      } else {
+        std::printf("leaving: the gateway broadcasts its leave, then stops\n");
+      }
+    } else if (*force_leave) {
+      const Json reply = call(socket_path, Json{{"cmd", "force-leave"}, {"node", force_node}});
+      if (as_json) {
+        print_json(reply);
+      } else {
+        std::printf("%s: left%s\n", force_node.c_str(), reply.value("changed", false) ? "" : " (already)");
+      }
     } else if (*tags_set || *tags_unset) {
       Json req{{"cmd", "tags"}};
       if (*tags_set) {
@@ -481,24 +654,54 @@ int main(int argc, char** argv) {
         req["keys"] = tag_args;
       }
       const Json reply = call(socket_path, req);
-      std::string shown;
-      for (const auto& [k, v] : reply["tags"].items()) shown += (shown.empty() ? "" : ",") + k + "=" + cell(v);
-      std::printf("tags now {%s}, incarnation %s\n", shown.c_str(), cell(reply["incarnation"]).c_str());
+      if (as_json) {
+        print_json(reply);
+      } else {
+        std::string shown;
+        for (const auto& [k, v] : reply["tags"].items()) shown += (shown.empty() ? "" : ",") + k + "=" + cell(v);
+        std::printf("tags now {%s}, incarnation %s\n", shown.c_str(), cell(reply["incarnation"]).c_str());
+      }
     } else if (*log_level) {
-      (void)call(socket_path, Json{{"cmd", "log-level"}, {"level", level}});
-      std::printf("log level %s\n", level.c_str());
+      const Json reply = call(socket_path, Json{{"cmd", "log-level"}, {"level", level}});
+      if (as_json) {
+        print_json(reply);
+      } else {
+        std::printf("log level %s\n", level.c_str());
+      }
+    } else if (*monitor) {
+      // Polls the gateway's ring of recent lines (each request returns what
+      // is new since the last), starting with what it still holds.
+      std::uint64_t since = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (;;) {
+        const Json reply = call(socket_path, Json{{"cmd", "monitor"}, {"since", since}, {"level", monitor_level}});
+        for (const Json& l : reply["lines"]) {
+          if (as_json) {
+            std::printf("%s\n", l.dump().c_str());
+          } else {
+            std::printf("%s\n", cell(l["text"]).c_str());
+          }
+        }
+        std::fflush(stdout);
+        since = reply.value("next", since);
+        if (monitor_seconds > 0 &&
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= monitor_seconds) {
+          break;
+        }
+        if (reply["lines"].size() < 256) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
     }
   } catch (const gw::crypto::KeyError& e) {
-    return fail(kExitUsage, e.what());
+    return failed(kExitUsage, e.what());
   } catch (const gw::config::ConfigError& e) {
-    return fail(kExitUsage, e.what());
+    return failed(kExitUsage, e.what());
   } catch (const std::invalid_argument& e) {
-    return fail(kExitUsage, e.what());
+    return failed(kExitUsage, e.what());
   } catch (const RemoteError& e) {
-    return fail(kExitRuntime, e.what());
+    return failed(e.status(), e.what());
   } catch (const std::runtime_error& e) {
     // resolve_suite and ladder_config: a field the CPU or the parser refuses.
-    return fail(kExitUsage, e.what());
+    return failed(kExitUsage, e.what());
   }
   return 0;
 }

@@ -754,8 +754,9 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
     ++counters_.update_drop_stale;
     return;
   }
-  // Already a tombstone: nothing new.
-  if (m->is_tombstone()) return;
+  // Already a tombstone: nothing new, except that a failed member's own
+  // Leave (late, or given by an operator's force-leave) marks it left.
+  if (m->is_tombstone() && !(status == MemberStatus::kLeft && m->status == MemberStatus::kDead)) return;
   if (node == config_.name) {
     // About us: refute, unless it is our own farewell coming back.
     if (!leaving_) refute(incarnation);

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <span>
+#include <variant>
 
 #include "control/codec.h"
 #include "crypto/datagram.h"
@@ -30,9 +32,10 @@ EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t no
       shaper_(options_.shaper, sink, now_ns),
       engine_(std::make_unique<engine::Engine>(options_.engine, options_.rng_seed, now_ns)),
       sealed_(crypto::kHeaderBytes + 0xFFFF) {
-  // Request ids differ across restarts, so a retry is never mistaken for a
-  // command from an earlier run.
-  next_request_id_ = options_.rng_seed | 1;
+  // Request ids are Unix ns when issued (strictly increasing): they differ
+  // across restarts, so a retry is never mistaken for a command from an
+  // earlier run, and a receiver can tell a command older than itself.
+  next_request_id_ = options_.started_unix_ns;
 }
 
 void EngineHost::start(std::uint64_t now_ns, std::uint32_t unix_s) {
@@ -61,7 +64,18 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
     ++counters.class_drop_mismatch[static_cast<std::size_t>(h.cls)];
     return;
   }
-  for (const engine::Message& m : r.messages) ++counters.msgs[m.index()];
+  for (const engine::Message& m : r.messages) {
+    ++counters.msgs[m.index()];
+    // The ack of one of our direct pings: its round trip.
+    if (const auto* ack = std::get_if<engine::Ack>(&m); ack != nullptr && !pings_in_flight_.empty()) {
+      const auto it = std::find_if(pings_in_flight_.begin(), pings_in_flight_.end(),
+                                   [&](const auto& p) { return p.first == ack->seq_no; });
+      if (it != pings_in_flight_.end()) {
+        probe_rtt_.add(now_ns > it->second ? (now_ns - it->second) / 1000 : 0);
+        pings_in_flight_.erase(it);
+      }
+    }
+  }
   engine::Address from = to_engine_address(h.from);
   note_sender_key(from, h.key_id);
   if (r.messages.empty()) {
@@ -110,6 +124,17 @@ bool EngineHost::send_sealed(const engine::Address& to, crypto::PriorityClass cl
   return shaper_.submit(to_endpoint(to), cls, sealed_.data(), n, now_ns);
 }
 
+namespace {
+
+std::string key_id_hex(const KeyChange& change) {
+  char b[9];
+  std::snprintf(b, sizeof b, "%08x",
+                change.op == KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id);
+  return b;
+}
+
+}  // namespace
+
 std::string EngineHost::start_cluster_key_change(const KeyChange& change, std::uint64_t now_ns, std::uint32_t unix_s,
                                                  KeyOpDone done) {
   if (options_.snapshots == nullptr) return "key changes are not available on this gateway";
@@ -121,7 +146,8 @@ std::string EngineHost::start_cluster_key_change(const KeyChange& change, std::u
   if (!err.empty()) return err;
 
   KeyOp op;
-  op.command.request_id = next_request_id_++;
+  next_request_id_ = std::max<std::uint64_t>(next_request_id_ + 1, std::uint64_t{unix_s} * 1'000'000'000ULL);
+  op.command.request_id = next_request_id_;
   op.command.change = change;
   op.command.origin = engine_->name();
   for (const engine::Member& m : engine_->members()) {
@@ -134,13 +160,7 @@ std::string EngineHost::start_cluster_key_change(const KeyChange& change, std::u
   op.deadline_ns = now_ns + kKeyOpTimeoutNs;
   op.done = std::move(done);
   spdlog::info("cluster-wide key {} of {} to {} member(s) (request {:016x})", key_op_name(change.op),
-               [&] {
-                 char b[9];
-                 std::snprintf(b, sizeof b, "%08x",
-                               change.op == KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id);
-                 return std::string(b);
-               }(),
-               op.targets.size(), op.command.request_id);
+               key_id_hex(change), op.targets.size(), op.command.request_id);
   key_ops_.push_back(std::move(op));
   key_ops_tick(now_ns, unix_s);
   return {};
@@ -158,6 +178,7 @@ void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& fro
       t->second.answered = true;
       if (r.ok) {
         op.outcome.ok.push_back(r.node);
+        if (op.command.change.op == KeyChange::Op::kList) op.outcome.keyrings[r.node] = {r.key_ids, r.primary};
       } else {
         op.outcome.refused.emplace_back(r.node, r.error);
       }
@@ -171,10 +192,45 @@ void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& fro
     ++counters_.key_results_unsolicited;  // our own command, reflected back
     return;
   }
-  KeyResultMsg answer{c.request_id, engine_->name(), true, {}};
+  // Only the live member that issued a command may send it: anyone else
+  // holding a cluster key (or replaying a member's datagram from another
+  // address) gets nothing applied and no answer.
+  const engine::Member* origin = engine_->member(c.origin);
+  if (origin == nullptr || origin->is_tombstone() || origin->addr != from) {
+    ++counters_.key_commands_not_member;
+    spdlog::warn("key {} of {} claimed by '{}' from a sender that is not that live member: ignored",
+                 key_op_name(c.change.op), key_id_hex(c.change), c.origin);
+    return;
+  }
+  KeyResultMsg answer{c.request_id, engine_->name(), true, {}, {}, 0};
+  // A list changes nothing: answer with our keyring, every time it is asked.
+  if (c.change.op == KeyChange::Op::kList) {
+    const crypto::Keyring& ring = keyring();
+    answer.key_ids = ring.ids();
+    answer.primary = ring.primary() != nullptr ? ring.primary()->id() : 0;
+    key_results_out_.emplace_back(from, std::move(answer));
+    return;
+  }
   const auto seen = std::find_if(applied_commands_.begin(), applied_commands_.end(), [&](const AppliedCommand& a) {
     return a.origin == c.origin && a.request_id == c.request_id;
   });
+  const auto newest = newest_command_.find(c.origin);
+  // Issued before we started, or older than one already applied and not a
+  // remembered retry: a replay. Refused (answered, so a real origin learns why).
+  // Whole seconds: the origin stamps ids from the second its host clock
+  // gives (a command issued in the second we started is not held against it).
+  constexpr std::uint64_t kSecondNs = 1'000'000'000ULL;
+  const bool before_start = c.request_id / kSecondNs < options_.started_unix_ns / kSecondNs;
+  if (seen == applied_commands_.end() &&
+      (before_start || (newest != newest_command_.end() && c.request_id <= newest->second))) {
+    ++counters_.key_commands_stale;
+    spdlog::warn("key {} of {} from member {} refused: issued before this node started or already superseded "
+                 "(request {:016x})",
+                 key_op_name(c.change.op), key_id_hex(c.change), c.origin, c.request_id);
+    key_results_out_.emplace_back(from, KeyResultMsg{c.request_id, engine_->name(), false,
+                                                     "stale command (issued before this node started, or replayed)", {}, 0});
+    return;
+  }
   if (seen != applied_commands_.end()) {
     ++counters_.key_commands_repeated;
     answer.ok = seen->ok;
@@ -186,13 +242,18 @@ void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& fro
     answer.ok = answer.error.empty();
     if (answer.ok) {
       ++counters_.key_commands_applied;
-      spdlog::info("key {} applied at the request of member {}", key_op_name(c.change.op), c.origin);
+      spdlog::info("key {} of {} applied at the request of member {} (request {:016x})", key_op_name(c.change.op),
+                   key_id_hex(c.change), c.origin, c.request_id);
     } else {
       ++counters_.key_commands_refused;
-      spdlog::warn("key {} requested by member {} refused: {}", key_op_name(c.change.op), c.origin, answer.error);
+      spdlog::warn("key {} of {} requested by member {} refused: {}", key_op_name(c.change.op), key_id_hex(c.change),
+                   c.origin, answer.error);
     }
     if (applied_commands_.size() == kRememberedCommands) applied_commands_.pop_front();
     applied_commands_.push_back({c.origin, c.request_id, answer.ok, answer.error});
+    if (newest_command_.size() >= kMaxOrigins && newest == newest_command_.end()) newest_command_.clear();
+    std::uint64_t& n = newest_command_[c.origin];
+    n = std::max(n, c.request_id);
   }
   key_results_out_.emplace_back(from, std::move(answer));
 }
@@ -298,6 +359,15 @@ void EngineHost::flush(std::uint64_t now_ns, std::uint32_t unix_s) {
       continue;
     }
     ++counters_.sealed;
+    for (const engine::Message& m : o.messages) {
+      if (const auto* ping = std::get_if<engine::Ping>(&m)) {
+        if (pings_in_flight_.size() >= kPingsInFlight) {
+          pings_in_flight_.pop_front();
+          ++probe_rtt_.unmatched;
+        }
+        pings_in_flight_.emplace_back(ping->seq_no, now_ns);
+      }
+    }
     // The shaper counts what it defers and drops, by class.
     (void)shaper_.submit(to_endpoint(o.to), params.cls, sealed_.data(), n, now_ns);
   }

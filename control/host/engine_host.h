@@ -35,6 +35,33 @@ struct EngineHostCounters {
   std::uint64_t key_commands_repeated = 0; // a retry of a command already applied: answered again
   std::uint64_t key_results_received = 0;
   std::uint64_t key_results_unsolicited = 0;  // for no request of ours, or from a non-target
+  // Key commands ignored (not applied, not answered) because their sender is
+  // not the live member that claims to have issued them.
+  std::uint64_t key_commands_not_member = 0;
+  // ... because they were issued before this node started, or are older than
+  // the newest one already applied from the same origin (a replay).
+  std::uint64_t key_commands_stale = 0;
+};
+
+// Round trips of our direct probes (ping sent to its ack received), as seen
+// by the control lcore: egress shaping and ring queueing included.
+struct ProbeRtt {
+  // Upper bounds of the histogram's buckets, in microseconds; one more
+  // bucket (+Inf) after the last.
+  static constexpr std::array<std::uint64_t, 11> kBoundsUs = {500,   1000,   2000,   5000,   10000, 20000,
+                                                              50000, 100000, 200000, 500000, 1000000};
+  std::array<std::uint64_t, kBoundsUs.size() + 1> buckets{};  // per bucket (not cumulative)
+  std::uint64_t sum_us = 0;
+  std::uint64_t count = 0;
+  std::uint64_t unmatched = 0;  // pings forgotten before an ack came (bounded table)
+
+  void add(std::uint64_t rtt_us) {
+    std::size_t i = 0;
+    while (i < kBoundsUs.size() && rtt_us > kBoundsUs[i]) ++i;
+    ++buckets[i];
+    sum_us += rtt_us;
+    ++count;
+  }
 };
 
 class EngineHost {
@@ -52,6 +79,11 @@ class EngineHost {
     crypto::Suite suite = crypto::Suite::kChaCha20Poly1305;
     std::uint64_t rng_seed = 0;
     ShaperConfig shaper;
+    // Unix time this process started, in ns. Key command ids are the
+    // origin's Unix time in ns when it issued them: a command issued before
+    // we started (a replay of one we may have applied in an earlier run) is
+    // refused, so each is applied at most once, also across restarts.
+    std::uint64_t started_unix_ns = 0;
   };
 
   // `sink` must outlive the host. Times: monotonic ns for the engine's timers,
@@ -76,6 +108,7 @@ class EngineHost {
     return options_.snapshots != nullptr ? options_.snapshots->current().keys : *options_.keys;
   }
   const EngineHostCounters& counters() const noexcept { return counters_; }
+  const ProbeRtt& probe_rtt() const noexcept { return probe_rtt_; }
   const EgressShaper& shaper() const noexcept { return shaper_; }
 
   // Member events for local consumers: each is logged (join, failed and left
@@ -91,6 +124,8 @@ class EngineHost {
     std::vector<std::string> ok;
     std::vector<std::pair<std::string, std::string>> refused;  // member, why
     std::vector<std::string> no_answer;
+    // list: each answering member's key ids and primary.
+    std::map<std::string, std::pair<std::vector<std::uint32_t>, std::uint32_t>> keyrings;
   };
   using KeyOpDone = std::function<void(const KeyOpOutcome&)>;
   // Retries to members that have not answered, and the overall deadline.
@@ -153,6 +188,10 @@ class EngineHost {
   };
   static constexpr std::size_t kRememberedCommands = 64;
   std::deque<AppliedCommand> applied_commands_;
+  // The newest command id applied per origin: anything older that is not a
+  // remembered retry is a replay. Bounded like the members it is kept for.
+  static constexpr std::size_t kMaxOrigins = 4096;
+  std::map<std::string, std::uint64_t> newest_command_;
   Options options_;
   EgressShaper shaper_;
   std::unique_ptr<engine::Engine> engine_;
@@ -160,6 +199,10 @@ class EngineHost {
   std::vector<std::uint8_t> plain_;
   std::vector<std::uint8_t> sealed_;
   EngineHostCounters counters_;
+  // Pings sent, by sequence number, until their ack (oldest forgotten first).
+  static constexpr std::size_t kPingsInFlight = 1024;
+  std::deque<std::pair<std::uint32_t, std::uint64_t>> pings_in_flight_;
+  ProbeRtt probe_rtt_;
   std::deque<engine::MemberEvent> recent_;
   std::array<std::uint64_t, 4> event_counts_{};
   std::map<engine::Address, std::uint32_t> sender_keys_;

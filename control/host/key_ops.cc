@@ -39,16 +39,19 @@ const char* key_op_name(KeyChange::Op op) {
     case KeyChange::Op::kInstall: return "install";
     case KeyChange::Op::kUse: return "use";
     case KeyChange::Op::kRemove: return "remove";
+    case KeyChange::Op::kList: return "list";
   }
   return "unknown";
 }
 
 std::string apply_key_change(dp::SnapshotExchange& snapshots, crypto::Suite suite, const KeyChange& change,
                              bool idempotent) {
+  if (change.op == KeyChange::Op::kList) return {};  // nothing to change
   const dp::DataplaneSnapshot& cur = snapshots.current();
   auto next = std::make_unique<dp::DataplaneSnapshot>();
   next->keys = cur.keys;
   next->known_members = cur.known_members;
+  next->key_material = cur.key_material;
   crypto::Keyring& ring = next->keys;
   try {
     switch (change.op) {
@@ -59,6 +62,7 @@ std::string apply_key_change(dp::SnapshotExchange& snapshots, crypto::Suite suit
           if (!change.primary) return {};  // nothing to change
         } else {
           ring.add(key, false);
+          next->key_material[key.id()] = change.key;
         }
         if (change.primary) ring.set_primary(key.id());
         break;
@@ -69,7 +73,10 @@ std::string apply_key_change(dp::SnapshotExchange& snapshots, crypto::Suite suit
       case KeyChange::Op::kRemove:
         if (idempotent && ring.find(change.id) == nullptr) return {};
         ring.remove(change.id);
+        next->key_material.erase(change.id);
         break;
+      case KeyChange::Op::kList:
+        return {};  // returned above; nothing to change
     }
   } catch (const std::exception& e) {
     return e.what();
@@ -98,6 +105,8 @@ std::vector<std::uint8_t> encode_key_result(const KeyResultMsg& m) {
   r->set_node(m.node);
   r->set_ok(m.ok);
   r->set_error(m.error.substr(0, kMaxError));
+  for (std::uint32_t id : m.key_ids) r->add_key_ids(id);
+  r->set_primary_key_id(m.primary);
   return serialize(pc);
 }
 
@@ -129,6 +138,9 @@ std::optional<KeyControl> decode_key_control(std::span<const std::uint8_t> bytes
         case pb::KeyCommand::REMOVE:
           m.change.op = KeyChange::Op::kRemove;
           break;
+        case pb::KeyCommand::LIST:
+          m.change.op = KeyChange::Op::kList;
+          break;
         default:
           return std::nullopt;
       }
@@ -136,7 +148,9 @@ std::optional<KeyControl> decode_key_control(std::span<const std::uint8_t> bytes
     } else {
       const pb::KeyCommandResult& kr = pc.key_result();
       if (kr.node().empty() || kr.node().size() > kMaxNodeName || kr.error().size() > kMaxError) return std::nullopt;
-      out.result = KeyResultMsg{kr.request_id(), kr.node(), kr.ok(), kr.error()};
+      if (kr.key_ids_size() > static_cast<int>(crypto::Keyring::kMaxKeys)) return std::nullopt;
+      out.result = KeyResultMsg{kr.request_id(), kr.node(), kr.ok(), kr.error(), {}, kr.primary_key_id()};
+      out.result->key_ids.assign(kr.key_ids().begin(), kr.key_ids().end());
     }
     return out;
   } catch (const std::exception&) {

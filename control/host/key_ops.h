@@ -17,7 +17,8 @@
 namespace gw::cp {
 
 struct KeyChange {
-  enum class Op : std::uint8_t { kInstall = 1, kUse = 2, kRemove = 3 };
+  // kList changes nothing: the members answer with their keyrings.
+  enum class Op : std::uint8_t { kInstall = 1, kUse = 2, kRemove = 3, kList = 4 };
   Op op = Op::kInstall;
   crypto::KeyBytes key{};  // install
   std::uint32_t id = 0;    // use, remove (install: derived from key)
@@ -44,6 +45,8 @@ struct KeyResultMsg {
   std::string node;
   bool ok = false;
   std::string error;
+  std::vector<std::uint32_t> key_ids;  // list: the member's keyring (at most Keyring::kMaxKeys)
+  std::uint32_t primary = 0;           // list: its primary
 };
 struct KeyControl {
   std::optional<KeyCommandMsg> command;

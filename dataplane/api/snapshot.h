@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -56,6 +57,9 @@ struct DataplaneSnapshot {
   // Addresses of members the control plane knows (alive or suspect), sorted
   // and unique; workers give them a larger rate-limit budget.
   std::vector<SourceAddress> known_members;
+  // The raw bytes of every key in `keys`, by id: the control lcore persists
+  // the keyring from them (control.state_dir). Workers never read it.
+  std::map<std::uint32_t, crypto::KeyBytes> key_material;
 
   bool is_known(const SourceAddress& a) const noexcept {
     return std::binary_search(known_members.begin(), known_members.end(), a);

@@ -5,12 +5,14 @@
 #
 #   perf/pktgen/make_inputs.sh --config /etc/gossipgw/gossipgw.yaml --dst-mac 0c:42:a1:00:00:01 \
 #       [--out perf/pktgen/out] [--sizes 128,512,1400] [--gossipgen build/perf/gossipgen/gossipgen]
-#       [--timestamp UNIX_SECONDS] [--rate PERCENT] [--port N]
+#       [--timestamp UNIX_SECONDS] [--rate PERCENT] [--port N] [--seconds S]
 #
 # --config is the gateway's own config (cluster, keys, suite, address, port,
 # limits come from it), --dst-mac the MAC of the gateway's port. The valid
 # frames carry --timestamp (default: now), so they must be sent within the
-# config's limits.replay_window_s of it.
+# config's limits.replay_window_s of it. Each .pkt sends for --seconds
+# (default 10), then stops and quits pktgen, so scripted runs end (0: it
+# keeps sending until `stop N` / `quit` at the prompt).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,8 +25,9 @@ dst_mac=""
 timestamp=$(date +%s)
 rate=100
 port=0
+seconds=10
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -35,12 +38,14 @@ while [ $# -gt 0 ]; do
     --timestamp) timestamp=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "make_inputs.sh: unknown option $1" >&2; usage 2 ;;
   esac
 done
 [ -n "$config" ] || { echo "make_inputs.sh: --config is required" >&2; exit 2; }
 [ -n "$dst_mac" ] || { echo "make_inputs.sh: --dst-mac is required (the gateway port's MAC)" >&2; exit 2; }
+case "$seconds" in ''|*[!0-9]*) echo "make_inputs.sh: --seconds must be a whole number" >&2; exit 2 ;; esac
 [ -x "$gen" ] || { echo "make_inputs.sh: no gossipgen at $gen (ninja -C build perf/gossipgen/gossipgen)" >&2; exit 2; }
 mkdir -p "$out"
 
@@ -71,6 +76,10 @@ enable $port pcap
 set $port rate $rate
 start $port
 PKT
+    if [ "$seconds" -gt 0 ]; then
+      # pktgen's command files never end on their own: wait, stop, quit.
+      printf 'sleep %s\nstop %s\nquit\n' "$seconds" "$port" >>"$out/$name.pkt"
+    fi
     echo "$out/$name.pcap ($(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['packets'])" "$out/$name.truth.json") frames), $out/$name.pkt"
   done
 done

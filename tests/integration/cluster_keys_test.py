@@ -114,6 +114,19 @@ control:
     ring_b = {k["id"]: k["primary"] for k in gwtest.ctl_json(CTL, "keys", "list", sock=socks["b"])["keys"]}
     check("b holds both keys, old primary", ring_b == {id1: True, id2: False}, str(ring_b))
 
+    def cluster_keys():
+        r = gwtest.ctl(CTL, "--json", "keys", "list", "--cluster", sock=socks["a"])
+        rep = json.loads(r.stdout)
+        check("keys list --cluster: every member answered, ok is the exit status",
+              r.returncode == 0 and rep["ok"] is True and rep["members"] == 2 and rep["no_answer"] == [], r.stdout)
+        return {k["id"]: (k["held_by"], k["primary_on"], k["lacking"]) for k in rep["keys"]}
+
+    check("keys list --cluster after install: both hold both, k1 primary on 2/2",
+          cluster_keys() == {id1: (2, 2, []), id2: (2, 0, [])}, str(cluster_keys()))
+    table = gwtest.ctl(CTL, "keys", "list", "--cluster", sock=socks["a"])
+    check("keys list --cluster table: [n/N]", table.returncode == 0 and f"{id2}  [2/2]" in table.stdout and
+          "[0/2]" in table.stdout, table.stdout + table.stderr)
+
     r = gwtest.ctl(CTL, "keys", "use", id2, "--cluster", sock=socks["a"])
     check("use --cluster complete", r.returncode == 0 and json.loads(r.stdout).get("complete") is True,
           r.stdout + r.stderr)
@@ -134,6 +147,16 @@ control:
     for n, s in socks.items():
         ring = {k["id"]: k["primary"] for k in gwtest.ctl_json(CTL, "keys", "list", sock=s)["keys"]}
         check(f"{n}: only the new key, primary", ring == {id2: True}, str(ring))
+    check("keys list --cluster after the rotation: only k2, primary on 2/2",
+          cluster_keys() == {id2: (2, 2, [])}, str(cluster_keys()))
+    # Node scope on A only: B lacks it, and the cluster view says so.
+    k3 = os.path.join(tmp, "k3.key")
+    subprocess.run([CTL, "keygen", "--out", k3], check=True, capture_output=True)
+    id3 = gwtest.key_id(CTL, k3)
+    check("install k3 on A only", gwtest.ctl(CTL, "keys", "install", k3, sock=socks["a"]).returncode == 0)
+    check("keys list --cluster: k3 held by 1/2, gw-b lacks it",
+          cluster_keys().get(id3) == (1, 0, ["gw-b"]), str(cluster_keys()))
+    check("remove k3 again", gwtest.ctl(CTL, "keys", "remove", id3, sock=socks["a"]).returncode == 0)
 
     # Gossip keeps flowing under the new key; nobody was suspected.
     wait_for("gossip after rotation", lambda: all(

@@ -322,6 +322,14 @@ TEST(ConfigLoaderReject, NonScalarKey) {
                   "expected a field name, got a list");
 }
 
+TEST(ConfigLoaderReject, StateDirMustBeAbsolute) {
+  EXPECT_REJECTED(with_minimal("control:\n  state_dir: var/lib/gw\n"), "control.state_dir", 8,
+                  "must be an absolute directory path");
+  EXPECT_EQ(parse_config(with_minimal("control:\n  state_dir: /var/lib/gw\n"), kSource, "").control.state_dir,
+            "/var/lib/gw");
+  EXPECT_EQ(parse_config(with_minimal(""), kSource, "").control.state_dir, "");
+}
+
 // --- Wrong types -----------------------------------------------------------
 
 TEST(ConfigLoaderReject, StringWhereIntegerExpected) {

@@ -148,5 +148,25 @@ TEST(ApiRequest, ErrorReplyIsOneLine) {
   EXPECT_NE(r.find("\"ok\":false"), std::string::npos);
 }
 
+TEST(ApiRequest, ErrorReplyCarriesItsExitStatus) {
+  EXPECT_NE(error_reply("refused").find("\"status\":1"), std::string::npos);
+  EXPECT_NE(error_reply("bad", kStatusBadInput).find("\"status\":2"), std::string::npos);
+}
+
+TEST(ApiRequest, InfoForceLeaveMonitor) {
+  (void)as<InfoRequest>(parse_request(R"({"cmd":"info"})"));
+  EXPECT_EQ(as<ForceLeaveRequest>(parse_request(R"({"cmd":"force-leave","node":"n-3"})")).node, "n-3");
+  EXPECT_NE(error_of(R"({"cmd":"force-leave"})").find("node"), std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"force-leave","node":""})").find("node must be"), std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"force-leave","node":"a b"})").find("node must be"), std::string::npos);
+  const auto m = as<MonitorRequest>(parse_request(R"({"cmd":"monitor","since":42,"level":"warn"})"));
+  EXPECT_EQ(m.since, 42u);
+  EXPECT_EQ(m.level, "warn");
+  EXPECT_EQ(as<MonitorRequest>(parse_request(R"({"cmd":"monitor"})")).level, "info");
+  EXPECT_NE(error_of(R"({"cmd":"monitor","since":-1})").find("since"), std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"monitor","level":"off"})").find("level must be"), std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"info","x":1})").find("unknown field"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gw::cp::api

@@ -643,6 +643,48 @@ TEST(Engine, TombstonesBlockStaleAliveAndHigherIncarnationRejoins) {
   EXPECT_EQ(d.e.member(name(2))->status, MemberStatus::kAlive);
 }
 
+// gossipctl force-leave (issue 18): the host hands the engine a failed
+// member's Leave at the incarnation it died with. Old code ignored it (already
+// a tombstone), so the member stayed failed and a reconnect target for ever.
+TEST(Engine, AFailedMembersLeaveMarksItLeftAndNoSyncBringsItBack) {
+  Driver d(config());
+  d.add_members(1, 4);
+  d.handle(2, {Dead{3, name(1), name(2)}});
+  ASSERT_EQ(d.e.member(name(1))->status, MemberStatus::kDead);
+  d.sent.clear();
+  d.e.handle(addr(0), {Leave{3, name(1)}}, d.now);
+  d.collect();
+  ASSERT_EQ(d.e.member(name(1))->status, MemberStatus::kLeft);
+  EXPECT_EQ(count_events(d.events, EventKind::kLeave, name(1)), 1u);
+  // The Leave goes out to the others (piggybacked on the next datagrams).
+  bool leave_sent = false;
+  d.run_until(d.now + 3 * kSecond, [&](const Outgoing& o) {
+    for (const Message& m : o.messages)
+      if (const Leave* l = std::get_if<Leave>(&m); l != nullptr && l->node == name(1)) leave_sent = true;
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  EXPECT_TRUE(leave_sent);
+  // A peer that still holds the old life (alive or failed at incarnation 3)
+  // syncs with us: it stays left.
+  d.handle(3, {SyncRequest{7, name(3), false, 0, 1,
+                           {MemberState{name(1), addr(1), 3, MemberStatus::kAlive, {}},
+                            MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}}}}});
+  d.handle(3, {SyncRequest{8, name(3), false, 0, 1, {MemberState{name(1), addr(1), 3, MemberStatus::kDead, {}}}}});
+  d.handle(3, {alive(1, 3)});
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kLeft);
+  // Our own syncs carry it as left.
+  bool synced_left = false;
+  for (const auto& o : d.sent)
+    for (const Message& m : o.messages)
+      if (const SyncResponse* r = std::get_if<SyncResponse>(&m))
+        for (const MemberState& st : r->members)
+          if (st.node == name(1) && st.status == MemberStatus::kLeft) synced_left = true;
+  EXPECT_TRUE(synced_left);
+  // A restart of the member (a newer incarnation) is a rejoin, as for any tombstone.
+  d.handle(1, {alive(1, 4)});
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kAlive);
+}
+
 TEST(Engine, GraveyardIsBoundedOldestFirst) {
   EngineConfig c = config();
   c.tombstone_ttl_ns = 10 * kSecond;
