@@ -87,7 +87,9 @@ report="$build/fuzz-report.txt"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 failed=0
 for t in "${targets[@]}"; do
-  mkdir -p "$corpus/$t"
+  # Every target gets a seed folder, empty if make_seeds has none for it
+  # (libFuzzer refuses a corpus folder that does not exist).
+  mkdir -p "$corpus/$t" "$seeds/$t"
   log="$build/fuzz-$t.log"
   echo "== fuzz_$t for ${seconds}s"
   parallel=()
@@ -97,7 +99,7 @@ for t in "${targets[@]}"; do
        -rss_limit_mb=2048 -timeout=10) >"$log" 2>&1; then
     failed=1
     echo "FAIL: fuzz_$t found a crash or an invariant violation:"
-    grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==' "$log" | head -20
+    grep -E 'ERROR|SUMMARY|Test unit written|==[0-9]+==|No such file' "$log" | head -20 || true
     echo "reproduce: $build/tests/fuzz/fuzz_$t $(ls -t "$build"/crash-"$t"-* 2>/dev/null | head -1)"
   fi
   execs=$(grep -h 'stat::number_of_executed_units' "$log" | head -1 | awk '{print $2}')
