@@ -84,8 +84,13 @@ unsigned drain_tx(TxContext& tx, std::uint16_t port, std::uint16_t queue, std::u
       ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
       ip->time_to_live = kTtl;
       ip->next_proto_id = IPPROTO_UDP;
-      std::memcpy(&ip->src_addr, tx.local.ipv4.data(), 4);
-      std::memcpy(&ip->dst_addr, to.ip.data(), 4);
+      // Through a local: the header is packed, and a pointer to its members
+      // may be unaligned.
+      rte_be32_t src = 0, dst = 0;
+      std::memcpy(&src, tx.local.ipv4.data(), 4);
+      std::memcpy(&dst, to.ip.data(), 4);
+      ip->src_addr = src;
+      ip->dst_addr = dst;
       ip->hdr_checksum = rte_ipv4_cksum(ip);
       udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
     } else {
