@@ -1,5 +1,7 @@
 #include "control/engine/member_table.h"
 
+#include "control/engine/rng.h"
+
 namespace gw::cp::engine {
 namespace {
 bool is_live(MemberStatus s) { return s == MemberStatus::kAlive || s == MemberStatus::kSuspect; }
@@ -19,11 +21,9 @@ std::uint64_t MemberTable::view_digest() const {
   std::uint64_t d = 0;
   for (const auto& [name, m] : members_) {
     if (!is_live(m.status) || m.probation) continue;
-    // splitmix64 finaliser over the name's hash and the incarnation.
-    std::uint64_t x = name_hash(name) + 0x9e3779b97f4a7c15ULL * (m.incarnation + 1);
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    d ^= x ^ (x >> 31);
+    // splitmix64 over the name's hash and the incarnation.
+    std::uint64_t x = name_hash(name) + 0x9e3779b97f4a7c15ULL * m.incarnation;
+    d ^= Rng::splitmix64(x);
   }
   return d != 0 ? d : 1;
 }
