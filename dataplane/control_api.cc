@@ -36,7 +36,7 @@ std::string ok_reply(Json j) {
 }
 
 bool has_tag(const engine::Member& m, const std::pair<std::string, std::string>& tag) {
-  return std::any_of(m.tags.begin(), m.tags.end(),
+  return std::any_of(m.tags().begin(), m.tags().end(),
                      [&](const engine::Tag& t) { return t.key == tag.first && t.value == tag.second; });
 }
 
@@ -49,10 +49,10 @@ std::unique_ptr<DataplaneSnapshot> snapshot_with_members(const DataplaneSnapshot
   next->key_material = current.key_material;
   for (const engine::Member& m : eng.members()) {
     if (m.is_tombstone() || m.name == eng.name()) continue;
-    if (m.addr.ip.size() != 4 && m.addr.ip.size() != 16) continue;
+    if (m.addr().ip.size() != 4 && m.addr().ip.size() != 16) continue;
     SourceAddress a;
-    std::copy(m.addr.ip.begin(), m.addr.ip.end(), a.ip.begin());
-    a.ip_len = static_cast<std::uint8_t>(m.addr.ip.size());
+    std::copy(m.addr().ip.begin(), m.addr().ip.end(), a.ip.begin());
+    a.ip_len = static_cast<std::uint8_t>(m.addr().ip.size());
     next->known_members.push_back(a);
   }
   std::sort(next->known_members.begin(), next->known_members.end());
@@ -235,7 +235,7 @@ void ControlApi::poll(std::uint64_t now_ns) {
     std::size_t answered = 0;
     if (eng.joined()) {
       for (const engine::Member& m : eng.members()) {
-        if (m.addr == pj.addr && !m.is_tombstone() && m.name != eng.name()) ++answered;
+        if (m.addr() == pj.addr && !m.is_tombstone() && m.name != eng.name()) ++answered;
       }
     }
     if (answered > 0) {
@@ -306,20 +306,20 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
             if (req.tag && !has_tag(m, *req.tag)) continue;
             Json mj;
             mj["name"] = m.name;
-            mj["address"] = ip_text(m.addr.ip);
-            mj["port"] = m.addr.port;
+            mj["address"] = ip_text(m.addr().ip);
+            mj["port"] = m.addr().port;
             mj["state"] = state_name(m.status);
             mj["incarnation"] = m.incarnation;
-            mj["protocol_version"] = m.protocol_version;
+            mj["protocol_version"] = m.protocol_version();
             mj["state_age_s"] = now_ns > m.state_change_ns ? (now_ns - m.state_change_ns) / 1'000'000'000ULL : 0;
             if (m.heard_ns != 0 && now_ns > m.heard_ns) mj["heard_s_ago"] = (now_ns - m.heard_ns) / 1'000'000'000ULL;
             if (m.probation) mj["probation"] = true;
             Json tags = Json::object();
-            for (const auto& t : m.tags) tags[t.key] = t.value;
+            for (const auto& t : m.tags()) tags[t.key] = t.value;
             mj["tags"] = std::move(tags);
             if (m.name == eng.name()) {
               mj["self"] = true;
-            } else if (const auto k = ctx_.host->sender_key(m.addr)) {
+            } else if (const auto k = ctx_.host->sender_key(m.addr())) {
               mj["key_id"] = api::key_id_text(*k);
             }
             members.push_back(std::move(mj));
@@ -346,7 +346,7 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
               ++live;
               if (m.name == eng.name()) {
                 if (primary != nullptr) ++using_key[primary->id()];
-              } else if (const auto k = ctx_.host->sender_key(m.addr)) {
+              } else if (const auto k = ctx_.host->sender_key(m.addr())) {
                 ++using_key[*k];
               } else {
                 ++unknown;
@@ -397,7 +397,7 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
           if (!need_engine()) return refuse("membership is disabled on this gateway (membership.enabled: false)");
           engine::Engine& eng = ctx_.host->engine();
           std::vector<engine::Tag> tags;
-          if (const engine::Member* self = eng.member(eng.name())) tags = self->tags;
+          if (const engine::Member* self = eng.member(eng.name())) tags = self->tags();
           if constexpr (std::is_same_v<T, api::TagsSetRequest>) {
             for (const auto& kv : req.tags) {
               const std::string& k = kv.first;

@@ -46,10 +46,10 @@ Engine::Engine(EngineConfig config, std::uint64_t seed, std::uint64_t now_ns)
       awareness_(config_.awareness_max_multiplier) {
   Member me;
   me.name = config_.name;
-  me.addr = config_.addr;
   me.incarnation = config_.initial_incarnation;
-  me.tags = tag_bytes(config_.tags) <= config_.max_tag_bytes ? config_.tags : std::vector<Tag>{};
-  me.protocol_version = config_.protocol_version;
+  me.set_profile(config_.addr,
+                 tag_bytes(config_.tags) <= config_.max_tag_bytes ? config_.tags : std::vector<Tag>{},
+                 config_.protocol_version);
   me.state_change_ns = now_ns;
   table_.insert(std::move(me));
   // Announce ourselves to whoever we talk to first.
@@ -69,7 +69,7 @@ std::uint64_t Engine::incarnation() const { return self().incarnation; }
 
 Alive Engine::self_alive() const {
   const Member& me = self();
-  return Alive{me.incarnation, me.name, me.addr, me.tags, me.protocol_version};
+  return Alive{me.incarnation, me.name, me.addr(), me.tags(), me.protocol_version()};
 }
 
 std::uint32_t Engine::retransmit_limit() const {
@@ -85,7 +85,7 @@ std::uint64_t Engine::sync_interval() const {
 std::vector<Member> Engine::members() const {
   std::vector<Member> out;
   out.reserve(table_.size());
-  for (const auto& [name, m] : table_.all()) out.push_back(m);
+  table_.for_each([&](const Member& m) { out.push_back(m); });
   return out;
 }
 
@@ -121,7 +121,7 @@ std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& 
                                             (include_suspect && m->status == MemberStatus::kSuspect));
     return eligible && std::find(out.begin(), out.end(), name) == out.end();
   };
-  const std::vector<std::string>& list = probes_.list();
+  const std::vector<Name>& list = probes_.list();
   if (list.size() <= 4 * k + 16) {
     // Small: exact selection over a shuffled copy.
     std::vector<std::string> all;
@@ -187,12 +187,12 @@ void Engine::gossip_soon(std::uint64_t now_ns) {
   ++counters_.gossip_eager;
 }
 
-void Engine::remember_newcomer(const std::string& name) {
+void Engine::remember_newcomer(Member& m) {
   // Bounded like the table; a death removes the name, growing up is noticed
   // when probing picks it.
-  if (newcomers_.size() >= config_.max_members || newcomer_pos_.count(name) != 0) return;
-  newcomer_pos_.emplace(name, newcomers_.size());
-  newcomers_.push_back(name);
+  if (newcomers_.size() >= config_.max_members || m.newcomer_slot != 0) return;
+  newcomers_.push_back(m.name.id());
+  m.newcomer_slot = static_cast<std::uint32_t>(newcomers_.size());
 }
 
 bool Engine::newcomer(const Member& m, std::uint64_t now_ns) const {
@@ -264,7 +264,7 @@ void Engine::promote_probationers(std::uint64_t now_ns) {
     ++counters_.probation_promoted;
     ++counters_.joins;
     emit(EventKind::kJoin, *m);
-    queue_broadcast(name, Alive{m->incarnation, m->name, m->addr, m->tags, m->protocol_version},
+    queue_broadcast(name, Alive{m->incarnation, m->name, m->addr(), m->tags(), m->protocol_version()},
                     PriorityClass::kGossip);
   }
 }
@@ -285,7 +285,7 @@ void Engine::emit(EventKind kind, const Member& m) {
     events_.pop_front();
     ++counters_.events_drop_full;
   }
-  events_.push_back(MemberEvent{kind, m.name, m.addr, m.incarnation, m.tags});
+  events_.push_back(MemberEvent{kind, m.name, m.addr(), m.incarnation, m.tags()});
 }
 
 void Engine::queue_broadcast(const std::string& node, Message msg, PriorityClass cls) {
@@ -413,7 +413,7 @@ void Engine::on_indirect_ping(const Address& from, const IndirectPing& m, std::u
     const Member* t = table_.find(m.target);
     // No address to probe: nothing we can do for the requester.
     if (t == nullptr) return;
-    target = t->addr;
+    target = t->addr();
   }
   const std::uint32_t seq = next_seq_++;
   // Lifeguard: nack at 80% of the probe timeout, so it reaches the prober
@@ -551,7 +551,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     const Member& me = self();
     // Our name at another address: another host claims to be us (or our previous
     // life echoes). Never trusted; refute, so our own entry wins everywhere.
-    if (a.addr != me.addr) {
+    if (a.addr != me.addr()) {
       ++counters_.conflict_self_name;
       if (!leaving_) refute(a.incarnation);
       return;
@@ -561,7 +561,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     // A newer incarnation of "us" (our previous life), or ours with other
     // metadata: refute by out-numbering it.
     if (a.incarnation > me.incarnation ||
-        (a.incarnation == me.incarnation && a.tags != me.tags))
+        (a.incarnation == me.incarnation && a.tags != me.tags()))
       refute(a.incarnation);
     return;
   }
@@ -602,10 +602,8 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     }
     Member fresh;
     fresh.name = a.node;
-    fresh.addr = a.addr;
+    fresh.set_profile(a.addr, a.tags, a.protocol_version);
     fresh.incarnation = a.incarnation;
-    fresh.tags = a.tags;
-    fresh.protocol_version = a.protocol_version;
     fresh.state_change_ns = now_ns;
     // In a storm, or a surge of arrivals, a newcomer waits outside the view
     // (probed, not gossiped) until it has lived through its probation: most
@@ -614,8 +612,8 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     m = table_.insert(std::move(fresh));
     if (m == nullptr) return;
     note_arrival(now_ns);
-    probes_.add_member(a.node, rng_);
-    remember_newcomer(a.node);
+    probes_.add_member(m->name, rng_);
+    remember_newcomer(*m);
     if (m->probation) {
       ++counters_.probation_started;
       probationers_.emplace_back(now_ns + config_.probation_ns, a.node);
@@ -634,12 +632,10 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
       return;
     }
     m->incarnation = a.incarnation;
-    m->addr = a.addr;
-    m->tags = a.tags;
-    m->protocol_version = a.protocol_version;
+    m->set_profile(a.addr, a.tags, a.protocol_version);
     table_.set_status(*m, MemberStatus::kAlive, now_ns, config_.tombstone_ttl_ns);
-    probes_.add_member(a.node, rng_);
-    remember_newcomer(a.node);
+    probes_.add_member(m->name, rng_);
+    remember_newcomer(*m);
     ++counters_.joins;
     emit(EventKind::kJoin, *m);
     queue_broadcast(a.node, a, PriorityClass::kGossip);
@@ -650,17 +646,15 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
   // echoing): the live member keeps its address until it moves with a newer
   // incarnation.
   if (a.incarnation <= m->incarnation) {
-    if (a.addr != m->addr)
+    if (a.addr != m->addr())
       ++counters_.conflict_address;
     else
       ++counters_.update_drop_stale;
     return;
   }
-  const bool changed = a.addr != m->addr || a.tags != m->tags;
+  const bool changed = a.addr != m->addr() || a.tags != m->tags();
   m->incarnation = a.incarnation;
-  m->addr = a.addr;
-  m->tags = a.tags;
-  m->protocol_version = a.protocol_version;
+  m->set_profile(a.addr, a.tags, a.protocol_version);
   // A newer incarnation refutes any suspicion.
   suspicions_.erase(a.node);
   table_.set_status(*m, MemberStatus::kAlive, now_ns, config_.tombstone_ttl_ns);
@@ -950,7 +944,7 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
   const std::uint32_t seq = next_seq_++;
   syncs_.start(seq, now_ns);
   ++counters_.sync_started;
-  send_sync<SyncRequest>(peer->addr, seq, false, false);
+  send_sync<SyncRequest>(peer->addr(), seq, false, false);
 }
 
 void Engine::start_sync(std::uint64_t now_ns) {
@@ -972,12 +966,13 @@ void Engine::start_sync(std::uint64_t now_ns) {
   // Not those that died as newcomers: a storm's thousands of dead phantoms
   // would take nearly every sync (partitions part established members).
   std::vector<const Member*> failed;
-  for (const auto& [name, m] : table_.all())
+  table_.for_each([&](const Member& m) {
     if (m.status == MemberStatus::kDead && !young(m, m.state_change_ns)) failed.push_back(&m);
+  });
   if (!failed.empty()) {
     const std::uint64_t live = peer.empty() ? 0 : table_.live_count() - 1;
     if (rng_.uniform(live + failed.size()) < failed.size()) {
-      peer = {failed[static_cast<std::size_t>(rng_.uniform(failed.size()))]->name};
+      peer = {failed[static_cast<std::size_t>(rng_.uniform(failed.size()))]->name.str()};
       ++counters_.sync_reconnects;
     }
   }
@@ -985,7 +980,7 @@ void Engine::start_sync(std::uint64_t now_ns) {
   const std::uint32_t seq = next_seq_++;
   syncs_.start(seq, now_ns);
   ++counters_.sync_started;
-  const Address& to = table_.find(peer.front())->addr;
+  const Address& to = table_.find(peer.front())->addr();
   if (!config_.sync_digest) {
     send_sync<SyncRequest>(to, seq, false, false);
     return;
@@ -1027,7 +1022,7 @@ void Engine::send_join(std::uint64_t now_ns) {
   if (join_attempts_ > 1) {
     const std::vector<std::string> peer = random_peers(1, {});
     if (!peer.empty()) {
-      const Address& a = table_.find(peer.front())->addr;
+      const Address& a = table_.find(peer.front())->addr();
       if (std::find(targets.begin(), targets.end(), a) == targets.end()) targets.push_back(a);
     }
   }
@@ -1068,21 +1063,25 @@ std::optional<std::string> Engine::young_target(std::uint64_t now_ns) {
   // spot (swap with the last), so the list stays the live newcomers.
   for (int attempt = 0; attempt < 16 && !newcomers_.empty(); ++attempt) {
     const auto i = static_cast<std::size_t>(rng_.uniform(newcomers_.size()));
-    const Member* m = table_.find(newcomers_[i]);
-    if (m != nullptr && !m->is_tombstone() && newcomer(*m, now_ns)) return newcomers_[i];
-    forget_newcomer(std::string(newcomers_[i]));
+    const Member* m = table_.find_id(newcomers_[i]);
+    if (m != nullptr && !m->is_tombstone() && newcomer(*m, now_ns)) return m->name.str();
+    forget_newcomer_at(i);
   }
   return std::nullopt;
 }
 
 void Engine::forget_newcomer(const std::string& name) {
-  auto it = newcomer_pos_.find(name);
-  if (it == newcomer_pos_.end()) return;
-  const std::size_t i = it->second;
-  newcomer_pos_.erase(it);
+  const Member* m = table_.find(name);
+  if (m == nullptr || m->newcomer_slot == 0) return;
+  forget_newcomer_at(m->newcomer_slot - 1);
+}
+
+void Engine::forget_newcomer_at(std::size_t i) {
+  if (Member* m = table_.find_id(newcomers_[i])) m->newcomer_slot = 0;
   if (i + 1 != newcomers_.size()) {
-    newcomers_[i] = std::move(newcomers_.back());
-    newcomer_pos_[newcomers_[i]] = i;
+    newcomers_[i] = newcomers_.back();
+    if (Member* moved = table_.find_id(newcomers_[i]))
+      moved->newcomer_slot = static_cast<std::uint32_t>(i + 1);
   }
   newcomers_.pop_back();
 }
@@ -1093,14 +1092,15 @@ bool Engine::ring_in_use() {
   if (!config_.probe_ring || awareness_.score() != 0 || config_.probe_interval_ns == 0) return false;
   if (ring_version_ != table_.version()) {
     ring_.clear();
-    for (const auto& [name, m] : table_.all())
-      if (!m.is_tombstone() && !m.probation) ring_.push_back(&name);
+    table_.for_each([&](const Member& m) {
+      if (!m.is_tombstone() && !m.probation) ring_.push_back(m.name.id());
+    });
     ring_version_ = table_.version();
     const auto self = std::lower_bound(
         ring_.begin(), ring_.end(), config_.name,
-        [](const std::string* a, const std::string& b) { return *a < b; });
+        [](std::uint32_t a, const std::string& b) { return identities().name(a) < b; });
     ring_pos_ = static_cast<std::size_t>(self - ring_.begin());
-    if (self == ring_.end() || **self != config_.name) ring_.clear();
+    if (self == ring_.end() || identities().name(*self) != config_.name) ring_.clear();
   }
   return ring_.size() >= 3;
 }
@@ -1110,7 +1110,7 @@ std::optional<std::string> Engine::ring_target(std::uint64_t now_ns) {
   const std::size_t l = ring_.size();
   const std::uint64_t round = now_ns / config_.probe_interval_ns;
   const std::size_t offset = 1 + static_cast<std::size_t>(round % (l - 1));
-  return *ring_[(ring_pos_ + offset) % l];
+  return identities().name(ring_[(ring_pos_ + offset) % l]);
 }
 
 std::uint64_t Engine::next_probe_at(std::uint64_t now_ns) {
@@ -1155,7 +1155,7 @@ void Engine::start_probe(std::uint64_t now_ns) {
   // Buddy system (Lifeguard): tell a suspected member so at once, so it can refute.
   if (m.status == MemberStatus::kSuspect)
     msgs.emplace_back(Suspect{m.incarnation, m.name, config_.name});
-  send(m.addr, PriorityClass::kProbe, std::move(msgs), true);
+  send(m.addr(), PriorityClass::kProbe, std::move(msgs), true);
 }
 
 void Engine::send_indirect_probes(std::uint64_t now_ns) {
@@ -1175,8 +1175,8 @@ void Engine::send_indirect_probes(std::uint64_t now_ns) {
   p.awaiting_nack = helpers;
   for (const std::string& h : helpers) {
     ++counters_.probe_indirect_sent;
-    send(table_.find(h)->addr, PriorityClass::kProbe,
-         Compound{IndirectPing{p.seq_no, p.target, target->addr, true, config_.name,
+    send(table_.find(h)->addr(), PriorityClass::kProbe,
+         Compound{IndirectPing{p.seq_no, p.target, target->addr(), true, config_.name,
                                config_.addr}},
          true);
   }
@@ -1292,7 +1292,7 @@ void Engine::gossip(std::uint64_t now_ns) {
     const PriorityClass cls =
         broadcasts_.take(config_.max_packet_bytes, retransmit_limit(), msgs);
     if (msgs.empty()) break;
-    send(table_.find(peer)->addr, cls, std::move(msgs), false);
+    send(table_.find(peer)->addr(), cls, std::move(msgs), false);
   }
 }
 
@@ -1356,7 +1356,7 @@ void Engine::tick(std::uint64_t now_ns) {
     std::vector<std::string> peer = random_peers(8, {});
     const auto settled = std::find_if(peer.begin(), peer.end(), [&](const std::string& p) {
       const Member& m = *table_.find(p);
-      return !young(m, now_ns) && std::find(seeds_.begin(), seeds_.end(), m.addr) == seeds_.end();
+      return !young(m, now_ns) && std::find(seeds_.begin(), seeds_.end(), m.addr()) == seeds_.end();
     });
     if (settled != peer.end()) {
       const std::uint32_t seq = next_seq_++;
@@ -1364,7 +1364,7 @@ void Engine::tick(std::uint64_t now_ns) {
       syncs_.start(seq, now_ns);
       ++counters_.sync_started;
       ++counters_.join_followups;
-      send_sync<SyncRequest>(table_.find(*settled)->addr, seq, true, true);
+      send_sync<SyncRequest>(table_.find(*settled)->addr(), seq, true, true);
     }
   }
   // In a storm, push-pull at the base interval (not scaled with N): members
@@ -1377,7 +1377,7 @@ void Engine::tick(std::uint64_t now_ns) {
     next_sync_ns_ = now_ns + sync_interval();
   }
 
-  counters_.tombstones_expired += table_.expire_tombstones(now_ns).size();
+  counters_.tombstones_expired += table_.expire_tombstones(now_ns);
   due_ns_ = next_deadline();
 }
 
@@ -1419,7 +1419,7 @@ bool Engine::set_tags(std::vector<Tag> tags, std::uint64_t /*now_ns*/) {
   // Bounded metadata: refuse rather than truncate silently.
   if (tag_bytes(tags) > config_.max_tag_bytes) return false;
   Member& me = self();
-  me.tags = std::move(tags);
+  me.set_profile(me.addr(), tags, me.protocol_version());
   ++me.incarnation;
   queue_broadcast(config_.name, self_alive(), PriorityClass::kGossip);
   return true;

@@ -214,10 +214,11 @@ class Engine {
   // A newcomer that also arrived well after us (in a cluster that is starting,
   // nobody is young).
   bool young(const Member& m, std::uint64_t now_ns) const;
-  void remember_newcomer(const std::string& name);
+  void remember_newcomer(Member& m);
   // A newcomer was suspected or declared dead here.
   void note_newcomer_failure(const std::string& name, std::uint64_t now_ns);
   void forget_newcomer(const std::string& name);
+  void forget_newcomer_at(std::size_t i);
   // A never-seen member was admitted: counts towards an arrival surge.
   void note_arrival(std::uint64_t now_ns);
   // News that should not wait for the next gossip round (a death or a
@@ -299,13 +300,13 @@ class Engine {
   std::deque<UserData> user_data_;
   // Members declared dead recently: still gossiped to for gossip_to_the_dead_ns.
   std::deque<std::string> recently_dead_;
-  // Members admitted (or back from a tombstone) recently, in no order.
-  std::vector<std::string> newcomers_;
-  std::unordered_map<std::string, std::size_t> newcomer_pos_;
+  // Members admitted (or back from a tombstone) recently, in no order, by
+  // name id (each knows its index: Member::newcomer_slot).
+  std::vector<std::uint32_t> newcomers_;
   bool probe_newcomer_next_ = false;
-  // The probe ring (config probe_ring): the view in name order (pointers to
-  // the table's keys), rebuilt when the table's version moves; our position.
-  std::vector<const std::string*> ring_;
+  // The probe ring (config probe_ring): the view in name order (name ids),
+  // rebuilt when the table's version moves; our position.
+  std::vector<std::uint32_t> ring_;
   std::uint64_t ring_version_ = UINT64_MAX;
   std::size_t ring_pos_ = 0;
   // The last storm_newcomer_failures distinct newcomers that failed: (when, name hash).

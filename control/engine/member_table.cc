@@ -1,28 +1,28 @@
 #include "control/engine/member_table.h"
 
+#include <algorithm>
+
 #include "control/engine/rng.h"
 
 namespace gw::cp::engine {
 namespace {
 bool is_live(MemberStatus s) { return s == MemberStatus::kAlive || s == MemberStatus::kSuspect; }
 
-// FNV-1a: a fixed function, so graveyard hits do not depend on the library.
-std::uint64_t name_hash(const std::string& name) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : name) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
+// Expiry order: time, then name.
+bool expiry_before(const std::pair<std::uint64_t, std::uint32_t>& a,
+                   const std::pair<std::uint64_t, std::uint32_t>& b) {
+  if (a.first != b.first) return a.first < b.first;
+  return identities().name(a.second) < identities().name(b.second);
 }
 }  // namespace
 
 std::uint64_t MemberTable::view_digest() const {
   std::uint64_t d = 0;
-  for (const auto& [name, m] : members_) {
+  for (std::uint32_t s : order_) {
+    const Member& m = slots_[s];
     if (!is_live(m.status) || m.probation) continue;
     // splitmix64 over the name's hash and the incarnation.
-    std::uint64_t x = name_hash(name) + 0x9e3779b97f4a7c15ULL * m.incarnation;
+    std::uint64_t x = identities().name_hash(m.name.id()) + 0x9e3779b97f4a7c15ULL * m.incarnation;
     d ^= Rng::splitmix64(x);
   }
   return d != 0 ? d : 1;
@@ -45,30 +45,28 @@ void MemberTable::trace(std::uint64_t h, std::uint64_t incarnation, bool overwri
   }
 }
 
-void MemberTable::bury(const std::string& name, std::uint64_t incarnation) {
-  trace(name_hash(name), incarnation, false);
+void MemberTable::bury(std::string_view name, std::uint64_t incarnation) {
+  trace(IdentityPool::fnv1a(name), incarnation, false);
 }
 
-std::optional<std::uint64_t> MemberTable::buried(const std::string& name) const {
-  auto it = graveyard_.find(name_hash(name));
+std::optional<std::uint64_t> MemberTable::buried(std::string_view name) const {
+  if (graveyard_.empty()) return std::nullopt;
+  auto it = graveyard_.find(IdentityPool::fnv1a(name));
   if (it == graveyard_.end()) return std::nullopt;
   return it->second;
 }
 
-
-Member* MemberTable::find(const std::string& name) {
-  auto it = members_.find(name);
-  return it == members_.end() ? nullptr : &it->second;
-}
-
-const Member* MemberTable::find(const std::string& name) const {
-  auto it = members_.find(name);
-  return it == members_.end() ? nullptr : &it->second;
+std::size_t MemberTable::lower_bound(std::string_view name) const {
+  const auto it = std::lower_bound(order_.begin(), order_.end(), name,
+                                   [&](std::uint32_t s, std::string_view n) {
+                                     return std::string_view(slots_[s].name.str()) < n;
+                                   });
+  return static_cast<std::size_t>(it - order_.begin());
 }
 
 Member* MemberTable::insert(Member m) {
   // Bounded table: refuse rather than grow (a join storm must not cost memory).
-  if (full() || members_.count(m.name) != 0) return nullptr;
+  if (full() || m.name.empty() || find(m.name) != nullptr) return nullptr;
   // New entries start live; tombstones only arise through set_status (with a TTL).
   m.status = MemberStatus::kAlive;
   m.live_since_ns = m.state_change_ns;
@@ -77,8 +75,33 @@ Member* MemberTable::insert(Member m) {
   else
     ++live_;
   ++version_;
-  std::string key = m.name;
-  return &members_.emplace(std::move(key), std::move(m)).first->second;
+  std::uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+    slots_[slot] = std::move(m);
+  } else {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.push_back(std::move(m));
+  }
+  Member& e = slots_[slot];
+  const std::uint32_t id = e.name.id();
+  if (id >= slot_of_.size())
+    slot_of_.resize(std::max<std::size_t>(identities().name_capacity(), id + 1), 0);
+  slot_of_[id] = slot + 1;
+  order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(lower_bound(e.name.str())), slot);
+  return &e;
+}
+
+void MemberTable::erase(Member& m) {
+  const std::uint32_t id = m.name.id();
+  const std::uint32_t slot = slot_of_[id] - 1;
+  const std::size_t pos = lower_bound(m.name.str());
+  order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(pos));
+  slot_of_[id] = 0;
+  m = Member{};  // drops the name and profile references
+  free_.push_back(slot);
+  ++version_;
 }
 
 void MemberTable::promote(Member& m) {
@@ -89,12 +112,17 @@ void MemberTable::promote(Member& m) {
   ++version_;
 }
 
-void MemberTable::forget_probationer(const std::string& name) {
-  auto it = members_.find(name);
-  if (it == members_.end() || !it->second.probation) return;
+void MemberTable::forget_probationer(std::string_view name) {
+  Member* m = find(name);
+  if (m == nullptr || !m->probation) return;
   --probation_;
-  members_.erase(it);
-  ++version_;
+  erase(*m);
+}
+
+void MemberTable::unqueue_expiry(const Member& m) {
+  const std::pair<std::uint64_t, std::uint32_t> key{m.expires_ns, m.name.id()};
+  auto it = std::lower_bound(expiry_.begin(), expiry_.end(), key, expiry_before);
+  if (it != expiry_.end() && *it == key) expiry_.erase(it);
 }
 
 void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_ns,
@@ -113,31 +141,37 @@ void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_n
     m.live_since_ns = now_ns;
   }
   m.state_change_ns = now_ns;
-  if (m.is_tombstone()) expiry_.erase({m.expires_ns, m.name});
+  if (m.is_tombstone()) unqueue_expiry(m);
   m.status = status;
   if (m.is_tombstone()) {
     m.expires_ns = now_ns + ttl_ns;
-    expiry_.emplace(m.expires_ns, m.name);
+    const std::pair<std::uint64_t, std::uint32_t> key{m.expires_ns, m.name.id()};
+    // Nearly always the latest (time only moves on): appended.
+    if (expiry_.empty() || expiry_before(expiry_.back(), key))
+      expiry_.push_back(key);
+    else
+      expiry_.insert(std::upper_bound(expiry_.begin(), expiry_.end(), key, expiry_before), key);
   }
 }
 
-std::vector<std::string> MemberTable::expire_tombstones(std::uint64_t now_ns) {
-  std::vector<std::string> removed;
-  while (!expiry_.empty() && expiry_.begin()->first <= now_ns) {
-    const std::string name = expiry_.begin()->second;
-    expiry_.erase(expiry_.begin());
-    if (auto it = members_.find(name); it != members_.end()) {
-      trace(name_hash(name), it->second.incarnation, true);
-      members_.erase(it);
-      ++version_;
+std::size_t MemberTable::expire_tombstones(std::uint64_t now_ns) {
+  std::size_t removed = 0;
+  while (!expiry_.empty() && expiry_.front().first <= now_ns) {
+    const std::uint32_t id = expiry_.front().second;
+    expiry_.pop_front();
+    if (Member* m = find_id(id)) {
+      trace(identities().name_hash(id), m->incarnation, true);
+      erase(*m);
     }
-    removed.push_back(name);
+    ++removed;
   }
   return removed;
 }
 
-std::uint64_t MemberTable::next_expiry() const {
-  return expiry_.empty() ? UINT64_MAX : expiry_.begin()->first;
+std::size_t MemberTable::bytes() const {
+  return slots_.size() * sizeof(Member) + free_.capacity() * 4 + slot_of_.capacity() * 4 +
+         order_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 40 +
+         graveyard_.bucket_count() * 8 + graveyard_order_.size() * 8;
 }
 
 }  // namespace gw::cp::engine

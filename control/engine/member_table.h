@@ -10,41 +10,55 @@
 // long the cleanup takes; a restarted member comes back with a higher
 // incarnation and passes. Bounded (max_members traces by default): the oldest
 // goes first, counted.
+//
+// Layout (issue 16): an entry is a fixed 56 bytes (sizeof(Member)): the name and
+// the profile (address, tags, protocol version) are 4-byte handles into the
+// process's identity pool (identity.h), shared by every engine that knows the
+// member. Entries live in slots that never move; a dense array indexed by the
+// name's id finds a slot in O(1), and an array of slots in name order serves
+// every ordered walk (sync windows, the probe ring). 64 bytes per entry in all.
 #pragma once
 
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "control/engine/identity.h"
 #include "control/engine/messages.h"
 
 namespace gw::cp::engine {
 
 struct Member {
-  std::string name;
-  Address addr;
+  Name name;
+  Profile profile;  // address, tags, protocol version
   std::uint64_t incarnation = 0;
-  MemberStatus status = MemberStatus::kAlive;
-  std::vector<Tag> tags;
-  std::uint32_t protocol_version = 0;
   std::uint64_t state_change_ns = 0;  // when `status` last changed
   std::uint64_t live_since_ns = 0;    // when it last became live (admitted, or back from a tombstone)
   std::uint64_t expires_ns = 0;       // tombstones only: when it is forgotten
+  std::uint64_t heard_ns = 0;  // last direct proof of life: an ack to our probe, its ping
+  // The engine's bookkeeping: 1 + its index in the engine's newcomer list, 0 if none.
+  std::uint32_t newcomer_slot = 0;
+  MemberStatus status = MemberStatus::kAlive;
   // Admitted during a storm and not yet in the view: probed, not counted live,
   // not gossiped, no join event until promoted (docs/membership.md).
   bool probation = false;
-  std::uint64_t heard_ns = 0;  // last direct proof of life: an ack to our probe, its ping
 
+  const Address& addr() const { return profile.get().addr; }
+  const std::vector<Tag>& tags() const { return profile.get().tags; }
+  std::uint32_t protocol_version() const { return profile.get().protocol_version; }
+  void set_profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t pv) {
+    profile = Profile(addr, tags, pv);
+  }
   bool is_tombstone() const {
     return status == MemberStatus::kDead || status == MemberStatus::kLeft;
   }
 };
+static_assert(sizeof(Member) <= 56, "a member table entry stays compact (issue 16)");
 
 class MemberTable {
  public:
@@ -52,14 +66,27 @@ class MemberTable {
       : max_members_(max_members),
         graveyard_capacity_(graveyard_capacity != 0 ? graveyard_capacity : max_members) {}
 
-  Member* find(const std::string& name);
-  const Member* find(const std::string& name) const;
+  Member* find(std::string_view name) { return find_id(identities().find_name(name)); }
+  const Member* find(std::string_view name) const {
+    return const_cast<MemberTable*>(this)->find(name);
+  }
+  Member* find(const Name& name) { return find_id(name.id()); }
+  const Member* find(const Name& name) const { return const_cast<MemberTable*>(this)->find(name); }
+  Member* find(const std::string& name) { return find(std::string_view(name)); }
+  const Member* find(const std::string& name) const { return find(std::string_view(name)); }
+  Member* find(const char* name) { return find(std::string_view(name)); }
+  const Member* find(const char* name) const { return find(std::string_view(name)); }
+  Member* find_id(std::uint32_t name_id) {
+    if (name_id == IdentityPool::kNone || name_id >= slot_of_.size()) return nullptr;
+    const std::uint32_t s = slot_of_[name_id];
+    return s == 0 ? nullptr : &slots_[s - 1];
+  }
 
   // Nullptr when the table is full (the caller counts the refusal).
   Member* insert(Member m);
 
-  bool full() const { return members_.size() >= max_members_; }
-  std::size_t size() const { return members_.size(); }
+  bool full() const { return order_.size() >= max_members_; }
+  std::size_t size() const { return order_.size(); }
   // Members that are Alive or Suspect (ourselves included), probation excepted:
   // the view.
   std::size_t live_count() const { return live_; }
@@ -74,50 +101,67 @@ class MemberTable {
   // A member on probation joins the view (no-op otherwise).
   void promote(Member& m);
   // Removes a member on probation outright (no tombstone, no trace).
-  void forget_probationer(const std::string& name);
+  void forget_probationer(std::string_view name);
 
   // Status changes go through here so the live count and tombstone expiry stay right.
   void set_status(Member& m, MemberStatus status, std::uint64_t now_ns, std::uint64_t ttl_ns);
 
-  // Drops tombstones whose TTL has passed; returns their names in order.
-  std::vector<std::string> expire_tombstones(std::uint64_t now_ns);
+  // Drops tombstones whose TTL has passed; returns how many.
+  std::size_t expire_tombstones(std::uint64_t now_ns);
 
   // Earliest pending tombstone expiry, or UINT64_MAX.
-  std::uint64_t next_expiry() const;
-
-  const std::map<std::string, Member>& all() const { return members_; }
+  std::uint64_t next_expiry() const { return expiry_.empty() ? UINT64_MAX : expiry_.front().first; }
 
   // The incarnation `name` died at, if its tombstone expired and its trace is
   // still in the graveyard.
-  std::optional<std::uint64_t> buried(const std::string& name) const;
+  std::optional<std::uint64_t> buried(std::string_view name) const;
   // Leaves a trace for a member we hold no entry for (its death was news
   // before its life): keeps the higher incarnation if there is one already.
-  void bury(const std::string& name, std::uint64_t incarnation);
+  void bury(std::string_view name, std::uint64_t incarnation);
   std::size_t graveyard_size() const { return graveyard_.size(); }
   std::uint64_t graveyard_evictions() const { return graveyard_evictions_; }
 
+  // Calls fn(member) for every member in name order.
+  template <typename Fn>
+  void for_each(Fn&& fn) const {
+    for (std::uint32_t s : order_) fn(slots_[s]);
+  }
   // Calls fn(member) from the first name >= `from`, wrapping around, until fn
   // returns false. Used by sync to send a rotating window of a large table.
   template <typename Fn>
-  void for_each_from(const std::string& from, Fn&& fn) const {
-    auto start = members_.lower_bound(from);
-    for (auto it = start; it != members_.end(); ++it)
-      if (!fn(it->second)) return;
-    for (auto it = members_.begin(); it != start; ++it)
-      if (!fn(it->second)) return;
+  void for_each_from(std::string_view from, Fn&& fn) const {
+    const std::size_t start = lower_bound(from);
+    for (std::size_t i = start; i < order_.size(); ++i)
+      if (!fn(slots_[order_[i]])) return;
+    for (std::size_t i = 0; i < start; ++i)
+      if (!fn(slots_[order_[i]])) return;
   }
 
+  // Heap bytes per entry of this table's own structures (the shared identity
+  // pool not included): the slot, the name index and the order array.
+  static constexpr std::size_t kEntryBytes = sizeof(Member) + 2 * sizeof(std::uint32_t);
+  // Heap bytes this table holds (slots, indexes, expiry queue, graveyard).
+  std::size_t bytes() const;
+
  private:
+  // Position in order_ of the first name >= `name`.
+  std::size_t lower_bound(std::string_view name) const;
+  void erase(Member& m);
+  void trace(std::uint64_t hash, std::uint64_t incarnation, bool overwrite);
+  void unqueue_expiry(const Member& m);
+
   std::uint32_t max_members_;
-  std::map<std::string, Member> members_;
+  std::deque<Member> slots_;          // never moves; freed slots are reused
+  std::vector<std::uint32_t> free_;   // free slots
+  std::vector<std::uint32_t> slot_of_;  // by name id: slot + 1, 0 = not here
+  std::vector<std::uint32_t> order_;    // slots in name order
   std::size_t live_ = 0;
   std::size_t probation_ = 0;
   std::uint64_t version_ = 0;
-  // (expiry time, name): exactly one entry per tombstone.
-  std::set<std::pair<std::uint64_t, std::string>> expiry_;
-  // Graveyard: name hash -> incarnation at death, and the order they came in.
-  void trace(std::uint64_t hash, std::uint64_t incarnation, bool overwrite);
+  // (expiry time, name id): one per tombstone, in time order (ties by name).
+  std::deque<std::pair<std::uint64_t, std::uint32_t>> expiry_;
 
+  // Graveyard: name hash -> incarnation at death, and the order they came in.
   std::size_t graveyard_capacity_;
   std::unordered_map<std::uint64_t, std::uint64_t> graveyard_;
   std::deque<std::uint64_t> graveyard_order_;

@@ -4,9 +4,9 @@ namespace gw::cp::engine {
 
 void ProbeScheduler::rebuild(const MemberTable& table, const std::string& self, Rng& rng) {
   list_.clear();
-  for (const auto& [name, m] : table.all()) {
-    if (name != self && !m.is_tombstone()) list_.push_back(name);
-  }
+  table.for_each([&](const Member& m) {
+    if (m.name != self && !m.is_tombstone()) list_.push_back(m.name);
+  });
   rng.shuffle(list_);
   index_ = 0;
 }
@@ -22,15 +22,15 @@ std::optional<std::string> ProbeScheduler::next_target(const MemberTable& table,
       rebuilt = true;
       if (list_.empty()) return std::nullopt;
     }
-    const std::string& name = list_[index_++];
+    const Name& name = list_[index_++];
     const Member* m = table.find(name);
     // Dead, left or forgotten since the shuffle: nobody to probe there.
     if (m == nullptr || m->is_tombstone() || name == self) continue;
-    return name;
+    return name.str();
   }
 }
 
-void ProbeScheduler::add_member(const std::string& name, Rng& rng) {
+void ProbeScheduler::add_member(const Name& name, Rng& rng) {
   // Bounded: a list that is already table-sized waits for the next reshuffle.
   if (list_.size() >= max_list_) return;
   list_.push_back(name);

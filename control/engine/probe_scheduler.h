@@ -52,10 +52,10 @@ class ProbeScheduler {
 
   // A member became live: give it a random slot among those not yet probed this
   // round, so it is probed within the round (memberlist does the same).
-  void add_member(const std::string& name, Rng& rng);
+  void add_member(const Name& name, Rng& rng);
 
   // Candidate names for random peer selection (may hold stale names: check them).
-  const std::vector<std::string>& list() const { return list_; }
+  const std::vector<Name>& list() const { return list_; }
 
   std::optional<Probe>& current() { return current_; }
   const std::optional<Probe>& current() const { return current_; }
@@ -70,7 +70,7 @@ class ProbeScheduler {
 
   std::uint32_t max_relays_;
   std::uint32_t max_list_;
-  std::vector<std::string> list_;
+  std::vector<Name> list_;
   std::size_t index_ = 0;
   std::optional<Probe> current_;
   std::map<std::uint32_t, Relay> relays_;  // by the seq_no of our ping to the target

@@ -17,7 +17,7 @@ std::uint64_t push_pull_scale(std::uint64_t base_ns, std::size_t n) {
 }
 
 MemberState to_member_state(const Member& m) {
-  return MemberState{m.name, m.addr, m.incarnation, m.status, m.tags};
+  return MemberState{m.name, m.addr(), m.incarnation, m.status, m.tags()};
 }
 
 namespace {

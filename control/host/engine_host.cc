@@ -151,8 +151,8 @@ std::string EngineHost::start_cluster_key_change(const KeyChange& change, std::u
   op.command.change = change;
   op.command.origin = engine_->name();
   for (const engine::Member& m : engine_->members()) {
-    if (m.is_tombstone() || m.name == engine_->name() || m.addr.empty()) continue;
-    op.targets.emplace(m.name, KeyOpTarget{m.addr, false});
+    if (m.is_tombstone() || m.name == engine_->name() || m.addr().empty()) continue;
+    op.targets.emplace(m.name, KeyOpTarget{m.addr(), false});
   }
   op.outcome.request_id = op.command.request_id;
   op.outcome.targets = op.targets.size();
@@ -196,7 +196,7 @@ void EngineHost::on_key_control(const KeyControl& kc, const engine::Address& fro
   // holding a cluster key (or replaying a member's datagram from another
   // address) gets nothing applied and no answer.
   const engine::Member* origin = engine_->member(c.origin);
-  if (origin == nullptr || origin->is_tombstone() || origin->addr != from) {
+  if (origin == nullptr || origin->is_tombstone() || origin->addr() != from) {
     ++counters_.key_commands_not_member;
     spdlog::warn("key {} of {} claimed by '{}' from a sender that is not that live member: ignored",
                  key_op_name(c.change.op), key_id_hex(c.change), c.origin);

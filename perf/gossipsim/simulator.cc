@@ -1098,8 +1098,9 @@ class Simulator {
       r_.final_view_min = std::min(r_.final_view_min, live);
       r_.final_view_max = std::max(r_.final_view_max, live);
       bool exact = live == expected;
-      for (const auto& [name, m] : e.table().all()) {
-        if (m.is_tombstone()) continue;
+      e.table().for_each([&](const cp::engine::Member& m) {
+        if (m.is_tombstone()) return;
+        const std::string& name = m.name;
         const auto j = index_of(name);
         if (!j || *j >= nodes_.size() || nodes_[*j].departed || nodes_[*j].state != State::kUp) {
           ++r_.zombies_at_end;
@@ -1110,7 +1111,7 @@ class Simulator {
                                         e.health_score(), e.in_storm(now_)});
           exact = false;
         }
-      }
+      });
       if (!exact) r_.converged_at_end = false;
     }
     if (observers.empty()) r_.final_view_min = 0;

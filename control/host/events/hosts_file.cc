@@ -80,11 +80,11 @@ std::string HostsFileWriter::render(std::span<const engine::Member> members,
     // and dropping them would make consumers flap on every slow probe.
     if (m.status != engine::MemberStatus::kAlive && m.status != engine::MemberStatus::kSuspect) continue;
     if (!config.include_self && m.name == self) continue;
-    if (!config.tag.empty() && std::none_of(m.tags.begin(), m.tags.end(),
+    if (!config.tag.empty() && std::none_of(m.tags().begin(), m.tags().end(),
                                             [&](const engine::Tag& t) { return t.key == key && t.value == value; })) {
       continue;
     }
-    std::string addr = address_text(m.addr);
+    std::string addr = address_text(m.addr());
     if (addr.empty() || !hosts_name_ok(m.name)) {
       if (skipped != nullptr) ++*skipped;
       continue;

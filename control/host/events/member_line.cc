@@ -105,7 +105,7 @@ void append_escaped(std::string& out, std::string_view s) {
 
 std::string member_line(const engine::Member& m) {
   std::string out;
-  append_line(out, m.name, m.addr, state_name(m.status), m.incarnation, m.tags);
+  append_line(out, m.name.str(), m.addr(), state_name(m.status), m.incarnation, m.tags());
   return out;
 }
 

@@ -1209,7 +1209,7 @@ TEST(Engine, OversizedTagsAreRefusedFromEverySource) {
   // An update of a known member: it keeps its old state.
   d.handle(1, {alive(1, 2, big)});
   EXPECT_EQ(d.e.member(name(1))->incarnation, 1u);
-  EXPECT_TRUE(d.e.member(name(1))->tags.empty());
+  EXPECT_TRUE(d.e.member(name(1))->tags().empty());
   // A sync entry: not admitted.
   d.handle(2, {SyncRequest{1, name(2), false, 0, 1,
                            {MemberState{name(5), addr(5), 1, MemberStatus::kAlive, big}}}});
@@ -1355,7 +1355,7 @@ TEST(Engine, OurNameAtAnotherAddressIsRefutedNeverTrusted) {
   EXPECT_EQ(d.e.incarnation(), inc + 12);
   EXPECT_EQ(d.e.counters().conflict_self_name, 4u);
   EXPECT_EQ(d.e.counters().refutations, 4u);
-  EXPECT_EQ(d.e.member(name(0))->addr, addr(0));
+  EXPECT_EQ(d.e.member(name(0))->addr(), addr(0));
   // Our own Alive echoed back is no conflict.
   d.handle(3, {Alive{d.e.incarnation(), name(0), addr(0), {}, 1}});
   EXPECT_EQ(d.e.counters().conflict_self_name, 4u);
@@ -1375,17 +1375,17 @@ TEST(Engine, ALiveMemberMovesOnlyWithANewerIncarnation) {
   d.add_members(1, 4);  // incarnation 1
   // Another address, not newer: a second host claims the name; ignored.
   d.handle(2, {Alive{1, name(1), addr(9), {}, 1}, Alive{0, name(1), addr(9), {}, 1}});
-  EXPECT_EQ(d.e.member(name(1))->addr, addr(1));
+  EXPECT_EQ(d.e.member(name(1))->addr(), addr(1));
   EXPECT_EQ(d.e.counters().conflict_address, 2u);
   EXPECT_EQ(d.e.counters().update_drop_stale, 0u);
   EXPECT_EQ(count_events(d.events, EventKind::kUpdate, name(1)), 0u);
   // Newer: a real move or restart elsewhere.
   d.handle(9, {Alive{2, name(1), addr(9), {}, 1}});
-  EXPECT_EQ(d.e.member(name(1))->addr, addr(9));
+  EXPECT_EQ(d.e.member(name(1))->addr(), addr(9));
   EXPECT_EQ(count_events(d.events, EventKind::kUpdate, name(1)), 1u);
   // The old address echoing the same incarnation does not move it back.
   d.handle(2, {Alive{2, name(1), addr(1), {}, 1}});
-  EXPECT_EQ(d.e.member(name(1))->addr, addr(9));
+  EXPECT_EQ(d.e.member(name(1))->addr(), addr(9));
   EXPECT_EQ(d.e.counters().conflict_address, 3u);
   // Same address, same incarnation: merely stale.
   d.handle(2, {Alive{2, name(1), addr(9), {}, 1}});
@@ -1644,7 +1644,7 @@ TEST(MemberTable, ViewDigestIsTheLiveSetWhateverTheOrder) {
   auto member = [](std::size_t i, std::uint64_t inc) {
     Member m;
     m.name = name(i);
-    m.addr = addr(i);
+    m.set_profile(addr(i), {}, 0);
     m.incarnation = inc;
     return m;
   };

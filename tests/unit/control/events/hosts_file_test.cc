@@ -166,7 +166,7 @@ TEST(HostsFile, RateLimitedButTheLastChangeIsAlwaysWritten) {
 
   // Two changes inside one interval: only the later one is written, at the end
   // of the interval.
-  members[6].tags = kCp;  // gw-7 gains the tag
+  members[6].set_profile(members[6].addr(), kCp, 0);  // gw-7 gains the tag
   EXPECT_FALSE(w.update(members, 1200 * kMs));
   members[1].status = MemberStatus::kDead;  // gw-3 fails
   EXPECT_FALSE(w.update(members, 1500 * kMs));

@@ -39,8 +39,7 @@ TEST(MemberLine, MemberLineFields) {
   engine::Member m = test::member("gw-2", test::v4(10, 0, 0, 2, 7946), engine::MemberStatus::kSuspect,
                                   {{"role", "control-plane"}, {"note", "a,b"}}, 42);
   EXPECT_EQ(member_line(m), "gw-2\t10.0.0.2\t7946\tsuspect\t42\trole=control-plane,note=a%2Cb\n");
-  m.tags.clear();
-  m.addr = engine::Address{};
+  m.set_profile(engine::Address{}, {}, 0);
   EXPECT_EQ(member_line(m), "gw-2\t-\t0\tsuspect\t42\t\n");
 }
 

@@ -111,9 +111,8 @@ engine::Member member(const std::string& name, engine::Address addr, engine::Mem
                       std::vector<engine::Tag> tags, std::uint64_t incarnation) {
   engine::Member m;
   m.name = name;
-  m.addr = std::move(addr);
+  m.set_profile(addr, tags, 0);
   m.status = status;
-  m.tags = std::move(tags);
   m.incarnation = incarnation;
   return m;
 }

@@ -1,0 +1,136 @@
+#include "control/engine/identity.h"
+
+namespace gw::cp::engine {
+
+IdentityPool& IdentityPool::instance() {
+  // Never destroyed: a handle in static storage may outlive any exit order.
+  static IdentityPool* pool = new IdentityPool;
+  return *pool;
+}
+
+IdentityPool::IdentityPool() {
+  // Id 0 is "none": the empty name, and no profile.
+  names_.emplace_back();
+  profiles_.emplace_back();
+}
+
+std::uint64_t IdentityPool::fnv1a(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::uint32_t IdentityPool::intern_name(std::string_view name) {
+  if (name.empty()) return kNone;
+  if (auto it = name_index_.find(name); it != name_index_.end()) {
+    ++names_[it->second].refs;
+    return it->second;
+  }
+  std::uint32_t id;
+  if (!free_names_.empty()) {
+    id = free_names_.back();
+    free_names_.pop_back();
+  } else {
+    id = static_cast<std::uint32_t>(names_.size());
+    names_.emplace_back();
+  }
+  NameRec& r = names_[id];
+  r.text.assign(name);
+  r.hash = fnv1a(name);
+  r.refs = 1;
+  name_index_.emplace(std::string_view(r.text), id);
+  return id;
+}
+
+std::uint32_t IdentityPool::find_name(std::string_view name) const {
+  auto it = name_index_.find(name);
+  return it == name_index_.end() ? kNone : it->second;
+}
+
+void IdentityPool::release_name(std::uint32_t id) {
+  if (id == kNone) return;
+  NameRec& r = names_[id];
+  if (--r.refs != 0) return;
+  name_index_.erase(std::string_view(r.text));
+  r.text.clear();
+  r.text.shrink_to_fit();
+  free_names_.push_back(id);
+}
+
+std::uint64_t IdentityPool::profile_hash(const Address& addr, const std::vector<Tag>& tags,
+                                         std::uint32_t protocol_version) {
+  std::uint64_t h = fnv1a(std::string_view(reinterpret_cast<const char*>(addr.ip.data()),
+                                           addr.ip.size()));
+  h = (h ^ addr.port) * 0x100000001b3ULL;
+  h = (h ^ protocol_version) * 0x100000001b3ULL;
+  for (const Tag& t : tags) {
+    h = (h ^ fnv1a(t.key)) * 0x100000001b3ULL;
+    h = (h ^ fnv1a(t.value)) * 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::uint32_t IdentityPool::intern_profile(const Address& addr, const std::vector<Tag>& tags,
+                                           std::uint32_t protocol_version) {
+  const std::uint64_t h = profile_hash(addr, tags, protocol_version);
+  auto [lo, hi] = profile_index_.equal_range(h);
+  for (auto it = lo; it != hi; ++it) {
+    ProfileRec& r = profiles_[it->second];
+    if (r.data.addr == addr && r.data.protocol_version == protocol_version && r.data.tags == tags) {
+      ++r.refs;
+      return it->second;
+    }
+  }
+  std::uint32_t id;
+  if (!free_profiles_.empty()) {
+    id = free_profiles_.back();
+    free_profiles_.pop_back();
+  } else {
+    id = static_cast<std::uint32_t>(profiles_.size());
+    profiles_.emplace_back();
+  }
+  ProfileRec& r = profiles_[id];
+  r.data = ProfileData{addr, tags, protocol_version};
+  r.hash = h;
+  r.refs = 1;
+  profile_index_.emplace(h, id);
+  return id;
+}
+
+void IdentityPool::release_profile(std::uint32_t id) {
+  if (id == kNone) return;
+  ProfileRec& r = profiles_[id];
+  if (--r.refs != 0) return;
+  auto [lo, hi] = profile_index_.equal_range(r.hash);
+  for (auto it = lo; it != hi; ++it) {
+    if (it->second == id) {
+      profile_index_.erase(it);
+      break;
+    }
+  }
+  r.data = ProfileData{};
+  free_profiles_.push_back(id);
+}
+
+std::size_t IdentityPool::bytes() const {
+  std::size_t b = names_.size() * sizeof(NameRec) + profiles_.size() * sizeof(ProfileRec);
+  // Index nodes: key, value, next pointer and the cached hash, plus buckets.
+  b += name_index_.size() * (sizeof(std::string_view) + 4 + 16) +
+       name_index_.bucket_count() * sizeof(void*);
+  b += profile_index_.size() * (8 + 4 + 16) + profile_index_.bucket_count() * sizeof(void*);
+  for (const NameRec& r : names_)
+    if (r.text.capacity() > 15) b += r.text.capacity() + 1;
+  for (const ProfileRec& r : profiles_) {
+    b += r.data.addr.ip.capacity() + r.data.tags.capacity() * sizeof(Tag);
+    for (const Tag& t : r.data.tags) {
+      if (t.key.capacity() > 15) b += t.key.capacity() + 1;
+      if (t.value.capacity() > 15) b += t.value.capacity() + 1;
+    }
+  }
+  return b;
+}
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,166 @@
+// Identities, interned once per process: a member's name, and its profile (the
+// address, tags and protocol version an Alive gives it). Every engine of the
+// process that knows a member shares one copy, so that a member table entry is
+// a few fixed-size fields (member_table.h) and a name lookup is a hash and an
+// array index instead of a string compare per tree level.
+//
+// Handles (Name, Profile) are 4-byte counted references: the pool frees an
+// identity when its last handle goes, and reuses its id. The pool belongs to
+// the process, not to an engine: in production one engine uses it; in the
+// simulator, ten thousand. Like the engine it is single-threaded: every engine
+// of a process runs on one thread (the control lcore; the simulator's loop).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "control/engine/messages.h"
+
+namespace gw::cp::engine {
+
+struct ProfileData {
+  Address addr;
+  std::vector<Tag> tags;
+  std::uint32_t protocol_version = 0;
+};
+
+class IdentityPool {
+ public:
+  static constexpr std::uint32_t kNone = 0;
+
+  // The process's pool.
+  static IdentityPool& instance();
+
+  // ---- names ----
+  // The id of `name`, with one reference taken (the empty name is kNone).
+  std::uint32_t intern_name(std::string_view name);
+  // The id of `name` if some handle holds it, else kNone; takes no reference.
+  std::uint32_t find_name(std::string_view name) const;
+  void retain_name(std::uint32_t id) {
+    if (id != kNone) ++names_[id].refs;
+  }
+  void release_name(std::uint32_t id);
+  const std::string& name(std::uint32_t id) const { return names_[id].text; }
+  // FNV-1a of the name's bytes (a fixed function: graveyards and digests
+  // agree across builds and libraries).
+  std::uint64_t name_hash(std::uint32_t id) const { return names_[id].hash; }
+  // Every id in use is below this.
+  std::uint32_t name_capacity() const { return static_cast<std::uint32_t>(names_.size()); }
+  std::size_t names_in_use() const { return names_.size() - 1 - free_names_.size(); }
+
+  // ---- profiles ----
+  std::uint32_t intern_profile(const Address& addr, const std::vector<Tag>& tags,
+                               std::uint32_t protocol_version);
+  void retain_profile(std::uint32_t id) {
+    if (id != kNone) ++profiles_[id].refs;
+  }
+  void release_profile(std::uint32_t id);
+  const ProfileData& profile(std::uint32_t id) const { return profiles_[id].data; }
+  std::size_t profiles_in_use() const { return profiles_.size() - 1 - free_profiles_.size(); }
+
+  // Heap bytes the pool holds (estimate: records, indexes, string storage).
+  std::size_t bytes() const;
+
+  static std::uint64_t fnv1a(std::string_view s);
+
+ private:
+  IdentityPool();
+
+  struct NameRec {
+    std::string text;
+    std::uint64_t hash = 0;
+    std::uint32_t refs = 0;
+  };
+  struct ProfileRec {
+    ProfileData data;
+    std::uint64_t hash = 0;
+    std::uint32_t refs = 0;
+  };
+  static std::uint64_t profile_hash(const Address& addr, const std::vector<Tag>& tags,
+                                    std::uint32_t protocol_version);
+
+  // deque: a record never moves, so the index's string_views stay valid.
+  std::deque<NameRec> names_;
+  std::vector<std::uint32_t> free_names_;
+  std::unordered_map<std::string_view, std::uint32_t> name_index_;
+  std::deque<ProfileRec> profiles_;
+  std::vector<std::uint32_t> free_profiles_;
+  std::unordered_multimap<std::uint64_t, std::uint32_t> profile_index_;
+};
+
+inline IdentityPool& identities() { return IdentityPool::instance(); }
+
+// A counted reference to an interned name; converts to the name.
+class Name {
+ public:
+  Name() = default;
+  explicit Name(std::string_view s) : id_(identities().intern_name(s)) {}
+  Name(const Name& o) : id_(o.id_) { identities().retain_name(id_); }
+  Name(Name&& o) noexcept : id_(std::exchange(o.id_, IdentityPool::kNone)) {}
+  Name& operator=(const Name& o) {
+    identities().retain_name(o.id_);
+    identities().release_name(id_);
+    id_ = o.id_;
+    return *this;
+  }
+  Name& operator=(Name&& o) noexcept {
+    if (this != &o) {
+      identities().release_name(id_);
+      id_ = std::exchange(o.id_, IdentityPool::kNone);
+    }
+    return *this;
+  }
+  Name& operator=(std::string_view s) { return *this = Name(s); }
+  ~Name() { identities().release_name(id_); }
+
+  const std::string& str() const { return identities().name(id_); }
+  operator const std::string&() const { return str(); }  // NOLINT: a name is its text
+  std::uint32_t id() const { return id_; }
+  bool empty() const { return id_ == IdentityPool::kNone; }
+  std::size_t size() const { return str().size(); }
+
+  friend bool operator==(const Name& a, const Name& b) { return a.id_ == b.id_; }
+  friend bool operator==(const Name& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const Name& a, std::string_view b) { return a.str() == b; }
+  friend bool operator==(const Name& a, const char* b) { return a.str() == b; }
+
+ private:
+  std::uint32_t id_ = IdentityPool::kNone;
+};
+
+// A counted reference to an interned profile.
+class Profile {
+ public:
+  Profile() = default;
+  Profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version)
+      : id_(identities().intern_profile(addr, tags, protocol_version)) {}
+  Profile(const Profile& o) : id_(o.id_) { identities().retain_profile(id_); }
+  Profile(Profile&& o) noexcept : id_(std::exchange(o.id_, IdentityPool::kNone)) {}
+  Profile& operator=(const Profile& o) {
+    identities().retain_profile(o.id_);
+    identities().release_profile(id_);
+    id_ = o.id_;
+    return *this;
+  }
+  Profile& operator=(Profile&& o) noexcept {
+    if (this != &o) {
+      identities().release_profile(id_);
+      id_ = std::exchange(o.id_, IdentityPool::kNone);
+    }
+    return *this;
+  }
+  ~Profile() { identities().release_profile(id_); }
+
+  const ProfileData& get() const { return identities().profile(id_); }
+  std::uint32_t id() const { return id_; }
+
+ private:
+  std::uint32_t id_ = IdentityPool::kNone;
+};
+
+}  // namespace gw::cp::engine
