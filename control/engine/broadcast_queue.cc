@@ -20,15 +20,47 @@ std::uint64_t message_incarnation(const Message& m) {
   return 0;
 }
 
-void BroadcastQueue::erase(std::map<Key, Entry>::iterator it) {
-  order_.erase(order_key(it->first, it->second));
-  entries_.erase(it);
+std::uint32_t BroadcastQueue::find(const Key& key) const {
+  const std::uint32_t id = identities().find_name(key.second);
+  // An empty name is id kNone (a key like any other); another name that no
+  // handle holds cannot be queued.
+  if (id == IdentityPool::kNone && !key.second.empty()) return kNoSlot;
+  auto it = index_.find(index_key(key.first, id));
+  return it == index_.end() ? kNoSlot : it->second;
 }
 
-PushResult BroadcastQueue::push(Key key, Message msg, PriorityClass cls) {
-  auto it = entries_.find(key);
-  if (it != entries_.end()) {
-    const Entry& old = it->second;
+void BroadcastQueue::erase(std::uint32_t slot) {
+  Entry& e = slots_[slot];
+  order_.erase(order_key(slot));
+  index_.erase(index_key(e.kind, e.name.id()));
+  e = Entry{};
+  free_.push_back(slot);
+}
+
+void BroadcastQueue::insert(const Key& key, Message msg, PriorityClass cls) {
+  std::uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Entry& e = slots_[slot];
+  e.msg = std::move(msg);
+  e.name = key.second;
+  e.kind = key.first;
+  e.cls = cls;
+  e.transmits = 0;
+  e.id = next_id_++;
+  e.size = estimated_size(e.msg);
+  index_.emplace(index_key(e.kind, e.name.id()), slot);
+  order_.insert(order_key(slot));
+}
+
+PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls) {
+  if (const std::uint32_t slot = find(key); slot != kNoSlot) {
+    const Entry& old = slots_[slot];
     // UserData: the latest payload from a source always wins.
     if (key.first == Kind::kMember) {
       const std::uint64_t new_inc = message_incarnation(msg);
@@ -45,15 +77,12 @@ PushResult BroadcastQueue::push(Key key, Message msg, PriorityClass cls) {
     if (old.cls == PriorityClass::kUrgent && key.first == Kind::kMember &&
         state_strength(old.msg) == 0 && state_strength(msg) == 0)
       cls = PriorityClass::kUrgent;
-    erase(it);
-    Entry e{std::move(msg), cls, 0, next_id_++, 0};
-    e.size = estimated_size(e.msg);
-    order_.insert(order_key(key, e));
-    entries_.emplace(std::move(key), std::move(e));
+    erase(slot);
+    insert(key, std::move(msg), cls);
     return PushResult::kReplaced;
   }
 
-  if (entries_.size() >= max_entries_) {
+  if (index_.size() >= max_entries_) {
     if (order_.empty()) {  // max_entries_ == 0: nothing can be queued
       ++drops_[static_cast<std::size_t>(cls)];
       return PushResult::kDropped;
@@ -68,27 +97,24 @@ PushResult BroadcastQueue::push(Key key, Message msg, PriorityClass cls) {
       return PushResult::kDropped;
     }
     ++drops_[static_cast<std::size_t>(victim_cls)];
-    erase(entries_.find(std::get<3>(victim)));
+    erase(std::get<3>(victim));
   }
-  Entry e{std::move(msg), cls, 0, next_id_++, 0};
-  e.size = estimated_size(e.msg);
-  order_.insert(order_key(key, e));
-  entries_.emplace(std::move(key), std::move(e));
+  insert(key, std::move(msg), cls);
   return PushResult::kQueued;
 }
 
 PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t transmit_limit,
                                    Compound& out) {
   PriorityClass highest = PriorityClass::kBulk;
-  std::vector<Key> taken;
+  taken_.clear();
   std::size_t left = budget_bytes;
   int misses = 0;
   for (const OrderKey& ok : order_) {
     // Smallest possible message, or several in a row too large: the datagram is
     // as full as it is worth (scanning on would make take() O(Q) per datagram).
     if (left < 4 || misses >= kMaxMisses) break;
-    const Key& key = std::get<3>(ok);
-    const Entry& e = entries_.at(key);
+    const std::uint32_t slot = std::get<3>(ok);
+    const Entry& e = slots_[slot];
     if (e.size > left) {
       ++misses;
       continue;
@@ -97,29 +123,31 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
     left -= e.size;
     out.push_back(e.msg);
     if (e.cls < highest) highest = e.cls;
-    taken.push_back(key);
+    taken_.push_back(slot);
   }
-  for (Key& key : taken) {
-    auto it = entries_.find(key);
-    order_.erase(order_key(it->first, it->second));
-    ++it->second.transmits;
-    if (it->second.transmits >= transmit_limit) {
-      entries_.erase(it);
+  for (std::uint32_t slot : taken_) {
+    Entry& e = slots_[slot];
+    if (e.transmits + 1 >= transmit_limit) {
+      erase(slot);
       ++retired_;
       continue;
     }
-    order_.insert(order_key(it->first, it->second));
+    order_.erase(order_key(slot));
+    ++e.transmits;
+    order_.insert(order_key(slot));
   }
   return highest;
 }
 
 std::uint32_t BroadcastQueue::transmits(const Key& key) const {
-  auto it = entries_.find(key);
-  return it == entries_.end() ? 0 : it->second.transmits;
+  const std::uint32_t slot = find(key);
+  return slot == kNoSlot ? 0 : slots_[slot].transmits;
 }
 
 void BroadcastQueue::clear() {
-  entries_.clear();
+  slots_.clear();
+  free_.clear();
+  index_.clear();
   order_.clear();
 }
 

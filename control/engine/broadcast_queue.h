@@ -19,8 +19,11 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
+#include "control/engine/identity.h"
 #include "control/engine/messages.h"
 
 namespace gw::cp::engine {
@@ -44,16 +47,16 @@ class BroadcastQueue {
   void set_capacity(std::size_t max_entries) { max_entries_ = max_entries; }
   std::size_t capacity() const { return max_entries_; }
 
-  PushResult push(Key key, Message msg, PriorityClass cls);
+  PushResult push(const Key& key, Message msg, PriorityClass cls);
 
   // Appends queued messages that fit in `budget_bytes` (estimated encoded size)
   // to `out`, best first; each counts one transmission and is retired after
   // `transmit_limit`. Returns the highest class taken (kBulk if none).
   PriorityClass take(std::size_t budget_bytes, std::uint32_t transmit_limit, Compound& out);
 
-  bool contains(const Key& key) const { return entries_.count(key) != 0; }
-  std::size_t size() const { return entries_.size(); }
-  bool empty() const { return entries_.empty(); }
+  bool contains(const Key& key) const { return find(key) != kNoSlot; }
+  std::size_t size() const { return index_.size(); }
+  bool empty() const { return index_.empty(); }
   std::uint32_t transmits(const Key& key) const;
   // Entries retired because they reached their transmit limit.
   std::uint64_t retired() const { return retired_; }
@@ -62,27 +65,40 @@ class BroadcastQueue {
   void clear();
 
  private:
+  static constexpr std::uint32_t kNoSlot = UINT32_MAX;
   struct Entry {
     Message msg;
-    PriorityClass cls;
+    Name name;  // the member (or UserData source) it is about: keeps the id alive
+    Kind kind = Kind::kMember;
+    PriorityClass cls = PriorityClass::kGossip;
     std::uint32_t transmits = 0;
     std::uint64_t id = 0;  // push order; larger = newer
     std::size_t size = 0;  // estimated encoded bytes
   };
-  // Serve order: class, then fewest transmissions, then newest (inverted id).
-  using OrderKey = std::tuple<std::uint8_t, std::uint32_t, std::uint64_t, Key>;
+  // Serve order: class, then fewest transmissions, then newest (inverted id;
+  // unique, so the slot never breaks a tie).
+  using OrderKey = std::tuple<std::uint8_t, std::uint32_t, std::uint64_t, std::uint32_t>;
 
-  static OrderKey order_key(const Key& key, const Entry& e) {
-    return {static_cast<std::uint8_t>(e.cls), e.transmits, UINT64_MAX - e.id, key};
+  static std::uint64_t index_key(Kind kind, std::uint32_t name_id) {
+    return (static_cast<std::uint64_t>(kind) << 32) | name_id;
   }
-  void erase(std::map<Key, Entry>::iterator it);
+  OrderKey order_key(std::uint32_t slot) const {
+    const Entry& e = slots_[slot];
+    return {static_cast<std::uint8_t>(e.cls), e.transmits, UINT64_MAX - e.id, slot};
+  }
+  std::uint32_t find(const Key& key) const;
+  void erase(std::uint32_t slot);
+  void insert(const Key& key, Message msg, PriorityClass cls);
 
   std::size_t max_entries_;
   // take() gives up after this many entries in a row that do not fit.
   static constexpr int kMaxMisses = 8;
   std::uint64_t next_id_ = 1;
-  std::map<Key, Entry> entries_;
+  std::vector<Entry> slots_;
+  std::vector<std::uint32_t> free_;
+  std::unordered_map<std::uint64_t, std::uint32_t> index_;  // (kind, name id) -> slot
   std::set<OrderKey> order_;
+  std::vector<std::uint32_t> taken_;  // scratch for take()
   std::array<std::uint64_t, kPriorityClasses> drops_ = {};
   std::uint64_t superseded_ = 0;
   std::uint64_t retired_ = 0;
