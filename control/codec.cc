@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/stubs/logging.h>
@@ -234,6 +235,41 @@ struct FromProto {
   }
 };
 
+// An arena over a block kept per thread: a datagram's protobuf objects are
+// carved out of it and dropped at once, instead of one allocation per message,
+// string and address (the control lcore, and the simulator, do this for every
+// datagram). Larger datagrams spill into blocks the arena allocates itself.
+class ScratchArena {
+ public:
+  ScratchArena() : owner_(!in_use()), arena_(options(owner_)) { in_use() = true; }
+  ~ScratchArena() {
+    if (owner_) in_use() = false;
+  }
+  ScratchArena(const ScratchArena&) = delete;
+  ScratchArena& operator=(const ScratchArena&) = delete;
+  google::protobuf::Arena* get() { return &arena_; }
+
+ private:
+  static bool& in_use() {
+    thread_local bool used = false;
+    return used;
+  }
+  // A nested arena (none today) would get blocks of its own, never a block
+  // that is in use.
+  static google::protobuf::ArenaOptions options(bool own_block) {
+    static constexpr std::size_t kBlockBytes = 64 * 1024;
+    thread_local std::vector<char> block(kBlockBytes);
+    google::protobuf::ArenaOptions o;
+    if (own_block) {
+      o.initial_block = block.data();
+      o.initial_block_size = block.size();
+    }
+    return o;
+  }
+  bool owner_;
+  google::protobuf::Arena arena_;
+};
+
 std::size_t serialize_append(const pb::Compound& pc, std::vector<std::uint8_t>& out) {
   const std::size_t size = pc.ByteSizeLong();
   const std::size_t old = out.size();
@@ -267,15 +303,17 @@ std::vector<std::uint8_t> encode(const Compound& compound) {
 }
 
 std::size_t encode_append(const Compound& compound, std::vector<std::uint8_t>& out) {
-  pb::Compound pc;
-  to_proto(compound, &pc);
-  return serialize_append(pc, out);
+  ScratchArena arena;
+  auto* pc = google::protobuf::Arena::CreateMessage<pb::Compound>(arena.get());
+  to_proto(compound, pc);
+  return serialize_append(*pc, out);
 }
 
 std::size_t encoded_size(const Compound& compound) {
-  pb::Compound pc;
-  to_proto(compound, &pc);
-  return pc.ByteSizeLong();
+  ScratchArena arena;
+  auto* pc = google::protobuf::Arena::CreateMessage<pb::Compound>(arena.get());
+  to_proto(compound, pc);
+  return pc->ByteSizeLong();
 }
 
 DecodeResult decode(std::span<const std::uint8_t> bytes) {
@@ -288,14 +326,15 @@ DecodeResult decode(std::span<const std::uint8_t> bytes) {
     // Hostile bytes (e.g. invalid UTF-8 in a string field) make protobuf log an
     // error per message; a bad datagram is a counted verdict, not a log line.
     const google::protobuf::LogSilencer silence;
-    pb::Compound pc;
-    if (!pc.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    ScratchArena arena;
+    auto* pc = google::protobuf::Arena::CreateMessage<pb::Compound>(arena.get());
+    if (!pc->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
       result.error = DecodeError::kMalformed;
       return result;
     }
     FromProto conv;
-    result.messages.reserve(static_cast<std::size_t>(pc.messages_size()));
-    for (const pb::Message& m : pc.messages()) {
+    result.messages.reserve(static_cast<std::size_t>(pc->messages_size()));
+    for (const pb::Message& m : pc->messages()) {
       if (!conv.message(m, result.messages)) break;
     }
     if (conv.error != DecodeError::kNone) {

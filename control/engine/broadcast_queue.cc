@@ -1,5 +1,6 @@
 #include "control/engine/broadcast_queue.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "control/engine/wire_size.h"
@@ -29,9 +30,35 @@ std::uint32_t BroadcastQueue::find(const Key& key) const {
   return it == index_.end() ? kNoSlot : it->second;
 }
 
+void BroadcastQueue::order_insert(std::uint32_t slot) {
+  const Entry& e = slots_[slot];
+  Bucket& b = bucket(e.cls, e.transmits);
+  const Item item{e.id, slot};
+  if (b.empty() || b.back().first < e.id)
+    b.push_back(item);
+  else
+    b.insert(std::lower_bound(b.begin(), b.end(), item), item);
+}
+
+void BroadcastQueue::order_erase(std::uint32_t slot) {
+  const Entry& e = slots_[slot];
+  Bucket& b = bucket(e.cls, e.transmits);
+  const auto it = std::lower_bound(b.begin(), b.end(), Item{e.id, 0});
+  if (it != b.end() && it->first == e.id) b.erase(it);
+}
+
+std::uint32_t BroadcastQueue::last_in_order() const {
+  for (std::size_t c = kPriorityClasses; c-- > 0;) {
+    const auto& per_class = buckets_[c];
+    for (std::size_t t = per_class.size(); t-- > 0;)
+      if (!per_class[t].empty()) return per_class[t].front().second;
+  }
+  return kNoSlot;
+}
+
 void BroadcastQueue::erase(std::uint32_t slot) {
   Entry& e = slots_[slot];
-  order_.erase(order_key(slot));
+  order_erase(slot);
   index_.erase(index_key(e.kind, e.name.id()));
   e = Entry{};
   free_.push_back(slot);
@@ -55,7 +82,7 @@ void BroadcastQueue::insert(const Key& key, Message msg, PriorityClass cls) {
   e.id = next_id_++;
   e.size = estimated_size(e.msg);
   index_.emplace(index_key(e.kind, e.name.id()), slot);
-  order_.insert(order_key(slot));
+  order_insert(slot);
 }
 
 PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls) {
@@ -83,13 +110,13 @@ PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls) 
   }
 
   if (index_.size() >= max_entries_) {
-    if (order_.empty()) {  // max_entries_ == 0: nothing can be queued
+    const std::uint32_t victim = last_in_order();
+    if (victim == kNoSlot) {  // max_entries_ == 0: nothing can be queued
       ++drops_[static_cast<std::size_t>(cls)];
       return PushResult::kDropped;
     }
     // Victim: lowest class, most transmitted, oldest (the last in serve order).
-    const OrderKey victim = *std::prev(order_.end());
-    const auto victim_cls = static_cast<PriorityClass>(std::get<0>(victim));
+    const PriorityClass victim_cls = slots_[victim].cls;
     // The queue holds only more important entries (never trade an urgent entry
     // for a non-urgent one): the newcomer is what we drop.
     if (victim_cls < cls) {
@@ -97,7 +124,7 @@ PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls) 
       return PushResult::kDropped;
     }
     ++drops_[static_cast<std::size_t>(victim_cls)];
-    erase(std::get<3>(victim));
+    erase(victim);
   }
   insert(key, std::move(msg), cls);
   return PushResult::kQueued;
@@ -109,21 +136,31 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
   taken_.clear();
   std::size_t left = budget_bytes;
   int misses = 0;
-  for (const OrderKey& ok : order_) {
-    // Smallest possible message, or several in a row too large: the datagram is
-    // as full as it is worth (scanning on would make take() O(Q) per datagram).
-    if (left < 4 || misses >= kMaxMisses) break;
-    const std::uint32_t slot = std::get<3>(ok);
-    const Entry& e = slots_[slot];
-    if (e.size > left) {
-      ++misses;
-      continue;
+  bool full = false;
+  for (const auto& per_class : buckets_) {
+    for (const Bucket& b : per_class) {
+      for (auto it = b.rbegin(); it != b.rend(); ++it) {
+        // Smallest possible message, or several in a row too large: the datagram is
+        // as full as it is worth (scanning on would make take() O(Q) per datagram).
+        if (left < 4 || misses >= kMaxMisses) {
+          full = true;
+          break;
+        }
+        const std::uint32_t slot = it->second;
+        const Entry& e = slots_[slot];
+        if (e.size > left) {
+          ++misses;
+          continue;
+        }
+        misses = 0;
+        left -= e.size;
+        out.push_back(e.msg);
+        if (e.cls < highest) highest = e.cls;
+        taken_.push_back(slot);
+      }
+      if (full) break;
     }
-    misses = 0;
-    left -= e.size;
-    out.push_back(e.msg);
-    if (e.cls < highest) highest = e.cls;
-    taken_.push_back(slot);
+    if (full) break;
   }
   for (std::uint32_t slot : taken_) {
     Entry& e = slots_[slot];
@@ -132,9 +169,9 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
       ++retired_;
       continue;
     }
-    order_.erase(order_key(slot));
+    order_erase(slot);
     ++e.transmits;
-    order_.insert(order_key(slot));
+    order_insert(slot);
   }
   return highest;
 }
@@ -148,7 +185,7 @@ void BroadcastQueue::clear() {
   slots_.clear();
   free_.clear();
   index_.clear();
-  order_.clear();
+  for (auto& per_class : buckets_) per_class.clear();
 }
 
 }  // namespace gw::cp::engine

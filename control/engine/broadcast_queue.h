@@ -75,17 +75,26 @@ class BroadcastQueue {
     std::uint64_t id = 0;  // push order; larger = newer
     std::size_t size = 0;  // estimated encoded bytes
   };
-  // Serve order: class, then fewest transmissions, then newest (inverted id;
-  // unique, so the slot never breaks a tie).
-  using OrderKey = std::tuple<std::uint8_t, std::uint32_t, std::uint64_t, std::uint32_t>;
+  // Serve order: class, then fewest transmissions, then newest. Kept as one
+  // bucket per (class, transmissions), each (push id, slot) in ascending id:
+  // served from its back. New entries (the largest id) append; an entry sent
+  // once more moves to the next bucket, near whose back it nearly always
+  // belongs. Contiguous arrays: no allocation per message once they have grown.
+  using Item = std::pair<std::uint64_t, std::uint32_t>;
+  using Bucket = std::vector<Item>;
 
   static std::uint64_t index_key(Kind kind, std::uint32_t name_id) {
     return (static_cast<std::uint64_t>(kind) << 32) | name_id;
   }
-  OrderKey order_key(std::uint32_t slot) const {
-    const Entry& e = slots_[slot];
-    return {static_cast<std::uint8_t>(e.cls), e.transmits, UINT64_MAX - e.id, slot};
+  Bucket& bucket(PriorityClass cls, std::uint32_t transmits) {
+    auto& per_class = buckets_[static_cast<std::size_t>(cls)];
+    if (transmits >= per_class.size()) per_class.resize(transmits + 1);
+    return per_class[transmits];
   }
+  void order_insert(std::uint32_t slot);
+  void order_erase(std::uint32_t slot);
+  // The last entry in serve order (the eviction victim); kNoSlot if empty.
+  std::uint32_t last_in_order() const;
   std::uint32_t find(const Key& key) const;
   void erase(std::uint32_t slot);
   void insert(const Key& key, Message msg, PriorityClass cls);
@@ -97,7 +106,7 @@ class BroadcastQueue {
   std::vector<Entry> slots_;
   std::vector<std::uint32_t> free_;
   std::unordered_map<std::uint64_t, std::uint32_t> index_;  // (kind, name id) -> slot
-  std::set<OrderKey> order_;
+  std::array<std::vector<Bucket>, kPriorityClasses> buckets_;
   std::vector<std::uint32_t> taken_;  // scratch for take()
   std::array<std::uint64_t, kPriorityClasses> drops_ = {};
   std::uint64_t superseded_ = 0;

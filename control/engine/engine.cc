@@ -1091,26 +1091,20 @@ bool Engine::ring_in_use() {
   // leaves the ring's timing alone and walks its own round-robin.
   if (!config_.probe_ring || awareness_.score() != 0 || config_.probe_interval_ns == 0) return false;
   if (ring_version_ != table_.version()) {
-    ring_.clear();
-    table_.for_each([&](const Member& m) {
-      if (!m.is_tombstone() && !m.probation) ring_.push_back(m.name.id());
-    });
     ring_version_ = table_.version();
-    const auto self = std::lower_bound(
-        ring_.begin(), ring_.end(), config_.name,
-        [](std::uint32_t a, const std::string& b) { return identities().name(a) < b; });
-    ring_pos_ = static_cast<std::size_t>(self - ring_.begin());
-    if (self == ring_.end() || identities().name(*self) != config_.name) ring_.clear();
+    ring_pos_ = table_.view_lower_bound(config_.name);
+    // Not in our own view (leaving): no ring.
+    ring_self_ = ring_pos_ < table_.view_size() && table_.view_at(ring_pos_).name == config_.name;
   }
-  return ring_.size() >= 3;
+  return ring_self_ && table_.view_size() >= 3;
 }
 
 std::optional<std::string> Engine::ring_target(std::uint64_t now_ns) {
   if (!ring_in_use()) return std::nullopt;
-  const std::size_t l = ring_.size();
+  const std::size_t l = table_.view_size();
   const std::uint64_t round = now_ns / config_.probe_interval_ns;
   const std::size_t offset = 1 + static_cast<std::size_t>(round % (l - 1));
-  return identities().name(ring_[(ring_pos_ + offset) % l]);
+  return table_.view_at((ring_pos_ + offset) % l).name.str();
 }
 
 std::uint64_t Engine::next_probe_at(std::uint64_t now_ns) {
@@ -1118,7 +1112,7 @@ std::uint64_t Engine::next_probe_at(std::uint64_t now_ns) {
   if (!ring_in_use()) return now_ns + probe_interval_ns();
   // Position i probes at i / L of each interval: the member probed by i in
   // round r is probed by i - 1 in round r + 1, one interval less 1/L later.
-  const std::uint64_t phase = interval / ring_.size() * ring_pos_;
+  const std::uint64_t phase = interval / table_.view_size() * ring_pos_;
   const std::uint64_t base = now_ns >= phase ? now_ns - phase : 0;
   std::uint64_t next = (base / interval + 1) * interval + phase;
   // The phase moved (members joined or left): never twice within half an

@@ -304,9 +304,9 @@ class Engine {
   // name id (each knows its index: Member::newcomer_slot).
   std::vector<std::uint32_t> newcomers_;
   bool probe_newcomer_next_ = false;
-  // The probe ring (config probe_ring): the view in name order (name ids),
-  // rebuilt when the table's version moves; our position.
-  std::vector<std::uint32_t> ring_;
+  // The probe ring (config probe_ring): the table's view in name order; our
+  // position in it, found again when the table's version moves.
+  bool ring_self_ = false;
   std::uint64_t ring_version_ = UINT64_MAX;
   std::size_t ring_pos_ = 0;
   // The last storm_newcomer_failures distinct newcomers that failed: (when, name hash).

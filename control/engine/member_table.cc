@@ -64,6 +64,25 @@ std::size_t MemberTable::lower_bound(std::string_view name) const {
   return static_cast<std::size_t>(it - order_.begin());
 }
 
+std::size_t MemberTable::view_lower_bound(std::string_view name) const {
+  const auto it = std::lower_bound(view_.begin(), view_.end(), name,
+                                   [&](std::uint32_t s, std::string_view n) {
+                                     return std::string_view(slots_[s].name.str()) < n;
+                                   });
+  return static_cast<std::size_t>(it - view_.begin());
+}
+
+void MemberTable::view_add(std::uint32_t slot) {
+  const std::size_t pos = view_lower_bound(slots_[slot].name.str());
+  view_.insert(view_.begin() + static_cast<std::ptrdiff_t>(pos), slot);
+}
+
+void MemberTable::view_remove(const Member& m) {
+  const std::size_t pos = view_lower_bound(m.name.str());
+  if (pos < view_.size() && slots_[view_[pos]].name == m.name)
+    view_.erase(view_.begin() + static_cast<std::ptrdiff_t>(pos));
+}
+
 Member* MemberTable::insert(Member m) {
   // Bounded table: refuse rather than grow (a join storm must not cost memory).
   if (full() || m.name.empty() || find(m.name) != nullptr) return nullptr;
@@ -90,6 +109,7 @@ Member* MemberTable::insert(Member m) {
     slot_of_.resize(std::max<std::size_t>(identities().name_capacity(), id + 1), 0);
   slot_of_[id] = slot + 1;
   order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(lower_bound(e.name.str())), slot);
+  if (in_view(e)) view_add(slot);
   return &e;
 }
 
@@ -108,7 +128,10 @@ void MemberTable::promote(Member& m) {
   if (!m.probation) return;
   m.probation = false;
   --probation_;
-  if (is_live(m.status)) ++live_;
+  if (is_live(m.status)) {
+    ++live_;
+    view_add(slot_of_[m.name.id()] - 1);
+  }
   ++version_;
 }
 
@@ -129,6 +152,7 @@ void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_n
                              std::uint64_t ttl_ns) {
   if (m.status == status) return;
   if (is_live(m.status) != is_live(status)) ++version_;
+  const bool was_in_view = in_view(m);
   // A probationer that dies is no longer one (it never joined the view).
   if (m.probation && !is_live(status)) {
     m.probation = false;
@@ -143,6 +167,8 @@ void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_n
   m.state_change_ns = now_ns;
   if (m.is_tombstone()) unqueue_expiry(m);
   m.status = status;
+  if (was_in_view && !in_view(m)) view_remove(m);
+  if (!was_in_view && in_view(m)) view_add(slot_of_[m.name.id()] - 1);
   if (m.is_tombstone()) {
     m.expires_ns = now_ns + ttl_ns;
     const std::pair<std::uint64_t, std::uint32_t> key{m.expires_ns, m.name.id()};
@@ -170,7 +196,7 @@ std::size_t MemberTable::expire_tombstones(std::uint64_t now_ns) {
 
 std::size_t MemberTable::bytes() const {
   return slots_.size() * sizeof(Member) + free_.capacity() * 4 + slot_of_.capacity() * 4 +
-         order_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 40 +
+         order_.capacity() * 4 + view_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 40 +
          graveyard_.bucket_count() * 8 + graveyard_order_.size() * 8;
 }
 

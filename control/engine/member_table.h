@@ -137,8 +137,16 @@ class MemberTable {
       if (!fn(slots_[order_[i]])) return;
   }
 
+  // The view (live members, probation excepted) in name order: what the
+  // probe ring walks. Kept as members come and go, so reading it is free.
+  std::size_t view_size() const { return view_.size(); }
+  const Member& view_at(std::size_t i) const { return slots_[view_[i]]; }
+  // Position in the view of the first name >= `name`.
+  std::size_t view_lower_bound(std::string_view name) const;
+
   // Heap bytes per entry of this table's own structures (the shared identity
   // pool not included): the slot, the name index and the order array.
+  // (The view array adds 4 more for live members.)
   static constexpr std::size_t kEntryBytes = sizeof(Member) + 2 * sizeof(std::uint32_t);
   // Heap bytes this table holds (slots, indexes, expiry queue, graveyard).
   std::size_t bytes() const;
@@ -149,12 +157,18 @@ class MemberTable {
   void erase(Member& m);
   void trace(std::uint64_t hash, std::uint64_t incarnation, bool overwrite);
   void unqueue_expiry(const Member& m);
+  static bool in_view(const Member& m) {
+    return !m.probation && (m.status == MemberStatus::kAlive || m.status == MemberStatus::kSuspect);
+  }
+  void view_add(std::uint32_t slot);
+  void view_remove(const Member& m);
 
   std::uint32_t max_members_;
   std::deque<Member> slots_;          // never moves; freed slots are reused
   std::vector<std::uint32_t> free_;   // free slots
   std::vector<std::uint32_t> slot_of_;  // by name id: slot + 1, 0 = not here
   std::vector<std::uint32_t> order_;    // slots in name order
+  std::vector<std::uint32_t> view_;     // slots of the view, in name order
   std::size_t live_ = 0;
   std::size_t probation_ = 0;
   std::uint64_t version_ = 0;
