@@ -155,6 +155,7 @@ const std::map<std::string, const char*>& engine_help() {
       {"join_retries", "Our join rounds that got no answer and were sent again (rounds)"},
       {"young_declared_dead", "Newcomers that failed a probe in a storm, or probationers that did, declared dead without suspicion (members)"},
       {"stale_corrections", "Datagrams telling a sender of stale news our Dead or Leave (datagrams)"},
+      {"stale_accusations_corrected", "Stale accusations (Suspect or Dead of an older incarnation) answered with the newer Alive (messages)"},
       {"probe_newcomer", "Probes sent to a newcomer out of round-robin order, in a storm (probes)"},
       {"probation_started", "Newcomers admitted on probation, outside the view, in a storm or an arrival surge (members)"},
       {"probation_promoted", "Members that lived through probation with proof of life and joined the view (members)"},

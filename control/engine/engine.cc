@@ -364,6 +364,20 @@ void Engine::correct_buried(const std::string& node, std::uint64_t incarnation) 
   corrections_.emplace_back(Dead{incarnation, node, config_.name});
 }
 
+void Engine::correct_stale_accusation(const Member& m) {
+  // Only a live member's newer life corrects an accusation (a tombstone's
+  // newer death is correct() above); a probationer is nobody's news.
+  if (corrections_.size() >= kMaxCorrections || m.is_tombstone() || m.probation) return;
+  for (const Message& c : corrections_)
+    if (const Alive* a = std::get_if<Alive>(&c); a != nullptr && a->node == m.name) return;
+  ++counters_.stale_accusations_corrected;
+  if (m.name == config_.name) {
+    corrections_.emplace_back(self_alive());
+    return;
+  }
+  corrections_.emplace_back(Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version()});
+}
+
 void Engine::correct(const Member& m) {
   if (corrections_.size() >= kMaxCorrections) return;
   // A Leave is the member's own word; a death only if it died a newcomer (a
@@ -621,7 +635,11 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     }
     ++counters_.joins;
     emit(EventKind::kJoin, *m);
-    queue_broadcast(a.node, a, PriorityClass::kGossip);
+    // Learned from the answer to our join: the cluster knew it before we did
+    // (the answer is a member's view), so it is no news to pass on. Re-sending
+    // a whole view from every joiner made a join cost O(N) datagrams per
+    // member (issue 16).
+    if (!from_join) queue_broadcast(a.node, a, PriorityClass::kGossip);
     return;
   }
   if (m->is_tombstone()) {
@@ -638,7 +656,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     remember_newcomer(*m);
     ++counters_.joins;
     emit(EventKind::kJoin, *m);
-    queue_broadcast(a.node, a, PriorityClass::kGossip);
+    if (!from_join) queue_broadcast(a.node, a, PriorityClass::kGossip);
     return;
   }
   // Older or same incarnation: ignore (only the member itself raises it). At
@@ -664,7 +682,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     ++counters_.updates;
     emit(EventKind::kUpdate, *m);
   }
-  queue_broadcast(a.node, a, PriorityClass::kGossip);
+  if (!from_join) queue_broadcast(a.node, a, PriorityClass::kGossip);
 }
 
 void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
@@ -683,9 +701,12 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
     ++counters_.update_drop_far_future;
     return;
   }
-  // Older incarnation: already refuted.
+  // Older incarnation: already refuted. The sender has not heard the
+  // refutation: tell it (without, its suspicion runs out and it buries a
+  // live member whom nobody else suspects any more).
   if (s.incarnation < m->incarnation) {
     ++counters_.update_drop_stale;
+    correct_stale_accusation(*m);
     return;
   }
   auto it = suspicions_.find(s.node);
@@ -743,9 +764,11 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
     ++counters_.update_drop_far_future;
     return;
   }
-  // Older incarnation: the member has moved on since.
+  // Older incarnation: the member has moved on since (and the sender may not
+  // know it: tell it).
   if (incarnation < m->incarnation) {
     ++counters_.update_drop_stale;
+    correct_stale_accusation(*m);
     return;
   }
   // Already a tombstone: nothing new, except that a failed member's own

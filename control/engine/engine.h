@@ -84,6 +84,7 @@ struct Counters {
   std::uint64_t probation_died = 0;      // ... that died on probation (never in the view)
   std::uint64_t probation_forgotten = 0; // ... never proved alive: forgotten, no verdict
   std::uint64_t stale_corrections = 0;  // datagrams telling a sender of stale news our Dead/Leave
+  std::uint64_t stale_accusations_corrected = 0;  // ... or our newer Alive of a member it accused
   std::uint64_t suspicion_confirmations = 0;
   std::uint64_t deaths = 0;
   std::uint64_t leaves = 0;
@@ -245,6 +246,9 @@ class Engine {
   void refute(std::uint64_t heard_incarnation);
   // Queues our Dead/Leave about tombstoned `m` as a reply to the current sender.
   void correct(const Member& m);
+  // Queues our newer Alive of live `m` as a reply to a sender that accused an
+  // older incarnation of it (it missed the refutation).
+  void correct_stale_accusation(const Member& m);
   // The same for a member we hold only as a graveyard trace.
   void correct_buried(const std::string& node, std::uint64_t incarnation);
   // True if `incarnation` is beyond belief: more than max_incarnation_jump above
