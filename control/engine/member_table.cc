@@ -18,9 +18,8 @@ bool expiry_before(const std::pair<std::uint64_t, std::uint32_t>& a,
 
 std::uint64_t MemberTable::view_digest() const {
   std::uint64_t d = 0;
-  for (std::uint32_t s : order_) {
+  for (std::uint32_t s : view_) {
     const Member& m = slots_[s];
-    if (!is_live(m.status) || m.probation) continue;
     // splitmix64 over the name's hash and the incarnation.
     std::uint64_t x = identities().name_hash(m.name.id()) + 0x9e3779b97f4a7c15ULL * m.incarnation;
     d ^= Rng::splitmix64(x);
@@ -56,31 +55,28 @@ std::optional<std::uint64_t> MemberTable::buried(std::string_view name) const {
   return it->second;
 }
 
-std::size_t MemberTable::lower_bound(std::string_view name) const {
-  const auto it = std::lower_bound(order_.begin(), order_.end(), name,
+std::size_t MemberTable::lower_bound(const std::vector<std::uint32_t>& list,
+                                     std::string_view name) const {
+  const auto it = std::lower_bound(list.begin(), list.end(), name,
                                    [&](std::uint32_t s, std::string_view n) {
                                      return std::string_view(slots_[s].name.str()) < n;
                                    });
-  return static_cast<std::size_t>(it - order_.begin());
+  return static_cast<std::size_t>(it - list.begin());
 }
 
 std::size_t MemberTable::view_lower_bound(std::string_view name) const {
-  const auto it = std::lower_bound(view_.begin(), view_.end(), name,
-                                   [&](std::uint32_t s, std::string_view n) {
-                                     return std::string_view(slots_[s].name.str()) < n;
-                                   });
-  return static_cast<std::size_t>(it - view_.begin());
+  return lower_bound(view_, name);
 }
 
-void MemberTable::view_add(std::uint32_t slot) {
-  const std::size_t pos = view_lower_bound(slots_[slot].name.str());
-  view_.insert(view_.begin() + static_cast<std::ptrdiff_t>(pos), slot);
+void MemberTable::list_add(std::vector<std::uint32_t>& list, std::uint32_t slot) {
+  const std::size_t pos = lower_bound(list, slots_[slot].name.str());
+  list.insert(list.begin() + static_cast<std::ptrdiff_t>(pos), slot);
 }
 
-void MemberTable::view_remove(const Member& m) {
-  const std::size_t pos = view_lower_bound(m.name.str());
-  if (pos < view_.size() && slots_[view_[pos]].name == m.name)
-    view_.erase(view_.begin() + static_cast<std::ptrdiff_t>(pos));
+void MemberTable::list_remove(std::vector<std::uint32_t>& list, const Member& m) {
+  const std::size_t pos = lower_bound(list, m.name.str());
+  if (pos < list.size() && slots_[list[pos]].name == m.name)
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(pos));
 }
 
 Member* MemberTable::insert(Member m) {
@@ -108,16 +104,14 @@ Member* MemberTable::insert(Member m) {
   if (id >= slot_of_.size())
     slot_of_.resize(std::max<std::size_t>(identities().name_capacity(), id + 1), 0);
   slot_of_[id] = slot + 1;
-  order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(lower_bound(e.name.str())), slot);
-  if (in_view(e)) view_add(slot);
+  list_add(in_view(e) ? view_ : rest_, slot);
   return &e;
 }
 
 void MemberTable::erase(Member& m) {
   const std::uint32_t id = m.name.id();
   const std::uint32_t slot = slot_of_[id] - 1;
-  const std::size_t pos = lower_bound(m.name.str());
-  order_.erase(order_.begin() + static_cast<std::ptrdiff_t>(pos));
+  list_remove(in_view(m) ? view_ : rest_, m);
   slot_of_[id] = 0;
   m = Member{};  // drops the name and profile references
   free_.push_back(slot);
@@ -126,13 +120,20 @@ void MemberTable::erase(Member& m) {
 
 void MemberTable::promote(Member& m) {
   if (!m.probation) return;
+  const bool was_in_view = in_view(m);
   m.probation = false;
   --probation_;
-  if (is_live(m.status)) {
-    ++live_;
-    view_add(slot_of_[m.name.id()] - 1);
-  }
+  if (is_live(m.status)) ++live_;
+  move_list(m, was_in_view);
   ++version_;
+}
+
+void MemberTable::move_list(const Member& m, bool was_in_view) {
+  const bool now_in_view = in_view(m);
+  if (was_in_view == now_in_view) return;
+  // Removed by name from the old list (which compares names only), then added.
+  list_remove(was_in_view ? view_ : rest_, m);
+  list_add(now_in_view ? view_ : rest_, slot_of_[m.name.id()] - 1);
 }
 
 void MemberTable::forget_probationer(std::string_view name) {
@@ -167,8 +168,7 @@ void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_n
   m.state_change_ns = now_ns;
   if (m.is_tombstone()) unqueue_expiry(m);
   m.status = status;
-  if (was_in_view && !in_view(m)) view_remove(m);
-  if (!was_in_view && in_view(m)) view_add(slot_of_[m.name.id()] - 1);
+  move_list(m, was_in_view);
   if (m.is_tombstone()) {
     m.expires_ns = now_ns + ttl_ns;
     const std::pair<std::uint64_t, std::uint32_t> key{m.expires_ns, m.name.id()};
@@ -196,7 +196,7 @@ std::size_t MemberTable::expire_tombstones(std::uint64_t now_ns) {
 
 std::size_t MemberTable::bytes() const {
   return slots_.size() * sizeof(Member) + free_.capacity() * 4 + slot_of_.capacity() * 4 +
-         order_.capacity() * 4 + view_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 40 +
+         view_.capacity() * 4 + rest_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 40 +
          graveyard_.bucket_count() * 8 + graveyard_order_.size() * 8;
 }
 

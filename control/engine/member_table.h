@@ -85,8 +85,8 @@ class MemberTable {
   // Nullptr when the table is full (the caller counts the refusal).
   Member* insert(Member m);
 
-  bool full() const { return order_.size() >= max_members_; }
-  std::size_t size() const { return order_.size(); }
+  bool full() const { return size() >= max_members_; }
+  std::size_t size() const { return view_.size() + rest_.size(); }
   // Members that are Alive or Suspect (ourselves included), probation excepted:
   // the view.
   std::size_t live_count() const { return live_; }
@@ -124,17 +124,19 @@ class MemberTable {
   // Calls fn(member) for every member in name order.
   template <typename Fn>
   void for_each(Fn&& fn) const {
-    for (std::uint32_t s : order_) fn(slots_[s]);
+    walk(0, 0, view_.size(), rest_.size(), [&](const Member& m) {
+      fn(m);
+      return true;
+    });
   }
   // Calls fn(member) from the first name >= `from`, wrapping around, until fn
   // returns false. Used by sync to send a rotating window of a large table.
   template <typename Fn>
   void for_each_from(std::string_view from, Fn&& fn) const {
-    const std::size_t start = lower_bound(from);
-    for (std::size_t i = start; i < order_.size(); ++i)
-      if (!fn(slots_[order_[i]])) return;
-    for (std::size_t i = 0; i < start; ++i)
-      if (!fn(slots_[order_[i]])) return;
+    const std::size_t v = lower_bound(view_, from);
+    const std::size_t r = lower_bound(rest_, from);
+    if (!walk(v, r, view_.size(), rest_.size(), fn)) return;
+    walk(0, 0, v, r, fn);
   }
 
   // The view (live members, probation excepted) in name order: what the
@@ -145,30 +147,47 @@ class MemberTable {
   std::size_t view_lower_bound(std::string_view name) const;
 
   // Heap bytes per entry of this table's own structures (the shared identity
-  // pool not included): the slot, the name index and the order array.
-  // (The view array adds 4 more for live members.)
+  // pool not included): the slot, the name index and its place in one of
+  // the two name-ordered arrays.
   static constexpr std::size_t kEntryBytes = sizeof(Member) + 2 * sizeof(std::uint32_t);
   // Heap bytes this table holds (slots, indexes, expiry queue, graveyard).
   std::size_t bytes() const;
 
  private:
-  // Position in order_ of the first name >= `name`.
-  std::size_t lower_bound(std::string_view name) const;
+  // Position in `list` (slots in name order) of the first name >= `name`.
+  std::size_t lower_bound(const std::vector<std::uint32_t>& list, std::string_view name) const;
+  // Calls fn on view_[v, v_end) and rest_[r, r_end) merged in name order,
+  // until it returns false (then false).
+  template <typename Fn>
+  bool walk(std::size_t v, std::size_t r, std::size_t v_end, std::size_t r_end, Fn&& fn) const {
+    while (v < v_end || r < r_end) {
+      const bool from_view =
+          r >= r_end || (v < v_end && slots_[view_[v]].name.str() < slots_[rest_[r]].name.str());
+      const Member& m = slots_[from_view ? view_[v++] : rest_[r++]];
+      if (!fn(m)) return false;
+    }
+    return true;
+  }
+  void list_add(std::vector<std::uint32_t>& list, std::uint32_t slot);
+  void list_remove(std::vector<std::uint32_t>& list, const Member& m);
+  // After a change of status or probation: into the array it now belongs to.
+  void move_list(const Member& m, bool was_in_view);
   void erase(Member& m);
   void trace(std::uint64_t hash, std::uint64_t incarnation, bool overwrite);
   void unqueue_expiry(const Member& m);
   static bool in_view(const Member& m) {
     return !m.probation && (m.status == MemberStatus::kAlive || m.status == MemberStatus::kSuspect);
   }
-  void view_add(std::uint32_t slot);
-  void view_remove(const Member& m);
 
   std::uint32_t max_members_;
   std::deque<Member> slots_;          // never moves; freed slots are reused
   std::vector<std::uint32_t> free_;   // free slots
   std::vector<std::uint32_t> slot_of_;  // by name id: slot + 1, 0 = not here
-  std::vector<std::uint32_t> order_;    // slots in name order
-  std::vector<std::uint32_t> view_;     // slots of the view, in name order
+  // Every entry is in one of two arrays of slots in name order: the view
+  // (live, probation excepted) and the rest (tombstones and probationers).
+  // Ordered walks merge them.
+  std::vector<std::uint32_t> view_;
+  std::vector<std::uint32_t> rest_;
   std::size_t live_ = 0;
   std::size_t probation_ = 0;
   std::uint64_t version_ = 0;

@@ -124,7 +124,11 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
                  {"member_events_per_s", r.perf.member_events_per_s},
                  {"simulated_s_per_wall_s", r.perf.simulated_s_per_wall_s},
                  {"heap_peak_bytes", r.perf.heap_peak_bytes},
-                 {"heap_bytes_per_member", r.perf.heap_bytes_per_member}};
+                 {"heap_bytes_per_member", r.perf.heap_bytes_per_member},
+                 {"table_entries_at_peak", r.perf.table_entries_at_peak},
+                 {"table_bytes_per_entry", r.perf.table_bytes_per_entry},
+                 {"identity_pool_bytes", r.perf.identity_pool_bytes},
+                 {"heap_bytes_per_entry", r.perf.heap_bytes_per_entry}};
   return j;
 }
 

@@ -33,9 +33,10 @@ using cp::engine::Rng;
 constexpr std::uint64_t kNever = UINT64_MAX;
 constexpr std::uint16_t kPort = 7946;
 constexpr double kNsPerS = 1e9;
-// Rough heap cost of one member table entry: map node, name, address and expiry
-// bookkeeping (used for the deterministic memory estimate only).
-constexpr double kTableEntryBytes = 220.0;
+// One member table entry with its indexes (member_table.h), identities shared
+// (used for the deterministic memory estimate; the measured figures are in
+// Results::Perf).
+constexpr double kTableEntryBytes = static_cast<double>(cp::engine::MemberTable::kEntryBytes);
 // How long a gracefully leaving member keeps running to send its Leave.
 constexpr std::uint64_t kLeaveLingerNs = 5'000'000'000ULL;
 constexpr std::size_t kMaxZombiesListed = 20;
@@ -934,6 +935,21 @@ class Simulator {
     if (heap > r_.perf.heap_peak_bytes) {
       r_.perf.heap_peak_bytes = heap;
       if (s.up > 0) r_.perf.heap_bytes_per_member = heap / s.up;
+      // What the tables and the shared identities hold, per entry, measured
+      // from the structures themselves at the heap's peak.
+      std::size_t entries = 0;
+      std::size_t table_bytes = 0;
+      for (const Node& n : nodes_) {
+        if (!n.engine) continue;
+        entries += n.engine->table().size();
+        table_bytes += n.engine->table().bytes();
+      }
+      if (entries > 0) {
+        r_.perf.table_entries_at_peak = static_cast<double>(entries);
+        r_.perf.table_bytes_per_entry = static_cast<double>(table_bytes) / entries;
+        r_.perf.identity_pool_bytes = static_cast<double>(cp::engine::identities().bytes());
+        r_.perf.heap_bytes_per_entry = heap / static_cast<double>(entries);
+      }
     }
     r_.table_bytes_per_member_est =
         std::max(r_.table_bytes_per_member_est, s.table_mean * kTableEntryBytes);

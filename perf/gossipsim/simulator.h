@@ -203,6 +203,13 @@ struct Results {
     double simulated_s_per_wall_s = 0;
     double heap_peak_bytes = 0;
     double heap_bytes_per_member = 0;  // peak heap in use / members up then
+    // At the heap's peak: member table entries in all engines, the bytes the
+    // tables' own structures hold per entry (MemberTable::bytes()), the shared
+    // identity pool, and the whole heap per entry.
+    double table_entries_at_peak = 0;
+    double table_bytes_per_entry = 0;
+    double identity_pool_bytes = 0;
+    double heap_bytes_per_entry = 0;
   } perf;
 };
 
