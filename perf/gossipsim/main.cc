@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   app.add_option("--scale", scale, "multiply member/phantom/failure counts")
       ->check(CLI::Range(0.0001, 1000.0));
   app.add_flag("--progress", progress, "print each sample to stderr");
+  bool decode = false;
+  app.add_flag("--decode", decode,
+               "decode each datagram's codec bytes at the receiver (same results, slower)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -39,6 +42,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (*seed_opt) sc.seed = seed;
+  sc.decode_at_receiver = decode;
   if (scale != 1.0) gw::sim::scale_scenario(sc, scale);
 
   std::error_code ec;

@@ -105,6 +105,10 @@ struct Scenario {
   std::vector<PartitionSpec> partitions;
   StallSpec stalls;
   ExpectSpec expect;
+  // Not a scenario field (the results are the same either way): decode every
+  // datagram's codec bytes at the receiver, as the gateway does, instead of
+  // handing over the messages the sender encoded (gossipsim --decode).
+  bool decode_at_receiver = false;
 };
 
 // Loads and validates; throws ScenarioError naming file, line and field.

@@ -68,8 +68,12 @@ struct Event {
   bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
-// A datagram in flight: its codec bytes (what the receiver decodes).
+// A datagram in flight: the messages the sender's engine gave it (encoded with
+// the real codec at the sender, for its exact bytes), and with
+// Scenario::decode_at_receiver its codec bytes, which the receiver decodes
+// instead (the same messages: a test runs scenarios both ways).
 struct Datagram {
+  Compound messages;
   std::vector<std::uint8_t> bytes;
   std::uint32_t from = 0;
 };
@@ -90,18 +94,26 @@ class NodeSink final : public dp::DatagramSink {
   std::uint32_t node_;
 };
 
-// A FIFO of datagram sizes without std::deque's per-instance allocation.
+// A datagram waiting in a shaper: its wire size, and the messages it carries.
+struct Queued {
+  std::uint32_t len = 0;
+  Compound messages;
+};
+
+// A FIFO of queued datagrams without std::deque's per-instance allocation.
 class SizeFifo {
  public:
   bool empty() const { return head_ == v_.size(); }
   std::size_t size() const { return v_.size() - head_; }
-  std::uint32_t front() const { return v_[head_]; }
-  void push_back(std::uint32_t x) { v_.push_back(x); }
+  std::uint32_t front() const { return v_[head_].len; }
+  Queued& front_item() { return v_[head_]; }
+  void push_back(Queued x) { v_.push_back(std::move(x)); }
   void pop_back() {
     if (!empty()) v_.pop_back();
   }
   void pop_front() {
     if (empty()) return;
+    v_[head_].messages = Compound{};
     if (++head_ == v_.size()) {
       v_.clear();
       head_ = 0;
@@ -113,7 +125,7 @@ class SizeFifo {
   }
 
  private:
-  std::vector<std::uint32_t> v_;
+  std::vector<Queued> v_;
   std::size_t head_ = 0;
 };
 
@@ -547,21 +559,28 @@ class Simulator {
 
   void handle(std::uint32_t i, std::uint32_t slot) {
     Datagram& d = pool_[slot];
-    const cp::DecodeResult dec = cp::decode(d.bytes);
     const std::uint32_t from = d.from;
-    free_slot(slot);
-    if (!dec.ok()) {
-      ++r_.decode_failures;
-      return;
+    Compound messages;
+    if (sc_.decode_at_receiver) {
+      cp::DecodeResult dec = cp::decode(d.bytes);
+      if (!dec.ok()) {
+        free_slot(slot);
+        ++r_.decode_failures;
+        return;
+      }
+      messages = std::move(dec.messages);
+    } else {
+      messages = std::move(d.messages);
     }
+    free_slot(slot);
     ++r_.datagrams_delivered;
-    for (const cp::engine::Message& m : dec.messages) {
+    for (const cp::engine::Message& m : messages) {
       const auto* sync = std::get_if<cp::engine::SyncRequest>(&m);
       if (sync == nullptr || !sync->join) continue;
       ++r_.join_requests;
       if (i < sc_.seeds) ++r_.join_requests_at_seeds;
     }
-    nodes_[i].engine->handle(node_addr(from), dec.messages, now_);
+    nodes_[i].engine->handle(node_addr(from), messages, now_);
   }
 
   void on_tick(std::uint32_t i) {
@@ -577,7 +596,7 @@ class Simulator {
   void after(std::uint32_t i) {
     Node& n = nodes_[i];
     for (MemberEvent& ev : n.engine->take_events()) on_member_event(i, ev);
-    for (Outgoing& out : n.engine->take_outbox()) send(i, out);
+    for (Outgoing& out : n.engine->take_outbox()) send(i, std::move(out));
     if (n.state != State::kUp) return;
     arm_release(i);
     std::uint64_t next = n.engine->next_deadline();
@@ -602,6 +621,7 @@ class Simulator {
 
   void free_slot(std::uint32_t s) {
     pool_[s].bytes.clear();
+    pool_[s].messages.clear();
     free_.push_back(s);
   }
 
@@ -616,20 +636,22 @@ class Simulator {
 
   // The engine's datagram, sealed-sized (header and tag as zeros around the
   // codec bytes), into the member's shaper.
-  void send(std::uint32_t i, const Outgoing& out) {
+  void send(std::uint32_t i, Outgoing&& out) {
     Node& n = nodes_[i];
     ++r_.datagrams_sent;
     wire_.assign(crypto::kHeaderBytes, 0);
     cp::encode_append(out.messages, wire_);
     wire_.resize(wire_.size() + crypto::kTagBytes, 0);
     const std::size_t len = wire_.size();
+    const Address to = out.to;
     r_.max_datagram_bytes = std::max<std::uint64_t>(r_.max_datagram_bytes, len - kWireOverheadBytes);
     const auto cls = static_cast<crypto::PriorityClass>(out.priority);
     const auto c = static_cast<std::size_t>(cls);
     std::array<std::uint64_t, crypto::kClassCount> dropped{};
     for (std::size_t k = 0; k < crypto::kClassCount; ++k) dropped[k] = n.shaper->counters()[k].dropped;
-    n.mirror.queues[c].push_back(static_cast<std::uint32_t>(len));  // before: it may go at once
-    const bool ok = n.shaper->submit(to_endpoint(out.to), cls, wire_.data(), len, now_);
+    // Before submitting: it may go at once.
+    n.mirror.queues[c].push_back(Queued{static_cast<std::uint32_t>(len), std::move(out.messages)});
+    const bool ok = n.shaper->submit(to_endpoint(to), cls, wire_.data(), len, now_);
     for (std::size_t k = 0; k < crypto::kClassCount; ++k) {
       std::uint64_t evicted = n.shaper->counters()[k].dropped - dropped[k];
       if (!ok && k == c) evicted -= 1;  // the newcomer refused, counted below
@@ -680,7 +702,9 @@ class Simulator {
   void on_wire(std::uint32_t i, const dp::Endpoint& to_ep, crypto::PriorityClass cls,
                const std::uint8_t* data, std::size_t len) {
     Node& n = nodes_[i];
-    n.mirror.queues[static_cast<std::size_t>(cls)].pop_front();
+    SizeFifo& queue = n.mirror.queues[static_cast<std::size_t>(cls)];
+    Compound messages = queue.empty() ? Compound{} : std::move(queue.front_item().messages);
+    queue.pop_front();
     if (sc_.network.egress_bytes_per_s != 0) {
       mirror_refill(n);
       n.mirror.tokens -= static_cast<double>(len);
@@ -702,7 +726,8 @@ class Simulator {
       return;
     }
     const std::uint32_t slot = alloc_slot();
-    pool_[slot].bytes.assign(payload, payload + plen);
+    if (sc_.decode_at_receiver) pool_[slot].bytes.assign(payload, payload + plen);
+    pool_[slot].messages = std::move(messages);
     pool_[slot].from = i;
     const double jitter = -std::log1p(-uniform01()) * static_cast<double>(sc_.network.latency_jitter_ns);
     const std::uint64_t at = now_ + sc_.network.latency_base_ns + static_cast<std::uint64_t>(jitter);

@@ -4,8 +4,12 @@
 // Events are ordered by (virtual time, sequence number), and every random draw
 // (latency, loss, seeds, phantom lifetimes, stall phases) comes from one seeded
 // RNG consumed in event order, so a scenario and a seed give identical results.
-// Every datagram is encoded with the real codec at the sender and decoded at the
-// receiver; what a member sends passes its own copy of the gateway's egress
+// Every datagram is encoded with the real codec at the sender (its exact bytes
+// are what is charged and measured); the receiver gets the messages the sender
+// encoded, or with --decode (Scenario::decode_at_receiver) decodes the bytes as
+// the gateway does: the results are the same byte for byte (a unit test runs
+// both), decoding only costs time. What a member sends passes its own copy of
+// the gateway's egress
 // shaper (control/host/egress_shaper.h), charged wire bytes: codec bytes plus
 // the gateway header and AEAD tag (kWireOverheadBytes).
 #pragma once
