@@ -950,7 +950,10 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
     // Not in a storm (each phantom would triple its join's cost).
     if (!in_storm(now_ns)) {
       followup_joins_ = kFollowupJoins;
-      next_followup_ns_ = now_ns + config_.join_retry_min_ns + rng_.uniform(config_.join_retry_min_ns);
+      // The first soon: what the answer lacks is what changed while it was
+      // on its way (members that joined meanwhile, whose news we, unknown to
+      // most as yet, are the last to be sent).
+      next_followup_ns_ = now_ns + 2 * config_.gossip_interval_ns + rng_.uniform(2 * config_.gossip_interval_ns);
     }
   }
   merge(m.members, m.source, now_ns, join_answer);
@@ -1074,7 +1077,7 @@ void Engine::send_join(std::uint64_t now_ns) {
 
 // ---------------------------------------------------------------- probing
 
-std::optional<std::string> Engine::young_target(std::uint64_t now_ns) {
+std::optional<std::string> Engine::young_target(std::uint64_t now_ns, bool calm) {
   // Probationers due for promotion without proof of life come first.
   while (!probe_soon_.empty()) {
     std::string name = std::move(probe_soon_.front());
@@ -1084,10 +1087,16 @@ std::optional<std::string> Engine::young_target(std::uint64_t now_ns) {
   }
   // Random picks; one that grew up, died or was forgotten is removed on the
   // spot (swap with the last), so the list stays the live newcomers.
-  for (int attempt = 0; attempt < 16 && !newcomers_.empty(); ++attempt) {
+  // Calm (no storm): only a member that arrived well after us (young) is
+  // worth a probe out of turn; in a cluster that is starting nobody is, and
+  // the ring keeps its one-probe-per-round schedule.
+  for (int attempt = 0; attempt < (calm ? 4 : 16) && !newcomers_.empty(); ++attempt) {
     const auto i = static_cast<std::size_t>(rng_.uniform(newcomers_.size()));
     const Member* m = table_.find_id(newcomers_[i]);
-    if (m != nullptr && !m->is_tombstone() && newcomer(*m, now_ns)) return m->name.str();
+    if (m != nullptr && !m->is_tombstone() && newcomer(*m, now_ns)) {
+      if (!calm || young(*m, now_ns)) return m->name.str();
+      continue;
+    }
     forget_newcomer_at(i);
   }
   return std::nullopt;
@@ -1151,9 +1160,16 @@ void Engine::start_probe(std::uint64_t now_ns) {
   // intervals). The round-robin walk goes on with the other half. Outside a
   // storm, probing is SWIM's round robin only.
   std::optional<std::string> target;
+  // Outside a storm, every fourth probe still goes to a newcomer while there
+  // are any: a member that missed a newcomer's death (nobody gossips a death
+  // for long, and the ring reaches a member only once per view-size rounds)
+  // would otherwise hold a zombie for minutes.
   probe_newcomer_next_ = !probe_newcomer_next_;
+  ++probes_begun_;
   if (probe_newcomer_next_ && (in_storm(now_ns) || !probe_soon_.empty()))
-    target = young_target(now_ns);
+    target = young_target(now_ns, false);
+  else if (probes_begun_ % kCalmNewcomerProbeEvery == 0 && !newcomers_.empty())
+    target = young_target(now_ns, true);
   if (target) ++counters_.probe_newcomer;
   if (!target) target = ring_target(now_ns);
   if (!target) target = probes_.next_target(table_, config_.name, rng_);

@@ -231,7 +231,7 @@ class Engine {
   std::uint64_t eager_gap_ns() const { return config_.gossip_interval_ns / 10; }
   static constexpr std::uint32_t kEagerRounds = 3;
   // A random live newcomer to probe, if there is one.
-  std::optional<std::string> young_target(std::uint64_t now_ns);
+  std::optional<std::string> young_target(std::uint64_t now_ns, bool calm);
   // Our target in this round of the probe ring, if the ring is in use.
   std::optional<std::string> ring_target(std::uint64_t now_ns);
   bool ring_in_use();
@@ -308,6 +308,8 @@ class Engine {
   // name id (each knows its index: Member::newcomer_slot).
   std::vector<std::uint32_t> newcomers_;
   bool probe_newcomer_next_ = false;
+  std::uint64_t probes_begun_ = 0;
+  static constexpr std::uint64_t kCalmNewcomerProbeEvery = 4;
   // The probe ring (config probe_ring): the table's view in name order; our
   // position in it, found again when the table's version moves.
   bool ring_self_ = false;
