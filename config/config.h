@@ -43,6 +43,12 @@ struct NodeConfig {
   std::string address;
   // UDP port gossip is addressed to. Default 7946; 1..65535.
   std::uint16_t port = 7946;
+  // Prefix length of an IPv4 address's local subnet, e.g. 24 for
+  // 10.0.0.1/24. When set, the subnet's broadcast (10.0.0.255) and network
+  // (10.0.0.0) addresses are martian sources (drop_martian): a member never
+  // has them. 0 (default): unknown; 31 and 32 have no broadcast (RFC 3021).
+  // 0..32, IPv4 only.
+  std::uint8_t prefix_len = 0;
 };
 
 struct LcoreConfig {

@@ -433,7 +433,7 @@ class Parser {
     Config config;
     config.base_dir = std::string(base_dir);
     parse_cluster(section(top, "cluster", {"name", "suite", "keys"}), config);
-    parse_node(section(top, "node", {"name", "address", "port"}), config.node);
+    parse_node(section(top, "node", {"name", "address", "port", "prefix_len"}), config.node);
     parse_lcores(section(top, "lcores", {"control", "workers"}), config.lcores);
     parse_rings(section(top, "rings", {"size"}), config.rings);
     parse_dataplane(section(top, "dataplane",
@@ -620,6 +620,12 @@ class Parser {
     }
 
     if (std::optional<Field> port = m.find("port")) node.port = read_uint<std::uint16_t>(*port, 1);
+    if (std::optional<Field> prefix = m.find("prefix_len")) {
+      node.prefix_len = read_uint<std::uint8_t>(*prefix, 0, 32);
+      if (node.address.find(':') != std::string::npos) {
+        fail(prefix->path, prefix->line, "applies to an IPv4 node.address only (IPv6 has no subnet broadcast)");
+      }
+    }
   }
 
   void parse_lcores(const Map& m, LcoreConfig& lcores) const {

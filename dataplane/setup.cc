@@ -41,6 +41,7 @@ LadderConfig ladder_config(const config::Config& cfg) {
   if (!parse_endpoint(cfg.node.address.c_str(), cfg.node.port, &lc.local)) {
     throw std::runtime_error("node.address: '" + cfg.node.address + "' is not an IPv4 or IPv6 address");
   }
+  set_ipv4_subnet(&lc.local, cfg.node.prefix_len);
   lc.cluster_id = crypto::derive_cluster_id(cfg.cluster.name);
   lc.max_payload_bytes = cfg.limits.max_payload_bytes;
   lc.replay_window_s = cfg.limits.replay_window_s;

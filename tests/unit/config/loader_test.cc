@@ -109,6 +109,7 @@ TEST(ConfigLoader, MinimalFileGetsDefaults) {
   EXPECT_EQ(c.base_dir, kBaseDir);
   expect_defaults_except_required(c);
   EXPECT_EQ(c.node.port, 7946);
+  EXPECT_EQ(c.node.prefix_len, 0u);
   EXPECT_EQ(c.lcores.workers, std::vector<unsigned>{1});
   EXPECT_EQ(c.rings.size, 4096u);
   EXPECT_EQ(c.log.level, "info");
@@ -492,6 +493,14 @@ TEST(ConfigLoaderReject, NodeName) {
   EXPECT_REJECTED(file("\"gw 1\""), "node.name", 4, "invalid character ' ' at byte 2");
   EXPECT_REJECTED(file("\"gw\\t1\""), "node.name", 4, "invalid character '\\x09'");
   EXPECT_EQ(parse_config(file("gw-1@rack/3"), kSource, "").node.name, "gw-1@rack/3");
+}
+
+TEST(ConfigLoaderReject, NodePrefixLen) {
+  const std::string head = "cluster:\n  name: demo\n  keys: [{file: k}]\n";
+  EXPECT_REJECTED(head + "node: {address: 10.0.0.2, prefix_len: 33}\n", "node.prefix_len", 4, "must be 0..32");
+  EXPECT_REJECTED(head + "node: {address: 'fd00::2', prefix_len: 24}\n", "node.prefix_len", 4,
+                  "IPv4 node.address only");
+  EXPECT_EQ(parse_config(head + "node: {address: 10.0.0.2, prefix_len: 24}\n", kSource, "").node.prefix_len, 24u);
 }
 
 TEST(ConfigLoaderReject, NodeAddress) {
