@@ -150,6 +150,11 @@ struct ClassifierConfig {
     std::string pattern;
   };
   std::vector<Rule> rules;
+  // How long compiling the classifier (built-ins and rules) may take at
+  // start, in ms; past it the start fails (exit 2) naming the rule being
+  // compiled (dataplane/classifier.h). gossipctl config check compiles the
+  // same way. 10..600000. Default 10000.
+  std::uint32_t compile_budget_ms = 10000;
 };
 
 // The membership engine hosted on the control lcore.

@@ -10,6 +10,8 @@
 #include <yaml-cpp/yaml.h>
 #include <hs.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -445,7 +447,8 @@ class Parser {
                           "known_burst", "unknown_rate_pps", "unknown_burst", "sources"}),
                  config.limits);
     parse_classifier(section(top, "classifier",
-                             {"enabled", "builtins", "scan_bytes", "max_scans_per_burst", "max_scans_per_sec", "rules"}),
+                             {"enabled", "builtins", "scan_bytes", "max_scans_per_burst", "max_scans_per_sec", "rules",
+                              "compile_budget_ms"}),
                      config.classifier);
     parse_membership(section(top, "membership", {"enabled", "preset", "seeds", "tags", "allowed_name_prefixes", "required_tags",
                                   "admit_rate", "admit_burst", "egress_bytes_per_sec", "egress_burst_bytes",
@@ -710,6 +713,7 @@ class Parser {
     if (auto f = m.find("max_scans_per_sec")) {
       c.max_scans_per_sec = read_uint<std::uint32_t>(*f, 0, 10000000);
     }
+    if (auto f = m.find("compile_budget_ms")) c.compile_budget_ms = read_uint<std::uint32_t>(*f, 10, 600000);
     std::optional<Field> rules = m.find("rules");
     if (!rules) return;
     const YAML::Node& list = rules->value;
@@ -764,24 +768,33 @@ class Parser {
     }
   }
 
-  // Compiles one classifier pattern alone, as the gateway will (Hyperscan
-  // block mode, DOTALL, single match); "" if it compiles, else why not.
+  // Parses one classifier pattern as the gateway will compile it (Hyperscan
+  // block mode, DOTALL, single match); "" if it is fine, else why not. Only
+  // hs_expression_info (a parse and analysis, milliseconds): the compile
+  // itself can take far longer (issue 17), so it runs in the classifier,
+  // bounded by classifier.compile_budget_ms (dataplane/classifier.h), at
+  // start and in gossipctl config check.
   static std::string check_pattern(const std::string& pattern) {
     if (pattern.empty() || pattern.size() > kMaxPatternBytes) {
       return "pattern must be 1.." + std::to_string(kMaxPatternBytes) + " bytes, got " +
              std::to_string(pattern.size());
     }
     if (pattern.find('\0') != std::string::npos) return "pattern holds a NUL byte (write \\x00)";
-    hs_database_t* db = nullptr;
+    hs_expr_info_t* info = nullptr;
     hs_compile_error_t* err = nullptr;
-    if (hs_compile(pattern.c_str(), HS_FLAG_DOTALL | HS_FLAG_SINGLEMATCH, HS_MODE_BLOCK, nullptr, &db,
-                   &err) != HS_SUCCESS) {
+    if (hs_expression_info(pattern.c_str(), HS_FLAG_DOTALL | HS_FLAG_SINGLEMATCH, &info, &err) != HS_SUCCESS) {
       std::string why = "Hyperscan rejects the pattern " + quote(pattern) + ": ";
       why += err != nullptr && err->message != nullptr ? escape(err->message) : "unknown error";
       hs_free_compile_error(err);
       return why;
     }
-    hs_free_database(db);
+    // The compile refuses these (without HS_FLAG_ALLOWEMPTY): say so here.
+    const bool empty = info->min_width == 0;
+    std::free(info);
+    if (empty) {
+      return "Hyperscan rejects the pattern " + quote(pattern) +
+             ": it matches the empty string (every packet would count)";
+    }
     return "";
   }
 

@@ -279,7 +279,8 @@ int main(int argc, char** argv) {
     if (cfg.classifier.enabled) {
       std::vector<gw::dp::ClassifierRule> rules;
       for (const auto& r : cfg.classifier.rules) rules.push_back({r.name, r.pattern});
-      classifier = std::make_unique<gw::dp::Classifier>(rules, cfg.classifier.builtins, cfg.classifier.scan_bytes);
+      classifier = std::make_unique<gw::dp::Classifier>(rules, cfg.classifier.builtins, cfg.classifier.scan_bytes,
+                                                        cfg.classifier.compile_budget_ms);
     }
   } catch (const std::exception& e) {
     return fail(kExitUsage, e.what());

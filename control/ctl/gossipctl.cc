@@ -47,6 +47,7 @@
 #include "control/host/keyring_state.h"
 #include "control/version.h"
 #include "crypto/keys.h"
+#include "dataplane/classifier.h"
 #include "dataplane/setup.h"
 
 namespace {
@@ -152,12 +153,21 @@ std::vector<std::string> eal_args(const EalOptions& opt) {
 
 // Everything gossipgw checks before EAL starts, so a launch script can stop
 // with the same one-line error before touching hugepages or NICs.
-void check_config(const std::string& path) {
-  const gw::config::Config cfg = gw::config::load_config(path);
+gw::config::Config check_config(const std::string& path) {
+  gw::config::Config cfg = gw::config::load_config(path);
   (void)gw::dp::load_keyring(cfg);  // every key file: present, 32 bytes, mode 0600, no duplicates
   // The persisted keyring the gateway would load instead (if there is one).
   if (!cfg.control.state_dir.empty()) (void)gw::cp::load_keyring_state(cfg.control.state_dir, gw::dp::resolve_suite(cfg));
   (void)gw::dp::ladder_config(cfg);
+  // The classifier as gossipgw compiles it at start (bounded by
+  // classifier.compile_budget_ms): a rule too costly to compile fails here too.
+  if (cfg.classifier.enabled) {
+    std::vector<gw::dp::ClassifierRule> rules;
+    for (const auto& r : cfg.classifier.rules) rules.push_back({r.name, r.pattern});
+    const gw::dp::Classifier c(rules, cfg.classifier.builtins, cfg.classifier.scan_bytes,
+                               cfg.classifier.compile_budget_ms);
+  }
+  return cfg;
 }
 
 // ---- the control socket ----
@@ -368,7 +378,8 @@ int main(int argc, char** argv) {
   config->require_subcommand(1);
   std::string check_path;
   CLI::App* check = sub(config, "check",
-                        "validate the config and load every key file as gossipgw would; print 'ok' or the error (exit 2)");
+                        "validate the config, load every key file and compile the classifier as gossipgw would; print 'ok' and the "
+                        "memory it needs, or the error (exit 2)");
   check->add_option("--config", check_path, "gateway YAML config")->required();
 
   EalOptions eal;
