@@ -520,11 +520,23 @@ int main(int argc, char** argv) {
         for (const Json& k : arr) std::printf("%s: key id %s\n", cell(k["file"]).c_str(), cell(k["key_id"]).c_str());
       }
     } else if (*check) {
-      check_config(check_path);
+      const gw::config::Config cfg = check_config(check_path);
+      // What it needs (issue 17): process memory for the rings and tables
+      // (checked against this machine), EAL memory for the packet pools
+      // (gossipgw checks it against what EAL has once EAL runs).
+      const gw::config::MemoryNeed need = gw::config::memory_needed(cfg);
+      const std::uint64_t eal_mb = estimate_memory_mb(cfg);
       if (as_json) {
-        print_json(Json{{"config", check_path}});
+        print_json(Json{{"config", check_path},
+                        {"memory", {{"process_bytes", need.total()}, {"rings_bytes", need.rings},
+                                    {"tables_bytes", need.tables}, {"eal_mb", eal_mb}}}});
       } else {
-        std::printf("ok\n");
+        std::printf("ok: needs %llu MiB of process memory (hand-off rings %llu MiB, guard tables %llu MiB) and "
+                    "%llu MiB of EAL memory (packet pools and EAL: -m or hugepages, see config eal-args)\n",
+                    static_cast<unsigned long long>((need.total() + kMiB - 1) / kMiB),
+                    static_cast<unsigned long long>((need.rings + kMiB - 1) / kMiB),
+                    static_cast<unsigned long long>((need.tables + kMiB - 1) / kMiB),
+                    static_cast<unsigned long long>(eal_mb));
       }
     } else if (*eal_cmd) {
       const std::vector<std::string> args = eal_args(eal);

@@ -135,6 +135,19 @@ r = subprocess.run([CTL, "config", "check", "--config", write("costly-ok.yaml", 
                    capture_output=True, text=True, timeout=120)
 check("the same rule within the default budget compiles", r.returncode == 0 and r.stdout.startswith("ok"), r.stderr)
 
+# The packet pools come from EAL's memory (-m 256 here): a config whose pools
+# cannot fit is refused before the port is set up, saying how much it needs
+# and how much EAL has (issue 17), exit 2, our line last.
+big = write("bigpools.yaml", good + "dataplane:\n  mbufs: 1048576\n")
+r = subprocess.run(eal("n") + ["--", "--config", big], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+check("pools larger than EAL's memory: exit 2", r.returncode == 2, f"exit {r.returncode}: {r.stderr!r}")
+check("pools larger than EAL's memory: one line says needed and available",
+      last.startswith("gossipgw:") and "dataplane.mbufs: the packet pools need" in last and " MiB of EAL memory" in last
+      and "but EAL has" in last and "-m" in last, repr(r.stderr))
+need = int(last.split("need ")[1].split(" MiB")[0]) if "need " in last else 0
+check("pools larger than EAL's memory: the need is about 1 Mi mbufs' worth", 2300 < need < 3000, last)
+
 # Signals: with infinite_rx the input never ends, so only the signal stops it.
 for sig in (signal.SIGTERM, signal.SIGINT):
     stats = os.path.join(tmp, f"stats-{sig.name}.json")
