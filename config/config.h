@@ -5,6 +5,7 @@
 // path and line, so a bad file never reaches the dataplane.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -89,6 +90,24 @@ struct DataplaneConfig {
   // Microseconds a worker sleeps after an empty poll, so several busy-polling
   // processes can share few cores. 0 (pure busy poll) .. 100000. Default 0.
   std::uint32_t idle_backoff_us = 0;
+  // Where datagrams for a member go on the wire (docs/ladder.md, "transmit
+  // MACs"). Pinned neighbours: the destination MAC for an IP (any port),
+  // never replaced by anything received; for members (or the router in
+  // front of them) on a segment outsiders share. 0..256 entries, distinct
+  // addresses, unicast MACs. Default none: MACs are learned from frames
+  // that passed the whole check ladder, per (IP, UDP port).
+  struct Neighbor {
+    std::string address;                // IPv4 or IPv6 literal
+    std::array<std::uint8_t, 6> mac{};  // "02:00:00:00:00:02" in the file
+  };
+  std::vector<Neighbor> neighbors;
+  // Also take the sender of an ARP request or reply addressed to us as the
+  // MAC of an address nothing authenticated has taught yet (until its first
+  // accepted frame). ARP is unauthenticated: an outsider on the segment
+  // could then choose where our first datagrams to that address go. Default
+  // false (unknown MACs get broadcast frames, counted as
+  // tx_broadcast_unknown_mac).
+  bool arp_hints = false;
 };
 
 struct LimitsConfig {

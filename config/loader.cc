@@ -47,6 +47,7 @@ constexpr std::size_t kNodeNameMax = 128;
 constexpr std::size_t kMaxSeeds = 64;
 constexpr std::size_t kMaxKeys = 8;
 constexpr std::size_t kMaxWorkers = 64;
+constexpr std::size_t kMaxNeighbors = 256;  // dataplane/neighbors.h kMaxPinned
 // classifier.rules (dataplane/classifier.h holds the same bounds).
 constexpr std::size_t kMaxClassifierRules = 32;
 constexpr std::size_t kMaxRuleNameBytes = 48;
@@ -440,7 +441,7 @@ class Parser {
     parse_rings(section(top, "rings", {"size"}), config.rings);
     parse_dataplane(section(top, "dataplane",
                             {"port_id", "mbufs", "burst", "rx_descriptors", "tx_descriptors",
-                             "idle_backoff_us"}),
+                             "idle_backoff_us", "neighbors", "arp_hints"}),
                     config.dataplane);
     parse_limits(section(top, "limits",
                          {"max_payload_bytes", "replay_window_s", "replay_senders", "known_rate_pps",
@@ -687,6 +688,48 @@ class Parser {
     }
     if (auto f = m.find("idle_backoff_us")) {
       dp.idle_backoff_us = read_uint<std::uint32_t>(*f, 0, 100000);
+    }
+    if (auto f = m.find("arp_hints")) dp.arp_hints = read_bool(*f);
+    if (std::optional<Field> list_f = m.find("neighbors")) {
+      const YAML::Node& list = list_f->value;
+      if (!list.IsSequence()) {
+        fail(list_f->path, list_f->line, "expected a list of {address, mac}, got " + describe(list));
+      }
+      if (list.size() > kMaxNeighbors) {
+        fail(list_f->path, list_f->line,
+             "at most " + std::to_string(kMaxNeighbors) + " entries, got " + std::to_string(list.size()));
+      }
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const YAML::Node item = list[i];
+        const std::string path = indexed(list_f->path, i);
+        const int line = line_of(item) > 0 ? line_of(item) : list_f->line;
+        const Map nm(*this, item, path, line, {"address", "mac"}, false);
+        const Field address = nm.require("address");
+        const Field mac = nm.require("mac");
+        DataplaneConfig::Neighbor n;
+        n.address = read_string(address);
+        std::array<unsigned char, sizeof(in6_addr)> buf{};
+        if (n.address.find('\0') != std::string::npos ||
+            (inet_pton(AF_INET, n.address.c_str(), buf.data()) != 1 &&
+             inet_pton(AF_INET6, n.address.c_str(), buf.data()) != 1)) {
+          fail(address.path, address.line, "expected an IPv4 or IPv6 address, got " + quote(n.address));
+        }
+        for (const DataplaneConfig::Neighbor& seen : dp.neighbors) {
+          if (seen.address == n.address) fail(address.path, address.line, quote(n.address) + " is listed twice");
+        }
+        const std::string text = read_string(mac);
+        unsigned b[6];
+        char tail = 0;
+        if (text.size() != 17 ||
+            std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6) {
+          fail(mac.path, mac.line, "expected a MAC address such as 02:00:00:00:00:02, got " + quote(text));
+        }
+        for (int k = 0; k < 6; ++k) n.mac[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(b[k]);
+        if ((n.mac[0] & 0x01) != 0 || n.mac == std::array<std::uint8_t, 6>{}) {
+          fail(mac.path, mac.line, "must be a unicast MAC address (not zero, broadcast or multicast), got " + quote(text));
+        }
+        dp.neighbors.push_back(std::move(n));
+      }
     }
   }
 

@@ -329,7 +329,8 @@ void worker(Builder& b, const Json& l) {
       for (const auto& [ak, av] : v.items()) {
         if (!av.is_number()) continue;
         b.add("gossipgw_arp_total", "counter",
-              "ARP on the gateway's address: replies sent, peer MAC hints learned (packets)",
+              "ARP on the gateway's address: replies sent, peer MAC hints taken (only with dataplane.arp_hints: true) "
+              "(packets)",
               join_labels(lbl, labels({{"result", ak}})), av.get<double>());
       }
     } else if (k == "guard") {
