@@ -170,7 +170,7 @@ const std::map<std::string, EngineSeries>& engine_series() {
     add("tombstones_expired", "gossipgw_engine_member_changes_total", kChanges, "change", "tombstone_expired");
     add("young_declared_dead", "gossipgw_engine_young_declared_dead_total",
         "Newcomers that failed a probe in a storm, or probationers that did, declared dead without suspicion; "
-        "also in member_changes{change=\"failed\"} unless on probation (members)");
+        "also in member_changes{change=\"failed\"} (members)");
     add("refutations", "gossipgw_engine_refutations_total", "Times we refuted a suspicion about ourselves (refutations)");
     add("suspicion_confirmations", "gossipgw_engine_suspicion_confirmations_total",
         "Independent confirmations of suspicions received (confirmations)");
@@ -228,7 +228,7 @@ const std::map<std::string, EngineSeries>& engine_series() {
         "Newcomers admitted on probation, outside the view, in a storm or an arrival surge (members)");
     constexpr const char* kProbation =
         "Probations ended, by outcome: promoted (proof of life: joined the view), died (declared dead, never in "
-        "the view), forgotten (never proved alive: no verdict) (members)";
+        "the view; also in member_changes{change=\"failed\"}), forgotten (never proved alive: no verdict) (members)";
     add("probation_promoted", "gossipgw_engine_probation_ended_total", kProbation, "outcome", "promoted");
     add("probation_died", "gossipgw_engine_probation_ended_total", kProbation, "outcome", "died");
     add("probation_forgotten", "gossipgw_engine_probation_ended_total", kProbation, "outcome", "forgotten");
