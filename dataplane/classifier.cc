@@ -317,6 +317,8 @@ Compiled compile_bounded(const std::vector<const char*>& exprs, const std::vecto
       if (hs_deserialize_database(buf.data() + at, static_cast<std::size_t>(len), &out.db) != HS_SUCCESS) {
         out.db = nullptr;
         out.error = "cannot load the compiled database";
+      } else {
+        out.timed_out = false;  // the whole database came in time (the deadline hit before EOF)
       }
       return out;
     } else {
