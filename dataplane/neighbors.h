@@ -61,10 +61,11 @@ class Neighbors {
   void learn(const Endpoint& from, const std::uint8_t* mac) noexcept {
     if (pinned_ != 0 && find_pin(from) != nullptr) return;  // the operator's word stands
     if (!unicast(mac)) return;
-    fill(learned_[endpoint_index(from)], from, mac);
+    const std::uint64_t ih = ip_index(from);  // one hash for both tables
+    fill(learned_[endpoint_index(ih, from.port)], from, mac);
     // The address is now known from an authenticated frame: its hint goes,
     // and a mark in its place keeps later hints for it out (for any port).
-    Slot& h = hints_[ip_index(from) % kSlots];
+    Slot& h = hints_[ih % kSlots];
     if (!(h.used && h.mark && same_ip(h, from))) {
       fill(h, from, mac);
       h.mark = true;
@@ -92,13 +93,14 @@ class Neighbors {
         return true;
       }
     }
-    const Slot& s = learned_[endpoint_index(to)];
+    const std::uint64_t ih = ip_index(to);
+    const Slot& s = learned_[endpoint_index(ih, to.port)];
     if (s.used && same_ip(s, to) && s.port == to.port) {
       *mac = s.mac;
       return true;
     }
     if (hints_allowed_) {
-      const Slot& h = hints_[ip_index(to) % kSlots];
+      const Slot& h = hints_[ih % kSlots];
       if (h.used && !h.mark && same_ip(h, to)) {
         *mac = h.mac;
         return true;
@@ -154,10 +156,10 @@ class Neighbors {
     return h;
   }
 
-  static std::size_t endpoint_index(const Endpoint& e) noexcept {
-    std::uint64_t h = ip_index(e);
-    h = (h ^ (e.port & 0xFF)) * 1099511628211ULL;
-    h = (h ^ (e.port >> 8)) * 1099511628211ULL;
+  static std::size_t endpoint_index(std::uint64_t ip_hash, std::uint16_t port) noexcept {
+    std::uint64_t h = ip_hash;
+    h = (h ^ (port & 0xFF)) * 1099511628211ULL;
+    h = (h ^ (port >> 8)) * 1099511628211ULL;
     return static_cast<std::size_t>(h % kSlots);
   }
 
