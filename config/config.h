@@ -5,6 +5,7 @@
 // path and line, so a bad file never reaches the dataplane.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +44,12 @@ struct NodeConfig {
   std::string address;
   // UDP port gossip is addressed to. Default 7946; 1..65535.
   std::uint16_t port = 7946;
+  // Prefix length of an IPv4 address's local subnet, e.g. 24 for
+  // 10.0.0.1/24. When set, the subnet's broadcast (10.0.0.255) and network
+  // (10.0.0.0) addresses are martian sources (drop_martian): a member never
+  // has them. 0 (default): unknown; 31 and 32 have no broadcast (RFC 3021).
+  // 0..32, IPv4 only.
+  std::uint8_t prefix_len = 0;
 };
 
 struct LcoreConfig {
@@ -83,6 +90,24 @@ struct DataplaneConfig {
   // Microseconds a worker sleeps after an empty poll, so several busy-polling
   // processes can share few cores. 0 (pure busy poll) .. 100000. Default 0.
   std::uint32_t idle_backoff_us = 0;
+  // Where datagrams for a member go on the wire (docs/ladder.md, "transmit
+  // MACs"). Pinned neighbours: the destination MAC for an IP (any port),
+  // never replaced by anything received; for members (or the router in
+  // front of them) on a segment outsiders share. 0..256 entries, distinct
+  // addresses, unicast MACs. Default none: MACs are learned from frames
+  // that passed the whole check ladder, per (IP, UDP port).
+  struct Neighbor {
+    std::string address;                // IPv4 or IPv6 literal
+    std::array<std::uint8_t, 6> mac{};  // "02:00:00:00:00:02" in the file
+  };
+  std::vector<Neighbor> neighbors;
+  // Also take the sender of an ARP request or reply addressed to us as the
+  // MAC of an address nothing authenticated has taught yet (until its first
+  // accepted frame). ARP is unauthenticated: an outsider on the segment
+  // could then choose where our first datagrams to that address go. Default
+  // false (unknown MACs get broadcast frames, counted as
+  // tx_broadcast_unknown_mac).
+  bool arp_hints = false;
 };
 
 struct LimitsConfig {
@@ -144,6 +169,11 @@ struct ClassifierConfig {
     std::string pattern;
   };
   std::vector<Rule> rules;
+  // How long compiling the classifier (built-ins and rules) may take at
+  // start, in ms; past it the start fails (exit 2) naming the rule being
+  // compiled (dataplane/classifier.h). gossipctl config check compiles the
+  // same way. 10..600000. Default 10000.
+  std::uint32_t compile_budget_ms = 10000;
 };
 
 // The membership engine hosted on the control lcore.

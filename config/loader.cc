@@ -10,6 +10,8 @@
 #include <yaml-cpp/yaml.h>
 #include <hs.h>
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -45,6 +47,7 @@ constexpr std::size_t kNodeNameMax = 128;
 constexpr std::size_t kMaxSeeds = 64;
 constexpr std::size_t kMaxKeys = 8;
 constexpr std::size_t kMaxWorkers = 64;
+constexpr std::size_t kMaxNeighbors = 256;  // dataplane/neighbors.h kMaxPinned
 // classifier.rules (dataplane/classifier.h holds the same bounds).
 constexpr std::size_t kMaxClassifierRules = 32;
 constexpr std::size_t kMaxRuleNameBytes = 48;
@@ -433,19 +436,20 @@ class Parser {
     Config config;
     config.base_dir = std::string(base_dir);
     parse_cluster(section(top, "cluster", {"name", "suite", "keys"}), config);
-    parse_node(section(top, "node", {"name", "address", "port"}), config.node);
+    parse_node(section(top, "node", {"name", "address", "port", "prefix_len"}), config.node);
     parse_lcores(section(top, "lcores", {"control", "workers"}), config.lcores);
     parse_rings(section(top, "rings", {"size"}), config.rings);
     parse_dataplane(section(top, "dataplane",
                             {"port_id", "mbufs", "burst", "rx_descriptors", "tx_descriptors",
-                             "idle_backoff_us"}),
+                             "idle_backoff_us", "neighbors", "arp_hints"}),
                     config.dataplane);
     parse_limits(section(top, "limits",
                          {"max_payload_bytes", "replay_window_s", "replay_senders", "known_rate_pps",
                           "known_burst", "unknown_rate_pps", "unknown_burst", "sources"}),
                  config.limits);
     parse_classifier(section(top, "classifier",
-                             {"enabled", "builtins", "scan_bytes", "max_scans_per_burst", "max_scans_per_sec", "rules"}),
+                             {"enabled", "builtins", "scan_bytes", "max_scans_per_burst", "max_scans_per_sec", "rules",
+                              "compile_budget_ms"}),
                      config.classifier);
     parse_membership(section(top, "membership", {"enabled", "preset", "seeds", "tags", "allowed_name_prefixes", "required_tags",
                                   "admit_rate", "admit_burst", "egress_bytes_per_sec", "egress_burst_bytes",
@@ -620,6 +624,12 @@ class Parser {
     }
 
     if (std::optional<Field> port = m.find("port")) node.port = read_uint<std::uint16_t>(*port, 1);
+    if (std::optional<Field> prefix = m.find("prefix_len")) {
+      node.prefix_len = read_uint<std::uint8_t>(*prefix, 0, 32);
+      if (node.address.find(':') != std::string::npos) {
+        fail(prefix->path, prefix->line, "applies to an IPv4 node.address only (IPv6 has no subnet broadcast)");
+      }
+    }
   }
 
   void parse_lcores(const Map& m, LcoreConfig& lcores) const {
@@ -679,6 +689,48 @@ class Parser {
     if (auto f = m.find("idle_backoff_us")) {
       dp.idle_backoff_us = read_uint<std::uint32_t>(*f, 0, 100000);
     }
+    if (auto f = m.find("arp_hints")) dp.arp_hints = read_bool(*f);
+    if (std::optional<Field> list_f = m.find("neighbors")) {
+      const YAML::Node& list = list_f->value;
+      if (!list.IsSequence()) {
+        fail(list_f->path, list_f->line, "expected a list of {address, mac}, got " + describe(list));
+      }
+      if (list.size() > kMaxNeighbors) {
+        fail(list_f->path, list_f->line,
+             "at most " + std::to_string(kMaxNeighbors) + " entries, got " + std::to_string(list.size()));
+      }
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const YAML::Node item = list[i];
+        const std::string path = indexed(list_f->path, i);
+        const int line = line_of(item) > 0 ? line_of(item) : list_f->line;
+        const Map nm(*this, item, path, line, {"address", "mac"}, false);
+        const Field address = nm.require("address");
+        const Field mac = nm.require("mac");
+        DataplaneConfig::Neighbor n;
+        n.address = read_string(address);
+        std::array<unsigned char, sizeof(in6_addr)> buf{};
+        if (n.address.find('\0') != std::string::npos ||
+            (inet_pton(AF_INET, n.address.c_str(), buf.data()) != 1 &&
+             inet_pton(AF_INET6, n.address.c_str(), buf.data()) != 1)) {
+          fail(address.path, address.line, "expected an IPv4 or IPv6 address, got " + quote(n.address));
+        }
+        for (const DataplaneConfig::Neighbor& seen : dp.neighbors) {
+          if (seen.address == n.address) fail(address.path, address.line, quote(n.address) + " is listed twice");
+        }
+        const std::string text = read_string(mac);
+        unsigned b[6];
+        char tail = 0;
+        if (text.size() != 17 ||
+            std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6) {
+          fail(mac.path, mac.line, "expected a MAC address such as 02:00:00:00:00:02, got " + quote(text));
+        }
+        for (int k = 0; k < 6; ++k) n.mac[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(b[k]);
+        if ((n.mac[0] & 0x01) != 0 || n.mac == std::array<std::uint8_t, 6>{}) {
+          fail(mac.path, mac.line, "must be a unicast MAC address (not zero, broadcast or multicast), got " + quote(text));
+        }
+        dp.neighbors.push_back(std::move(n));
+      }
+    }
   }
 
   void parse_limits(const Map& m, LimitsConfig& limits) const {
@@ -704,6 +756,7 @@ class Parser {
     if (auto f = m.find("max_scans_per_sec")) {
       c.max_scans_per_sec = read_uint<std::uint32_t>(*f, 0, 10000000);
     }
+    if (auto f = m.find("compile_budget_ms")) c.compile_budget_ms = read_uint<std::uint32_t>(*f, 10, 600000);
     std::optional<Field> rules = m.find("rules");
     if (!rules) return;
     const YAML::Node& list = rules->value;
@@ -758,24 +811,33 @@ class Parser {
     }
   }
 
-  // Compiles one classifier pattern alone, as the gateway will (Hyperscan
-  // block mode, DOTALL, single match); "" if it compiles, else why not.
+  // Parses one classifier pattern as the gateway will compile it (Hyperscan
+  // block mode, DOTALL, single match); "" if it is fine, else why not. Only
+  // hs_expression_info (a parse and analysis, milliseconds): the compile
+  // itself can take far longer (issue 17), so it runs in the classifier,
+  // bounded by classifier.compile_budget_ms (dataplane/classifier.h), at
+  // start and in gossipctl config check.
   static std::string check_pattern(const std::string& pattern) {
     if (pattern.empty() || pattern.size() > kMaxPatternBytes) {
       return "pattern must be 1.." + std::to_string(kMaxPatternBytes) + " bytes, got " +
              std::to_string(pattern.size());
     }
     if (pattern.find('\0') != std::string::npos) return "pattern holds a NUL byte (write \\x00)";
-    hs_database_t* db = nullptr;
+    hs_expr_info_t* info = nullptr;
     hs_compile_error_t* err = nullptr;
-    if (hs_compile(pattern.c_str(), HS_FLAG_DOTALL | HS_FLAG_SINGLEMATCH, HS_MODE_BLOCK, nullptr, &db,
-                   &err) != HS_SUCCESS) {
+    if (hs_expression_info(pattern.c_str(), HS_FLAG_DOTALL | HS_FLAG_SINGLEMATCH, &info, &err) != HS_SUCCESS) {
       std::string why = "Hyperscan rejects the pattern " + quote(pattern) + ": ";
       why += err != nullptr && err->message != nullptr ? escape(err->message) : "unknown error";
       hs_free_compile_error(err);
       return why;
     }
-    hs_free_database(db);
+    // The compile refuses these (without HS_FLAG_ALLOWEMPTY): say so here.
+    const bool empty = info->min_width == 0;
+    std::free(info);
+    if (empty) {
+      return "Hyperscan rejects the pattern " + quote(pattern) +
+             ": it matches the empty string (every packet would count)";
+    }
     return "";
   }
 

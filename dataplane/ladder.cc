@@ -9,6 +9,8 @@ bool parse_endpoint(const char* address, std::uint16_t port, LocalEndpoint* out)
   ep.port = port;
   if (::inet_pton(AF_INET, address, ep.ipv4.data()) == 1) {
     ep.receiver = crypto::receiver_of(ep.ipv4.data(), ep.ipv4.size(), port);
+    ep.ipv4_bcast = ep.ipv4;
+    ep.ipv4_net = ep.ipv4;
     *out = ep;
     return true;
   }
@@ -19,6 +21,22 @@ bool parse_endpoint(const char* address, std::uint16_t port, LocalEndpoint* out)
     return true;
   }
   return false;
+}
+
+void set_ipv4_subnet(LocalEndpoint* ep, unsigned prefix_len) noexcept {
+  ep->ipv4_bcast = ep->ipv4;
+  ep->ipv4_net = ep->ipv4;
+  // Unknown, or /31 and /32 (RFC 3021): no subnet broadcast to refuse.
+  if (ep->ipv6 || prefix_len == 0 || prefix_len > 30) return;
+  std::uint32_t a = 0;
+  for (std::uint8_t b : ep->ipv4) a = (a << 8) | b;
+  const std::uint32_t host_mask = 0xFFFF'FFFFu >> prefix_len;
+  const std::uint32_t bcast = a | host_mask;
+  const std::uint32_t net = a & ~host_mask;
+  for (int i = 0; i < 4; ++i) {
+    ep->ipv4_bcast[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(bcast >> (24 - 8 * i));
+    ep->ipv4_net[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(net >> (24 - 8 * i));
+  }
 }
 
 LadderResult run_ladder(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len) noexcept {

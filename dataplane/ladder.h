@@ -49,6 +49,11 @@ struct LocalEndpoint {
   std::array<std::uint8_t, 4> ipv4{};
   std::array<std::uint8_t, 16> ipv6_addr{};
   std::uint16_t port = 0;  // host byte order
+  // Our IPv4 subnet's broadcast and network addresses (node.prefix_len), as
+  // martian sources; our own address when the prefix is unknown or /31, /32
+  // (RFC 3021: no broadcast), so the check costs no branch either way.
+  std::array<std::uint8_t, 4> ipv4_bcast{};
+  std::array<std::uint8_t, 4> ipv4_net{};
   // Our receiver identity (crypto::receiver_of this address and port): a
   // datagram sealed for anyone else is refused.
   crypto::Receiver receiver;
@@ -57,6 +62,10 @@ struct LocalEndpoint {
 // Parses an IPv4/IPv6 literal (and derives its receiver identity); false if
 // it is neither.
 bool parse_endpoint(const char* address, std::uint16_t port, LocalEndpoint* out) noexcept;
+
+// Our IPv4 subnet from node.prefix_len (0: unknown): its broadcast and
+// network addresses become martian sources. Any thread, before the workers run.
+void set_ipv4_subnet(LocalEndpoint* ep, unsigned prefix_len) noexcept;
 
 // Everything the ladder reads, fixed for the life of a snapshot.
 struct LadderConfig {

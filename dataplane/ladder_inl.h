@@ -66,21 +66,29 @@ static_assert(crypto::kWireMagic[0] == 'G' && crypto::kWireMagic[1] == 'S' && cr
 
 // Sources no member can have, so answers must never go there (issue 17):
 // IPv4 0.0.0.0/8 ("this network"), 127/8 (loopback), 224/4 multicast and
-// 240/4 (reserved, with 255.255.255.255 broadcast), and our own address.
-inline bool martian_v4(const std::uint8_t* src, const std::uint8_t* ours) noexcept {
-  // One branch for all four tests (the fast path runs this per packet).
+// 240/4 (reserved, with 255.255.255.255 broadcast), our own address, and,
+// when node.prefix_len gives our subnet, its broadcast and network addresses
+// (a subnet-directed broadcast source would have our answers broadcast).
+inline bool martian_v4(const std::uint8_t* src, const LocalEndpoint& local) noexcept {
+  // One branch for all the tests (the fast path runs this per packet).
   const unsigned first = src[0];
+  const std::uint32_t s = load32(src);
   const unsigned hit = static_cast<unsigned>(first == 0) | static_cast<unsigned>(first == 127) |
-                       static_cast<unsigned>(first >= 224) | static_cast<unsigned>(load32(src) == load32(ours));
+                       static_cast<unsigned>(first >= 224) | static_cast<unsigned>(s == load32(local.ipv4.data())) |
+                       static_cast<unsigned>(s == load32(local.ipv4_bcast.data())) |
+                       static_cast<unsigned>(s == load32(local.ipv4_net.data()));
   return hit != 0;
 }
-// IPv6 :: (unspecified), ::1 (loopback), ff00::/8 multicast, and our own address.
+// IPv6 :: (unspecified), ::1 (loopback), ff00::/8 multicast, ::ffff:0:0/96
+// (IPv4-mapped: never a source on the wire, RFC 4291 2.5.5.2) and our own
+// address.
 inline bool martian_v6(const std::uint8_t* src, const std::uint8_t* ours) noexcept {
   const std::uint64_t hi = load64(src);
   const std::uint64_t lo = load64(src + 8);
   static constexpr std::uint8_t kOne[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+  static constexpr std::uint8_t kMapped[4] = {0, 0, 0xFF, 0xFF};
   if (src[0] == 0xFF) return true;
-  if (hi == 0 && (lo == 0 || lo == load64(kOne))) return true;
+  if (hi == 0 && (lo == 0 || lo == load64(kOne) || load32(src + 8) == load32(kMapped))) return true;
   return hi == load64(ours) && lo == load64(ours + 8);
 }
 
@@ -126,7 +134,7 @@ inline Endpoint UdpView::from() const noexcept {
       const std::uint32_t udp_len = be16(frame + 38);
       if (total >= kIpv4MinHeader + kUdpHeader && total <= len - kEthHeader && udp_len >= kUdpHeader &&
           udp_len <= total - kIpv4MinHeader) [[likely]] {
-        if (martian_v4(frame + 26, local.ipv4.data())) [[unlikely]] return Verdict::kMartian;
+        if (martian_v4(frame + 26, local)) [[unlikely]] return Verdict::kMartian;
         out->payload_offset = kEthHeader + kIpv4MinHeader + kUdpHeader;
         out->payload_len = udp_len - kUdpHeader;
         out->src_ip = frame + 26;
@@ -191,7 +199,7 @@ inline Endpoint UdpView::from() const noexcept {
   if (udp_len < kUdpHeader || udp_len > l3_end - l4) return Verdict::kMalformed;
   // A source no member can have: dropped before anything reads the payload,
   // so nothing is ever answered there.
-  if (src_ip_len == 4 ? martian_v4(src_ip, local.ipv4.data()) : martian_v6(src_ip, local.ipv6_addr.data())) {
+  if (src_ip_len == 4 ? martian_v4(src_ip, local) : martian_v6(src_ip, local.ipv6_addr.data())) {
     return Verdict::kMartian;
   }
 

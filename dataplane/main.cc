@@ -279,7 +279,8 @@ int main(int argc, char** argv) {
     if (cfg.classifier.enabled) {
       std::vector<gw::dp::ClassifierRule> rules;
       for (const auto& r : cfg.classifier.rules) rules.push_back({r.name, r.pattern});
-      classifier = std::make_unique<gw::dp::Classifier>(rules, cfg.classifier.builtins, cfg.classifier.scan_bytes);
+      classifier = std::make_unique<gw::dp::Classifier>(rules, cfg.classifier.builtins, cfg.classifier.scan_bytes,
+                                                        cfg.classifier.compile_budget_ms);
     }
   } catch (const std::exception& e) {
     return fail(kExitUsage, e.what());
@@ -405,6 +406,7 @@ int main(int argc, char** argv) {
         w->tx.src_mac = port.mac;  // every worker answers ARP (dataplane/arp.h)
         w->tx.local = ladder.local;
         if (q == 0) w->tx.ring = tx_ring;  // worker 0 transmits what the control lcore queues
+        gw::dp::setup_neighbors(w->tx.neighbors, cfg);  // validated by the loader: does not throw
         try {
           gw::dp::setup_guard(w->guard, cfg, classifier.get(), rte_rdtsc() ^ (q * 0x9E3779B97F4A7C15ULL));
         } catch (const std::exception& e) {

@@ -1,12 +1,19 @@
 #include "dataplane/port.h"
 
+#include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
 
 #include "config/config.h"
 #include "dataplane/mbuf_meta.h"
@@ -21,7 +28,49 @@ namespace {
 
 std::string dpdk_error(int rc) { return rte_strerror(rc < 0 ? -rc : rc); }
 
+// One pktmbuf pool of `n` mbufs as rte_pktmbuf_pool_create lays it out: the
+// objects (DPDK's own per-object size: header, mbuf, private area, data
+// room, trailer), the pool header with its per-lcore caches, and its ring.
+std::uint64_t one_pool_bytes(std::uint32_t n) {
+  const std::uint32_t elt = sizeof(rte_mbuf) + kMbufPrivSize + RTE_MBUF_DEFAULT_BUF_SIZE;
+  rte_mempool_objsz sz{};
+  const std::uint64_t obj = rte_mempool_calc_obj_size(elt, 0, &sz);
+  const std::uint64_t header = sizeof(rte_mempool) + std::uint64_t{RTE_MAX_LCORE} * sizeof(rte_mempool_cache);
+  const ssize_t ring = rte_ring_get_memsize(static_cast<unsigned>(rte_align32pow2(n + 1)));
+  return std::uint64_t{n} * obj + header + (ring > 0 ? static_cast<std::uint64_t>(ring) : 0);
+}
+
+std::uint64_t read_number(const std::string& path) {
+  std::ifstream in(path);
+  std::uint64_t v = 0;
+  return (in >> v) ? v : 0;
+}
+
 }  // namespace
+
+std::uint64_t pool_bytes(const PortPlan& plan) {
+  return std::uint64_t{plan.queues} * one_pool_bytes(plan.mbufs_per_queue) + one_pool_bytes(plan.tx_mbufs);
+}
+
+std::uint64_t eal_memory_available(int socket) {
+  // What the heap holds free now (all of it with --no-huge or -m in legacy
+  // mode) ...
+  rte_malloc_socket_stats st{};
+  std::uint64_t free = rte_malloc_get_socket_stats(socket, &st) == 0 ? st.heap_freesz_bytes : 0;
+  // ... plus, with hugepages, what it could still grow by: the free pages of
+  // the socket's NUMA node (an upper bound, so a config is never refused
+  // for memory EAL could get).
+  if (rte_eal_has_hugepages()) {
+    for (const char* size : {"hugepages-2048kB", "hugepages-1048576kB"}) {
+      const std::uint64_t page = std::string(size) == "hugepages-2048kB" ? (2ULL << 20) : (1ULL << 30);
+      std::uint64_t pages = read_number("/sys/devices/system/node/node" + std::to_string(socket) + "/hugepages/" +
+                                        size + "/free_hugepages");
+      if (pages == 0) pages = read_number(std::string("/sys/kernel/mm/hugepages/") + size + "/free_hugepages");
+      free += pages * page;
+    }
+  }
+  return free;
+}
 
 PortState start_port(const PortPlan& plan) {
   const std::uint16_t available = rte_eth_dev_count_avail();
@@ -41,6 +90,23 @@ PortState start_port(const PortPlan& plan) {
     throw SetupError("lcores.workers: " + std::to_string(plan.queues) + " workers need as many queues, but " +
                      info.driver_name + " offers " + std::to_string(info.max_rx_queues) + " rx / " +
                      std::to_string(info.max_tx_queues) + " tx queues");
+  }
+
+  // The packet pools come from EAL's memory (-m, hugepages), not the
+  // process's: check that EAL has it before anything is set up, so the error
+  // says how much is needed (issue 17).
+  const int pool_socket = std::max(rte_eth_dev_socket_id(plan.port_id), 0);
+  const std::uint64_t need = pool_bytes(plan);
+  const std::uint64_t have = eal_memory_available(pool_socket);
+  if (need > have) {
+    constexpr std::uint64_t kMiB = 1024 * 1024;
+    throw SetupError("dataplane.mbufs: the packet pools need " + std::to_string((need + kMiB - 1) / kMiB) +
+                     " MiB of EAL memory (" + std::to_string(plan.queues) + " rx queue(s) x " +
+                     std::to_string(plan.mbufs_per_queue) + " mbufs + " + std::to_string(plan.tx_mbufs) +
+                     " transmit buffers), but EAL has " + std::to_string(have / kMiB) + " MiB free on socket " +
+                     std::to_string(pool_socket) +
+                     "; lower dataplane.mbufs or give EAL more memory (-m, hugepages; gossipctl config eal-args "
+                     "prints -m for this config)");
   }
 
   PortState state;

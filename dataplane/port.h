@@ -35,7 +35,17 @@ struct PortState {
   bool rss = false;
 };
 
-// Configures and starts the port; throws SetupError with the reason.
+// EAL memory the port's packet pools need, in bytes (rx pools and the
+// transmit pool as start_port creates them). After EAL init.
+std::uint64_t pool_bytes(const PortPlan& plan);
+
+// EAL memory that could still be allocated on `socket`: the heap's free
+// bytes, plus free hugepages of that NUMA node when EAL uses hugepages.
+// After EAL init, main lcore.
+std::uint64_t eal_memory_available(int socket);
+
+// Configures and starts the port; throws SetupError with the reason (also
+// when EAL lacks the memory for its packet pools).
 PortState start_port(const PortPlan& plan);
 
 void stop_port(PortState& state) noexcept;

@@ -2,6 +2,8 @@
 
 #include "config/loader.h"
 
+#include <arpa/inet.h>
+
 namespace gw::dp {
 
 crypto::Suite resolve_suite(const config::Config& cfg) {
@@ -41,10 +43,28 @@ LadderConfig ladder_config(const config::Config& cfg) {
   if (!parse_endpoint(cfg.node.address.c_str(), cfg.node.port, &lc.local)) {
     throw std::runtime_error("node.address: '" + cfg.node.address + "' is not an IPv4 or IPv6 address");
   }
+  set_ipv4_subnet(&lc.local, cfg.node.prefix_len);
   lc.cluster_id = crypto::derive_cluster_id(cfg.cluster.name);
   lc.max_payload_bytes = cfg.limits.max_payload_bytes;
   lc.replay_window_s = cfg.limits.replay_window_s;
   return lc;
+}
+
+void setup_neighbors(Neighbors& n, const config::Config& cfg) {
+  n.allow_hints(cfg.dataplane.arp_hints);
+  for (const config::DataplaneConfig::Neighbor& nb : cfg.dataplane.neighbors) {
+    Endpoint e;
+    if (::inet_pton(AF_INET, nb.address.c_str(), e.ip.data()) == 1) {
+      e.ip_len = 4;
+    } else if (::inet_pton(AF_INET6, nb.address.c_str(), e.ip.data()) == 1) {
+      e.ip_len = 16;
+    } else {
+      throw std::runtime_error("dataplane.neighbors: '" + nb.address + "' is not an IPv4 or IPv6 address");
+    }
+    if (!n.pin(e, nb.mac.data())) {
+      throw std::runtime_error("dataplane.neighbors: cannot pin '" + nb.address + "' (table full or not unicast)");
+    }
+  }
 }
 
 }  // namespace gw::dp

@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "crypto/keys.h"
 #include "dataplane/ladder.h"
+#include "dataplane/neighbors.h"
 
 namespace gw::dp {
 
@@ -23,5 +24,10 @@ crypto::Keyring load_keyring(const config::Config& cfg,
 
 // Fills everything but `keys`.
 LadderConfig ladder_config(const config::Config& cfg);
+
+// The transmit MAC table's configured part: dataplane.neighbors pinned,
+// dataplane.arp_hints applied. Main lcore, before the workers run; throws
+// std::runtime_error for an entry it cannot take.
+void setup_neighbors(Neighbors& n, const config::Config& cfg);
 
 }  // namespace gw::dp

@@ -72,6 +72,45 @@ Json tx_counters(const TxCounters& t) {
 
 constexpr const char* kStatusNames[] = {"alive", "suspect", "dead", "left"};
 
+}  // namespace
+
+std::string engine_counters_json(const cp::engine::Counters& c) {
+  Json ec;
+  for (std::size_t t = 0; t < c.msg_in.size(); ++t) ec[std::string("in_") + cp::engine::message_type_name(t)] = c.msg_in[t];
+  for (std::size_t t = 0; t < c.msg_out.size(); ++t) ec[std::string("out_") + cp::engine::message_type_name(t)] = c.msg_out[t];
+  for (std::size_t k = 0; k < c.broadcast_drop.size(); ++k) ec[std::string("broadcast_drop_") + std::string(kClassNames[k])] = c.broadcast_drop[k];
+#define GW_ENGINE_COUNTER(name) ec[#name] = c.name
+  GW_ENGINE_COUNTER(packets_in); GW_ENGINE_COUNTER(packets_out); GW_ENGINE_COUNTER(outbox_drop_full);
+  GW_ENGINE_COUNTER(events_drop_full); GW_ENGINE_COUNTER(broadcast_superseded);
+  GW_ENGINE_COUNTER(admission_drop_rate); GW_ENGINE_COUNTER(admission_drop_policy);
+  GW_ENGINE_COUNTER(admission_drop_table_full); GW_ENGINE_COUNTER(alive_drop_tombstone);
+  GW_ENGINE_COUNTER(update_drop_stale); GW_ENGINE_COUNTER(update_drop_unknown);
+  GW_ENGINE_COUNTER(tags_drop_too_large); GW_ENGINE_COUNTER(alive_drop_no_addr); GW_ENGINE_COUNTER(alive_drop_bad_name);
+  GW_ENGINE_COUNTER(refutations); GW_ENGINE_COUNTER(suspicions); GW_ENGINE_COUNTER(suspicion_confirmations);
+  GW_ENGINE_COUNTER(deaths); GW_ENGINE_COUNTER(leaves); GW_ENGINE_COUNTER(joins); GW_ENGINE_COUNTER(updates);
+  GW_ENGINE_COUNTER(tombstones_expired); GW_ENGINE_COUNTER(probe_started); GW_ENGINE_COUNTER(probe_ack_direct);
+  GW_ENGINE_COUNTER(probe_ack_indirect); GW_ENGINE_COUNTER(probe_failed); GW_ENGINE_COUNTER(probe_indirect_sent);
+  GW_ENGINE_COUNTER(probe_nack_received); GW_ENGINE_COUNTER(ping_drop_misdirected); GW_ENGINE_COUNTER(relay_started);
+  GW_ENGINE_COUNTER(relay_drop_full); GW_ENGINE_COUNTER(relay_ack_forwarded); GW_ENGINE_COUNTER(relay_nack_sent);
+  GW_ENGINE_COUNTER(sync_started); GW_ENGINE_COUNTER(sync_reconnects); GW_ENGINE_COUNTER(sync_answered);
+  GW_ENGINE_COUNTER(sync_drop_concurrency); GW_ENGINE_COUNTER(sync_drop_rate); GW_ENGINE_COUNTER(sync_drop_unsolicited);
+  GW_ENGINE_COUNTER(sync_bytes_out); GW_ENGINE_COUNTER(user_data_in);
+  GW_ENGINE_COUNTER(ack_drop_unsolicited); GW_ENGINE_COUNTER(nack_drop_unsolicited);
+  GW_ENGINE_COUNTER(update_drop_far_future); GW_ENGINE_COUNTER(sync_drop_oversize);
+  GW_ENGINE_COUNTER(conflict_self_name); GW_ENGINE_COUNTER(conflict_address);
+  GW_ENGINE_COUNTER(admission_deferred); GW_ENGINE_COUNTER(alive_drop_graveyard); GW_ENGINE_COUNTER(graveyard_evictions);
+  GW_ENGINE_COUNTER(join_answered); GW_ENGINE_COUNTER(join_drop_rate); GW_ENGINE_COUNTER(join_retries); GW_ENGINE_COUNTER(join_followups);
+  GW_ENGINE_COUNTER(young_declared_dead); GW_ENGINE_COUNTER(stale_corrections); GW_ENGINE_COUNTER(stale_accusations_corrected); GW_ENGINE_COUNTER(probe_newcomer);
+  GW_ENGINE_COUNTER(probation_started); GW_ENGINE_COUNTER(probation_promoted); GW_ENGINE_COUNTER(probation_died); GW_ENGINE_COUNTER(probation_forgotten);
+  GW_ENGINE_COUNTER(surges); GW_ENGINE_COUNTER(gossip_eager);
+  GW_ENGINE_COUNTER(sync_digest_equal); GW_ENGINE_COUNTER(sync_digest_differ);
+  GW_ENGINE_COUNTER(own_stalls); GW_ENGINE_COUNTER(probe_abandoned_stall);
+#undef GW_ENGINE_COUNTER
+  return ec.dump();
+}
+
+namespace {
+
 Json membership(const cp::EngineHost& host, bool include_members) {
   const auto& e = host.engine();
   Json j;
@@ -98,12 +137,12 @@ Json membership(const cp::EngineHost& host, bool include_members) {
     if (!include_members) continue;
     Json mj;
     mj["name"] = m.name;
-    mj["address"] = ip_text(m.addr().ip);
-    mj["port"] = m.addr().port;
+    mj["address"] = ip_text(m.addr.ip);
+    mj["port"] = m.addr.port;
     mj["status"] = kStatusNames[static_cast<std::size_t>(m.status) & 3];
     mj["incarnation"] = m.incarnation;
     Json tags = Json::object();
-    for (const auto& t : m.tags()) tags[t.key] = t.value;
+    for (const auto& t : m.tags) tags[t.key] = t.value;
     mj["tags"] = std::move(tags);
     members.push_back(std::move(mj));
   }
@@ -125,39 +164,7 @@ Json membership(const cp::EngineHost& host, bool include_members) {
   }
   j["events"] = std::move(events);
   j["recent_events"] = std::move(recent);
-  const auto& c = e.counters();
-  Json ec;
-  for (std::size_t t = 0; t < c.msg_in.size(); ++t) ec[std::string("in_") + cp::engine::message_type_name(t)] = c.msg_in[t];
-  for (std::size_t t = 0; t < c.msg_out.size(); ++t) ec[std::string("out_") + cp::engine::message_type_name(t)] = c.msg_out[t];
-  for (std::size_t k = 0; k < c.broadcast_drop.size(); ++k) ec[std::string("broadcast_drop_") + std::string(kClassNames[k])] = c.broadcast_drop[k];
-#define GW_ENGINE_COUNTER(name) ec[#name] = c.name
-  GW_ENGINE_COUNTER(packets_in); GW_ENGINE_COUNTER(packets_out); GW_ENGINE_COUNTER(outbox_drop_full);
-  GW_ENGINE_COUNTER(events_drop_full); GW_ENGINE_COUNTER(broadcast_superseded);
-  GW_ENGINE_COUNTER(admission_drop_rate); GW_ENGINE_COUNTER(admission_drop_policy);
-  GW_ENGINE_COUNTER(admission_drop_table_full); GW_ENGINE_COUNTER(alive_drop_tombstone);
-  GW_ENGINE_COUNTER(update_drop_stale); GW_ENGINE_COUNTER(update_drop_unknown);
-  GW_ENGINE_COUNTER(tags_drop_too_large); GW_ENGINE_COUNTER(alive_drop_no_addr); GW_ENGINE_COUNTER(alive_drop_bad_name);
-  GW_ENGINE_COUNTER(refutations); GW_ENGINE_COUNTER(suspicions); GW_ENGINE_COUNTER(suspicion_confirmations);
-  GW_ENGINE_COUNTER(deaths); GW_ENGINE_COUNTER(leaves); GW_ENGINE_COUNTER(joins); GW_ENGINE_COUNTER(updates);
-  GW_ENGINE_COUNTER(tombstones_expired); GW_ENGINE_COUNTER(probe_started); GW_ENGINE_COUNTER(probe_ack_direct);
-  GW_ENGINE_COUNTER(probe_ack_indirect); GW_ENGINE_COUNTER(probe_failed); GW_ENGINE_COUNTER(probe_indirect_sent);
-  GW_ENGINE_COUNTER(probe_nack_received); GW_ENGINE_COUNTER(ping_drop_misdirected); GW_ENGINE_COUNTER(relay_started);
-  GW_ENGINE_COUNTER(relay_drop_full); GW_ENGINE_COUNTER(relay_ack_forwarded); GW_ENGINE_COUNTER(relay_nack_sent);
-  GW_ENGINE_COUNTER(sync_started); GW_ENGINE_COUNTER(sync_reconnects); GW_ENGINE_COUNTER(sync_answered);
-  GW_ENGINE_COUNTER(sync_drop_concurrency); GW_ENGINE_COUNTER(sync_drop_rate); GW_ENGINE_COUNTER(sync_drop_unsolicited);
-  GW_ENGINE_COUNTER(sync_bytes_out); GW_ENGINE_COUNTER(user_data_in);
-  GW_ENGINE_COUNTER(ack_drop_unsolicited); GW_ENGINE_COUNTER(nack_drop_unsolicited);
-  GW_ENGINE_COUNTER(update_drop_far_future); GW_ENGINE_COUNTER(sync_drop_oversize);
-  GW_ENGINE_COUNTER(conflict_self_name); GW_ENGINE_COUNTER(conflict_address);
-  GW_ENGINE_COUNTER(admission_deferred); GW_ENGINE_COUNTER(alive_drop_graveyard); GW_ENGINE_COUNTER(graveyard_evictions);
-  GW_ENGINE_COUNTER(join_answered); GW_ENGINE_COUNTER(join_drop_rate); GW_ENGINE_COUNTER(join_retries);
-  GW_ENGINE_COUNTER(young_declared_dead); GW_ENGINE_COUNTER(stale_corrections); GW_ENGINE_COUNTER(stale_accusations_corrected); GW_ENGINE_COUNTER(probe_newcomer);
-  GW_ENGINE_COUNTER(probation_started); GW_ENGINE_COUNTER(probation_promoted); GW_ENGINE_COUNTER(probation_died); GW_ENGINE_COUNTER(probation_forgotten);
-  GW_ENGINE_COUNTER(surges); GW_ENGINE_COUNTER(gossip_eager);
-  GW_ENGINE_COUNTER(sync_digest_equal); GW_ENGINE_COUNTER(sync_digest_differ);
-  GW_ENGINE_COUNTER(own_stalls); GW_ENGINE_COUNTER(probe_abandoned_stall);
-#undef GW_ENGINE_COUNTER
-  j["engine_counters"] = std::move(ec);
+  j["engine_counters"] = Json::parse(engine_counters_json(e.counters()));
   const auto& hc = host.counters();
   j["sealed"] = hc.sealed;
   j["drop_encode"] = hc.drop_encode;

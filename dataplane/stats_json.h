@@ -13,6 +13,9 @@
 
 namespace gw::cp {
 class EngineHost;
+namespace engine {
+struct Counters;
+}
 }
 
 namespace gw::dp {
@@ -36,6 +39,10 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
                        const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
                        const cp::EngineHost* host, bool compact = false, bool include_members = true,
                        const ExtraSections& extra = {});
+
+// `membership.engine_counters`: the engine's counters under their flat names
+// (docs/metrics.md maps each to its Prometheus series). Control lcore.
+std::string engine_counters_json(const cp::engine::Counters& c);
 
 // Dotted-quad or RFC 5952-ish hex groups for a 4- or 16-byte address.
 std::string ip_text(const std::vector<std::uint8_t>& ip);

@@ -47,6 +47,7 @@
 #include "control/host/keyring_state.h"
 #include "control/version.h"
 #include "crypto/keys.h"
+#include "dataplane/classifier.h"
 #include "dataplane/setup.h"
 
 namespace {
@@ -152,12 +153,21 @@ std::vector<std::string> eal_args(const EalOptions& opt) {
 
 // Everything gossipgw checks before EAL starts, so a launch script can stop
 // with the same one-line error before touching hugepages or NICs.
-void check_config(const std::string& path) {
-  const gw::config::Config cfg = gw::config::load_config(path);
+gw::config::Config check_config(const std::string& path) {
+  gw::config::Config cfg = gw::config::load_config(path);
   (void)gw::dp::load_keyring(cfg);  // every key file: present, 32 bytes, mode 0600, no duplicates
   // The persisted keyring the gateway would load instead (if there is one).
   if (!cfg.control.state_dir.empty()) (void)gw::cp::load_keyring_state(cfg.control.state_dir, gw::dp::resolve_suite(cfg));
   (void)gw::dp::ladder_config(cfg);
+  // The classifier as gossipgw compiles it at start (bounded by
+  // classifier.compile_budget_ms): a rule too costly to compile fails here too.
+  if (cfg.classifier.enabled) {
+    std::vector<gw::dp::ClassifierRule> rules;
+    for (const auto& r : cfg.classifier.rules) rules.push_back({r.name, r.pattern});
+    const gw::dp::Classifier c(rules, cfg.classifier.builtins, cfg.classifier.scan_bytes,
+                               cfg.classifier.compile_budget_ms);
+  }
+  return cfg;
 }
 
 // ---- the control socket ----
@@ -368,7 +378,8 @@ int main(int argc, char** argv) {
   config->require_subcommand(1);
   std::string check_path;
   CLI::App* check = sub(config, "check",
-                        "validate the config and load every key file as gossipgw would; print 'ok' or the error (exit 2)");
+                        "validate the config, load every key file and compile the classifier as gossipgw would; print 'ok' and the "
+                        "memory it needs, or the error (exit 2)");
   check->add_option("--config", check_path, "gateway YAML config")->required();
 
   EalOptions eal;
@@ -509,11 +520,23 @@ int main(int argc, char** argv) {
         for (const Json& k : arr) std::printf("%s: key id %s\n", cell(k["file"]).c_str(), cell(k["key_id"]).c_str());
       }
     } else if (*check) {
-      check_config(check_path);
+      const gw::config::Config cfg = check_config(check_path);
+      // What it needs (issue 17): process memory for the rings and tables
+      // (checked against this machine), EAL memory for the packet pools
+      // (gossipgw checks it against what EAL has once EAL runs).
+      const gw::config::MemoryNeed need = gw::config::memory_needed(cfg);
+      const std::uint64_t eal_mb = estimate_memory_mb(cfg);
       if (as_json) {
-        print_json(Json{{"config", check_path}});
+        print_json(Json{{"config", check_path},
+                        {"memory", {{"process_bytes", need.total()}, {"rings_bytes", need.rings},
+                                    {"tables_bytes", need.tables}, {"eal_mb", eal_mb}}}});
       } else {
-        std::printf("ok\n");
+        std::printf("ok: needs %llu MiB of process memory (hand-off rings %llu MiB, guard tables %llu MiB) and "
+                    "%llu MiB of EAL memory (packet pools and EAL: -m or hugepages, see config eal-args)\n",
+                    static_cast<unsigned long long>((need.total() + kMiB - 1) / kMiB),
+                    static_cast<unsigned long long>((need.rings + kMiB - 1) / kMiB),
+                    static_cast<unsigned long long>((need.tables + kMiB - 1) / kMiB),
+                    static_cast<unsigned long long>(eal_mb));
       }
     } else if (*eal_cmd) {
       const std::vector<std::string> args = eal_args(eal);

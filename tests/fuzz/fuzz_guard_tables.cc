@@ -10,13 +10,20 @@
 //     by age() once its newest datagram is stale (now - max_ts > window);
 //   - every window the shadow holds and the table does not was aged out
 //     legitimately, and every window the table holds the shadow holds;
-//   - FailedHeaders never claims a nonce that was not added.
+//   - FailedHeaders never claims a nonce that was not added;
+//   - the transmit MAC table (dataplane/neighbors.h; the same bytes read as
+//     pin/learn/hint/lookup operations): a pinned address always yields its
+//     pinned MAC; otherwise a MAC is returned only if it was learned for
+//     exactly that (IP, port) last, or (hints allowed) offered as an ARP hint
+//     for that IP; never a non-unicast MAC, never one learned for another port.
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
 #include <set>
 #include <utility>
 
+#include "dataplane/neighbors.h"
 #include "dataplane/replay.h"
 
 namespace {
@@ -30,10 +37,67 @@ struct Shadow {
   std::uint32_t max_ts = 0;
 };
 
+gw::dp::Endpoint endpoint(std::uint8_t host, std::uint16_t port) {
+  gw::dp::Endpoint e;
+  e.ip = {10, 0, 0, host};
+  e.ip_len = 4;
+  e.port = port;
+  return e;
+}
+
+void neighbors_ops(const std::uint8_t* data, std::size_t size) {
+  gw::dp::Neighbors n;
+  const bool hints = (data[0] & 0x80) != 0;
+  n.allow_hints(hints);
+  using Mac = gw::dp::Neighbors::Mac;
+  std::map<std::uint8_t, Mac> pinned;
+  std::map<std::pair<std::uint8_t, std::uint16_t>, Mac> learned;  // last learned per endpoint
+  std::map<std::uint8_t, std::set<Mac>> offered;                  // hints offered per IP
+  const auto unicast = [](const Mac& m) { return (m[0] & 1) == 0; };
+  for (std::size_t i = 1; i + 3 <= size; i += 3) {
+    const std::uint8_t host = data[i + 1] % 8;
+    const auto port = static_cast<std::uint16_t>(7946 + data[i + 2] % 4);
+    const Mac mac = {static_cast<std::uint8_t>(0x02 | (data[i + 2] >> 7)), 0, 0, 0, 0,
+                     static_cast<std::uint8_t>(1 + (data[i + 2] >> 2) % 8)};
+    switch (data[i] % 4) {
+      case 0:
+        if (n.pin(endpoint(host, 0), mac.data())) pinned[host] = mac;
+        check(n.pinned() == pinned.size());
+        break;
+      case 1:
+        n.learn(endpoint(host, port), mac.data());
+        if (unicast(mac)) learned[{host, port}] = mac;
+        break;
+      case 2:
+        if (n.hint(endpoint(host, 0), mac.data())) {
+          check(hints && unicast(mac) && pinned.count(host) == 0);
+          offered[host].insert(mac);
+        }
+        break;
+      default: {
+        Mac got{};
+        const bool known = n.lookup(endpoint(host, port), &got);
+        if (pinned.count(host) != 0) {
+          check(known && got == pinned[host]);
+          break;
+        }
+        if (!known) break;
+        check(unicast(got));
+        const auto l = learned.find({host, port});
+        const bool was_learned = l != learned.end() && l->second == got;
+        const bool was_hint = hints && offered[host].count(got) != 0;
+        check(was_learned || was_hint);
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
+  neighbors_ops(data, size);
   const std::size_t capacity = 1 + data[0] % 16;
   constexpr std::uint32_t kWindow = 5;
   gw::dp::ReplayTable t(capacity, 7, kWindow);

@@ -44,6 +44,7 @@ struct Fixture {
     ring.add(gw::crypto::Key(k2, gw::crypto::Suite::kChaCha20Poly1305), false);
     gw::dp::parse_endpoint("10.0.0.1", 7946, &v4.local);
     gw::dp::parse_endpoint("fd00::1", 7946, &v6.local);
+    gw::dp::set_ipv4_subnet(&v4.local, 24);  // 10.0.0.0 and 10.0.0.255 are martian
     v4.cluster_id = v6.cluster_id = gw::crypto::derive_cluster_id("fuzz");
     v4.keys = v6.keys = &ring;
   }
@@ -125,6 +126,17 @@ void run(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::size_t 
   check(static_cast<std::size_t>(r.verdict) < gw::dp::kVerdictCount);
   if (r.verdict != gw::dp::Verdict::kAccepted) return;
 
+  // Never accepted from a source no member can have (docs/ladder.md).
+  if (r.from.ip_len == 4) {
+    const std::uint8_t* ip = r.from.ip.data();
+    check(ip[0] != 0 && ip[0] != 127 && ip[0] < 224);
+    check(std::memcmp(ip, cfg.local.ipv4.data(), 4) != 0 && std::memcmp(ip, cfg.local.ipv4_bcast.data(), 4) != 0 &&
+          std::memcmp(ip, cfg.local.ipv4_net.data(), 4) != 0);
+  } else {
+    const std::uint8_t* ip = r.from.ip.data();
+    static constexpr std::uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    check(ip[0] != 0xFF && std::memcmp(ip, kMapped, 12) != 0 && std::memcmp(ip, cfg.local.ipv6_addr.data(), 16) != 0);
+  }
   check(r.plaintext_offset >= gw::crypto::kHeaderBytes);
   check(std::size_t{r.plaintext_offset} + r.plaintext_len + gw::crypto::kTagBytes <= size);
   const std::uint8_t* header = data + r.plaintext_offset - gw::crypto::kHeaderBytes;

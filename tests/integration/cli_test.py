@@ -113,6 +113,41 @@ expect_refused_quickly("FIFO key file", eal("l") + ["--", "--config", write("fif
 expect_refused_quickly("gossipctl config check on a FIFO", [CTL, "config", "check", "--config", fifo], "not a regular file")
 expect_refused_quickly("gossipctl keyid on a FIFO", [CTL, "keyid", fifo], "not a regular file")
 
+# A classifier rule that is in range (repeat weight 216 of 256) but costly to
+# compile (issue 17: one took 18 s; Hyperscan cannot be interrupted). This one
+# takes about 0.4 s on the CI machine; with a 10 ms budget the compile is cut
+# off and the rule named, exit 2, by gossipgw (before EAL) and by
+# gossipctl config check. Bounded by the 15 s timeout, so a hang fails.
+costly = good + """classifier:
+  builtins: false
+  compile_budget_ms: 10
+  rules:
+    - {name: cheap, pattern: 'abc'}
+    - {name: costly_rule, pattern: '(a|bc).{0,40}(d|ef).{0,40}(g|hi).{0,40}(j|kl).{0,40}(m|no).{0,40}(p|qr).{0,16}'}
+"""
+costly_cfg = write("costly.yaml", costly)
+expect_refused_quickly("costly classifier rule", eal("m") + ["--", "--config", costly_cfg],
+                       "classifier rule 'costly_rule': Hyperscan did not compile it within 10 ms")
+expect_refused_quickly("gossipctl config check: costly classifier rule", [CTL, "config", "check", "--config", costly_cfg],
+                       "classifier rule 'costly_rule': Hyperscan did not compile it within 10 ms")
+# With the default budget the same file is fine.
+r = subprocess.run([CTL, "config", "check", "--config", write("costly-ok.yaml", costly.replace("compile_budget_ms: 10", "compile_budget_ms: 60000"))],
+                   capture_output=True, text=True, timeout=120)
+check("the same rule within the default budget compiles", r.returncode == 0 and r.stdout.startswith("ok"), r.stderr)
+
+# The packet pools come from EAL's memory (-m 256 here): a config whose pools
+# cannot fit is refused before the port is set up, saying how much it needs
+# and how much EAL has (issue 17), exit 2, our line last.
+big = write("bigpools.yaml", good + "dataplane:\n  mbufs: 1048576\n")
+r = subprocess.run(eal("n") + ["--", "--config", big], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+check("pools larger than EAL's memory: exit 2", r.returncode == 2, f"exit {r.returncode}: {r.stderr!r}")
+check("pools larger than EAL's memory: one line says needed and available",
+      last.startswith("gossipgw:") and "dataplane.mbufs: the packet pools need" in last and " MiB of EAL memory" in last
+      and "but EAL has" in last and "-m" in last, repr(r.stderr))
+need = int(last.split("need ")[1].split(" MiB")[0]) if "need " in last else 0
+check("pools larger than EAL's memory: the need is about 1 Mi mbufs' worth", 2300 < need < 3000, last)
+
 # Signals: with infinite_rx the input never ends, so only the signal stops it.
 for sig in (signal.SIGTERM, signal.SIGINT):
     stats = os.path.join(tmp, f"stats-{sig.name}.json")

@@ -109,6 +109,7 @@ TEST(ConfigLoader, MinimalFileGetsDefaults) {
   EXPECT_EQ(c.base_dir, kBaseDir);
   expect_defaults_except_required(c);
   EXPECT_EQ(c.node.port, 7946);
+  EXPECT_EQ(c.node.prefix_len, 0u);
   EXPECT_EQ(c.lcores.workers, std::vector<unsigned>{1});
   EXPECT_EQ(c.rings.size, 4096u);
   EXPECT_EQ(c.log.level, "info");
@@ -492,6 +493,41 @@ TEST(ConfigLoaderReject, NodeName) {
   EXPECT_REJECTED(file("\"gw 1\""), "node.name", 4, "invalid character ' ' at byte 2");
   EXPECT_REJECTED(file("\"gw\\t1\""), "node.name", 4, "invalid character '\\x09'");
   EXPECT_EQ(parse_config(file("gw-1@rack/3"), kSource, "").node.name, "gw-1@rack/3");
+}
+
+TEST(ConfigLoaderReject, NodePrefixLen) {
+  const std::string head = "cluster:\n  name: demo\n  keys: [{file: k}]\n";
+  EXPECT_REJECTED(head + "node: {address: 10.0.0.2, prefix_len: 33}\n", "node.prefix_len", 4, "must be 0..32");
+  EXPECT_REJECTED(head + "node: {address: 'fd00::2', prefix_len: 24}\n", "node.prefix_len", 4,
+                  "IPv4 node.address only");
+  EXPECT_EQ(parse_config(head + "node: {address: 10.0.0.2, prefix_len: 24}\n", kSource, "").node.prefix_len, 24u);
+}
+
+// dataplane.neighbors (issue 17 item 6): pinned transmit MACs, checked up front.
+TEST(ConfigLoaderReject, DataplaneNeighbors) {
+  const std::string ok = with_minimal(
+      "dataplane:\n  arp_hints: true\n  neighbors:\n    - {address: 10.0.0.2, mac: '02:00:00:00:00:02'}\n"
+      "    - {address: 'fd00::9', mac: '0A:bb:cc:dd:ee:ff'}\n");
+  const Config c = parse_config(ok, kSource, "");
+  ASSERT_EQ(c.dataplane.neighbors.size(), 2u);
+  EXPECT_EQ(c.dataplane.neighbors[0].address, "10.0.0.2");
+  EXPECT_EQ(c.dataplane.neighbors[1].mac, (std::array<std::uint8_t, 6>{0x0A, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF}));
+  EXPECT_TRUE(c.dataplane.arp_hints);
+  EXPECT_FALSE(parse_config(kMinimal, kSource, "").dataplane.arp_hints);  // off by default
+  const auto entry = [](const std::string& e) { return with_minimal("dataplane:\n  neighbors:\n    - " + e + "\n"); };
+  EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: '02:00:00:00:00'}"), "dataplane.neighbors[0].mac", 9,
+                  "expected a MAC address");
+  EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: '02:00:00:00:00:0g'}"), "dataplane.neighbors[0].mac", 9,
+                  "expected a MAC address");
+  EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: 'ff:ff:ff:ff:ff:ff'}"), "dataplane.neighbors[0].mac", 9,
+                  "unicast");
+  EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: '01:00:5e:00:00:01'}"), "dataplane.neighbors[0].mac", 9,
+                  "unicast");
+  EXPECT_REJECTED(entry("{address: host.example, mac: '02:00:00:00:00:02'}"), "dataplane.neighbors[0].address", 9,
+                  "expected an IPv4 or IPv6 address");
+  EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: '02:00:00:00:00:02'}\n    - {address: 10.0.0.2, mac: '02:00:00:00:00:03'}"),
+                  "dataplane.neighbors[1].address", 10, "listed twice");
+  EXPECT_REJECTED(entry("{address: 10.0.0.2}"), "dataplane.neighbors[0].mac", 9, "");
 }
 
 TEST(ConfigLoaderReject, NodeAddress) {

@@ -226,6 +226,48 @@ TEST_F(LadderTest, MartianSourcesAreDroppedAtParse) {
   EXPECT_EQ(run(cfg6_, frame(sealed("a member"), true)).verdict, Verdict::kAccepted);
 }
 
+// Issue 17 item 7: with node.prefix_len known, the local subnet's broadcast
+// and network addresses are martian too (an answer to the subnet broadcast
+// reaches every host on it); a neighbour's address in the subnet is not.
+TEST_F(LadderTest, SubnetBroadcastAndNetworkSourcesAreMartianWhenThePrefixIsKnown) {
+  const auto with_src = [this](std::array<std::uint8_t, 4> ip, bool vlan) {
+    Bytes f = frame(sealed("subnet"), false, kPort, vlan);
+    std::copy(ip.begin(), ip.end(), f.begin() + static_cast<std::ptrdiff_t>(26 + (vlan ? 4 : 0)));
+    return f;
+  };
+  // Unknown prefix (the default): 10.0.0.255 may be a member of a wider subnet.
+  EXPECT_EQ(verdict(with_src({10, 0, 0, 255}, false)), Verdict::kAccepted);
+  set_ipv4_subnet(&cfg4_.local, 24);
+  for (const bool vlan : {false, true}) {
+    EXPECT_EQ(verdict(with_src({10, 0, 0, 255}, vlan)), Verdict::kMartian) << vlan;
+    EXPECT_EQ(verdict(with_src({10, 0, 0, 0}, vlan)), Verdict::kMartian) << vlan;
+    EXPECT_EQ(verdict(with_src({10, 0, 0, 2}, vlan)), Verdict::kAccepted) << vlan;
+    EXPECT_EQ(verdict(with_src({10, 0, 1, 255}, vlan)), Verdict::kAccepted) << vlan;  // another subnet's host
+  }
+  set_ipv4_subnet(&cfg4_.local, 22);
+  EXPECT_EQ(verdict(with_src({10, 0, 3, 255}, false)), Verdict::kMartian);
+  EXPECT_EQ(verdict(with_src({10, 0, 0, 255}, false)), Verdict::kAccepted);
+  // /31 has no broadcast (RFC 3021): both addresses are hosts.
+  set_ipv4_subnet(&cfg4_.local, 31);
+  EXPECT_EQ(verdict(with_src({10, 0, 0, 0}, false)), Verdict::kAccepted);
+  set_ipv4_subnet(&cfg4_.local, 0);
+  EXPECT_EQ(verdict(with_src({10, 0, 0, 255}, false)), Verdict::kAccepted);
+  EXPECT_EQ(verdict(with_src({10, 0, 0, 1}, false)), Verdict::kMartian);  // ours, always
+}
+
+// An IPv4-mapped IPv6 source (::ffff:a.b.c.d) is never on the wire.
+TEST_F(LadderTest, Ipv4MappedIpv6SourceIsMartian) {
+  to_ = cfg6_.local.receiver;
+  LocalEndpoint e;
+  ASSERT_TRUE(parse_endpoint("::ffff:10.0.0.2", kPort, &e));
+  Bytes f = frame(sealed("mapped"), true);
+  std::copy(e.ipv6_addr.begin(), e.ipv6_addr.end(), f.begin() + 22);
+  EXPECT_EQ(run(cfg6_, f).verdict, Verdict::kMartian);
+  ASSERT_TRUE(parse_endpoint("::10.0.0.2", kPort, &e));  // deprecated compatible form: not this rule
+  std::copy(e.ipv6_addr.begin(), e.ipv6_addr.end(), f.begin() + 22);
+  EXPECT_EQ(run(cfg6_, f).verdict, Verdict::kAccepted);
+}
+
 TEST_F(LadderTest, ADatagramSealedForAnotherMemberIsRefused) {
   LocalEndpoint other;
   ASSERT_TRUE(parse_endpoint("10.0.0.2", kPort, &other));

@@ -10,7 +10,9 @@
 #include <string>
 
 #include "control/host/engine_host.h"
+#include "control/engine/engine.h"
 #include "dataplane/metrics.h"
+#include "dataplane/stats_json.h"
 
 namespace gw::dp {
 namespace {
@@ -105,7 +107,9 @@ TEST(Metrics, NamesAndLabels) {
            "gossipgw_message_decode_errors_total{lcore=\"0\"} 1\n",
            "gossipgw_members{state=\"dead\"} 1\n",
            "gossipgw_member_events_total{kind=\"failed\"} 1\n",
-           "gossipgw_engine_suspicions_total 1\n",
+           "gossipgw_engine_member_changes_total{change=\"suspected\"} 1\n",
+           "gossipgw_engine_messages_total{direction=\"in\",type=\"ping\"} 3\n",
+           "gossipgw_engine_messages_total{direction=\"out\",type=\"ack\"} 3\n",
            "gossipgw_egress_queue_depth_max{class=\"urgent\"} 1\n",
            "# TYPE gossipgw_egress_queue_depth gauge\n",
            "# TYPE gossipgw_verdict_packets_total counter\n",
@@ -253,6 +257,66 @@ TEST(ProbeRtt, BucketsByUpperBound) {
   EXPECT_EQ(r.buckets.back(), 1u);
   EXPECT_EQ(r.count, 3u);
   EXPECT_EQ(r.sum_us, 2001001u);
+}
+
+}  // namespace
+}  // namespace gw::dp
+
+namespace gw::dp {
+namespace {
+
+// Issue 18: the engine's counters as labelled families a Prometheus operator
+// can sum: every engine counter lands in a mapped family (none untyped, none
+// under its raw name), families that mix unlike counters are split, and the
+// dimension of each family is a label.
+TEST(Metrics, EngineCountersAreLabelledFamilies) {
+  // Distinct values so that every counter can be found again.
+  cp::engine::Counters c;
+  std::uint64_t next = 1;
+  auto* words = reinterpret_cast<std::uint64_t*>(&c);
+  static_assert(sizeof(c) % sizeof(std::uint64_t) == 0);
+  for (std::size_t i = 0; i < sizeof(c) / sizeof(std::uint64_t); ++i) words[i] = next++;
+  const Json ec = Json::parse(engine_counters_json(c));
+  EXPECT_EQ(ec.size(), sizeof(c) / sizeof(std::uint64_t)) << "a Counters field is missing from the stats JSON";
+  Json doc;
+  doc["membership"]["engine_counters"] = ec;
+  const auto fams = metric_families(doc.dump());
+  std::size_t samples = 0;
+  std::set<std::string> engine_families;
+  for (const MetricFamily& f : fams) {
+    EXPECT_EQ(f.type, "counter") << f.name;
+    EXPECT_EQ(f.name.rfind("gossipgw_engine_", 0), 0u) << f.name;
+    EXPECT_EQ(f.name.compare(f.name.size() - 6, 6, "_total"), 0) << f.name;
+    EXPECT_EQ(f.help.find("Membership engine counter"), std::string::npos) << "unmapped: " << f.name;
+    engine_families.insert(f.name);
+    samples += f.samples.size();
+  }
+  EXPECT_EQ(samples, ec.size());
+  // Fewer families than counters: the ones of one meaning share a family.
+  EXPECT_LT(engine_families.size(), ec.size() / 2);
+
+  const std::string text = prometheus_text(fams);
+  const auto has = [&text](const std::string& series, std::uint64_t v) {
+    return text.find(series + " " + std::to_string(v) + "\n") != std::string::npos;
+  };
+  EXPECT_TRUE(has("gossipgw_engine_probe_outcomes_total{outcome=\"failed\"}", c.probe_failed)) << text;
+  EXPECT_TRUE(has("gossipgw_engine_probe_outcomes_total{outcome=\"ack_direct\"}", c.probe_ack_direct));
+  EXPECT_TRUE(has("gossipgw_engine_probe_outcomes_total{outcome=\"abandoned_stall\"}", c.probe_abandoned_stall));
+  EXPECT_TRUE(has("gossipgw_engine_sync_requests_total{outcome=\"refused_rate\"}", c.sync_drop_rate));
+  EXPECT_TRUE(has("gossipgw_engine_sync_requests_total{outcome=\"refused_join_rate\"}", c.join_drop_rate));
+  EXPECT_TRUE(has("gossipgw_engine_admission_refused_total{reason=\"table_full\"}", c.admission_drop_table_full));
+  EXPECT_TRUE(has("gossipgw_engine_messages_ignored_total{type=\"alive\",reason=\"tombstone\"}",
+                  c.alive_drop_tombstone));
+  EXPECT_TRUE(has("gossipgw_engine_messages_ignored_total{type=\"ack\",reason=\"unsolicited\"}",
+                  c.ack_drop_unsolicited));
+  EXPECT_TRUE(has("gossipgw_engine_member_changes_total{change=\"failed\"}", c.deaths));
+  EXPECT_TRUE(has("gossipgw_engine_datagrams_total{direction=\"out\"}", c.packets_out));
+  EXPECT_TRUE(has("gossipgw_engine_probation_ended_total{outcome=\"forgotten\"}", c.probation_forgotten));
+  EXPECT_TRUE(has("gossipgw_engine_join_retries_total", c.join_retries));  // docs/alerts.yml uses it
+  EXPECT_TRUE(has("gossipgw_engine_messages_total{direction=\"in\",type=\"ping\"}", c.msg_in[0]));
+  // The old one-family-per-counter names are gone.
+  EXPECT_EQ(text.find("gossipgw_engine_probe_failed_total"), std::string::npos);
+  EXPECT_EQ(text.find("gossipgw_engine_messages_in_total"), std::string::npos);
 }
 
 }  // namespace
