@@ -137,12 +137,12 @@ Json membership(const cp::EngineHost& host, bool include_members) {
     if (!include_members) continue;
     Json mj;
     mj["name"] = m.name;
-    mj["address"] = ip_text(m.addr.ip);
-    mj["port"] = m.addr.port;
+    mj["address"] = ip_text(m.addr().ip);
+    mj["port"] = m.addr().port;
     mj["status"] = kStatusNames[static_cast<std::size_t>(m.status) & 3];
     mj["incarnation"] = m.incarnation;
     Json tags = Json::object();
-    for (const auto& t : m.tags) tags[t.key] = t.value;
+    for (const auto& t : m.tags()) tags[t.key] = t.value;
     mj["tags"] = std::move(tags);
     members.push_back(std::move(mj));
   }
