@@ -113,7 +113,7 @@ lcores:
   control: 0
   workers: [1]
 rings:
-  size: 16384
+  size: {ring_size}
 dataplane:
   mbufs: {mbufs}
   burst: {burst}
@@ -317,6 +317,7 @@ def main():
                     help="distinct datagrams in the valid case's file (at most 1,040,000: the mbuf pool holds them)")
     ap.add_argument("--burst", type=int, default=32, help="rx burst for both testpmd and gossipgw")
     ap.add_argument("--mem", type=int, default=1024, help="EAL -m (MiB, --no-huge)")
+    ap.add_argument("--ring-size", type=int, default=16384, help="rings.size (payloads per class ring)")
     ap.add_argument("--engine", action="store_true",
                     help="valid case: run the membership engine on the control lcore (default: decode and count "
                          "only, membership.enabled false)")
@@ -386,7 +387,7 @@ def bench_suite(args, work, cases, sizes):
     cfg = os.path.join(work, f"gossipgw-{args.suite}.yaml")
     with open(cfg, "w") as f:
         f.write(CONFIG.format(suite=args.suite, mbufs=args.mbufs, burst=args.burst, interval_ms=100,
-                              membership="  enabled: false"))
+                              membership="  enabled: false", ring_size=args.ring_size))
     # The valid case: its mbuf pool holds its whole file; counters published
     # every 10 ms, since its first pass lasts a fraction of a second.
     cfg_valid = os.path.join(work, f"gossipgw-{args.suite}-valid.yaml")
@@ -397,7 +398,7 @@ def bench_suite(args, work, cases, sizes):
         engine = ("  enabled: true\n  admit_rate: 1000000\n  admit_burst: 1000000\n  egress_bytes_per_sec: 0"
                   if args.engine else "  enabled: false")
         f.write(CONFIG.format(suite=args.suite, mbufs=min(1048576, args.valid_frames + 8192), burst=args.burst,
-                              interval_ms=10, membership=engine))
+                              interval_ms=10, membership=engine, ring_size=args.ring_size))
     # In the future: the restart watermark refuses what was sealed before the
     # gateway started; replay_window_s (3600) allows it either way.
     stamp = int(time.time()) + 1800
