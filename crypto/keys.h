@@ -68,7 +68,8 @@ class alignas(64) Key {
   Key& operator=(const Key&) = default;
   ~Key();
 
-  // What opens and seals this key's AES-256-GCM (kBest never: resolved).
+  // What opens and seals an AES-256-GCM key (resolved, never kBest); kBest
+  // for ChaCha20-Poly1305 keys, which always run on libsodium.
   AesGcmImpl aes_impl() const noexcept { return aes_impl_; }
 
   std::uint32_t id() const noexcept { return id_; }
