@@ -18,6 +18,7 @@ namespace gw::crypto {
 namespace {
 
 std::vector<std::uint8_t> hex(const std::string& s) {
+  if (s.empty()) return {};  // sodium_hex2bin's output may not be null
   std::vector<std::uint8_t> out(s.size() / 2);
   std::size_t n = 0;
   EXPECT_EQ(sodium_hex2bin(out.data(), out.size(), s.data(), s.size(), nullptr, &n, nullptr), 0);
