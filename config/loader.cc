@@ -962,7 +962,7 @@ class Parser {
   }
 
   void parse_metrics(const Map& m, MetricsConfig& mc) const {
-    if (std::optional<Field> f = m.find("interval_ms")) mc.interval_ms = read_uint<std::uint32_t>(*f, 100, 60000);
+    if (std::optional<Field> f = m.find("interval_ms")) mc.interval_ms = read_uint<std::uint32_t>(*f, 10, 60000);
     if (std::optional<Field> f = m.find("telemetry")) mc.telemetry = read_bool(*f);
     if (std::optional<Field> f = m.find("prometheus_port")) mc.prometheus_port = read_uint<std::uint16_t>(*f, 0, 65535);
     if (std::optional<Field> f = m.find("prometheus_address")) {

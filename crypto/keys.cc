@@ -48,7 +48,9 @@ std::string octal_mode(mode_t mode) {
 
 bool init() noexcept { return sodium_init() >= 0; }
 
-bool aes256gcm_available() noexcept { return crypto_aead_aes256gcm_is_available() == 1; }
+bool aes256gcm_available() noexcept {
+  return ipsecmb_gcm_available() || crypto_aead_aes256gcm_is_available() == 1;
+}
 
 std::uint64_t derive_cluster_id(std::string_view cluster_name) noexcept {
   crypto_generichash_state st;
@@ -68,7 +70,7 @@ std::uint32_t derive_key_id(const KeyBytes& key) noexcept {
          std::uint32_t{d[3]};
 }
 
-Key::Key(const KeyBytes& key, Suite suite)
+Key::Key(const KeyBytes& key, Suite suite, AesGcmImpl impl)
     : id_(derive_key_id(key)),
       suite_(suite),
       mac_key_(derive<crypto_shorthash_siphash24_KEYBYTES>(key, kMacLabel)),
@@ -78,8 +80,29 @@ Key::Key(const KeyBytes& key, Suite suite)
     if (!aes256gcm_available()) {
       throw std::invalid_argument("AES-256-GCM is not available on this CPU (needs AES-NI and PCLMUL)");
     }
-    crypto_aead_aes256gcm_beforenm(&aes_state_, aead_key_.data());
+    if (impl == AesGcmImpl::kBest) {
+      impl = ipsecmb_gcm_available() ? AesGcmImpl::kIpsecMb : AesGcmImpl::kLibsodium;
+    }
+    if (impl == AesGcmImpl::kIpsecMb) {
+      if (!ipsecmb_gcm_expand(aead_key_.data(), &gcm_)) {
+        throw std::invalid_argument("AES-256-GCM through ipsec-mb is not available on this CPU");
+      }
+    } else {
+      if (crypto_aead_aes256gcm_is_available() != 1) {
+        throw std::invalid_argument("libsodium's AES-256-GCM is not available on this CPU");
+      }
+      crypto_aead_aes256gcm_beforenm(&aes_state_, aead_key_.data());
+    }
+    aes_impl_ = impl;
   }
+}
+
+Key::~Key() {
+  sodium_memzero(mac_key_.data(), mac_key_.size());
+  sodium_memzero(&mac_sip_, sizeof mac_sip_);
+  sodium_memzero(aead_key_.data(), aead_key_.size());
+  sodium_memzero(&aes_state_, sizeof aes_state_);
+  ipsecmb_gcm_clear(&gcm_);
 }
 
 std::uint64_t Key::header_mac(const std::uint8_t* header) const noexcept {
@@ -125,7 +148,9 @@ void Key::seal(const std::uint8_t* header, const Nonce& nonce, const std::uint8_
   AdBuffer ad;
   build_ad(header, to, ad);
   unsigned long long out_len = 0;
-  if (suite_ == Suite::kAes256Gcm) {
+  if (suite_ == Suite::kAes256Gcm && aes_impl_ == AesGcmImpl::kIpsecMb) {
+    ipsecmb_gcm_seal(gcm_, nonce.data(), ad.data(), ad.size(), plaintext, len, out, out + len);
+  } else if (suite_ == Suite::kAes256Gcm) {
     crypto_aead_aes256gcm_encrypt_afternm(out, &out_len, plaintext, len, ad.data(), ad.size(),
                                           nullptr, nonce.data(), &aes_state_);
   } else {
@@ -141,7 +166,10 @@ bool Key::open_in_place(const std::uint8_t* header, const Nonce& nonce, std::uin
   build_ad(header, me, ad);
   unsigned long long out_len = 0;
   int rc;
-  if (suite_ == Suite::kAes256Gcm) {
+  if (suite_ == Suite::kAes256Gcm && aes_impl_ == AesGcmImpl::kIpsecMb) {
+    const std::size_t n = len - kTagBytes;
+    rc = ipsecmb_gcm_open(gcm_, nonce.data(), ad.data(), ad.size(), data, n, data + n) ? 0 : -1;
+  } else if (suite_ == Suite::kAes256Gcm) {
     rc = crypto_aead_aes256gcm_decrypt_afternm(data, &out_len, nullptr, data, len, ad.data(),
                                                ad.size(), nonce.data(), &aes_state_);
   } else {

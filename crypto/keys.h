@@ -1,4 +1,5 @@
-// Cluster keys, the keyring, key files and cluster ids. libsodium only.
+// Cluster keys, the keyring, key files and cluster ids. libsodium, and
+// ipsec-mb for AES-256-GCM (crypto/aes_gcm.h).
 //
 // A key file holds exactly 32 random bytes and must be readable by its owner
 // only. Everything a node uses is derived from it with keyed BLAKE2b and a
@@ -27,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "crypto/aes_gcm.h"
 #include "crypto/siphash.h"
 #include "crypto/wire_header.h"
 
@@ -39,7 +41,8 @@ using KeyBytes = std::array<std::uint8_t, kKeyBytes>;
 // returns false if the library cannot be initialised.
 bool init() noexcept;
 
-// True when this CPU can run libsodium's AES-256-GCM (AES-NI and PCLMUL).
+// True when this CPU can run AES-256-GCM (AES-NI and PCLMULQDQ), through
+// ipsec-mb or libsodium.
 bool aes256gcm_available() noexcept;
 
 // The cleartext cluster id: first 8 bytes of BLAKE2b("gossipgw/cluster-id/v1" || name).
@@ -52,12 +55,22 @@ std::uint32_t derive_key_id(const KeyBytes& key) noexcept;
 // 2 bytes of BLAKE2b("gossipgw/receiver/v1" || ad). Not secret.
 Receiver receiver_of(const std::uint8_t* ip, std::size_t ip_len, std::uint16_t port) noexcept;
 
-// One key, with its derived material and precomputed AEAD state.
-class Key {
+// One key, with its derived material and precomputed AEAD state: for
+// AES-256-GCM the round keys and GHASH powers are expanded once, here, when
+// the key is installed, and wiped when the Key is destroyed or overwritten.
+class alignas(64) Key {
  public:
   Key() = default;
-  // Throws std::invalid_argument if `suite` is AES-256-GCM and the CPU cannot run it.
-  Key(const KeyBytes& key, Suite suite);
+  // Throws std::invalid_argument if `suite` is AES-256-GCM and the CPU cannot
+  // run it (or cannot run `impl`, when that names one implementation).
+  Key(const KeyBytes& key, Suite suite, AesGcmImpl impl = AesGcmImpl::kBest);
+  Key(const Key&) = default;
+  Key& operator=(const Key&) = default;
+  ~Key();
+
+  // What opens and seals an AES-256-GCM key (resolved, never kBest); kBest
+  // for ChaCha20-Poly1305 keys, which always run on libsodium.
+  AesGcmImpl aes_impl() const noexcept { return aes_impl_; }
 
   std::uint32_t id() const noexcept { return id_; }
   Suite suite() const noexcept { return suite_; }
@@ -94,7 +107,9 @@ class Key {
   std::array<std::uint8_t, crypto_shorthash_siphash24_KEYBYTES> mac_key_{};
   SipKey mac_sip_;  // mac_key_ as SipHash words, for verify_header_mac
   std::array<std::uint8_t, kKeyBytes> aead_key_{};
-  crypto_aead_aes256gcm_state aes_state_{};
+  AesGcmImpl aes_impl_ = AesGcmImpl::kBest;
+  crypto_aead_aes256gcm_state aes_state_{};  // kLibsodium
+  IpsecMbGcm gcm_{};                         // kIpsecMb
 };
 
 class KeyError : public std::runtime_error {

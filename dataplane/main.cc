@@ -189,6 +189,11 @@ constexpr const char* kUsage =
     "      --vdev=net_pcap0,rx_pcap=in.pcap -- --config gossipgw.yaml --idle-exit-ms 500\n"
     "Run 'gossipgw -- --help' for the gateway's own options, 'gossipgw --version' for the version.\n";
 
+// The suite as cluster.suite spells it.
+const char* suite_text(gw::crypto::Suite s) {
+  return s == gw::crypto::Suite::kAes256Gcm ? "aes256gcm" : "chacha20poly1305";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -435,6 +440,11 @@ int main(int argc, char** argv) {
       spdlog::info("cluster '{}' node '{}' on {} port {} ({}), {} worker(s), {} key(s)",
                    cfg.cluster.name, cfg.node.name, port.driver, port.port_id,
                    cfg.node.address + ":" + std::to_string(cfg.node.port), workers.size(), keyring.size());
+      // Which code does the AEAD (issue 19): ipsec-mb's AES-256-GCM picks its
+      // instruction set from the CPU flags; libsodium runs ChaCha20-Poly1305.
+      spdlog::info("suite {}; aes256gcm: {}; chacha20poly1305: {}",
+                   suite_text(gw::dp::resolve_suite(cfg)), gw::crypto::aes256gcm_impl_name(),
+                   gw::crypto::chacha20poly1305_impl_name());
       if (keyring_source != "cluster.keys") {
         char primary_id[9];
         std::snprintf(primary_id, sizeof primary_id, "%08x", keyring.primary()->id());
@@ -632,6 +642,9 @@ int main(int argc, char** argv) {
           j["primary_key"] = idtext;
         }
         j["keyring_source"] = keyring_source;
+        j["suite"] = suite_text(gw::dp::resolve_suite(cfg));
+        j["aead_aes256gcm"] = gw::crypto::aes256gcm_impl_name();
+        j["aead_chacha20poly1305"] = gw::crypto::chacha20poly1305_impl_name();
         // Queue depths now: the hand-off rings per class (all workers), the
         // egress shaper per class, and the transmit ring.
         static constexpr const char* kClasses[] = {"urgent", "probe", "gossip", "bulk"};

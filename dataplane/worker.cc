@@ -172,8 +172,12 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
 
 void adopt_snapshot(WorkerContext& w) noexcept {
   if (w.snapshots == nullptr) return;
-  w.snapshot = w.snapshots->adopt(w.worker_index);
-  w.ladder.keys = &w.snapshot->keys;
+  const DataplaneSnapshot* s = w.snapshots->adopt(w.worker_index);
+  // A new snapshot: copy its keys into this lcore's memory (about 10 KB,
+  // only when the control plane published a change).
+  if (s != w.snapshot) w.keys = s->keys;
+  w.snapshot = s;
+  w.ladder.keys = &w.keys;
   w.guard.state.snapshot = w.snapshot;  // known members get the larger rate budget
 }
 

@@ -38,12 +38,17 @@ struct alignas(64) WorkerContext {
   // Report `idle` after this many TSC cycles without a packet (0: never), so
   // the control lcore can end a run whose input ends, such as a pcap file.
   std::uint64_t idle_exit_tsc = 0;
-  LadderConfig ladder;  // ladder.keys follows the adopted snapshot
+  LadderConfig ladder;  // ladder.keys points at `keys`, this lcore's copy of the adopted snapshot's
   // Where the control plane publishes keys and known members; adopted between
   // bursts. Null in tests that set ladder.keys themselves.
   SnapshotExchange* snapshots = nullptr;
   std::size_t worker_index = 0;  // this worker's reader slot in `snapshots`
   const DataplaneSnapshot* snapshot = nullptr;
+  // This lcore's own copy of the snapshot's keyring (issue 19): the expanded
+  // AES-256-GCM keys are read from worker-local memory, copied once per new
+  // snapshot (between bursts), and a removed key's material is overwritten
+  // here by the next copy (the snapshot's own copy is wiped when retired).
+  crypto::Keyring keys;
   std::array<PayloadRing*, crypto::kClassCount> rings{};  // to the control lcore, per class
   const std::atomic<bool>* stop = nullptr;  // set by the control lcore
   // Set by the control lcore while the port's link is down (a memif peer

@@ -9,7 +9,7 @@ usage: scripts/setup-deps.sh [--help]
 
 Installs gossipgw's build, test and demo dependencies from Debian 12 packages
 (DPDK 22.11, libsodium, protobuf, Hyperscan, spdlog, GoogleTest, yaml-cpp, CLI11,
-nlohmann-json, cpp-httplib, libsystemd (sd_notify), meson, clang for fuzzing, tcpreplay and
+nlohmann-json, cpp-httplib, libsystemd (sd_notify), Intel ipsec-mb (AES-256-GCM), meson, clang for fuzzing, tcpreplay and
 tcpdump for the cluster demo, prometheus for promtool, which checks
 docs/alerts.yml). Needs root. Safe to re-run.
 TXT
@@ -24,7 +24,7 @@ esac
 packages=(
   build-essential pkg-config meson ninja-build python3
   dpdk dpdk-dev libdpdk-dev libpcap-dev libnuma-dev
-  libsodium-dev
+  libsodium-dev libipsec-mb-dev
   protobuf-compiler libprotobuf-dev
   libhyperscan-dev
   libspdlog-dev libfmt-dev

@@ -146,6 +146,12 @@ try:
           inf["node"] == "gw-a" and inf["config_sha256"] == digest and inf["uptime_s"] >= 0 and
           inf["incarnation"] > 0 and inf["keys"] == [gwtest.key_id(CTL, os.path.join(tmp, "k1.key"))] and
           set(inf["queues"]) == {"handoff", "egress", "tx_ring"} and inf["live_members"] == 2, str(inf))
+    # Issue 19: which AEAD implementation and instruction set each suite uses.
+    check("info: suite and AEAD implementations",
+          inf.get("suite") in ("aes256gcm", "chacha20poly1305") and
+          inf.get("aead_chacha20poly1305", "").startswith("libsodium ") and
+          (inf.get("aead_aes256gcm", "").startswith("ipsec-mb ") or inf.get("suite") == "chacha20poly1305"),
+          str({k: inf.get(k) for k in ("suite", "aead_aes256gcm", "aead_chacha20poly1305")}))
     r = ctl("members", "--detailed", node="a")
     check("members --detailed", r.returncode == 0 and "protocol:" in r.stdout and "gw-b" in r.stdout, r.stdout)
     r = ctl("monitor", "--duration", "0.5", node="a")

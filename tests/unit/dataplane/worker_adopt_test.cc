@@ -11,7 +11,12 @@ namespace gw::dp {
 namespace {
 
 TEST(WorkerAdopt, KeysAndKnownMembersFollowTheNewestSnapshotBetweenBursts) {
+  ASSERT_TRUE(crypto::init());
   auto first = std::make_unique<DataplaneSnapshot>();
+  crypto::KeyBytes k1{};
+  k1.fill(1);
+  const crypto::Key key1(k1, crypto::Suite::kChaCha20Poly1305);
+  first->keys.add(key1, true);
   SourceAddress member;
   member.ip = {10, 0, 0, 7};
   member.ip_len = 4;
@@ -24,7 +29,10 @@ TEST(WorkerAdopt, KeysAndKnownMembersFollowTheNewestSnapshotBetweenBursts) {
   adopt_snapshot(*w);
   ASSERT_NE(w->snapshot, nullptr);
   EXPECT_EQ(w->snapshot->version, 1u);
-  EXPECT_EQ(w->ladder.keys, &w->snapshot->keys);
+  // The keys are this lcore's own copy of the snapshot's (issue 19).
+  EXPECT_EQ(w->ladder.keys, &w->keys);
+  ASSERT_NE(w->ladder.keys->find(key1.id()), nullptr);
+  EXPECT_NE(w->ladder.keys->find(key1.id()), w->snapshot->keys.find(key1.id()));
   EXPECT_EQ(w->guard.state.snapshot, w->snapshot);  // the rate limiter sees who is known
   EXPECT_TRUE(w->guard.state.snapshot->is_known(member));
 
@@ -35,6 +43,8 @@ TEST(WorkerAdopt, KeysAndKnownMembersFollowTheNewestSnapshotBetweenBursts) {
   EXPECT_EQ(w->snapshot->version, 2u);
   EXPECT_EQ(w->guard.state.snapshot, w->snapshot);
   EXPECT_FALSE(w->guard.state.snapshot->is_known(member));
+  EXPECT_EQ(w->ladder.keys->find(key1.id()), nullptr) << "a key gone from the snapshot is gone from the lcore";
+  EXPECT_EQ(w->ladder.keys->size(), 0u);
   x.reclaim();
   EXPECT_EQ(x.retained(), 1u);  // nobody holds version 1 any more
 
