@@ -224,10 +224,6 @@ const std::map<std::string, EngineSeries>& engine_series() {
         "Oldest graveyard traces forgotten at the graveyard bound (traces)");
     add("stale_corrections", "gossipgw_engine_stale_corrections_total",
         "Datagrams telling a sender of stale news our Dead or Leave (datagrams)");
-    // On main since this branch started (engine.h Counters): mapped here so
-    // that the merge only has to add it to engine_counters_json.
-    add("stale_accusations_corrected", "gossipgw_engine_stale_accusations_corrected_total",
-        "Stale accusations (Suspect or Dead of an older incarnation) answered with the newer Alive (messages)");
     add("probation_started", "gossipgw_engine_probation_started_total",
         "Newcomers admitted on probation, outside the view, in a storm or an arrival surge (members)");
     constexpr const char* kProbation =

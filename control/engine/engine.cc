@@ -364,20 +364,6 @@ void Engine::correct_buried(const std::string& node, std::uint64_t incarnation) 
   corrections_.emplace_back(Dead{incarnation, node, config_.name});
 }
 
-void Engine::correct_stale_accusation(const Member& m) {
-  // Only a live member's newer life corrects an accusation (a tombstone's
-  // newer death is correct() above); a probationer is nobody's news.
-  if (corrections_.size() >= kMaxCorrections || m.is_tombstone() || m.probation) return;
-  for (const Message& c : corrections_)
-    if (const Alive* a = std::get_if<Alive>(&c); a != nullptr && a->node == m.name) return;
-  ++counters_.stale_accusations_corrected;
-  if (m.name == config_.name) {
-    corrections_.emplace_back(self_alive());
-    return;
-  }
-  corrections_.emplace_back(Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version()});
-}
-
 void Engine::correct(const Member& m) {
   if (corrections_.size() >= kMaxCorrections) return;
   // A Leave is the member's own word; a death only if it died a newcomer (a
@@ -635,11 +621,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     }
     ++counters_.joins;
     emit(EventKind::kJoin, *m);
-    // Learned from the answer to our join: the cluster knew it before we did
-    // (the answer is a member's view), so it is no news to pass on. Re-sending
-    // a whole view from every joiner made a join cost O(N) datagrams per
-    // member (issue 16).
-    if (!from_join) queue_broadcast(a.node, a, PriorityClass::kGossip);
+    queue_broadcast(a.node, a, PriorityClass::kGossip);
     return;
   }
   if (m->is_tombstone()) {
@@ -656,7 +638,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     remember_newcomer(*m);
     ++counters_.joins;
     emit(EventKind::kJoin, *m);
-    if (!from_join) queue_broadcast(a.node, a, PriorityClass::kGossip);
+    queue_broadcast(a.node, a, PriorityClass::kGossip);
     return;
   }
   // Older or same incarnation: ignore (only the member itself raises it). At
@@ -682,7 +664,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     ++counters_.updates;
     emit(EventKind::kUpdate, *m);
   }
-  if (!from_join) queue_broadcast(a.node, a, PriorityClass::kGossip);
+  queue_broadcast(a.node, a, PriorityClass::kGossip);
 }
 
 void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
@@ -701,12 +683,9 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
     ++counters_.update_drop_far_future;
     return;
   }
-  // Older incarnation: already refuted. The sender has not heard the
-  // refutation: tell it (without, its suspicion runs out and it buries a
-  // live member whom nobody else suspects any more).
+  // Older incarnation: already refuted.
   if (s.incarnation < m->incarnation) {
     ++counters_.update_drop_stale;
-    correct_stale_accusation(*m);
     return;
   }
   auto it = suspicions_.find(s.node);
@@ -764,11 +743,9 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
     ++counters_.update_drop_far_future;
     return;
   }
-  // Older incarnation: the member has moved on since (and the sender may not
-  // know it: tell it).
+  // Older incarnation: the member has moved on since.
   if (incarnation < m->incarnation) {
     ++counters_.update_drop_stale;
-    correct_stale_accusation(*m);
     return;
   }
   // Already a tombstone: nothing new, except that a failed member's own
@@ -950,10 +927,7 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
     // Not in a storm (each phantom would triple its join's cost).
     if (!in_storm(now_ns)) {
       followup_joins_ = kFollowupJoins;
-      // The first soon: what the answer lacks is what changed while it was
-      // on its way (members that joined meanwhile, whose news we, unknown to
-      // most as yet, are the last to be sent).
-      next_followup_ns_ = now_ns + 2 * config_.gossip_interval_ns + rng_.uniform(2 * config_.gossip_interval_ns);
+      next_followup_ns_ = now_ns + config_.join_retry_min_ns + rng_.uniform(config_.join_retry_min_ns);
     }
   }
   merge(m.members, m.source, now_ns, join_answer);
@@ -1077,7 +1051,7 @@ void Engine::send_join(std::uint64_t now_ns) {
 
 // ---------------------------------------------------------------- probing
 
-std::optional<std::string> Engine::young_target(std::uint64_t now_ns, bool calm) {
+std::optional<std::string> Engine::young_target(std::uint64_t now_ns) {
   // Probationers due for promotion without proof of life come first.
   while (!probe_soon_.empty()) {
     std::string name = std::move(probe_soon_.front());
@@ -1087,16 +1061,10 @@ std::optional<std::string> Engine::young_target(std::uint64_t now_ns, bool calm)
   }
   // Random picks; one that grew up, died or was forgotten is removed on the
   // spot (swap with the last), so the list stays the live newcomers.
-  // Calm (no storm): only a member that arrived well after us (young) is
-  // worth a probe out of turn; in a cluster that is starting nobody is, and
-  // the ring keeps its one-probe-per-round schedule.
-  for (int attempt = 0; attempt < (calm ? 4 : 16) && !newcomers_.empty(); ++attempt) {
+  for (int attempt = 0; attempt < 16 && !newcomers_.empty(); ++attempt) {
     const auto i = static_cast<std::size_t>(rng_.uniform(newcomers_.size()));
     const Member* m = table_.find_id(newcomers_[i]);
-    if (m != nullptr && !m->is_tombstone() && newcomer(*m, now_ns)) {
-      if (!calm || young(*m, now_ns)) return m->name.str();
-      continue;
-    }
+    if (m != nullptr && !m->is_tombstone() && newcomer(*m, now_ns)) return m->name.str();
     forget_newcomer_at(i);
   }
   return std::nullopt;
@@ -1160,16 +1128,9 @@ void Engine::start_probe(std::uint64_t now_ns) {
   // intervals). The round-robin walk goes on with the other half. Outside a
   // storm, probing is SWIM's round robin only.
   std::optional<std::string> target;
-  // Outside a storm, every fourth probe still goes to a newcomer while there
-  // are any: a member that missed a newcomer's death (nobody gossips a death
-  // for long, and the ring reaches a member only once per view-size rounds)
-  // would otherwise hold a zombie for minutes.
   probe_newcomer_next_ = !probe_newcomer_next_;
-  ++probes_begun_;
   if (probe_newcomer_next_ && (in_storm(now_ns) || !probe_soon_.empty()))
-    target = young_target(now_ns, false);
-  else if (probes_begun_ % kCalmNewcomerProbeEvery == 0 && !newcomers_.empty())
-    target = young_target(now_ns, true);
+    target = young_target(now_ns);
   if (target) ++counters_.probe_newcomer;
   if (!target) target = ring_target(now_ns);
   if (!target) target = probes_.next_target(table_, config_.name, rng_);

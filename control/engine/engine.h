@@ -84,7 +84,6 @@ struct Counters {
   std::uint64_t probation_died = 0;      // ... that died on probation (never in the view)
   std::uint64_t probation_forgotten = 0; // ... never proved alive: forgotten, no verdict
   std::uint64_t stale_corrections = 0;  // datagrams telling a sender of stale news our Dead/Leave
-  std::uint64_t stale_accusations_corrected = 0;  // ... or our newer Alive of a member it accused
   std::uint64_t suspicion_confirmations = 0;
   std::uint64_t deaths = 0;
   std::uint64_t leaves = 0;
@@ -231,7 +230,7 @@ class Engine {
   std::uint64_t eager_gap_ns() const { return config_.gossip_interval_ns / 10; }
   static constexpr std::uint32_t kEagerRounds = 3;
   // A random live newcomer to probe, if there is one.
-  std::optional<std::string> young_target(std::uint64_t now_ns, bool calm);
+  std::optional<std::string> young_target(std::uint64_t now_ns);
   // Our target in this round of the probe ring, if the ring is in use.
   std::optional<std::string> ring_target(std::uint64_t now_ns);
   bool ring_in_use();
@@ -246,9 +245,6 @@ class Engine {
   void refute(std::uint64_t heard_incarnation);
   // Queues our Dead/Leave about tombstoned `m` as a reply to the current sender.
   void correct(const Member& m);
-  // Queues our newer Alive of live `m` as a reply to a sender that accused an
-  // older incarnation of it (it missed the refutation).
-  void correct_stale_accusation(const Member& m);
   // The same for a member we hold only as a graveyard trace.
   void correct_buried(const std::string& node, std::uint64_t incarnation);
   // True if `incarnation` is beyond belief: more than max_incarnation_jump above
@@ -308,8 +304,6 @@ class Engine {
   // name id (each knows its index: Member::newcomer_slot).
   std::vector<std::uint32_t> newcomers_;
   bool probe_newcomer_next_ = false;
-  std::uint64_t probes_begun_ = 0;
-  static constexpr std::uint64_t kCalmNewcomerProbeEvery = 4;
   // The probe ring (config probe_ring): the table's view in name order; our
   // position in it, found again when the table's version moves.
   bool ring_self_ = false;
