@@ -95,72 +95,65 @@ class IdentityPool {
 
 inline IdentityPool& identities() { return IdentityPool::instance(); }
 
-// A counted reference to an interned name; converts to the name.
-class Name {
+// A counted reference to one of the pool's ids: copying retains, destruction
+// releases. `Retain` and `Release` are the pool's functions for the kind.
+template <void (IdentityPool::*Retain)(std::uint32_t), void (IdentityPool::*Release)(std::uint32_t)>
+class CountedId {
  public:
-  Name() = default;
-  explicit Name(std::string_view s) : id_(identities().intern_name(s)) {}
-  Name(const Name& o) : id_(o.id_) { identities().retain_name(id_); }
-  Name(Name&& o) noexcept : id_(std::exchange(o.id_, IdentityPool::kNone)) {}
-  Name& operator=(const Name& o) {
-    identities().retain_name(o.id_);
-    identities().release_name(id_);
+  CountedId() = default;
+  CountedId(const CountedId& o) : id_(o.id_) { (identities().*Retain)(id_); }
+  CountedId(CountedId&& o) noexcept : id_(std::exchange(o.id_, IdentityPool::kNone)) {}
+  CountedId& operator=(const CountedId& o) {
+    (identities().*Retain)(o.id_);
+    (identities().*Release)(id_);
     id_ = o.id_;
     return *this;
   }
-  Name& operator=(Name&& o) noexcept {
+  CountedId& operator=(CountedId&& o) noexcept {
     if (this != &o) {
-      identities().release_name(id_);
+      (identities().*Release)(id_);
       id_ = std::exchange(o.id_, IdentityPool::kNone);
     }
     return *this;
   }
-  Name& operator=(std::string_view s) { return *this = Name(s); }
-  ~Name() { identities().release_name(id_); }
+  ~CountedId() { (identities().*Release)(id_); }
 
-  const std::string& str() const { return identities().name(id_); }
-  operator const std::string&() const { return str(); }  // NOLINT: a name is its text
   std::uint32_t id() const { return id_; }
-  bool empty() const { return id_ == IdentityPool::kNone; }
-  std::size_t size() const { return str().size(); }
 
-  friend bool operator==(const Name& a, const Name& b) { return a.id_ == b.id_; }
-  friend bool operator==(const Name& a, const std::string& b) { return a.str() == b; }
-  friend bool operator==(const Name& a, std::string_view b) { return a.str() == b; }
-  friend bool operator==(const Name& a, const char* b) { return a.str() == b; }
+ protected:
+  // Adopts an id whose reference the caller took (intern_*).
+  explicit CountedId(std::uint32_t adopted) : id_(adopted) {}
 
  private:
   std::uint32_t id_ = IdentityPool::kNone;
 };
 
+// A counted reference to an interned name; converts to the name.
+class Name : public CountedId<&IdentityPool::retain_name, &IdentityPool::release_name> {
+ public:
+  Name() = default;
+  explicit Name(std::string_view s) : CountedId(identities().intern_name(s)) {}
+  Name& operator=(std::string_view s) { return *this = Name(s); }
+
+  const std::string& str() const { return identities().name(id()); }
+  operator const std::string&() const { return str(); }  // NOLINT: a name is its text
+  bool empty() const { return id() == IdentityPool::kNone; }
+  std::size_t size() const { return str().size(); }
+
+  friend bool operator==(const Name& a, const Name& b) { return a.id() == b.id(); }
+  friend bool operator==(const Name& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const Name& a, std::string_view b) { return a.str() == b; }
+  friend bool operator==(const Name& a, const char* b) { return a.str() == b; }
+};
+
 // A counted reference to an interned profile.
-class Profile {
+class Profile : public CountedId<&IdentityPool::retain_profile, &IdentityPool::release_profile> {
  public:
   Profile() = default;
   Profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version)
-      : id_(identities().intern_profile(addr, tags, protocol_version)) {}
-  Profile(const Profile& o) : id_(o.id_) { identities().retain_profile(id_); }
-  Profile(Profile&& o) noexcept : id_(std::exchange(o.id_, IdentityPool::kNone)) {}
-  Profile& operator=(const Profile& o) {
-    identities().retain_profile(o.id_);
-    identities().release_profile(id_);
-    id_ = o.id_;
-    return *this;
-  }
-  Profile& operator=(Profile&& o) noexcept {
-    if (this != &o) {
-      identities().release_profile(id_);
-      id_ = std::exchange(o.id_, IdentityPool::kNone);
-    }
-    return *this;
-  }
-  ~Profile() { identities().release_profile(id_); }
+      : CountedId(identities().intern_profile(addr, tags, protocol_version)) {}
 
-  const ProfileData& get() const { return identities().profile(id_); }
-  std::uint32_t id() const { return id_; }
-
- private:
-  std::uint32_t id_ = IdentityPool::kNone;
+  const ProfileData& get() const { return identities().profile(id()); }
 };
 
 }  // namespace gw::cp::engine

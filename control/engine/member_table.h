@@ -72,10 +72,6 @@ class MemberTable {
   }
   Member* find(const Name& name) { return find_id(name.id()); }
   const Member* find(const Name& name) const { return const_cast<MemberTable*>(this)->find(name); }
-  Member* find(const std::string& name) { return find(std::string_view(name)); }
-  const Member* find(const std::string& name) const { return find(std::string_view(name)); }
-  Member* find(const char* name) { return find(std::string_view(name)); }
-  const Member* find(const char* name) const { return find(std::string_view(name)); }
   Member* find_id(std::uint32_t name_id) {
     if (name_id == IdentityPool::kNone || name_id >= slot_of_.size()) return nullptr;
     const std::uint32_t s = slot_of_[name_id];
