@@ -5,8 +5,6 @@
 #include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 #include <hs.h>
 
@@ -19,13 +17,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <initializer_list>
-#include <limits>
-#include <new>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <system_error>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,14 +27,18 @@ namespace gw::config {
 
 namespace {
 
+using strict::describe;
+using strict::escape;
+using strict::Field;
+using strict::indexed;
+using strict::join;
+using strict::line_of;
+using strict::Map;
+using strict::quote;
+
 // A config file is a few dozen lines; anything this large is a wrong path
 // (a log, a disk image) and should not be read into memory.
 constexpr std::size_t kMaxFileBytes = std::size_t{1} << 20;
-// Longest user value echoed in an error, so one line stays one line.
-constexpr std::size_t kMaxEchoChars = 48;
-// Unknown keys within this edit distance of a known one get a suggestion
-// (short names need a closer match, see unknown_message).
-constexpr std::size_t kMaxSuggestDistance = 2;
 
 constexpr std::size_t kClusterNameMax = 64;
 constexpr std::size_t kNodeNameMax = 128;
@@ -131,301 +129,12 @@ std::uint64_t repeat_weight(std::string_view p) {
   return stack.front();
 }
 
-std::string format_what(const std::string& source, const std::string& field, int line,
-                        const std::string& message) {
-  std::string out = source;
-  if (line > 0) out += ":" + std::to_string(line);
-  out += ": ";
-  if (!field.empty()) out += field + ": ";
-  out += message;
-  return out;
-}
-
-// Makes user-supplied bytes safe to print inside an error or a field path:
-// printable ASCII only (the bytes may be anything) and bounded, so one
-// error stays one line.
-std::string escape(std::string_view s) {
-  std::string out;
-  std::size_t shown = 0;
-  for (char c : s) {
-    if (shown == kMaxEchoChars) {
-      out += "...";
-      break;
-    }
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (u >= 0x20 && u < 0x7f) {
-      out += c;
-    } else {
-      std::array<char, 5> buf{};
-      std::snprintf(buf.data(), buf.size(), "\\x%02x", u);
-      out += buf.data();
-    }
-    ++shown;
-  }
-  return out;
-}
-
-std::string quote(std::string_view s) { return "'" + escape(s) + "'"; }
-
-// 1-based line of a node, 0 when yaml-cpp has no position for it.
-int line_of(const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  return mark.is_null() ? 0 : mark.line + 1;
-}
-
-// How a node looks to someone reading the file, for "expected X, got Y".
-std::string describe(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      return "null";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a map";
-    case YAML::NodeType::Scalar:
-      break;
-  }
-  return quote(node.Scalar());
-}
-
-// Quoted scalars carry the non-specific tag "!"; plain ones "?".
-bool is_quoted(const YAML::Node& node) { return node.Tag() == "!"; }
-
-// Optimal string alignment distance (Levenshtein plus adjacent swaps), so
-// `prot` suggests `port`.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-std::string join(const std::string& path, std::string_view name) {
-  return path.empty() ? std::string(name) : path + "." + std::string(name);
-}
-
-std::string indexed(const std::string& path, std::size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
-
-enum class UintParse { kOk, kNotInteger, kNegative, kTooLarge };
-
-// YAML 1.2 core-schema integers: [-+]?[0-9]+, 0x[0-9a-fA-F]+, 0o[0-7]+.
-UintParse parse_uint(std::string_view s, std::uint64_t& out) {
-  bool negative = false;
-  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
-    negative = s[0] == '-';
-    s.remove_prefix(1);
-  }
-  unsigned base = 10;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
-    if (negative) return UintParse::kNotInteger;
-    base = s[1] == 'x' ? 16 : 8;
-    s.remove_prefix(2);
-  }
-  if (s.empty()) return UintParse::kNotInteger;
-  std::uint64_t value = 0;
-  bool overflow = false;
-  for (char c : s) {
-    unsigned digit = 0;
-    if (c >= '0' && c <= '9') {
-      digit = static_cast<unsigned>(c - '0');
-    } else if (c >= 'a' && c <= 'f') {
-      digit = static_cast<unsigned>(c - 'a') + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      digit = static_cast<unsigned>(c - 'A') + 10;
-    } else {
-      return UintParse::kNotInteger;
-    }
-    if (digit >= base) return UintParse::kNotInteger;
-    if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / base) {
-      overflow = true;
-    } else {
-      value = value * base + digit;
-    }
-  }
-  // "-0" is zero, not a negative number.
-  if (negative && (overflow || value != 0)) return UintParse::kNegative;
-  if (overflow) return UintParse::kTooLarge;
-  out = value;
-  return UintParse::kOk;
-}
-
-// Only where each document starts; the nodes come from YAML::Load.
-class DocumentStarts : public YAML::EventHandler {
+class Parser : public strict::Reader {
  public:
-  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-
-  std::vector<YAML::Mark> marks;
-};
-
-// One `key: value` of a YAML map, with the line of its key: errors about a
-// value point at the key, which is where the reader looks (a null value's
-// own mark is on the following line).
-struct Field {
-  std::string path;
-  int line = 0;
-  YAML::Node value;
-};
-
-class Parser {
- public:
-  explicit Parser(std::string source) : source_(std::move(source)) {}
-
-  [[noreturn]] void fail(const std::string& field, int line, std::string message) const {
-    throw ConfigError(source_, field, line, std::move(message));
-  }
-
-  std::string read_string(const Field& f) const {
-    if (!f.value.IsScalar()) fail(f.path, f.line, "expected a string, got " + describe(f.value));
-    return f.value.Scalar();
-  }
-
-  bool read_bool(const Field& f) const {
-    const YAML::Node& v = f.value;
-    if (v.IsScalar() && !is_quoted(v)) {
-      const std::string& s = v.Scalar();
-      // YAML 1.2 core schema only: `yes`, `on` and friends are too easy to
-      // write by accident (and `no` is also a country code).
-      if (s == "true" || s == "True" || s == "TRUE") return true;
-      if (s == "false" || s == "False" || s == "FALSE") return false;
-    }
-    fail(f.path, f.line, "expected a boolean, got " + quoted_or_describe(v));
-  }
-
-  // Reads an unsigned integer of type T and checks it against [lo, hi]
-  // (which must lie within T).
-  template <typename T>
-  T read_uint(const Field& f, std::uint64_t lo = 0,
-              std::uint64_t hi = std::numeric_limits<T>::max()) const {
-    static_assert(std::is_unsigned_v<T>);
-    const YAML::Node& v = f.value;
-    if (!v.IsScalar() || is_quoted(v)) {
-      fail(f.path, f.line, "expected an integer, got " + quoted_or_describe(v));
-    }
-    std::uint64_t value = 0;
-    switch (parse_uint(v.Scalar(), value)) {
-      case UintParse::kOk:
-        break;
-      case UintParse::kNotInteger:
-        fail(f.path, f.line, "expected an integer, got " + quote(v.Scalar()));
-      case UintParse::kNegative:
-        fail(f.path, f.line, "expected a non-negative integer, got " + quote(v.Scalar()));
-      case UintParse::kTooLarge:
-        value = std::numeric_limits<std::uint64_t>::max();
-        break;
-    }
-    if (value < lo || value > hi) {
-      fail(f.path, f.line,
-           "out of range: got " + quote(v.Scalar()) + ", must be " + std::to_string(lo) + ".." +
-               std::to_string(hi));
-    }
-    return static_cast<T>(value);
-  }
-
-  // Fields of one YAML map, checked against the names it may hold.
-  class Map {
-   public:
-    Map(const Parser& parser, const YAML::Node& node, std::string path, int line,
-        std::initializer_list<std::string_view> known, bool null_is_empty)
-        : parser_(parser), path_(std::move(path)), line_(line) {
-      if (node.IsNull() && null_is_empty) return;
-      if (!node.IsMap()) parser_.fail(path_, line_, "expected a map, got " + describe(node));
-      for (auto it = node.begin(); it != node.end(); ++it) {
-        const YAML::Node key = it->first;
-        const int key_line = line_of(key);
-        if (!key.IsScalar()) {
-          parser_.fail(path_, key_line, "expected a field name, got " + describe(key));
-        }
-        const std::string& name = key.Scalar();
-        const std::string field_path = join(path_, escape(name));
-        if (std::find(known.begin(), known.end(), name) == known.end()) {
-          parser_.fail(field_path, key_line, unknown_message(name, known));
-        }
-        for (const Field& seen : fields_) {
-          if (seen.path == field_path) {
-            parser_.fail(field_path, key_line,
-                         "duplicate field (first set on line " + std::to_string(seen.line) + ")");
-          }
-        }
-        fields_.push_back(Field{field_path, key_line, it->second});
-      }
-    }
-
-    std::optional<Field> find(std::string_view name) const {
-      const std::string field_path = join(path_, name);
-      for (const Field& f : fields_) {
-        if (f.path == field_path) return f;
-      }
-      return std::nullopt;
-    }
-
-    const std::string& path() const { return path_; }
-
-    Field require(std::string_view name) const {
-      std::optional<Field> f = find(name);
-      if (!f) parser_.fail(join(path_, name), line_, "required field missing");
-      return *f;
-    }
-
-   private:
-    static std::string unknown_message(const std::string& name,
-                                       std::initializer_list<std::string_view> known) {
-      std::string message = "unknown field " + quote(name);
-      std::string_view best;
-      std::size_t best_distance = kMaxSuggestDistance + 1;
-      for (std::string_view k : known) {
-        const std::size_t gap =
-            k.size() > name.size() ? k.size() - name.size() : name.size() - k.size();
-        if (gap > kMaxSuggestDistance) continue;  // also keeps huge keys cheap
-        const std::size_t d = edit_distance(name, k);
-        // Two edits turn `foo` into `log`; only suggest when most of the
-        // known name survives.
-        if (d < best_distance && 2 * d <= k.size()) {
-          best = k;
-          best_distance = d;
-        }
-      }
-      if (!best.empty()) return message + "; did you mean '" + std::string(best) + "'?";
-      message += "; known fields:";
-      for (std::string_view k : known) message += " " + std::string(k);
-      return message;
-    }
-
-    const Parser& parser_;
-    std::string path_;
-    int line_;
-    std::vector<Field> fields_;
-  };
+  explicit Parser(std::string source) : Reader(std::move(source)) {}
 
   Config parse(std::string_view text, std::string_view base_dir) const {
-    const std::string owned(text);
-    const YAML::Node root = YAML::Load(owned);  // the first document only
-    check_single_document(owned);
-    if (root.IsNull()) fail("", 0, "empty document");
+    const YAML::Node root = load_document(text);
     if (!root.IsMap()) {
       fail("", line_of(root), "top level must be a map of sections, got " + describe(root));
     }
@@ -467,35 +176,6 @@ class Parser {
   }
 
  private:
-  // A second document would be silently ignored by YAML::Load, and
-  // YAML::LoadAll loops forever (allocating) on a stray flow token such as a
-  // lone `,` (jbeder/yaml-cpp#1040, fixed after 0.8). So documents are
-  // walked by hand, never more than two.
-  void check_single_document(const std::string& text) const {
-    std::istringstream in(text);
-    YAML::Parser parser(in);
-    DocumentStarts starts;
-    if (!parser.HandleNextDocument(starts)) return;
-    if (!parser.HandleNextDocument(starts)) return;
-    // The parser made no progress (same start as the first document, or no
-    // start at all): the token it stopped at is one yaml-cpp neither
-    // consumes nor rejects.
-    if (starts.marks.size() < 2 || starts.marks[1].pos == starts.marks[0].pos) {
-      const YAML::Mark at = starts.marks.empty() ? YAML::Mark::null_mark() : starts.marks.back();
-      fail("", at.is_null() ? 0 : at.line + 1,
-           "YAML syntax error: unexpected token (column " + std::to_string(at.column + 1) + ")");
-    }
-    const int line = starts.marks[1].is_null() ? 0 : starts.marks[1].line + 1;
-    fail("", line, "expected one YAML document, found more");
-  }
-
-  // Quoted scalars are strings whatever they look like; say so, since
-  // `port: "7946"` otherwise reads like a correct value.
-  static std::string quoted_or_describe(const YAML::Node& v) {
-    if (v.IsScalar() && is_quoted(v)) return "quoted string " + quote(v.Scalar());
-    return describe(v);
-  }
-
   // An absent section is an empty one: its required fields are reported as
   // missing (line 0), everything else takes the struct default.
   Map section(const Map& top, std::string_view name,
@@ -1078,18 +758,9 @@ class Parser {
     buf.back() = '\0';
     return std::string(buf.data());
   }
-
-  std::string source_;
 };
 
 }  // namespace
-
-ConfigError::ConfigError(std::string source, std::string field, int line, std::string message)
-    : std::runtime_error(format_what(source, field, line, message)),
-      source_(std::move(source)),
-      field_(std::move(field)),
-      line_(line),
-      message_(std::move(message)) {}
 
 namespace {
 
@@ -1146,24 +817,11 @@ void check_memory(const Config& c, std::uint64_t available, std::string_view sou
 Config parse_config(std::string_view yaml_text, std::string_view source_name,
                     std::string_view base_dir) {
   const std::string source(source_name);
-  try {
+  return strict::guarded<ConfigError>(source, [&] {
     Config c = Parser(source).parse(yaml_text, base_dir);
     check_memory(c, physical_memory_bytes(), source);
     return c;
-  } catch (const ConfigError&) {
-    throw;
-  } catch (const YAML::Exception& e) {
-    const int line = e.mark.is_null() ? 0 : e.mark.line + 1;
-    std::string message = "YAML syntax error: " + escape(e.msg);
-    if (!e.mark.is_null()) message += " (column " + std::to_string(e.mark.column + 1) + ")";
-    throw ConfigError(source, "", line, std::move(message));
-  } catch (const std::bad_alloc&) {
-    throw ConfigError(source, "", 0, "out of memory while parsing");
-  } catch (const std::exception& e) {
-    throw ConfigError(source, "", 0, std::string("cannot parse: ") + e.what());
-  } catch (...) {
-    throw ConfigError(source, "", 0, "cannot parse: unknown error");
-  }
+  });
 }
 
 Config load_config(const std::string& path) {

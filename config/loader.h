@@ -8,7 +8,8 @@
 // documents) is a ConfigError naming the field and the line, so a bad file
 // stops the process with one readable line instead of reaching the dataplane.
 //
-// Deliberately strict typing, so a typo cannot silently change meaning:
+// Deliberately strict typing (config/strict_yaml.h, the dialect gossipsim's
+// scenario files share), so a typo cannot silently change meaning:
 //  - booleans are `true` or `false` (also True/TRUE/False/FALSE), never the
 //    YAML 1.1 `yes`/`no`/`on`/`off`;
 //  - integers are plain (unquoted) decimal, `0x` hex or `0o` octal scalars;
@@ -17,36 +18,21 @@
 //    out) means "all defaults".
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "config/config.h"
+#include "config/strict_yaml.h"
 
 namespace gw::config {
 
 // The only exception parse_config and load_config let escape. what() is one
 // line: `<source>:<line>: <field>: <message>`; `:<line>` is left out when the
 // line is unknown and `<field>: ` when the error concerns the whole file.
-class ConfigError : public std::runtime_error {
+// source(), field(), line() and message() as strict::Error documents them.
+class ConfigError : public strict::Error {
  public:
-  ConfigError(std::string source, std::string field, int line, std::string message);
-
-  // Name of the file (or whatever the caller called the text) at fault.
-  const std::string& source() const noexcept { return source_; }
-  // Path of the offending field, e.g. `cluster.keys[0].file`; empty when the
-  // error concerns the whole file (syntax error, empty document, unreadable).
-  const std::string& field() const noexcept { return field_; }
-  // 1-based line of the offending key or element; 0 when unknown.
-  int line() const noexcept { return line_; }
-  // The message without the source/line/field prefix.
-  const std::string& message() const noexcept { return message_; }
-
- private:
-  std::string source_;
-  std::string field_;
-  int line_;
-  std::string message_;
+  using strict::Error::Error;
 };
 
 // Parses and validates `yaml_text`. `source_name` only labels errors;

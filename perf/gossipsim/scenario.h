@@ -6,19 +6,21 @@
 
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "config/strict_yaml.h"
 #include "control/engine/config.h"
 #include "control/host/egress_shaper.h"
 
 namespace gw::sim {
 
-// A scenario file that cannot be used: what() is "<file>:<line>: <field>: <why>".
-class ScenarioError : public std::runtime_error {
+// A scenario file that cannot be used: what() is "<file>:<line>: <field>: <why>"
+// (`:<line>` left out when unknown, `<field>: ` when the whole file is at
+// fault); field() and line() as config::strict::Error documents them.
+class ScenarioError : public config::strict::Error {
  public:
-  using std::runtime_error::runtime_error;
+  using config::strict::Error::Error;
 };
 
 struct NetworkSpec {
@@ -111,7 +113,10 @@ struct Scenario {
   bool decode_at_receiver = false;
 };
 
-// Loads and validates; throws ScenarioError naming file, line and field.
+// Loads and validates in the strict YAML dialect of the gateway's config
+// (config/strict_yaml.h): unknown or duplicate fields, wrong types, values out
+// of range and several documents are errors. Throws only ScenarioError, naming
+// file, line and field.
 Scenario load_scenario_file(const std::string& path);
 Scenario load_scenario_string(const std::string& yaml, const std::string& origin = "<string>");
 

@@ -385,9 +385,9 @@ TEST(GossipSimScenario, UnknownFieldNamesFieldAndLine) {
 
 TEST(GossipSimScenario, BadValuesAreRejected) {
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nnetwork: {loss: 2}\n")
-                .find("network.loss: must be in"),
+                .find("test.yaml:4: network.loss: out of range: got '2', must be 0..0.99"),
             std::string::npos);
-  EXPECT_NE(load_error("name: x\nduration_s: ten\nmembers: {count: 3}\n").find("test.yaml:2: duration_s: must be a number"),
+  EXPECT_NE(load_error("name: x\nduration_s: ten\nmembers: {count: 3}\n").find("test.yaml:2: duration_s: expected a number, got 'ten'"),
             std::string::npos);
   EXPECT_NE(load_error("name: x\nduration_s: 10\n").find("members: required"), std::string::npos);
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nengine: {preset: fast}\n")
@@ -403,13 +403,13 @@ TEST(GossipSimScenario, BadValuesAreRejected) {
                 .find("test.yaml:3: members.seed_mode: must be random or shared"),
             std::string::npos);
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nfailures: [{at_s: 1, count: 1, restart_after_s: -1}]\n")
-                .find("failures[].restart_after_s: must be in"),
+                .find("test.yaml:4: failures[0].restart_after_s: out of range: got '-1', must be 0..10000000"),
             std::string::npos);
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nexpect: {recovered_within: 5}\n")
                 .find("expect.recovered_within: unknown field"),
             std::string::npos);
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nnetwork: {egress_burst_bytes: 10}\n")
-                .find("network.egress_burst_bytes: must be in"),
+                .find("network.egress_burst_bytes: out of range: got '10', must be 1024..1000000000"),
             std::string::npos);
   const Scenario ok = load("name: x\nduration_s: 10\nmembers: {count: 3, seed_mode: shared}\n"
                            "failures: [{at_s: 1, count: 1, restart_after_s: 2}]\n"
@@ -444,6 +444,118 @@ TEST(GossipSimScenario, NullScalarsAreScenarioErrorsNotYamlExceptions) {
       ADD_FAILURE() << "escaped as " << typeid(e).name() << ": " << e.what() << " for: " << text;
     }
   }
+}
+
+// The scenario loader reads in the config loader's strict dialect
+// (config/strict_yaml.h): each rejection names the field path and its line.
+struct Rejection {
+  std::string field;
+  int line = -1;
+  std::string message;
+};
+
+Rejection rejection(const std::string& yaml) {
+  try {
+    load(yaml);
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(e.source(), "test.yaml");
+    return {e.field(), e.line(), e.message()};
+  }
+  ADD_FAILURE() << "accepted: " << yaml;
+  return {};
+}
+
+constexpr const char* kMinimal = "name: x\nduration_s: 10\nmembers: {count: 3}\n";
+
+TEST(GossipSimScenario, UnknownTopLevelFieldIsNamedWithASuggestion) {
+  const Rejection r = rejection(std::string(kMinimal) + "nmae: y\n");
+  EXPECT_EQ(r.field, "nmae");
+  EXPECT_EQ(r.line, 4);
+  EXPECT_EQ(r.message, "unknown field 'nmae'; did you mean 'name'?");
+  // Nothing close: the known fields are listed instead.
+  const Rejection far = rejection(std::string(kMinimal) + "colour: blue\n");
+  EXPECT_EQ(far.field, "colour");
+  EXPECT_NE(far.message.find("known fields: name seed duration_s"), std::string::npos) << far.message;
+}
+
+TEST(GossipSimScenario, UnknownNestedFieldIsNamedByPath) {
+  const Rejection engine = rejection(std::string(kMinimal) + "engine:\n  preset: lan\n  tombstone_ttl: 60\n");
+  EXPECT_EQ(engine.field, "engine.tombstone_ttl");
+  EXPECT_EQ(engine.line, 6);
+  EXPECT_EQ(engine.message, "unknown field 'tombstone_ttl'; did you mean 'tombstone_ttl_s'?");
+  // In a list element the path carries the index.
+  const Rejection failure =
+      rejection(std::string(kMinimal) + "failures:\n  - {at_s: 1, count: 1}\n  - {at_s: 2, count: 1, lave: true}\n");
+  EXPECT_EQ(failure.field, "failures[1].lave");
+  EXPECT_EQ(failure.line, 6);
+  EXPECT_EQ(failure.message, "unknown field 'lave'; did you mean 'leave'?");
+}
+
+TEST(GossipSimScenario, WrongTypesAreNamed) {
+  const Rejection quoted = rejection("name: x\nduration_s: 10\nmembers:\n  count: \"3\"\n");
+  EXPECT_EQ(quoted.field, "members.count");
+  EXPECT_EQ(quoted.line, 4);
+  EXPECT_EQ(quoted.message, "expected an integer, got quoted string '3'");
+  const Rejection fraction = rejection("name: x\nduration_s: 10\nmembers: {count: 2.5}\n");
+  EXPECT_EQ(fraction.field, "members.count");
+  EXPECT_EQ(fraction.message, "expected an integer, got '2.5'");
+  // YAML 1.1 booleans are not booleans here, as in the gateway's config.
+  const Rejection yes = rejection(std::string(kMinimal) + "expect:\n  converged: yes\n");
+  EXPECT_EQ(yes.field, "expect.converged");
+  EXPECT_EQ(yes.line, 5);
+  EXPECT_EQ(yes.message, "expected a boolean, got 'yes'");
+  const Rejection list = rejection(std::string(kMinimal) + "network: {loss: [0.1]}\n");
+  EXPECT_EQ(list.field, "network.loss");
+  EXPECT_EQ(list.message, "expected a number, got a list");
+  const Rejection map = rejection(std::string(kMinimal) + "partitions: {start_s: 1, end_s: 2}\n");
+  EXPECT_EQ(map.field, "partitions");
+  EXPECT_EQ(map.message, "expected a list, got a map");
+  const Rejection section = rejection(std::string(kMinimal) + "stalls: 3\n");
+  EXPECT_EQ(section.field, "stalls");
+  EXPECT_EQ(section.message, "expected a map, got '3'");
+}
+
+TEST(GossipSimScenario, OutOfRangeValuesAreNamed) {
+  const Rejection seeds = rejection("name: x\nduration_s: 10\nmembers:\n  count: 3\n  seeds: 17\n");
+  EXPECT_EQ(seeds.field, "members.seeds");
+  EXPECT_EQ(seeds.line, 5);
+  EXPECT_EQ(seeds.message, "out of range: got '17', must be 1..16");
+  const Rejection fraction = rejection(std::string(kMinimal) + "partitions:\n  - {start_s: 1, end_s: 2, fraction: 1}\n");
+  EXPECT_EQ(fraction.field, "partitions[0].fraction");
+  EXPECT_EQ(fraction.line, 5);
+  EXPECT_EQ(fraction.message, "out of range: got '1', must be 0.001..0.999");
+  const Rejection late = rejection(std::string(kMinimal) + "failures:\n  - {at_s: 1, count: 1}\n  - {at_s: 10, count: 1}\n");
+  EXPECT_EQ(late.field, "failures[1].at_s");
+  EXPECT_EQ(late.line, 6);
+  EXPECT_EQ(late.message, "must be below duration_s");
+  const Rejection life = rejection(std::string(kMinimal) + "phantoms:\n  count: 5\n  min_life_s: 10\n  max_life_s: 5\n");
+  EXPECT_EQ(life.field, "phantoms.max_life_s");
+  EXPECT_EQ(life.line, 7);
+  // Fractions of a second are numbers; the bound is in the unit written.
+  EXPECT_EQ(load(std::string(kMinimal) + "sample_interval_s: 0.25\n").sample_interval_ns, 250'000'000ULL);
+  EXPECT_EQ(load(std::string(kMinimal) + "stalls: {fraction: 0.5, duration_ms: 1.5, period_ms: 1e3}\n")
+                .stalls.duration_ns,
+            1'500'000ULL);
+}
+
+TEST(GossipSimScenario, DuplicateFieldsAreRejected) {
+  const Rejection top = rejection(std::string(kMinimal) + "duration_s: 20\n");
+  EXPECT_EQ(top.field, "duration_s");
+  EXPECT_EQ(top.line, 4);
+  EXPECT_EQ(top.message, "duplicate field (first set on line 2)");
+  const Rejection nested = rejection(std::string(kMinimal) + "network:\n  loss: 0.1\n  loss: 0.2\n");
+  EXPECT_EQ(nested.field, "network.loss");
+  EXPECT_EQ(nested.line, 6);
+  EXPECT_EQ(nested.message, "duplicate field (first set on line 5)");
+}
+
+TEST(GossipSimScenario, OnlyOneDocument) {
+  const Rejection second = rejection(std::string(kMinimal) + "---\nname: y\nduration_s: 5\nmembers: {count: 2}\n");
+  EXPECT_EQ(second.field, "");
+  EXPECT_EQ(second.line, 4);
+  EXPECT_EQ(second.message, "expected one YAML document, found more");
+  const Rejection empty = rejection("# nothing but a comment\n");
+  EXPECT_EQ(empty.message, "empty document");
 }
 
 TEST(GossipSimScenario, ScaleMultipliesCounts) {
