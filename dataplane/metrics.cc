@@ -179,11 +179,13 @@ const std::map<std::string, EngineSeries>& engine_series() {
         "Probes sent to a newcomer out of round-robin order, in a storm; also in probes_started (probes)");
     constexpr const char* kProbeOutcomes =
         "Finished probes by outcome: ack_direct, ack_indirect (through helpers), failed (no answer in time), "
-        "abandoned_stall (deadline passed while we were stalled: no verdict, our health takes the blame) (probes)";
+        "abandoned_stall (deadline passed while we were stalled: no verdict, our health takes the blame), "
+        "outdated (unanswered, but a newer incarnation of the target arrived meanwhile: no verdict) (probes)";
     add("probe_ack_direct", "gossipgw_engine_probe_outcomes_total", kProbeOutcomes, "outcome", "ack_direct");
     add("probe_ack_indirect", "gossipgw_engine_probe_outcomes_total", kProbeOutcomes, "outcome", "ack_indirect");
     add("probe_failed", "gossipgw_engine_probe_outcomes_total", kProbeOutcomes, "outcome", "failed");
     add("probe_abandoned_stall", "gossipgw_engine_probe_outcomes_total", kProbeOutcomes, "outcome", "abandoned_stall");
+    add("probe_outdated", "gossipgw_engine_probe_outcomes_total", kProbeOutcomes, "outcome", "outdated");
     add("probe_indirect_sent", "gossipgw_engine_indirect_requests_sent_total",
         "Indirect probe requests sent to helpers (requests)");
     add("probe_nack_received", "gossipgw_engine_nacks_received_total", "Nacks received from indirect helpers (nacks)");
@@ -232,6 +234,14 @@ const std::map<std::string, EngineSeries>& engine_series() {
     add("probation_promoted", "gossipgw_engine_probation_ended_total", kProbation, "outcome", "promoted");
     add("probation_died", "gossipgw_engine_probation_ended_total", kProbation, "outcome", "died");
     add("probation_forgotten", "gossipgw_engine_probation_ended_total", kProbation, "outcome", "forgotten");
+    add("probation_proof_pings", "gossipgw_engine_probation_proof_pings_total",
+        "Proof-of-life pings sent to probationers that had not answered us yet (datagrams)");
+    add("probation_proof_acks", "gossipgw_engine_probation_proof_acks_total",
+        "Proof-of-life pings answered: the probationer is alive (datagrams)");
+    add("probation_unproven", "gossipgw_engine_probation_unproven_total",
+        "Probationers declared dead after four unanswered proof pings, a probe interval apart (also in probation_ended{outcome=\"died\"}) (members)");
+    add("probation_death_told", "gossipgw_engine_probation_deaths_told_total",
+        "Deaths on probation told first-hand to the member that told us of the newcomer (datagrams)");
     add("surges", "gossipgw_engine_surges_total",
         "Arrival surges recognised: never-seen members arriving faster than a running cluster grows (surges)");
     add("gossip_eager", "gossipgw_engine_gossip_eager_total",

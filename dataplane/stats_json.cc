@@ -89,7 +89,7 @@ std::string engine_counters_json(const cp::engine::Counters& c) {
   GW_ENGINE_COUNTER(refutations); GW_ENGINE_COUNTER(suspicions); GW_ENGINE_COUNTER(suspicion_confirmations);
   GW_ENGINE_COUNTER(deaths); GW_ENGINE_COUNTER(leaves); GW_ENGINE_COUNTER(joins); GW_ENGINE_COUNTER(updates);
   GW_ENGINE_COUNTER(tombstones_expired); GW_ENGINE_COUNTER(probe_started); GW_ENGINE_COUNTER(probe_ack_direct);
-  GW_ENGINE_COUNTER(probe_ack_indirect); GW_ENGINE_COUNTER(probe_failed); GW_ENGINE_COUNTER(probe_indirect_sent);
+  GW_ENGINE_COUNTER(probe_ack_indirect); GW_ENGINE_COUNTER(probe_failed); GW_ENGINE_COUNTER(probe_outdated); GW_ENGINE_COUNTER(probe_indirect_sent);
   GW_ENGINE_COUNTER(probe_nack_received); GW_ENGINE_COUNTER(ping_drop_misdirected); GW_ENGINE_COUNTER(relay_started);
   GW_ENGINE_COUNTER(relay_drop_full); GW_ENGINE_COUNTER(relay_ack_forwarded); GW_ENGINE_COUNTER(relay_nack_sent);
   GW_ENGINE_COUNTER(sync_started); GW_ENGINE_COUNTER(sync_reconnects); GW_ENGINE_COUNTER(sync_answered);
@@ -101,7 +101,7 @@ std::string engine_counters_json(const cp::engine::Counters& c) {
   GW_ENGINE_COUNTER(admission_deferred); GW_ENGINE_COUNTER(alive_drop_graveyard); GW_ENGINE_COUNTER(graveyard_evictions);
   GW_ENGINE_COUNTER(join_answered); GW_ENGINE_COUNTER(join_drop_rate); GW_ENGINE_COUNTER(join_retries); GW_ENGINE_COUNTER(join_followups);
   GW_ENGINE_COUNTER(young_declared_dead); GW_ENGINE_COUNTER(stale_corrections); GW_ENGINE_COUNTER(probe_newcomer);
-  GW_ENGINE_COUNTER(probation_started); GW_ENGINE_COUNTER(probation_promoted); GW_ENGINE_COUNTER(probation_died); GW_ENGINE_COUNTER(probation_forgotten);
+  GW_ENGINE_COUNTER(probation_started); GW_ENGINE_COUNTER(probation_promoted); GW_ENGINE_COUNTER(probation_died); GW_ENGINE_COUNTER(probation_death_told); GW_ENGINE_COUNTER(probation_proof_pings); GW_ENGINE_COUNTER(probation_proof_acks); GW_ENGINE_COUNTER(probation_unproven); GW_ENGINE_COUNTER(probation_forgotten);
   GW_ENGINE_COUNTER(surges); GW_ENGINE_COUNTER(gossip_eager);
   GW_ENGINE_COUNTER(sync_digest_equal); GW_ENGINE_COUNTER(sync_digest_differ);
   GW_ENGINE_COUNTER(own_stalls); GW_ENGINE_COUNTER(probe_abandoned_stall);

@@ -230,9 +230,17 @@ std::vector<std::string> Engine::probe_helpers(std::size_t k, const std::string&
 }
 
 void Engine::promote_probationers(std::uint64_t now_ns) {
-  while (!probationers_.empty() && probationers_.front().first <= now_ns) {
-    const std::string name = std::move(probationers_.front().second);
-    probationers_.pop_front();
+  // Two queues, each in time order because each has one delay: the end of a
+  // probation, and the look again a probe interval after a proof ping.
+  for (;;) {
+    auto* due = !probationers_.empty() && probationers_.front().first <= now_ns ? &probationers_
+                                                                                : nullptr;
+    if (!proof_checks_.empty() && proof_checks_.front().first <= now_ns &&
+        (due == nullptr || proof_checks_.front().first < due->front().first))
+      due = &proof_checks_;
+    if (due == nullptr) break;
+    const std::string name = std::move(due->front().second);
+    due->pop_front();
     Member* m = table_.find(name);
     // Died (or was forgotten) meanwhile: nothing to promote.
     if (m == nullptr || !m->probation) continue;
@@ -243,23 +251,42 @@ void Engine::promote_probationers(std::uint64_t now_ns) {
     }
     // Lived through it, as far as we know: the proof is that it answered us
     // (or pinged us) since. Without that, a phantom that died unnoticed would
-    // join the view now and be gossiped again: probe it first (the next
-    // newcomer probe) and look again a probe interval later.
+    // join the view now and be gossiped again: ask it directly with a proof
+    // ping (its own number, no helpers, no suspicion) and look again a probe
+    // interval later. A probe of each would take a probe slot apiece, and in
+    // a storm probationers arrive faster than probes go out. Unanswered
+    // kProofPings times, a probe interval apart (a false verdict needs that
+    // many losses in a row: 2 % per round trip at 1 % loss, so 1.6e-7): it
+    // never had standing (it was never in the view), so it is dead at once,
+    // as a failed probe of it would have it; its Dead tells the others that
+    // heard of it, and its introducer first-hand.
     if (m->heard_ns < m->live_since_ns + config_.probation_ns / 2) {
-      // Never proved alive in three probations: forgotten without a trace or
-      // a verdict (nobody gossips a probationer, so nothing brings it back
-      // unless a member that did hear from it promotes it and says so).
-      if (now_ns >= m->live_since_ns + 3 * config_.probation_ns) {
-        ++counters_.probation_forgotten;
-        suspicions_.erase(name);
-        forget_newcomer(name);
-        table_.forget_probationer(name);
+      if (m->proof_pings < kProofPings) {
+        if (proof_seqs_.size() >= config_.max_members) {
+          // Nothing left to track the answer with: forgotten without a verdict.
+          ++counters_.probation_forgotten;
+          suspicions_.erase(name);
+          forget_newcomer(name);
+          introducers_.erase(m->name.id());
+          table_.forget_probationer(name);
+          continue;
+        }
+        ++m->proof_pings;
+        const std::uint32_t seq = next_seq_++;
+        proof_seqs_[m->name.id()] = seq;
+        ++counters_.probation_proof_pings;
+        send(m->addr(), PriorityClass::kProbe, Compound{Ping{seq, m->name, config_.name, config_.addr}},
+             false);
+        proof_checks_.emplace_back(now_ns + config_.probe_interval_ns, name);
         continue;
       }
-      probe_soon_.push_back(name);
-      probationers_.emplace_back(now_ns + config_.probe_interval_ns, name);
+      proof_seqs_.erase(m->name.id());
+      ++counters_.probation_unproven;
+      apply_dead(m->incarnation, name, config_.name, MemberStatus::kDead, now_ns);
       continue;
     }
+    proof_seqs_.erase(m->name.id());
+    introducers_.erase(m->name.id());
     table_.promote(*m);
     ++counters_.probation_promoted;
     ++counters_.joins;
@@ -324,6 +351,7 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
   last_now_ns_ = std::max(last_now_ns_, now_ns);
   ++counters_.packets_in;
   corrections_.clear();
+  inbound_from_ = &from;
   for (const Message& msg : messages) {
     ++counters_.msg_in[msg.index()];
     std::visit(
@@ -345,9 +373,11 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
         },
         msg);
   }
+  inbound_from_ = nullptr;
   // The sender spread news older than ours about members we hold dead or left
-  // (an Alive or Suspect of an incarnation we buried): tell it, in one
-  // datagram back, so it stops spreading them. Without it, a member that
+  // (an Alive or Suspect of an incarnation we buried), or a Suspect or Dead
+  // of an incarnation the member has since refuted: tell it, in one datagram
+  // back, so it stops spreading them. Without it, a member that
   // missed a death keeps a zombie for a whole suspicion timeout, because
   // everyone it asks has long stopped gossiping the death.
   if (!corrections_.empty()) {
@@ -364,13 +394,34 @@ void Engine::correct_buried(const std::string& node, std::uint64_t incarnation) 
   corrections_.emplace_back(Dead{incarnation, node, config_.name});
 }
 
-void Engine::correct(const Member& m) {
+void Engine::correct_stale(const Member& m) {
+  if (corrections_.size() >= kMaxCorrections || m.is_tombstone() || m.probation) return;
+  for (const Message& c : corrections_)
+    if (const Alive* a = std::get_if<Alive>(&c); a != nullptr && a->node == m.name) return;
+  if (m.name == config_.name)
+    corrections_.emplace_back(self_alive());
+  else
+    corrections_.emplace_back(Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version()});
+}
+
+void Engine::correct(const Member& m, bool accused) {
   if (corrections_.size() >= kMaxCorrections) return;
   // A Leave is the member's own word; a death only if it died a newcomer (a
   // storm's phantom). An established member's death may be a partition's
   // false verdict: spreading it to a side that still sees the member alive
-  // would only make more (the member refutes when it hears, as usual).
-  if (m.status == MemberStatus::kDead && !young(m, m.state_change_ns)) return;
+  // would only make more (the member refutes when it hears, as usual). To a
+  // sender that suspects the member itself (`accused`) we confirm the
+  // suspicion instead (Lifeguard: an independent accuser): with everyone else
+  // past it, no other confirmation would come, and the suspicion would wait
+  // its longest timeout; with ours it waits the shortest, which still leaves
+  // a live member (after a partition) the time to refute.
+  if (m.status == MemberStatus::kDead && !young(m, m.state_change_ns)) {
+    if (!accused) return;
+    for (const Message& c : corrections_)
+      if (const Suspect* s = std::get_if<Suspect>(&c); s != nullptr && s->node == m.name) return;
+    corrections_.emplace_back(Suspect{m.incarnation, m.name, config_.name});
+    return;
+  }
   for (const Message& c : corrections_)
     if ((std::holds_alternative<Dead>(c) && std::get<Dead>(c).node == m.name) ||
         (std::holds_alternative<Leave>(c) && std::get<Leave>(c).node == m.name))
@@ -450,6 +501,15 @@ void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
     }
     probe.reset();
     return;
+  }
+  // The answer to a proof ping: a probationer proving it is alive.
+  if (Member* t = table_.find(m.source); t != nullptr && t->probation) {
+    if (auto pp = proof_seqs_.find(t->name.id()); pp != proof_seqs_.end() && pp->second == m.seq_no) {
+      t->heard_ns = now_ns;
+      proof_seqs_.erase(pp);
+      ++counters_.probation_proof_acks;
+      return;
+    }
   }
   auto& relays = probes_.relays();
   auto it = relays.find(m.seq_no);
@@ -617,11 +677,14 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     if (m->probation) {
       ++counters_.probation_started;
       probationers_.emplace_back(now_ns + config_.probation_ns, a.node);
+      if (inbound_from_ != nullptr && !inbound_from_->empty() &&
+          introducers_.size() < config_.max_members)
+        introducers_[m->name.id()] = *inbound_from_;
       return;
     }
     ++counters_.joins;
     emit(EventKind::kJoin, *m);
-    queue_broadcast(a.node, a, PriorityClass::kGossip);
+    if (!from_join) queue_broadcast(a.node, a, PriorityClass::kGossip);
     return;
   }
   if (m->is_tombstone()) {
@@ -683,9 +746,12 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
     ++counters_.update_drop_far_future;
     return;
   }
-  // Older incarnation: already refuted.
+  // Older incarnation: already refuted. The sender missed the refutation;
+  // with everyone else past it, nothing would reach it before its own
+  // suspicion runs out (no confirmations come): tell it.
   if (s.incarnation < m->incarnation) {
     ++counters_.update_drop_stale;
+    correct_stale(*m);
     return;
   }
   auto it = suspicions_.find(s.node);
@@ -700,7 +766,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
   }
   // Dead or left: the accuser is behind (tell it); suspected already: nothing new.
   if (m->is_tombstone()) {
-    if (s.incarnation <= m->incarnation) correct(*m);
+    if (s.incarnation <= m->incarnation) correct(*m, true);
     return;
   }
   if (m->status != MemberStatus::kAlive) return;
@@ -743,9 +809,11 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
     ++counters_.update_drop_far_future;
     return;
   }
-  // Older incarnation: the member has moved on since.
+  // Older incarnation: the member has moved on since (the sender missed it:
+  // tell it, as for a stale suspicion).
   if (incarnation < m->incarnation) {
     ++counters_.update_drop_stale;
+    correct_stale(*m);
     return;
   }
   // Already a tombstone: nothing new, except that a failed member's own
@@ -764,14 +832,31 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
   // A probationer never joined the view: it leaves no event either (its Dead
   // still goes out, for the others that heard of it).
   const bool was_probation = m->probation;
-  if (was_probation) ++counters_.probation_died;
+  if (was_probation) {
+    ++counters_.probation_died;
+    if (auto intro = introducers_.find(m->name.id()); intro != introducers_.end()) {
+      // Its introducer vouched for it: tell it first-hand (it may be the only
+      // one with it in its view; a death is gossiped only by those who knew).
+      if (status == MemberStatus::kDead && (inbound_from_ == nullptr || intro->second != *inbound_from_)) {
+        ++counters_.probation_death_told;
+        send(intro->second, PriorityClass::kUrgent, Compound{Dead{incarnation, node, config_.name}},
+             false);
+      }
+      introducers_.erase(intro);
+    }
+    proof_seqs_.erase(m->name.id());
+  }
   // A newcomer's death (in a storm, thousands) waits for the next round like
   // any news; an established member's is what every application is waiting
   // for: it goes out now, and each member that learns it passes it on at once.
   if (!was_probation && !young(*m, now_ns)) gossip_soon(now_ns);
   table_.set_status(*m, status, now_ns, config_.tombstone_ttl_ns);
   // Keep gossiping to it a while: if it is alive after all, it hears and refutes.
-  if (status == MemberStatus::kDead) {
+  // Not to a probationer, nor to a young member in a storm: those were buried
+  // without the wait because they are almost all phantoms, and in a storm of
+  // them every gossip round would go mostly to the dead, starving the living
+  // of the very deaths that round carries.
+  if (status == MemberStatus::kDead && !was_probation && !(young(*m, now_ns) && in_storm(now_ns))) {
     if (recently_dead_.size() >= kMaxRecentlyDead) recently_dead_.pop_front();
     recently_dead_.push_back(node);
   }
@@ -918,6 +1003,12 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
   // Joined once a whole answer is in: a part lost on the way would leave our
   // view short of those members until some periodic sync happened to carry
   // them (minutes at a few thousand members); the join retry asks again.
+  // A follow-up counts once it is whole too (see tick()).
+  if (const auto f = std::find(followup_seqs_.begin(), followup_seqs_.end(), m.seq_no);
+      f != followup_seqs_.end() && !syncs_.awaiting(m.seq_no)) {
+    followup_seqs_.erase(f);
+    if (followup_joins_ > 0 && --followup_joins_ == 0) next_followup_ns_ = UINT64_MAX;
+  }
   if (join_answer && !syncs_.awaiting(m.seq_no) && !joined_) {
     joined_ = true;
     next_join_ns_ = UINT64_MAX;
@@ -927,6 +1018,7 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
     // Not in a storm (each phantom would triple its join's cost).
     if (!in_storm(now_ns)) {
       followup_joins_ = kFollowupJoins;
+      followup_attempts_ = 0;
       next_followup_ns_ = now_ns + config_.join_retry_min_ns + rng_.uniform(config_.join_retry_min_ns);
     }
   }
@@ -1052,13 +1144,6 @@ void Engine::send_join(std::uint64_t now_ns) {
 // ---------------------------------------------------------------- probing
 
 std::optional<std::string> Engine::young_target(std::uint64_t now_ns) {
-  // Probationers due for promotion without proof of life come first.
-  while (!probe_soon_.empty()) {
-    std::string name = std::move(probe_soon_.front());
-    probe_soon_.pop_front();
-    const Member* m = table_.find(name);
-    if (m != nullptr && m->probation && !m->is_tombstone()) return name;
-  }
   // Random picks; one that grew up, died or was forgotten is removed on the
   // spot (swap with the last), so the list stays the live newcomers.
   for (int attempt = 0; attempt < 16 && !newcomers_.empty(); ++attempt) {
@@ -1129,7 +1214,7 @@ void Engine::start_probe(std::uint64_t now_ns) {
   // storm, probing is SWIM's round robin only.
   std::optional<std::string> target;
   probe_newcomer_next_ = !probe_newcomer_next_;
-  if (probe_newcomer_next_ && (in_storm(now_ns) || !probe_soon_.empty()))
+  if (probe_newcomer_next_ && in_storm(now_ns))
     target = young_target(now_ns);
   if (target) ++counters_.probe_newcomer;
   if (!target) target = ring_target(now_ns);
@@ -1143,6 +1228,7 @@ void Engine::start_probe(std::uint64_t now_ns) {
   p.start_ns = now_ns;
   p.direct_deadline_ns = now_ns + probe_timeout_ns();
   p.final_deadline_ns = now_ns + probe_interval_ns();
+  p.incarnation = m.incarnation;
   probes_.current() = p;
   ++counters_.probe_started;
   Compound msgs{Ping{p.seq_no, m.name, config_.name, config_.addr}};
@@ -1179,6 +1265,15 @@ void Engine::send_indirect_probes(std::uint64_t now_ns) {
 void Engine::finish_probe_failed(std::uint64_t now_ns) {
   const Probe p = *probes_.current();
   probes_.current().reset();
+  // A newer life (or a refutation) of the target arrived while we waited: our
+  // silence was about the incarnation we pinged, so it proves nothing about
+  // this one (a restarted member would be suspected a second after it is
+  // back). No verdict, and no blame on our health either.
+  if (const Member* now = table_.find(p.target);
+      now != nullptr && !now->is_tombstone() && now->incarnation != p.incarnation) {
+    ++counters_.probe_outdated;
+    return;
+  }
   ++counters_.probe_failed;
   const Member* m = table_.find(p.target);
   // Lifeguard: established helpers that did not even nack suggest our own
@@ -1260,17 +1355,30 @@ std::vector<std::string> Engine::gossip_targets(std::uint64_t now_ns) {
   // Suspects too (as memberlist): they need the news most, and skipping them
   // lets an update's whole retransmit budget pass them by.
   std::vector<std::string> peers = random_peers(config_.gossip_nodes, {}, true);
+  // In a storm most newcomers are phantoms on their way out: a round spent on
+  // them is lost to the members that stay, and news (a refutation above all)
+  // that misses a steady member in its burst of transmissions may not reach
+  // it before a verdict does. Twice the candidates, the settled first.
+  if (in_storm(now_ns) && !peers.empty()) {
+    peers = random_peers(2 * config_.gossip_nodes, {}, true);
+    std::stable_partition(peers.begin(), peers.end(),
+                          [&](const std::string& p) { return !young(*table_.find(p), now_ns); });
+    if (peers.size() > config_.gossip_nodes) peers.resize(config_.gossip_nodes);
+  }
   if (recently_dead_.empty()) return peers;
   // memberlist draws gossip targets from live and recently dead members alike:
   // each slot goes to a recently dead member with probability D / (L + D).
   const std::uint64_t dead = recently_dead_.size();
   const std::uint64_t live = table_.live_count() > 0 ? table_.live_count() - 1 : 0;
+  // At most one slot per round goes to the dead, so that however many have
+  // just died (a mass crash), the living get most of each round.
   const std::size_t slots = std::max<std::size_t>(peers.size(), peers.empty() ? 1 : 0);
   peers.resize(slots);
   for (std::string& p : peers) {
     if (rng_.uniform(live + dead) >= dead) continue;
     const std::string& pick = recently_dead_[static_cast<std::size_t>(rng_.uniform(dead))];
     if (std::find(peers.begin(), peers.end(), pick) == peers.end()) p = pick;
+    break;
   }
   std::erase(peers, std::string{});
   return peers;
@@ -1342,9 +1450,17 @@ void Engine::tick(std::uint64_t now_ns) {
 
   syncs_.expire(now_ns);
   if (!joined_ && now_ns >= next_join_ns_) send_join(now_ns);
+  // Follow-ups until kFollowupJoins whole answers are in (a lost part, and the
+  // same members would be missing from every view a follow-up brings: parts
+  // are in name order), within kMaxFollowupAttempts.
+  if (followup_joins_ > 0 && now_ns >= next_followup_ns_ &&
+      followup_attempts_ >= kMaxFollowupAttempts) {
+    followup_joins_ = 0;
+    next_followup_ns_ = UINT64_MAX;
+  }
   if (followup_joins_ > 0 && now_ns >= next_followup_ns_) {
-    --followup_joins_;
-    next_followup_ns_ = followup_joins_ > 0 ? now_ns + 4 * config_.join_retry_min_ns : UINT64_MAX;
+    ++followup_attempts_;
+    next_followup_ns_ = now_ns + 4 * config_.join_retry_min_ns;
     // Another member than the seeds (their view is the one we have), not a
     // young one.
     std::vector<std::string> peer = random_peers(8, {});
@@ -1358,6 +1474,8 @@ void Engine::tick(std::uint64_t now_ns) {
       syncs_.start(seq, now_ns);
       ++counters_.sync_started;
       ++counters_.join_followups;
+      followup_seqs_.push_back(seq);
+      if (followup_seqs_.size() > kMaxFollowupAttempts) followup_seqs_.erase(followup_seqs_.begin());
       send_sync<SyncRequest>(table_.find(*settled)->addr(), seq, true, true);
     }
   }
@@ -1382,6 +1500,7 @@ std::uint64_t Engine::next_deadline() const {
   if (followup_joins_ > 0) t = std::min(t, next_followup_ns_);
   if (!pending_admissions_.empty()) t = std::min(t, admission_.next_token_ns());
   if (!probationers_.empty()) t = std::min(t, probationers_.front().first);
+  if (!proof_checks_.empty()) t = std::min(t, proof_checks_.front().first);
   if (const auto& p = probes_.current()) {
     t = std::min(t, p->indirect_sent ? p->final_deadline_ns : p->direct_deadline_ns);
   }

@@ -82,6 +82,10 @@ struct Counters {
   std::uint64_t probe_abandoned_stall = 0;  // probes whose deadlines passed while we were stalled
   std::uint64_t probation_promoted = 0;  // ... that lived through it and joined the view
   std::uint64_t probation_died = 0;      // ... that died on probation (never in the view)
+  std::uint64_t probation_proof_pings = 0;  // proof-of-life pings sent to probationers
+  std::uint64_t probation_proof_acks = 0;   // ... answered
+  std::uint64_t probation_unproven = 0;     // ... unanswered kProofPings times: declared dead (also in probation_died)
+  std::uint64_t probation_death_told = 0;  // ... whose death we told the member that told us of it
   std::uint64_t probation_forgotten = 0; // ... never proved alive: forgotten, no verdict
   std::uint64_t stale_corrections = 0;  // datagrams telling a sender of stale news our Dead/Leave
   std::uint64_t suspicion_confirmations = 0;
@@ -95,6 +99,7 @@ struct Counters {
   std::uint64_t probe_ack_direct = 0;
   std::uint64_t probe_ack_indirect = 0;
   std::uint64_t probe_failed = 0;
+  std::uint64_t probe_outdated = 0;  // unanswered, but the target moved to a newer incarnation meanwhile: no verdict
   std::uint64_t probe_indirect_sent = 0;
   std::uint64_t probe_nack_received = 0;
   std::uint64_t ack_drop_unsolicited = 0;   // no probe or relay waits for it (late or unknown)
@@ -244,7 +249,10 @@ class Engine {
              std::uint64_t now_ns, bool from_join = false);
   void refute(std::uint64_t heard_incarnation);
   // Queues our Dead/Leave about tombstoned `m` as a reply to the current sender.
-  void correct(const Member& m);
+  void correct(const Member& m, bool accused = false);
+  // Queues our newer Alive about live `m` (us included) as a reply to a
+  // sender that spread an older incarnation's Suspect or Dead.
+  void correct_stale(const Member& m);
   // The same for a member we hold only as a graveyard trace.
   void correct_buried(const std::string& node, std::uint64_t incarnation);
   // True if `incarnation` is beyond belief: more than max_incarnation_jump above
@@ -332,8 +340,20 @@ class Engine {
   std::deque<Alive> pending_admissions_;
   // Members on probation, by when they may join the view (in admission order).
   std::deque<std::pair<std::uint64_t, std::string>> probationers_;
-  // Probationers to probe before they may be promoted.
-  std::deque<std::string> probe_soon_;
+  // Probationers sent a proof ping, by when to look again (in that order).
+  std::deque<std::pair<std::uint64_t, std::string>> proof_checks_;
+  // Probationers asked for proof of life: name id -> the proof ping's number.
+  std::unordered_map<std::uint32_t, std::uint32_t> proof_seqs_;
+  // Proof pings a probationer gets before it is declared dead unproven.
+  static constexpr std::uint8_t kProofPings = 4;
+  // Who told us of each probationer (the sender of the datagram that brought
+  // it), by name id. Nobody gossips a probationer, so few members know one;
+  // when it dies on probation here, the member that vouched for it may be the
+  // only one holding it in its view: it is told directly, since gossip of a
+  // death reaches only members that knew the dead.
+  std::unordered_map<std::uint32_t, Address> introducers_;
+  // The sender of the datagram handle() is working through (nullptr in tick()).
+  const Address* inbound_from_ = nullptr;
 
   // Join: seeds are retried until one answers, for ever, with capped
   // exponential backoff (join_retry_min_ns doubling up to join_retry_max_ns).
@@ -342,7 +362,10 @@ class Engine {
   std::uint32_t join_attempts_ = 0;
   // Whole-view syncs still to do after joining, and when the next is due.
   static constexpr std::uint32_t kFollowupJoins = 2;
-  std::uint32_t followup_joins_ = 0;
+  static constexpr std::uint32_t kMaxFollowupAttempts = 6;
+  std::uint32_t followup_joins_ = 0;  // whole follow-up answers still wanted
+  std::uint32_t followup_attempts_ = 0;
+  std::vector<std::uint32_t> followup_seqs_;  // follow-ups sent, not yet wholly answered
   std::uint64_t next_followup_ns_ = UINT64_MAX;
   bool joined_ = false;
   std::uint64_t next_join_ns_ = UINT64_MAX;

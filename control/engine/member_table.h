@@ -47,6 +47,7 @@ struct Member {
   // Admitted during a storm and not yet in the view: probed, not counted live,
   // not gossiped, no join event until promoted (docs/membership.md).
   bool probation = false;
+  std::uint8_t proof_pings = 0;  // on probation: proof-of-life pings sent (engine bookkeeping)
 
   const Address& addr() const { return profile.get().addr; }
   const std::vector<Tag>& tags() const { return profile.get().tags; }

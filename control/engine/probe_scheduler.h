@@ -23,6 +23,7 @@ struct Probe {
   std::uint64_t start_ns = 0;
   std::uint64_t direct_deadline_ns = 0;  // start + scaled probe timeout
   std::uint64_t final_deadline_ns = 0;   // start + scaled probe interval
+  std::uint64_t incarnation = 0;         // the target's, when the probe began
   bool indirect_sent = false;
   std::uint32_t helpers = 0;         // indirect helpers asked
   std::uint32_t expected_nacks = 0;  // of them, those whose silence counts (established)

@@ -1914,18 +1914,69 @@ TEST(Engine, JoinIsDoneOnlyWhenTheWholeAnswerArrived) {
   EXPECT_NE(d.e.member(name(2)), nullptr);
 }
 
+// The member a datagram went to, in a test view of members 1..n.
+std::size_t member_at(const Address& a, std::size_t n) {
+  for (std::size_t i = 0; i <= n; ++i)
+    if (addr(i) == a) return i;
+  return SIZE_MAX;
+}
+
 TEST(Engine, AfterJoiningTwoWholeViewSyncsGoToOtherMembers) {
   Driver d(config());
   join_with_view(d, 20);
   ASSERT_TRUE(d.e.joined());
-  std::vector<Address> to;
-  d.run_until(d.now + 30 * kSecond, [&](const Outgoing& o) {
-    if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join) to.push_back(o.to);
-  });
-  // The seed's view may have been short: two more whole-view syncs, not to it.
-  ASSERT_EQ(to.size(), 2u);
+  std::vector<std::pair<Address, std::uint32_t>> asked;
+  const std::uint64_t end = d.now + 60 * kSecond;
+  while (d.e.next_deadline() <= end) {
+    asked.clear();
+    d.run_until(std::min(end, d.e.next_deadline()), [&](const Outgoing& o) {
+      if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join) asked.emplace_back(o.to, r->seq_no);
+    });
+    // Each follow-up is answered wholly by the member it went to.
+    for (const auto& [to, seq] : asked) {
+      const std::size_t i = member_at(to, 20);
+      ASSERT_NE(i, SIZE_MAX);
+      d.handle(i, {SyncResponse{seq, name(i), 0, 1, {MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}}}}});
+    }
+  }
+  // The seed's view may have been short: two more whole-view syncs, not to it,
+  // and no more once both were whole.
   EXPECT_EQ(d.e.counters().join_followups, 2u);
+}
+
+TEST(Engine, FollowUpsAreAskedAgainUntilTwoAreWhole) {
+  Driver d(config());
+  join_with_view(d, 20);
+  ASSERT_TRUE(d.e.joined());
+  std::vector<Address> to;
+  std::vector<std::uint32_t> seqs;
+  // Nobody answers (or every answer lost a part): each unanswered follow-up is
+  // asked again of another member, a bounded number of times.
+  d.run_until(d.now + 120 * kSecond, [&](const Outgoing& o) {
+    if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join) {
+      to.push_back(o.to);
+      seqs.push_back(r->seq_no);
+    }
+  });
+  EXPECT_EQ(to.size(), 6u);
+  EXPECT_EQ(d.e.counters().join_followups, 6u);
   for (const Address& a : to) EXPECT_NE(a, addr(1));
+  // An answer that lacks a part does not count as one of the two.
+  Driver p(config());
+  join_with_view(p, 20);
+  std::vector<std::pair<Address, std::uint32_t>> asked;
+  p.run_until(p.now + 5 * kSecond, [&](const Outgoing& o) {
+    if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join) asked.emplace_back(o.to, r->seq_no);
+  });
+  ASSERT_EQ(asked.size(), 1u);
+  const std::size_t i = member_at(asked[0].first, 20);
+  ASSERT_NE(i, SIZE_MAX);
+  p.handle(i, {SyncResponse{asked[0].second, name(i), 0, 2, {MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}}}}});
+  std::size_t more = 0;
+  p.run_until(p.now + 30 * kSecond, [&](const Outgoing& o) {
+    if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join) ++more;
+  });
+  EXPECT_GE(more, 2u);
 }
 
 }  // namespace
