@@ -108,9 +108,12 @@ struct EngineConfig {
   // ours in a second sync when the views still differ). false = windows
   // every time. true
   bool sync_digest = true;
-  std::uint32_t max_sync_bytes = 256 * 1024;  // encoded bytes one side sends per sync, and
-                                              // the most we merge from one received sync
-                                              // (all its parts); keep it cluster-wide; 256 KiB
+  std::uint32_t max_sync_bytes = 4 * 1024 * 1024;  // encoded bytes one side sends per sync,
+                                                   // and the most we merge from one received
+                                                   // sync (all its parts); keep it cluster-
+                                                   // wide. A join answer is the whole view,
+                                                   // about 40 B a member: 4 MiB holds
+                                                   // 100,000 (256 KiB held 6,500); 4 MiB
 
   // --- tombstones and bounds ---
   std::uint64_t tombstone_ttl_ns = 300 * kSecond;  // Dead/Left kept this long; 5 min

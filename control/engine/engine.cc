@@ -904,7 +904,10 @@ void Engine::merge(const std::vector<MemberState>& members, const std::string& f
 template <typename Sync>
 void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view,
                        std::uint64_t digest) {
-  // A joiner gets (and sends) the whole view, up to max_sync_bytes. A periodic
+  // A joiner gets (and sends) the whole view, up to max_sync_bytes: at a
+  // follow-up, its view repairs what the responder missed (an epidemic misses
+  // a few members per thousand joins; windows take many intervals to come
+  // round to any one name). A periodic
   // sync is a rotating window of sync_bytes_per_sec times its interval: the
   // interval grows with N, and so does the window, so that anti-entropy costs
   // the same bytes per member per second at any N (a full table every interval
