@@ -1979,5 +1979,93 @@ TEST(Engine, FollowUpsAreAskedAgainUntilTwoAreWhole) {
   EXPECT_GE(more, 2u);
 }
 
+
+// ---------------------------------------------------------------- joins and storms without O(N) re-gossip
+
+// The member a test address belongs to (addr(i) -> i).
+std::size_t index_of(const Address& a) { return a.ip[3] + 256u * a.ip[2]; }
+
+// Runs timers until `until`; every member but the `silent` ones answers our
+// pings, directly and through helpers. `on_packet` sees every datagram (with
+// d.now the time it was sent).
+template <typename Fn>
+void run_answering(Driver& d, std::uint64_t until, const std::set<std::size_t>& silent, Fn&& on_packet) {
+  d.run_until(until, [&](const Outgoing& o) {
+    on_packet(o);
+    const std::size_t to = index_of(o.to);
+    if (to == 0 || silent.contains(to)) return;
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+    if (const IndirectPing* ip = find_msg<IndirectPing>(o)) {
+      if (silent.contains(std::stoul(ip->target.substr(1))))
+        d.e.handle(o.to, {Nack{ip->seq_no, name(to)}}, d.now);
+      else
+        d.e.handle(o.to, {Ack{ip->seq_no, ip->target}}, d.now);
+    }
+  });
+}
+
+TEST(Engine, AJoinerDoesNotGossipTheViewItsJoinAnswerBrought) {
+  Driver d(config());
+  join_with_view(d, 30);
+  ASSERT_TRUE(d.e.joined());
+  ASSERT_EQ(d.e.num_live(), 31u);
+  // Every member already has that view (it is the seed's): passing it on
+  // would be O(N) transmissions per joiner. Our own Alive goes out.
+  std::set<std::string> alive_sent;
+  auto note = [&](const Outgoing& o) {
+    for (const Message& m : o.messages)
+      if (const Alive* a = std::get_if<Alive>(&m)) alive_sent.insert(a->node);
+  };
+  for (const Outgoing& o : d.sent) note(o);
+  run_answering(d, d.now + 10 * kSecond, {}, note);
+  for (std::size_t i = 1; i <= 30; ++i) EXPECT_FALSE(alive_sent.contains(name(i))) << name(i);
+  EXPECT_TRUE(alive_sent.contains(name(0)));
+  // A never-seen member heard of by gossip (no storm, no surge) is news:
+  // passed on.
+  d.handle(2, {alive(100)});
+  ASSERT_NE(d.e.member(name(100)), nullptr);
+  ASSERT_FALSE(d.e.member(name(100))->probation);
+  run_answering(d, d.now + 2 * kSecond, {}, note);
+  EXPECT_TRUE(alive_sent.contains(name(100)));
+}
+
+TEST(Engine, AProbeOfAnOlderIncarnationGivesNoVerdictOnTheNewer) {
+  EngineConfig c = config();
+  c.probe_ring = false;  // SWIM's round robin: the next probe is a whole interval later
+  Driver d(c);
+  d.add_members(1, 6);
+  std::string target;
+  std::uint64_t ping_at = 0;
+  auto first_ping = [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o); p && target.empty()) {
+      target = p->target;
+      ping_at = d.now;
+    }
+  };
+  while (target.empty()) d.run_until(d.e.next_deadline(), first_ping);
+  const std::size_t x = std::stoul(target.substr(1));
+  ASSERT_EQ(d.e.member(target)->incarnation, 1u);
+  // Nobody answers; past the direct timeout (helpers asked), before the final
+  // deadline, x restarts (or refutes): incarnation 2.
+  d.run_until(ping_at + c.probe_timeout_ns + 100 * kMillisecond);
+  ASSERT_EQ(d.e.counters().probe_indirect_sent, 3u);
+  d.handle(x, {alive(x, 2)});
+  // The probe runs out unanswered: its silence was about incarnation 1.
+  bool accused = false;
+  d.run_until(ping_at + c.probe_interval_ns + 500 * kMillisecond, [&](const Outgoing& o) {
+    for (const Message& m : o.messages) {
+      if (const Suspect* s = std::get_if<Suspect>(&m); s && s->node == target) accused = true;
+      if (const Dead* dd = std::get_if<Dead>(&m); dd && dd->node == target) accused = true;
+    }
+  });
+  EXPECT_FALSE(accused);
+  EXPECT_EQ(d.e.counters().probe_outdated, 1u);
+  EXPECT_EQ(d.e.counters().probe_failed, 0u);
+  EXPECT_EQ(d.e.counters().suspicions, 0u);
+  EXPECT_EQ(d.e.member(target)->status, MemberStatus::kAlive);
+  EXPECT_EQ(d.e.member(target)->incarnation, 2u);
+  EXPECT_EQ(d.e.health_score(), 0u);  // no blame on our health either
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
