@@ -2067,5 +2067,131 @@ TEST(Engine, AProbeOfAnOlderIncarnationGivesNoVerdictOnTheNewer) {
   EXPECT_EQ(d.e.health_score(), 0u);  // no blame on our health either
 }
 
+// A member that has run 300 s with members 1..8 (all answering) and then saw
+// an arrival surge (n100 and n101: two are enough with surge_min_arrivals 2):
+// never-seen members are now admitted on probation.
+EngineConfig surge_config() {
+  EngineConfig c = config();
+  c.surge_min_arrivals = 2;
+  return c;
+}
+void start_surge(Driver& d) {
+  d.add_members(1, 9);
+  run_with_established(d, 9, kStart + 300 * kSecond);
+  ASSERT_FALSE(d.e.in_surge(d.now));
+  d.add_members(100, 102);
+  ASSERT_TRUE(d.e.in_surge(d.now));
+  ASSERT_FALSE(d.e.in_storm(d.now));
+}
+
+TEST(Engine, AProbationerUnheardFromIsAskedForProofAndPromotedOnItsAck) {
+  Driver d(surge_config());
+  start_surge(d);
+  d.handle(3, {alive(200)});
+  ASSERT_TRUE(d.e.member(name(200))->probation);
+  const std::uint64_t t0 = d.now;
+  const std::uint64_t probation = d.e.config().probation_ns;
+  // n200 has said nothing since: at the end of its probation, a proof ping.
+  std::vector<std::pair<std::uint64_t, Ping>> proofs;
+  auto note = [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o); p && o.to == addr(200)) proofs.emplace_back(d.now, *p);
+  };
+  run_answering(d, t0 + probation, {200}, note);
+  ASSERT_EQ(proofs.size(), 1u);
+  EXPECT_EQ(proofs[0].first, t0 + probation);
+  EXPECT_EQ(proofs[0].second.target, name(200));
+  EXPECT_EQ(proofs[0].second.source, name(0));
+  EXPECT_EQ(d.e.counters().probation_proof_pings, 1u);
+  EXPECT_TRUE(d.e.member(name(200))->probation);
+  const std::uint32_t seq = proofs[0].second.seq_no;
+  // An ack with another number, or the number from another member, proves nothing.
+  d.handle(200, {Ack{seq + 100000, name(200)}});
+  d.handle(1, {Ack{seq, name(1)}});
+  EXPECT_EQ(d.e.counters().probation_proof_acks, 0u);
+  // Its own ack of that ping does: promoted at the next look.
+  d.handle(200, {Ack{seq, name(200)}});
+  EXPECT_EQ(d.e.counters().probation_proof_acks, 1u);
+  run_answering(d, t0 + probation + d.e.config().probe_interval_ns, {200}, note);
+  EXPECT_FALSE(d.e.member(name(200))->probation);
+  EXPECT_EQ(d.e.member(name(200))->status, MemberStatus::kAlive);
+  EXPECT_EQ(d.e.counters().probation_promoted, 1u);
+  EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(200)), 1u);
+  EXPECT_EQ(proofs.size(), 1u);
+}
+
+TEST(Engine, AProbationerThatNeverProvesLifeIsDeadAfterFourProofPings) {
+  Driver d(surge_config());
+  start_surge(d);
+  d.handle(3, {alive(200)});
+  ASSERT_TRUE(d.e.member(name(200))->probation);
+  const std::uint64_t t0 = d.now;
+  const std::uint64_t probation = d.e.config().probation_ns;
+  const std::uint64_t interval = d.e.config().probe_interval_ns;
+  // n200 answers every proof ping with the wrong number: no proof.
+  std::vector<std::uint64_t> proofs_at;
+  bool dead_sent = false;
+  auto note = [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o); p && o.to == addr(200)) {
+      proofs_at.push_back(d.now);
+      d.e.handle(o.to, {Ack{p->seq_no + 100000, name(200)}}, d.now);
+    }
+    for (const Message& m : o.messages)
+      if (const Dead* x = std::get_if<Dead>(&m); x && x->node == name(200)) dead_sent = true;
+  };
+  // Four, a probe interval apart; a probe interval after the last, dead at
+  // once (it never had standing): a Dead goes out, but no failure event (it
+  // was never in the view).
+  run_answering(d, t0 + probation + 4 * interval - 1, {200}, note);
+  EXPECT_TRUE(d.e.member(name(200))->probation);
+  EXPECT_EQ(d.e.member(name(200))->status, MemberStatus::kAlive);
+  run_answering(d, t0 + probation + 4 * interval, {200}, note);
+  EXPECT_EQ(d.e.counters().probation_unproven, 1u);
+  run_answering(d, t0 + probation + 6 * interval, {200}, note);
+  ASSERT_EQ(proofs_at.size(), 4u);
+  for (std::size_t k = 0; k < 4; ++k) EXPECT_EQ(proofs_at[k], t0 + probation + k * interval);
+  EXPECT_EQ(d.e.counters().probation_proof_pings, 4u);
+  EXPECT_EQ(d.e.counters().probation_proof_acks, 0u);
+  EXPECT_EQ(d.e.counters().probation_unproven, 1u);
+  EXPECT_EQ(d.e.counters().probation_died, 1u);
+  EXPECT_EQ(d.e.counters().probation_promoted, 0u);
+  ASSERT_NE(d.e.member(name(200)), nullptr);
+  EXPECT_EQ(d.e.member(name(200))->status, MemberStatus::kDead);
+  EXPECT_TRUE(dead_sent);
+  EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(200)), 0u);
+  EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(200)), 0u);
+}
+
+TEST(Engine, AProbationerThatDiesTellsItsIntroducerFirstHand) {
+  Driver d(surge_config());
+  start_surge(d);
+  // n3 told us of n200 and n201 (nobody gossips a probationer: n3 may be the
+  // only other member that has them).
+  d.handle(3, {alive(200)});
+  d.handle(3, {alive(201)});
+  ASSERT_TRUE(d.e.member(name(200))->probation);
+  ASSERT_TRUE(d.e.member(name(201))->probation);
+  // n5 tells us n200 died: n3 is told directly, at once.
+  std::size_t before = d.sent.size();
+  d.handle(5, {Dead{1, name(200), name(5)}});
+  ASSERT_EQ(d.sent.size(), before + 1);
+  const Outgoing& o = d.sent.back();
+  EXPECT_EQ(o.to, addr(3));
+  EXPECT_EQ(o.priority, PriorityClass::kUrgent);
+  ASSERT_EQ(o.messages.size(), 1u);
+  const Dead* dead = std::get_if<Dead>(&o.messages[0]);
+  ASSERT_NE(dead, nullptr);
+  EXPECT_EQ(dead->node, name(200));
+  EXPECT_EQ(dead->incarnation, 1u);
+  EXPECT_EQ(dead->from, name(0));
+  EXPECT_EQ(d.e.counters().probation_death_told, 1u);
+  // n3 itself tells us n201 died: it knows.
+  before = d.sent.size();
+  d.handle(3, {Dead{1, name(201), name(3)}});
+  ASSERT_EQ(d.e.member(name(201))->status, MemberStatus::kDead);
+  EXPECT_EQ(d.sent.size(), before);
+  EXPECT_EQ(d.e.counters().probation_death_told, 1u);
+  EXPECT_EQ(d.e.counters().probation_died, 2u);
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
