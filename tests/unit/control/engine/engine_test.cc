@@ -2193,5 +2193,88 @@ TEST(Engine, AProbationerThatDiesTellsItsIntroducerFirstHand) {
   EXPECT_EQ(d.e.counters().probation_died, 2u);
 }
 
+TEST(Engine, StaleSuspicionOrDeathIsAnsweredWithTheNewerAlive) {
+  Driver d(config());
+  d.add_members(1, 6);
+  d.handle(3, {alive(3, 5)});
+  ASSERT_EQ(d.e.member(name(3))->incarnation, 5u);
+  auto answer_to = [&](std::size_t from, Compound msgs) -> const Outgoing* {
+    const std::size_t before = d.sent.size();
+    d.handle(from, std::move(msgs));
+    if (d.sent.size() != before + 1) return nullptr;
+    return &d.sent.back();
+  };
+  auto carries_only_alive = [](const Outgoing& o, const std::string& node, std::uint64_t inc) {
+    if (o.messages.size() != 1) return false;
+    const Alive* a = std::get_if<Alive>(&o.messages[0]);
+    return a != nullptr && a->node == node && a->incarnation == inc;
+  };
+  // n4 missed n3's refutation: told, in one urgent datagram back.
+  const Outgoing* o = answer_to(4, {Suspect{3, name(3), name(4)}});
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->to, addr(4));
+  EXPECT_EQ(o->priority, PriorityClass::kUrgent);
+  EXPECT_TRUE(carries_only_alive(*o, name(3), 5));
+  EXPECT_EQ(std::get<Alive>(o->messages[0]).addr, addr(3));
+  EXPECT_EQ(d.e.counters().stale_corrections, 1u);
+  o = answer_to(4, {Dead{3, name(3), name(4)}});
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->to, addr(4));
+  EXPECT_TRUE(carries_only_alive(*o, name(3), 5));
+  EXPECT_EQ(d.e.counters().stale_corrections, 2u);
+  // Both in one datagram: one Alive.
+  o = answer_to(2, {Suspect{4, name(3), name(2)}, Dead{4, name(3), name(2)}});
+  ASSERT_NE(o, nullptr);
+  EXPECT_TRUE(carries_only_alive(*o, name(3), 5));
+  EXPECT_EQ(d.e.member(name(3))->status, MemberStatus::kAlive);
+  EXPECT_EQ(d.e.counters().suspicions, 0u);
+  // About us: suspected at 0, we refute (1); a suspicion at 0 later is
+  // answered with our Alive at 1.
+  d.handle(2, {Suspect{0, name(0), name(2)}});
+  ASSERT_EQ(d.e.incarnation(), 1u);
+  o = answer_to(5, {Suspect{0, name(0), name(5)}});
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->to, addr(5));
+  EXPECT_TRUE(carries_only_alive(*o, name(0), 1));
+  EXPECT_EQ(d.e.incarnation(), 1u);  // no second refutation
+}
+
+TEST(Engine, ASuspicionOfAnEstablishedMemberWeHoldDeadIsConfirmed) {
+  Driver d(config());
+  d.add_members(1, 9);
+  run_with_established(d, 9, kStart + 300 * kSecond);
+  d.handle(2, {Dead{1, name(5), name(2)}});
+  ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kDead);
+  // n4 suspects n5 itself, with everyone else past it: our Suspect is the
+  // independent confirmation it would otherwise wait for, not our Dead.
+  std::size_t before = d.sent.size();
+  d.handle(4, {Suspect{1, name(5), name(4)}});
+  ASSERT_EQ(d.sent.size(), before + 1);
+  const Outgoing* o = &d.sent.back();
+  EXPECT_EQ(o->to, addr(4));
+  EXPECT_EQ(o->priority, PriorityClass::kUrgent);
+  ASSERT_EQ(o->messages.size(), 1u);
+  const Suspect* s = std::get_if<Suspect>(&o->messages[0]);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->node, name(5));
+  EXPECT_EQ(s->incarnation, 1u);
+  EXPECT_EQ(s->from, name(0));
+  EXPECT_EQ(d.e.counters().stale_corrections, 1u);
+  // A member that died young (a newcomer) is answered with our Dead.
+  d.add_members(50, 51);
+  d.now += kSecond;
+  d.handle(2, {Dead{1, name(50), name(2)}});
+  ASSERT_EQ(d.e.member(name(50))->status, MemberStatus::kDead);
+  before = d.sent.size();
+  d.handle(4, {Suspect{1, name(50), name(4)}});
+  ASSERT_EQ(d.sent.size(), before + 1);
+  o = &d.sent.back();
+  ASSERT_EQ(o->messages.size(), 1u);
+  const Dead* dead = std::get_if<Dead>(&o->messages[0]);
+  ASSERT_NE(dead, nullptr);
+  EXPECT_EQ(dead->node, name(50));
+  EXPECT_EQ(dead->from, name(0));
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
