@@ -2276,5 +2276,138 @@ TEST(Engine, ASuspicionOfAnEstablishedMemberWeHoldDeadIsConfirmed) {
   EXPECT_EQ(dead->from, name(0));
 }
 
+// A gossip datagram: broadcasts only (no probe, ack or sync).
+bool is_gossip(const Outgoing& o) {
+  for (const Message& m : o.messages)
+    if (std::holds_alternative<Ping>(m) || std::holds_alternative<Ack>(m) ||
+        std::holds_alternative<IndirectPing>(m) || std::holds_alternative<Nack>(m) ||
+        std::holds_alternative<SyncRequest>(m) || std::holds_alternative<SyncResponse>(m))
+      return false;
+  return true;
+}
+
+// As run_answering, one gossip interval at a time with fresh user data queued
+// before each: a gossip round with nothing to carry sends nothing, and these
+// tests count where the rounds go.
+template <typename Fn>
+void gossip_answering(Driver& d, std::uint64_t until, const std::set<std::size_t>& silent, Fn&& on_packet) {
+  const std::uint64_t step = d.e.config().gossip_interval_ns;
+  for (std::uint64_t k = 0; d.now < until; ++k) {
+    d.e.send_user_data("news " + std::to_string(k), d.now);
+    run_answering(d, std::min(until, d.now + step), silent, on_packet);
+  }
+}
+
+TEST(Engine, NoGossipToNewcomersThatDiedInAStorm) {
+  EngineConfig c = config();
+  c.admit_rate = 100000;
+  c.admit_burst = 100000;
+  c.storm_newcomer_failures = 5;
+  Driver d(c);
+  d.add_members(1, 9);
+  run_with_established(d, 9, kStart + 300 * kSecond);
+  // Ten newcomers die: from the fifth on (n104), in a storm. Then an
+  // established member.
+  d.add_members(100, 110);
+  for (std::size_t i = 100; i < 110; ++i) d.handle(1, {Dead{1, name(i), name(1)}});
+  ASSERT_TRUE(d.e.in_storm(d.now));
+  d.handle(1, {Dead{1, name(8), name(1)}});
+  std::set<std::size_t> silent = {8};
+  for (std::size_t i = 100; i < 110; ++i) silent.insert(i);
+  std::map<std::size_t, std::size_t> gossip_to;
+  gossip_answering(d, d.now + 25 * kSecond, silent, [&](const Outgoing& o) {
+    if (is_gossip(o)) ++gossip_to[index_of(o.to)];
+  });
+  ASSERT_TRUE(d.e.in_storm(d.now));
+  EXPECT_GT(gossip_to[8], 0u);  // the established dead hear of it, and may refute
+  for (std::size_t i = 104; i < 110; ++i) EXPECT_EQ(gossip_to[i], 0u) << name(i);
+}
+
+TEST(Engine, NoGossipToAProbationerThatDied) {
+  // In a surge (no storm, so this is not the rule above).
+  Driver d(surge_config());
+  start_surge(d);
+  d.handle(3, {alive(200)});
+  ASSERT_TRUE(d.e.member(name(200))->probation);
+  d.handle(1, {Dead{1, name(200), name(1)}});
+  d.handle(1, {Dead{1, name(8), name(1)}});
+  ASSERT_FALSE(d.e.in_storm(d.now));
+  std::map<std::size_t, std::size_t> gossip_to;
+  gossip_answering(d, d.now + 25 * kSecond, {8, 200}, [&](const Outgoing& o) {
+    if (is_gossip(o)) ++gossip_to[index_of(o.to)];
+  });
+  EXPECT_GT(gossip_to[8], 0u);
+  EXPECT_EQ(gossip_to[200], 0u);
+}
+
+TEST(Engine, AtMostOneGossipDatagramARoundGoesToTheRecentlyDead) {
+  Driver d(config());
+  d.add_members(1, 60);
+  run_with_established(d, 60, kStart + 300 * kSecond);
+  // A mass crash: 50 established members dead, 10 of us left.
+  for (std::size_t i = 10; i < 60; ++i) d.handle(1, {Dead{1, name(i), name(1)}});
+  ASSERT_EQ(d.e.num_live(), 10u);
+  std::set<std::size_t> silent;
+  for (std::size_t i = 10; i < 60; ++i) silent.insert(i);
+  std::map<std::uint64_t, std::size_t> to_dead;  // by round (time sent)
+  std::size_t rounds = 0;
+  std::uint64_t last = 0;
+  gossip_answering(d, d.now + 20 * kSecond, silent, [&](const Outgoing& o) {
+    if (!is_gossip(o)) return;
+    if (d.now != last) ++rounds;
+    last = d.now;
+    if (index_of(o.to) >= 10) ++to_dead[d.now];
+  });
+  ASSERT_GE(rounds, 90u);
+  std::size_t total = 0;
+  for (const auto& [at, n] : to_dead) {
+    EXPECT_LE(n, 1u) << "round at " << at;
+    total += n;
+  }
+  // ... and that one slot is taken in most rounds (50 dead against 9 live).
+  EXPECT_GE(total, rounds / 2);
+}
+
+TEST(Engine, InAStormGossipPrefersSettledMembersOverYoungOnes) {
+  EngineConfig c = config();
+  c.admit_rate = 100000;
+  c.admit_burst = 100000;
+  c.storm_newcomer_failures = 5;
+  c.surge_min_arrivals = 0;  // the 20 newcomers in the view, not on probation
+  // Share of the gossip datagrams to the live that go to young members, with
+  // 20 settled (n1..n20) and 20 young (n100..n119), all answering.
+  auto young_share = [&](bool storm) {
+    Driver d(c, 7);
+    d.add_members(1, 21);
+    run_with_established(d, 21, kStart + 300 * kSecond);
+    d.add_members(100, 120);
+    std::set<std::size_t> silent;
+    if (storm) {
+      d.add_members(200, 205);
+      for (std::size_t i = 200; i < 205; ++i) {
+        d.handle(1, {Dead{1, name(i), name(1)}});
+        silent.insert(i);
+      }
+    }
+    EXPECT_EQ(d.e.in_storm(d.now), storm);
+    EXPECT_EQ(d.e.num_live(), 41u);
+    std::size_t young = 0, settled = 0;
+    gossip_answering(d, d.now + 25 * kSecond, silent, [&](const Outgoing& o) {
+      if (!is_gossip(o)) return;
+      const std::size_t to = index_of(o.to);
+      if (to >= 1 && to <= 20) ++settled;
+      if (to >= 100 && to < 120) ++young;
+    });
+    EXPECT_EQ(d.e.in_storm(d.now), storm);
+    EXPECT_GE(young + settled, 300u);
+    return static_cast<double>(young) / static_cast<double>(young + settled);
+  };
+  const double in_storm = young_share(true);
+  const double calm = young_share(false);
+  EXPECT_LT(in_storm, 0.25);
+  EXPECT_GT(calm, 0.4);
+  EXPECT_LT(calm, 0.6);
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
