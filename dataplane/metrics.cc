@@ -225,7 +225,7 @@ const std::map<std::string, EngineSeries>& engine_series() {
     add("graveyard_evictions", "gossipgw_engine_graveyard_evictions_total",
         "Oldest graveyard traces forgotten at the graveyard bound (traces)");
     add("stale_corrections", "gossipgw_engine_stale_corrections_total",
-        "Datagrams telling a sender of stale news our Dead or Leave (datagrams)");
+        "Datagrams answering a sender's stale news: our Dead or Leave, our Suspect (a confirmation), or the newer Alive (datagrams)");
     add("probation_started", "gossipgw_engine_probation_started_total",
         "Newcomers admitted on probation, outside the view, in a storm or an arrival surge (members)");
     constexpr const char* kProbation =

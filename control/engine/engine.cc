@@ -398,10 +398,12 @@ void Engine::correct_stale(const Member& m) {
   if (corrections_.size() >= kMaxCorrections || m.is_tombstone() || m.probation) return;
   for (const Message& c : corrections_)
     if (const Alive* a = std::get_if<Alive>(&c); a != nullptr && a->node == m.name) return;
-  if (m.name == config_.name)
-    corrections_.emplace_back(self_alive());
-  else
+  if (m.name == config_.name) {
+    // Leaving: our Leave is the last word about us.
+    if (!leaving_) corrections_.emplace_back(self_alive());
+  } else {
     corrections_.emplace_back(Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version()});
+  }
 }
 
 void Engine::correct(const Member& m, bool accused) {

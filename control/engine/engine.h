@@ -87,7 +87,7 @@ struct Counters {
   std::uint64_t probation_unproven = 0;     // ... unanswered kProofPings times: declared dead (also in probation_died)
   std::uint64_t probation_death_told = 0;  // ... whose death we told the member that told us of it
   std::uint64_t probation_forgotten = 0; // ... never proved alive: forgotten, no verdict
-  std::uint64_t stale_corrections = 0;  // datagrams telling a sender of stale news our Dead/Leave
+  std::uint64_t stale_corrections = 0;  // datagrams answering stale news: our Dead/Leave, our Suspect, the newer Alive
   std::uint64_t suspicion_confirmations = 0;
   std::uint64_t deaths = 0;
   std::uint64_t leaves = 0;

@@ -44,8 +44,9 @@ struct Member {
   // The engine's bookkeeping: 1 + its index in the engine's newcomer list, 0 if none.
   std::uint32_t newcomer_slot = 0;
   MemberStatus status = MemberStatus::kAlive;
-  // Admitted during a storm and not yet in the view: probed, not counted live,
-  // not gossiped, no join event until promoted (docs/membership.md).
+  // Admitted during a storm and not yet in the view: asked for proof of life,
+  // not counted live, not gossiped, no join event until promoted
+  // (docs/membership.md).
   bool probation = false;
   std::uint8_t proof_pings = 0;  // on probation: proof-of-life pings sent (engine bookkeeping)
 
