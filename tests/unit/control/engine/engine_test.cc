@@ -2260,6 +2260,15 @@ TEST(Engine, ASuspicionOfAnEstablishedMemberWeHoldDeadIsConfirmed) {
   EXPECT_EQ(s->incarnation, 1u);
   EXPECT_EQ(s->from, name(0));
   EXPECT_EQ(d.e.counters().stale_corrections, 1u);
+  // Once per sender and member: n4 may hold n5 dead by now too and confirm
+  // back (our own Suspect), which must not start a confirmation ping-pong.
+  before = d.sent.size();
+  d.handle(4, {Suspect{1, name(5), name(4)}});
+  EXPECT_EQ(d.sent.size(), before);
+  // Another sender still gets its confirmation.
+  d.handle(6, {Suspect{1, name(5), name(6)}});
+  ASSERT_EQ(d.sent.size(), before + 1);
+  EXPECT_EQ(d.sent.back().to, addr(6));
   // A member that died young (a newcomer) is answered with our Dead.
   d.add_members(50, 51);
   d.now += kSecond;
