@@ -423,12 +423,7 @@ void Engine::correct(const Member& m, bool accused) {
       if (const Suspect* s = std::get_if<Suspect>(&c); s != nullptr && s->node == m.name) return;
     // Once per (sender, member): the sender may hold the member dead by now
     // too, and would confirm back, and so on for ever.
-    std::uint64_t key = 14695981039346656037ULL;  // FNV-1a of the sender's address and the member id
-    auto mix = [&key](std::uint64_t byte) { key = (key ^ byte) * 1099511628211ULL; };
-    for (const std::uint8_t b : inbound_from_->ip) mix(b);
-    mix(inbound_from_->port & 0xff);
-    mix(inbound_from_->port >> 8);
-    for (int shift = 0; shift < 32; shift += 8) mix((m.name.id() >> shift) & 0xff);
+    const std::pair<Address, std::uint32_t> key{*inbound_from_, m.name.id()};
     if (std::find(confirmed_.begin(), confirmed_.end(), key) != confirmed_.end()) return;
     if (confirmed_.size() >= kMaxConfirmed) confirmed_.pop_front();
     confirmed_.push_back(key);

@@ -352,9 +352,9 @@ class Engine {
   // only one holding it in its view: it is told directly, since gossip of a
   // death reaches only members that knew the dead.
   std::unordered_map<std::uint32_t, Address> introducers_;
-  // Suspicions confirmed to a sender, by (sender, member) key: each once.
+  // Suspicions confirmed to a sender, as (sender, member id): each once.
   static constexpr std::size_t kMaxConfirmed = 256;
-  std::deque<std::uint64_t> confirmed_;
+  std::deque<std::pair<Address, std::uint32_t>> confirmed_;
   // The sender of the datagram handle() is working through (nullptr in tick()).
   const Address* inbound_from_ = nullptr;
 

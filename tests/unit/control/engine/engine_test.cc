@@ -1513,11 +1513,26 @@ TEST(Engine, AfterOurOwnStallTheBacklogComesBeforeOurVerdicts) {
   EXPECT_EQ(d.e.counters().own_stalls, 1u);
 }
 
-TEST(Engine, VanishedNewcomersCostNoHealthAndInAStormDieWithoutSuspicion) {
+// A storm is recognised after 5 newcomer failures; admission never limits.
+EngineConfig storm_config() {
   EngineConfig c = config();
   c.admit_rate = 100000;
   c.admit_burst = 100000;
   c.storm_newcomer_failures = 5;
+  return c;
+}
+
+// An established cluster of members 1..8, then ten newcomers (100..109) that
+// die: a storm, from the fifth death on.
+void start_storm(Driver& d) {
+  d.add_members(1, 9);
+  run_with_established(d, 9, kStart + 300 * kSecond);
+  d.add_members(100, 110);
+  for (std::size_t i = 100; i < 110; ++i) d.handle(1, {Dead{1, name(i), name(1)}});
+}
+
+TEST(Engine, VanishedNewcomersCostNoHealthAndInAStormDieWithoutSuspicion) {
+  EngineConfig c = storm_config();
   c.surge_min_arrivals = 0;  // the storm alone: all 60 in the view (no arrival surge)
   Driver d(c);
   d.add_members(1, 9);  // established: they stay and answer
@@ -1842,16 +1857,9 @@ TEST(Engine, JoinAnswerCarriesEveryLiveMemberAndFewTombstones) {
 }
 
 TEST(Engine, InAStormNewcomersWaitOnProbationOutsideTheView) {
-  EngineConfig c = config();
-  c.admit_rate = 100000;
-  c.admit_burst = 100000;
-  c.storm_newcomer_failures = 5;
+  EngineConfig c = storm_config();
   Driver d(c);
-  d.add_members(1, 9);
-  run_with_established(d, 9, kStart + 300 * kSecond);
-  // Make it a storm: newcomers that die.
-  d.add_members(100, 110);
-  for (std::size_t i = 100; i < 110; ++i) d.handle(1, {Dead{1, name(i), name(1)}});
+  start_storm(d);
   ASSERT_TRUE(d.e.in_storm(d.now));
   const std::size_t view = d.e.num_live();
   const std::size_t events = d.events.size();
@@ -2308,17 +2316,11 @@ void gossip_answering(Driver& d, std::uint64_t until, const std::set<std::size_t
 }
 
 TEST(Engine, NoGossipToNewcomersThatDiedInAStorm) {
-  EngineConfig c = config();
-  c.admit_rate = 100000;
-  c.admit_burst = 100000;
-  c.storm_newcomer_failures = 5;
+  EngineConfig c = storm_config();
   Driver d(c);
-  d.add_members(1, 9);
-  run_with_established(d, 9, kStart + 300 * kSecond);
   // Ten newcomers die: from the fifth on (n104), in a storm. Then an
   // established member.
-  d.add_members(100, 110);
-  for (std::size_t i = 100; i < 110; ++i) d.handle(1, {Dead{1, name(i), name(1)}});
+  start_storm(d);
   ASSERT_TRUE(d.e.in_storm(d.now));
   d.handle(1, {Dead{1, name(8), name(1)}});
   std::set<std::size_t> silent = {8};
@@ -2378,10 +2380,7 @@ TEST(Engine, AtMostOneGossipDatagramARoundGoesToTheRecentlyDead) {
 }
 
 TEST(Engine, InAStormGossipPrefersSettledMembersOverYoungOnes) {
-  EngineConfig c = config();
-  c.admit_rate = 100000;
-  c.admit_burst = 100000;
-  c.storm_newcomer_failures = 5;
+  EngineConfig c = storm_config();
   c.surge_min_arrivals = 0;  // the 20 newcomers in the view, not on probation
   // Share of the gossip datagrams to the live that go to young members, with
   // 20 settled (n1..n20) and 20 young (n100..n119), all answering.
