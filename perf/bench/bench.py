@@ -38,7 +38,23 @@ Cases (gossipgen kinds; every case's pcap holds distinct frames):
   valid     valid=1024, 1024 nonce   accepted (AEAD open, hand-off to the
             epochs                   control lcore); see below
   storm     valid=400,foreign=2000,unkeyed_random=2000,forged_header=2000,
-            replayed=1600            the mixed storm (one sender epoch)
+            replayed=1600,drain=1000,drain_spoofed=1000
+                                     the mixed storm (one sender epoch) with
+                                     the drain attack (issue 17): one tampered
+                                     sniffed datagram from a member's address,
+                                     and 16 from random spoofed sources
+  storm2q   the storm's file on two rx queues (one net_pcap device, rx_pcap
+            twice), two workers:     the cross-lcore replay (issue 17 item 3):
+                                     every frame arrives on both queues; each
+                                     worker accepts the file's 400 valid
+                                     datagrams once, and the control lcore
+                                     serves each once (handoff_drop_replay
+                                     counts the other copy: checked exactly,
+                                     the run fails otherwise). Workers on
+                                     CPUs 1 and 0 (control lcore also on 0),
+                                     testpmd rxonly likewise (--rxq 2,
+                                     --nb-cores 2): no target, a two-worker
+                                     figure on a two-CPU machine
 
 "valid" must be distinct datagrams (issue 19; wire version 2 and the
 replay table that never reopens a window, issue 17): a copy of an accepted
@@ -79,6 +95,8 @@ import sys
 import tempfile
 import time
 
+STORM_MIX = ("valid=400,foreign=2000,unkeyed_random=2000,forged_header=2000,replayed=1600,drain=1000,"
+             "drain_spoofed=1000")
 CASES = {
     "foreign": ("foreign=4096", 1, "drop_foreign_cluster"),
     "unkeyed": ("unkeyed_random=4096", 1, "drop_unkeyed"),
@@ -87,8 +105,14 @@ CASES = {
     "valid": ("valid={valid_frames}", 64, "accepted"),
     # The drain attack rides in the storm (issue 17): one sniffed datagram
     # with a ciphertext bit flipped, resent from a member's address.
-    "storm": ("valid=400,foreign=2000,unkeyed_random=2000,forged_header=2000,replayed=1600,drain=1000", 1, None),
+    "storm": (STORM_MIX, 1, None),
+    # The same file on two queues: the cross-lcore replay rides in the storm.
+    "storm2q": (STORM_MIX, 1, None),
 }
+QUEUES = {"storm2q": 2}  # rx queues (and workers) per case; 1 otherwise
+# Two queues on two CPUs: lcore 1 on CPU 1, lcores 0 (control / testpmd's
+# main) and 2 on CPU 0.
+LCORES_2Q = "--lcores=0@0,1@1,2@0"
 NICE = []  # command prefix, set by --nice
 TARGETS = {  # (baseline, minimum ratio) from issue 5
     "foreign": ("rxonly", 0.8),
@@ -111,7 +135,7 @@ node:
   port: 7946
 lcores:
   control: 0
-  workers: [1]
+  workers: {workers}
 rings:
   size: {ring_size}
 dataplane:
@@ -179,17 +203,19 @@ def stop(proc):
             proc.wait()
 
 
-def run_testpmd(args, pcap, prefix, frames=0):
+def run_testpmd(args, pcap, prefix, frames=0, queues=1):
     """Mpps of testpmd rxonly on `pcap`; `frames` > 0: the valid case's file
     (a big mbuf pool; the rate of its first pass, which is the only one at
     one report a second for short passes, is the median of all reports:
     rxonly does the same work on every pass)."""
     mem = args.mem_valid if frames else args.mem
     mbufs = min(1048576, frames + 16384) if frames else args.mbufs
-    cmd = ["dpdk-testpmd", "-l", "0,1", "--no-huge", "-m", str(mem), "--no-pci",
+    lcores = [LCORES_2Q] if queues == 2 else ["-l", "0,1"]
+    cmd = ["dpdk-testpmd"] + lcores + ["--no-huge", "-m", str(mem), "--no-pci",
            f"--file-prefix={prefix}", "--log-level=lib.eal:warning",
-           f"--vdev=net_pcap0,rx_pcap={pcap},infinite_rx=1", "--",
-           "--forward-mode=rxonly", "--stats-period", "1", "--nb-cores=1",
+           f"--vdev=net_pcap0,{f'rx_pcap={pcap},' * queues}infinite_rx=1", "--",
+           "--forward-mode=rxonly", "--stats-period", "1", f"--nb-cores={queues}",
+           f"--rxq={queues}", f"--txq={queues}",
            f"--total-num-mbufs={mbufs}", f"--burst={args.burst}"]
     try:
         # The valid file's preload takes seconds before the first report.
@@ -209,13 +235,14 @@ def run_testpmd(args, pcap, prefix, frames=0):
     return median(pps) / 1e6
 
 
-def run_gateway(args, cfg, pcap, prefix, stats_path, first_pass=0):
+def run_gateway(args, cfg, pcap, prefix, stats_path, first_pass=0, queues=1):
     """Mpps of gossipgw on `pcap`; with `first_pass` (frames in the file),
     over the first pass of the file only (the valid case)."""
     mem = args.mem_valid if first_pass else args.mem
-    cmd = [args.gossipgw, "-l", "0,1", "--no-huge", "-m", str(mem), "--no-pci",
+    lcores = [LCORES_2Q] if queues == 2 else ["-l", "0,1"]
+    cmd = [args.gossipgw] + lcores + ["--no-huge", "-m", str(mem), "--no-pci",
            f"--file-prefix={prefix}", "--log-level=lib.eal:warning",
-           f"--vdev=net_pcap0,rx_pcap={pcap},infinite_rx=1", "--",
+           f"--vdev=net_pcap0,{f'rx_pcap={pcap},' * queues}infinite_rx=1", "--",
            "--config", cfg, "--stats-json", stats_path, "--log-level", "warn"]
     proc = subprocess.Popen(NICE + cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
@@ -387,7 +414,12 @@ def bench_suite(args, work, cases, sizes):
     cfg = os.path.join(work, f"gossipgw-{args.suite}.yaml")
     with open(cfg, "w") as f:
         f.write(CONFIG.format(suite=args.suite, mbufs=args.mbufs, burst=args.burst, interval_ms=100,
-                              membership="  enabled: false", ring_size=args.ring_size))
+                              membership="  enabled: false", ring_size=args.ring_size, workers="[1]"))
+    # Two workers, one rx queue each (storm2q).
+    cfg_2q = os.path.join(work, f"gossipgw-{args.suite}-2q.yaml")
+    with open(cfg_2q, "w") as f:
+        f.write(CONFIG.format(suite=args.suite, mbufs=args.mbufs, burst=args.burst, interval_ms=100,
+                              membership="  enabled: false", ring_size=args.ring_size, workers="[1, 2]"))
     # The valid case: its mbuf pool holds its whole file; counters published
     # every 10 ms, since its first pass lasts a fraction of a second.
     cfg_valid = os.path.join(work, f"gossipgw-{args.suite}-valid.yaml")
@@ -398,7 +430,7 @@ def bench_suite(args, work, cases, sizes):
         engine = ("  enabled: true\n  admit_rate: 1000000\n  admit_burst: 1000000\n  egress_bytes_per_sec: 0"
                   if args.engine else "  enabled: false")
         f.write(CONFIG.format(suite=args.suite, mbufs=min(1048576, args.valid_frames + 8192), burst=args.burst,
-                              interval_ms=10, membership=engine, ring_size=args.ring_size))
+                              interval_ms=10, membership=engine, ring_size=args.ring_size, workers="[1]"))
     # In the future: the restart watermark refuses what was sealed before the
     # gateway started; replay_window_s (3600) allows it either way.
     stamp = int(time.time()) + 1800
@@ -428,7 +460,8 @@ def bench_suite(args, work, cases, sizes):
                 n += 1
                 tag = f"gwb{os.getpid()}x{n}"
                 stats_path = os.path.join(work, f"stats-{args.suite}-{case}-{size}-{rep}.json")
-                run_cfg = cfg_valid if valid else cfg
+                queues = QUEUES.get(case, 1)
+                run_cfg = cfg_valid if valid else (cfg_2q if queues == 2 else cfg)
                 # Each run pairs the gateway with its baseline measured right
                 # next to it (the order alternates), and the ratio is taken
                 # per pair: on a shared VM the rates drift by tens of percent
@@ -442,12 +475,12 @@ def bench_suite(args, work, cases, sizes):
                         if not args.no_valid_rxonly:
                             rx.append(run_testpmd(args, pcap, tag + "t", frames))
                     else:
-                        rx.append(run_testpmd(args, pcap, tag + "t"))
+                        rx.append(run_testpmd(args, pcap, tag + "t", queues=queues))
                 if rep % 2 == 0:
                     baseline()
-                    mpps, stats = run_gateway(args, run_cfg, pcap, tag + "g", stats_path, frames)
+                    mpps, stats = run_gateway(args, run_cfg, pcap, tag + "g", stats_path, frames, queues)
                 else:
-                    mpps, stats = run_gateway(args, run_cfg, pcap, tag + "g", stats_path, frames)
+                    mpps, stats = run_gateway(args, run_cfg, pcap, tag + "g", stats_path, frames, queues)
                     baseline()
                 gw.append(mpps)
                 ratios.append(mpps / (rx[-1] if base == "rxonly" else floor[-1]))
@@ -461,6 +494,17 @@ def bench_suite(args, work, cases, sizes):
                 else:
                     verdicts = {k: v for k, v in tot.items() if (k == "accepted" or k.startswith("drop_")) and v}
                     shares.append({k: round(v / tot["rx_total"], 4) for k, v in verdicts.items()})
+                if queues == 2:
+                    # The cross-lcore replay, exactly: both workers accepted
+                    # each valid datagram of the file once (later passes are
+                    # their own drop_replay), the control lcore served one copy.
+                    with open(truth) as f:
+                        once = json.load(f)["expected"]["accepted"]
+                    got = (tot.get("accepted"), tot.get("handoff_drop_replay"))
+                    if got != (2 * once, once):
+                        raise RuntimeError(f"{case}: accepted, handoff_drop_replay = {got}, want "
+                                           f"{(2 * once, once)}: a datagram served twice or lost")
+                    shares[-1]["handoff_drop_replay"] = tot["handoff_drop_replay"]
                 base_text = (f"crypto floor {floor[-1]:.3f} Mpps" if base == "crypto" else "") + \
                     (f" rxonly {rx[-1]:.3f} Mpps" if rx else "")
                 log(f"{args.suite} {case} {size} B run {rep + 1}: {base_text}, gossipgw {mpps:.3f} Mpps, "
@@ -492,6 +536,9 @@ def bench_suite(args, work, cases, sizes):
                 ctl = median([x["control_mpps"] for x in r["shares"]])
                 notes = (f"drop_ring_full {median([x['drop_ring_full'] for x in r['shares']]):.1%} of the pass; "
                          f"control lcore took {ctl:.2f} M payloads/s")
+            if QUEUES.get(case, 1) == 2:
+                notes = (f"two workers; each served once: handoff_drop_replay "
+                         f"{r['shares'][-1]['handoff_drop_replay']} (one copy of each valid datagram)")
             table.append(f"| {case} | {size} | {rxo} | {r['gw']:.2f} | {cf:.2f} | {ratio:.2f} [{spread}] | "
                          f"{target} | {met} | {notes} |")
     return results, table

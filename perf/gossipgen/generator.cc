@@ -19,6 +19,7 @@ constexpr std::array<std::string_view, kKindCount> kKindNames = {
     "unkeyed_short",  "unkeyed_version", "unkeyed_memberlist", "not_gossip",
     "malformed",      "replayed",        "stale",           "flood",
     "wrong_receiver", "martian",         "class_abuse",       "drain",
+    "drain_spoofed",
 };
 
 constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
@@ -532,6 +533,21 @@ class Generator {
         p.frame = build_udp_frame(f, drain_dgram_);
         break;
       }
+      case Kind::kDrainSpoofed: {
+        const std::size_t i = rng_.below(kSpoofedDrainDatagrams);
+        if (spoofed_dgrams_.empty()) spoofed_dgrams_.resize(kSpoofedDrainDatagrams);
+        if (spoofed_dgrams_[i].empty()) {
+          // Sniffed once each, under their own sender epoch like drain's.
+          nonce_override_ = &spoofed_nonces_;
+          spoofed_dgrams_[i] = seal_other(keys_[0], cluster_id_).datagram;
+          nonce_override_ = nullptr;
+          spoofed_dgrams_[i][crypto::kHeaderBytes] ^= 0x01;
+          p.verdict = Verdict::kDropBadAuth;
+        }
+        p.variant = "tampered_copy_spoofed";
+        p.frame = build_udp_frame(flow(), spoofed_dgrams_[i]);  // a random source each copy
+        break;
+      }
       case Kind::kClassAbuse: {
         abuse_ = true;
         Sealed s = seal_other(keys_[0], cluster_id_);
@@ -848,6 +864,9 @@ class Generator {
   bool abuse_ = false;               // seal() makes class_abuse content under an urgent header
   std::vector<std::uint8_t> drain_dgram_;  // the one tampered datagram the drain kind repeats
   crypto::NonceSource drain_nonces_{0xD7A1D7A1D7A1D7A1ULL};  // its sender's epoch
+  static constexpr std::size_t kSpoofedDrainDatagrams = 16;
+  std::vector<std::vector<std::uint8_t>> spoofed_dgrams_;  // drain_spoofed's, sealed on first use
+  crypto::NonceSource spoofed_nonces_{0x5B00F5B00F5B00F5ULL};
   crypto::NonceSource* nonce_override_ = nullptr;           // seal() uses it when set
   std::size_t epoch_turn_ = 0;
   std::vector<crypto::Key> keys_;
@@ -965,6 +984,7 @@ Verdict expected_verdict(Kind k) noexcept {
     case Kind::kClassAbuse:
       return Verdict::kAccepted;
     case Kind::kDrain:
+    case Kind::kDrainSpoofed:
       return Verdict::kDropAuthRetry;
   }
   return Verdict::kDropMalformed;

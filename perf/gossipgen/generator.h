@@ -65,8 +65,14 @@ enum class Kind : std::uint8_t {
   // copy drop_bad_auth, every later one drop_auth_retry; the member's own
   // packets are still accepted (its bucket is charged only after an AEAD).
   kDrain,
+  // The same attack from many spoofed sources at once: 16 real datagrams
+  // for us, each with a ciphertext bit flipped, every copy from a random
+  // address of the /24 and a random port and MAC (sources no bucket or
+  // window has seen): the first copy of each drop_bad_auth, every later one
+  // drop_auth_retry, whatever its source.
+  kDrainSpoofed,
 };
-inline constexpr std::size_t kKindCount = 20;
+inline constexpr std::size_t kKindCount = 21;
 
 // "valid", "valid_secondary", ... as on the command line and in the JSON.
 std::string_view kind_name(Kind k) noexcept;

@@ -530,6 +530,41 @@ TEST(GeneratorGuardKinds, DrainRepeatsOneTamperedDatagramFromAMember) {
   EXPECT_EQ(copies, 40u);
 }
 
+// The drain attack from many spoofed sources at once: 16 tampered datagrams,
+// each copy from a random source; the truth says one AEAD per datagram.
+TEST(GeneratorGuardKinds, DrainSpoofedRepeatsSixteenTamperedDatagramsFromManySources) {
+  ASSERT_TRUE(crypto::init());
+  GenOptions o = base_options("10.0.0.1", Suite::kChaCha20Poly1305);
+  o.mix = Mix{};
+  o.mix[static_cast<std::size_t>(Kind::kValid)] = 50;
+  o.mix[static_cast<std::size_t>(Kind::kDrain)] = 20;
+  o.mix[static_cast<std::size_t>(Kind::kDrainSpoofed)] = 400;
+  const Reference ref(o);
+  const auto packets = generate(o);
+  std::set<Frame> datagrams, drain;
+  std::set<std::pair<std::uint32_t, std::uint16_t>> sources;
+  std::size_t bad_auth = 0, retries = 0;
+  for (const Packet& p : packets) {
+    const Frame dgram(p.frame.begin() + 42, p.frame.end());
+    if (p.kind == Kind::kDrain) drain.insert(dgram);
+    if (p.kind != Kind::kDrainSpoofed) continue;
+    EXPECT_EQ(ref.classify(p.frame).verdict, Verdict::kDropBadAuth);
+    // The first copy of each datagram buys its AEAD; every later one is refused.
+    const bool first = datagrams.insert(dgram).second;
+    EXPECT_EQ(p.verdict, first ? Verdict::kDropBadAuth : Verdict::kDropAuthRetry);
+    (first ? bad_auth : retries) += 1;
+    std::uint32_t src = 0;
+    std::memcpy(&src, &p.frame[14 + 12], 4);
+    sources.emplace(src, static_cast<std::uint16_t>(p.frame[34] << 8 | p.frame[35]));
+  }
+  EXPECT_EQ(datagrams.size(), 16u);
+  EXPECT_EQ(bad_auth, 16u);
+  EXPECT_EQ(retries, 384u);
+  EXPECT_GT(sources.size(), 390u);  // nearly every copy from a source of its own
+  ASSERT_EQ(drain.size(), 1u);
+  EXPECT_EQ(datagrams.count(*drain.begin()), 0u);  // not drain's datagram
+}
+
 TEST(GeneratorGuardKinds, ReplayedStaleAndFlood) {
   ASSERT_TRUE(crypto::init());
   GenOptions o = base_options("10.0.0.1", Suite::kChaCha20Poly1305);
