@@ -35,7 +35,8 @@ EngineConfig sanitized(EngineConfig c) {
 Engine::Engine(EngineConfig config, std::uint64_t seed, std::uint64_t now_ns)
     : config_(sanitized(std::move(config))),
       rng_(seed),
-      table_(std::max<std::uint32_t>(config_.max_members, 1), config_.max_graveyard),
+      table_(std::max<std::uint32_t>(config_.max_members, 1), config_.max_graveyard,
+             config_.tombstone_ttl_ns),
       probes_(config_.max_pending_relays, config_.max_members),
       broadcasts_(config_.max_broadcasts),
       syncs_(config_.max_concurrent_syncs, config_.sync_timeout_ns, config_.sync_answer_rate,
@@ -704,7 +705,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     }
     m->incarnation = a.incarnation;
     m->set_profile(a.addr, a.tags, a.protocol_version);
-    table_.set_status(*m, MemberStatus::kAlive, now_ns, config_.tombstone_ttl_ns);
+    table_.set_status(*m, MemberStatus::kAlive, now_ns);
     probes_.add_member(m->name, rng_);
     remember_newcomer(*m);
     ++counters_.joins;
@@ -728,7 +729,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
   m->set_profile(a.addr, a.tags, a.protocol_version);
   // A newer incarnation refutes any suspicion.
   suspicions_.erase(a.node);
-  table_.set_status(*m, MemberStatus::kAlive, now_ns, config_.tombstone_ttl_ns);
+  table_.set_status(*m, MemberStatus::kAlive, now_ns);
   // On probation: not in the view yet, so nothing to tell anyone.
   if (m->probation) return;
   if (changed) {
@@ -784,7 +785,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
     return;
   }
   m->incarnation = s.incarnation;
-  table_.set_status(*m, MemberStatus::kSuspect, now_ns, config_.tombstone_ttl_ns);
+  table_.set_status(*m, MemberStatus::kSuspect, now_ns);
   ++counters_.suspicions;
   if (newcomer(*m, now_ns)) note_newcomer_failure(s.node, now_ns);
   const std::size_t n = table_.live_count();
@@ -858,7 +859,7 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
   // any news; an established member's is what every application is waiting
   // for: it goes out now, and each member that learns it passes it on at once.
   if (!was_probation && !young(*m, now_ns)) gossip_soon(now_ns);
-  table_.set_status(*m, status, now_ns, config_.tombstone_ttl_ns);
+  table_.set_status(*m, status, now_ns);
   // Keep gossiping to it a while: if it is alive after all, it hears and refutes.
   // Not to a probationer, nor to a young member in a storm: those were buried
   // without the wait because they are almost all phantoms, and in a storm of

@@ -144,13 +144,12 @@ void MemberTable::forget_probationer(std::string_view name) {
 }
 
 void MemberTable::unqueue_expiry(const Member& m) {
-  const std::pair<std::uint64_t, std::uint32_t> key{m.expires_ns, m.name.id()};
+  const std::pair<std::uint64_t, std::uint32_t> key{expires_ns(m), m.name.id()};
   auto it = std::lower_bound(expiry_.begin(), expiry_.end(), key, expiry_before);
   if (it != expiry_.end() && *it == key) expiry_.erase(it);
 }
 
-void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_ns,
-                             std::uint64_t ttl_ns) {
+void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_ns) {
   if (m.status == status) return;
   if (is_live(m.status) != is_live(status)) ++version_;
   const bool was_in_view = in_view(m);
@@ -165,13 +164,13 @@ void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_n
     ++live_;
     m.live_since_ns = now_ns;
   }
-  m.state_change_ns = now_ns;
+  // The expiry key is computed from the old state_change_ns: unqueue first.
   if (m.is_tombstone()) unqueue_expiry(m);
+  m.state_change_ns = now_ns;
   m.status = status;
   move_list(m, was_in_view);
   if (m.is_tombstone()) {
-    m.expires_ns = now_ns + ttl_ns;
-    const std::pair<std::uint64_t, std::uint32_t> key{m.expires_ns, m.name.id()};
+    const std::pair<std::uint64_t, std::uint32_t> key{expires_ns(m), m.name.id()};
     // Nearly always the latest (time only moves on): appended.
     if (expiry_.empty() || expiry_before(expiry_.back(), key))
       expiry_.push_back(key);

@@ -11,12 +11,13 @@
 // incarnation and passes. Bounded (max_members traces by default): the oldest
 // goes first, counted.
 //
-// Layout (issue 16): an entry is a fixed 56 bytes (sizeof(Member)): the name and
+// Layout (issue 16): an entry is a fixed 48 bytes (sizeof(Member)): the name and
 // the profile (address, tags, protocol version) are 4-byte handles into the
 // process's identity pool (identity.h), shared by every engine that knows the
 // member. Entries live in slots that never move; a dense array indexed by the
 // name's id finds a slot in O(1), and an array of slots in name order serves
-// every ordered walk (sync windows, the probe ring). 64 bytes per entry in all.
+// every ordered walk (sync windows, the probe ring). 56 bytes per entry in all;
+// a tombstone's expiry is its death plus the table's one TTL, not a field.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,6 @@ struct Member {
   std::uint64_t incarnation = 0;
   std::uint64_t state_change_ns = 0;  // when `status` last changed
   std::uint64_t live_since_ns = 0;    // when it last became live (admitted, or back from a tombstone)
-  std::uint64_t expires_ns = 0;       // tombstones only: when it is forgotten
   std::uint64_t heard_ns = 0;  // last direct proof of life: an ack to our probe, its ping
   // The engine's bookkeeping: 1 + its index in the engine's newcomer list, 0 if none.
   std::uint32_t newcomer_slot = 0;
@@ -60,12 +60,15 @@ struct Member {
     return status == MemberStatus::kDead || status == MemberStatus::kLeft;
   }
 };
-static_assert(sizeof(Member) <= 56, "a member table entry stays compact (issue 16)");
+static_assert(sizeof(Member) <= 48, "a member table entry stays compact (issue 16)");
 
 class MemberTable {
  public:
-  explicit MemberTable(std::uint32_t max_members, std::size_t graveyard_capacity = 0)
+  // A tombstone is forgotten tombstone_ttl_ns after its death (or leave).
+  explicit MemberTable(std::uint32_t max_members, std::size_t graveyard_capacity = 0,
+                       std::uint64_t tombstone_ttl_ns = 0)
       : max_members_(max_members),
+        tombstone_ttl_ns_(tombstone_ttl_ns),
         graveyard_capacity_(graveyard_capacity != 0 ? graveyard_capacity : max_members) {}
 
   Member* find(std::string_view name) { return find_id(identities().find_name(name)); }
@@ -102,7 +105,10 @@ class MemberTable {
   void forget_probationer(std::string_view name);
 
   // Status changes go through here so the live count and tombstone expiry stay right.
-  void set_status(Member& m, MemberStatus status, std::uint64_t now_ns, std::uint64_t ttl_ns);
+  void set_status(Member& m, MemberStatus status, std::uint64_t now_ns);
+  // When a tombstone is forgotten: its death plus the TTL (not stored per
+  // entry; every tombstone has the same TTL).
+  std::uint64_t expires_ns(const Member& m) const { return m.state_change_ns + tombstone_ttl_ns_; }
 
   // Drops tombstones whose TTL has passed; returns how many.
   std::size_t expire_tombstones(std::uint64_t now_ns);
@@ -178,6 +184,7 @@ class MemberTable {
   }
 
   std::uint32_t max_members_;
+  std::uint64_t tombstone_ttl_ns_;
   std::deque<Member> slots_;          // never moves; freed slots are reused
   std::vector<std::uint32_t> free_;   // free slots
   std::vector<std::uint32_t> slot_of_;  // by name id: slot + 1, 0 = not here

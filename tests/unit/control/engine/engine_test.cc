@@ -1663,7 +1663,7 @@ TEST(MemberTable, ViewDigestIsTheLiveSetWhateverTheOrder) {
     m.incarnation = inc;
     return m;
   };
-  MemberTable a(100), b(100);
+  MemberTable a(100), b(100, 0, kSecond);
   for (std::size_t i = 1; i <= 20; ++i) a.insert(member(i, 1));
   for (std::size_t i = 20; i >= 1; --i) b.insert(member(i, 1));
   EXPECT_EQ(a.view_digest(), b.view_digest());
@@ -1672,12 +1672,12 @@ TEST(MemberTable, ViewDigestIsTheLiveSetWhateverTheOrder) {
   b.find(name(3))->incarnation = 2;
   EXPECT_NE(b.view_digest(), same);
   b.find(name(3))->incarnation = 1;
-  b.set_status(*b.find(name(4)), MemberStatus::kDead, 0, kSecond);
+  b.set_status(*b.find(name(4)), MemberStatus::kDead, 0);
   EXPECT_NE(b.view_digest(), same);
-  b.set_status(*b.find(name(4)), MemberStatus::kAlive, 0, kSecond);
+  b.set_status(*b.find(name(4)), MemberStatus::kAlive, 0);
   EXPECT_EQ(b.view_digest(), same);
   // Suspected is still in the view; a probationer is not.
-  b.set_status(*b.find(name(5)), MemberStatus::kSuspect, 0, kSecond);
+  b.set_status(*b.find(name(5)), MemberStatus::kSuspect, 0);
   EXPECT_EQ(b.view_digest(), same);
   Member p = member(50, 1);
   p.probation = true;
