@@ -263,7 +263,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
   return compact ? doc.dump() : doc.dump(2) + "\n";
 }
 
-std::string ip_text(const std::vector<std::uint8_t>& ip) {
+std::string ip_text(std::span<const std::uint8_t> ip) {
   char buf[64] = "";
   if (ip.size() == 4) {
     std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,7 +46,7 @@ std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control
 std::string engine_counters_json(const cp::engine::Counters& c);
 
 // Dotted-quad or RFC 5952-ish hex groups for a 4- or 16-byte address.
-std::string ip_text(const std::vector<std::uint8_t>& ip);
+std::string ip_text(std::span<const std::uint8_t> ip);
 
 // Writes `text` to `path` atomically (temporary file + rename); false on error.
 bool write_file_atomically(const std::string& path, const std::string& text);

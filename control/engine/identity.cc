@@ -124,7 +124,7 @@ std::size_t IdentityPool::bytes() const {
   for (const NameRec& r : names_)
     if (r.text.capacity() > 15) b += r.text.capacity() + 1;
   for (const ProfileRec& r : profiles_) {
-    b += r.data.addr.ip.capacity() + r.data.tags.capacity() * sizeof(Tag);
+    b += r.data.tags.capacity() * sizeof(Tag);  // the address is inline
     for (const Tag& t : r.data.tags) {
       if (t.key.capacity() > 15) b += t.key.capacity() + 1;
       if (t.value.capacity() > 15) b += t.value.capacity() + 1;

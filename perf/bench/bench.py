@@ -219,7 +219,7 @@ def run_testpmd(args, pcap, prefix, frames=0, queues=1):
            f"--total-num-mbufs={mbufs}", f"--burst={args.burst}"]
     try:
         # The valid file's preload takes seconds before the first report.
-        load = 20 if frames else 0
+        load = 45 if frames else 0
         r = subprocess.run(NICE + ["timeout", "-s", "INT", str(args.seconds + 3 + load)] + cmd,
                            stdin=subprocess.DEVNULL, capture_output=True, text=True,
                            timeout=args.seconds + 30 + load)

@@ -11,10 +11,16 @@ namespace gw::cp::engine {
 namespace {
 
 Address v4(std::uint8_t last, std::uint16_t port = 7946) { return Address{{10, 0, 0, last}, port}; }
+IpBytes ip16(std::uint8_t b) {
+  IpBytes ip;
+  ip.resize(16);
+  for (auto& x : ip) x = b;
+  return ip;
+}
 
 Compound every_type() {
   MemberState ms{"m1", v4(1), 7, MemberStatus::kSuspect, {{"role", "db"}}};
-  MemberState left{"m2", Address{std::vector<std::uint8_t>(16, 0xfe), 1}, 9, MemberStatus::kLeft, {}};
+  MemberState left{"m2", Address{ip16(0xfe), 1}, 9, MemberStatus::kLeft, {}};
   return Compound{
       Ping{1, "b", "a", v4(2)},
       Ack{2, "b"},
@@ -28,6 +34,32 @@ Compound every_type() {
       SyncResponse{10, "b", 1, 2, {ms}, 0xfedcba9876543210ULL},
       UserData{"a", std::string("\x00\x01\xff", 3)},
   };
+}
+
+// The inline address bytes behave as the std::vector<std::uint8_t> they
+// replace: same equality, same order (byte by byte, then the shorter first),
+// capped at 16 bytes.
+TEST(IpBytes, OrdersAndComparesLikeAVector) {
+  const std::vector<std::vector<std::uint8_t>> cases = {
+      {}, {10}, {10, 0, 0, 1}, {10, 0, 0, 2}, {10, 0, 1}, {9, 255, 255, 255}, {10, 0, 0, 1, 0}};
+  for (const auto& a : cases) {
+    for (const auto& b : cases) {
+      IpBytes x, y;
+      x.assign(a.begin(), a.end());
+      y.assign(b.begin(), b.end());
+      EXPECT_EQ(x == y, a == b);
+      EXPECT_EQ(x < y, a < b);
+      EXPECT_EQ(x.size(), a.size());
+    }
+  }
+  const std::vector<std::uint8_t> long_input(40, 7);
+  IpBytes capped;
+  capped.assign(long_input.begin(), long_input.end());
+  EXPECT_EQ(capped.size(), IpBytes::kMax);
+  capped.resize(4);
+  EXPECT_EQ(capped, (IpBytes{7, 7, 7, 7}));
+  capped.resize(6);
+  EXPECT_EQ(capped, (IpBytes{7, 7, 7, 7, 0, 0}));
 }
 
 TEST(Codec, RoundTripsEveryMessageType) {
