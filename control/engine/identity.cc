@@ -23,11 +23,48 @@ std::uint64_t IdentityPool::fnv1a(std::string_view s) {
   return h;
 }
 
+void IdentityPool::index_name(std::uint32_t id) {
+  if (2 * (names_indexed_ + 1) > name_slots_.size()) {
+    // Grow: twice the slots, every name placed again.
+    std::vector<NameSlot> old(2 * name_slots_.size());
+    old.swap(name_slots_);
+    for (const NameSlot& o : old) {
+      if (o.id == kNone) continue;
+      std::size_t i = home(names_[o.id].hash);
+      while (name_slots_[i].id != kNone) i = (i + 1) & (name_slots_.size() - 1);
+      name_slots_[i] = o;
+    }
+  }
+  const std::uint64_t h = names_[id].hash;
+  std::size_t i = home(h);
+  while (name_slots_[i].id != kNone) i = (i + 1) & (name_slots_.size() - 1);
+  name_slots_[i] = NameSlot{static_cast<std::uint32_t>(h >> 32), id};
+  ++names_indexed_;
+}
+
+void IdentityPool::unindex_name(std::uint32_t id) {
+  const std::size_t mask = name_slots_.size() - 1;
+  std::size_t i = home(names_[id].hash);
+  while (name_slots_[i].id != id) i = (i + 1) & mask;  // it is there
+  // Backward shift: later members of the probe run move up, so no lookup
+  // ever stops early at the hole.
+  for (std::size_t j = (i + 1) & mask; name_slots_[j].id != kNone; j = (j + 1) & mask) {
+    const std::size_t k = home(names_[name_slots_[j].id].hash);
+    // Slot j's entry may fill the hole at i if its home is not in (i, j].
+    const bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+    if (stays) continue;
+    name_slots_[i] = name_slots_[j];
+    i = j;
+  }
+  name_slots_[i] = NameSlot{};
+  --names_indexed_;
+}
+
 std::uint32_t IdentityPool::intern_name(std::string_view name) {
   if (name.empty()) return kNone;
-  if (auto it = name_index_.find(name); it != name_index_.end()) {
-    ++names_[it->second].refs;
-    return it->second;
+  if (const std::uint32_t found = find_name(name); found != kNone) {
+    ++names_[found].refs;
+    return found;
   }
   std::uint32_t id;
   if (!free_names_.empty()) {
@@ -41,20 +78,26 @@ std::uint32_t IdentityPool::intern_name(std::string_view name) {
   r.text.assign(name);
   r.hash = fnv1a(name);
   r.refs = 1;
-  name_index_.emplace(std::string_view(r.text), id);
+  index_name(id);
   return id;
 }
 
 std::uint32_t IdentityPool::find_name(std::string_view name) const {
-  auto it = name_index_.find(name);
-  return it == name_index_.end() ? kNone : it->second;
+  if (name.empty()) return kNone;
+  const std::uint64_t h = fnv1a(name);
+  const auto tag = static_cast<std::uint32_t>(h >> 32);
+  for (std::size_t i = home(h);; i = (i + 1) & (name_slots_.size() - 1)) {
+    const NameSlot& slot = name_slots_[i];
+    if (slot.id == kNone) return kNone;
+    if (slot.tag == tag && names_[slot.id].text == name) return slot.id;
+  }
 }
 
 void IdentityPool::release_name(std::uint32_t id) {
   if (id == kNone) return;
   NameRec& r = names_[id];
   if (--r.refs != 0) return;
-  name_index_.erase(std::string_view(r.text));
+  unindex_name(id);
   r.text.clear();
   r.text.shrink_to_fit();
   free_names_.push_back(id);
@@ -117,9 +160,9 @@ void IdentityPool::release_profile(std::uint32_t id) {
 
 std::size_t IdentityPool::bytes() const {
   std::size_t b = names_.size() * sizeof(NameRec) + profiles_.size() * sizeof(ProfileRec);
-  // Index nodes: key, value, next pointer and the cached hash, plus buckets.
-  b += name_index_.size() * (sizeof(std::string_view) + 4 + 16) +
-       name_index_.bucket_count() * sizeof(void*);
+  // The name slots; the profile index: key, value, next pointer and the
+  // cached hash per node, plus buckets.
+  b += name_slots_.size() * sizeof(NameSlot);
   b += profile_index_.size() * (8 + 4 + 16) + profile_index_.bucket_count() * sizeof(void*);
   for (const NameRec& r : names_)
     if (r.text.capacity() > 15) b += r.text.capacity() + 1;

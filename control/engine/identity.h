@@ -84,10 +84,24 @@ class IdentityPool {
   static std::uint64_t profile_hash(const Address& addr, const std::vector<Tag>& tags,
                                     std::uint32_t protocol_version);
 
-  // deque: a record never moves, so the index's string_views stay valid.
+  // The name index: open addressing over the names' FNV-1a hashes (linear
+  // probing, at most half full, backward-shift deletion). A lookup is one
+  // hash, one slot read (upper hash bits compared there) and one string
+  // compare; std::unordered_map spent a modulo and a node chase on top, and
+  // was 13 % of the simulator's time at 10,000 members.
+  struct NameSlot {
+    std::uint32_t tag = 0;  // the hash's upper 32 bits
+    std::uint32_t id = kNone;  // kNone: empty
+  };
+  std::size_t home(std::uint64_t hash) const { return static_cast<std::size_t>(hash) & (name_slots_.size() - 1); }
+  void index_name(std::uint32_t id);
+  void unindex_name(std::uint32_t id);
+
+  // deque: a record never moves, so references to names stay valid.
   std::deque<NameRec> names_;
   std::vector<std::uint32_t> free_names_;
-  std::unordered_map<std::string_view, std::uint32_t> name_index_;
+  std::vector<NameSlot> name_slots_ = std::vector<NameSlot>(64);
+  std::size_t names_indexed_ = 0;
   std::deque<ProfileRec> profiles_;
   std::vector<std::uint32_t> free_profiles_;
   std::unordered_multimap<std::uint64_t, std::uint32_t> profile_index_;

@@ -1,0 +1,63 @@
+// The identity pool's name index (open addressing, backward-shift deletion)
+// against a plain map model, over a seeded random run of interns and releases.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "control/engine/identity.h"
+#include "control/engine/rng.h"
+
+namespace gw::cp::engine {
+namespace {
+
+TEST(IdentityPool, NameIndexAgreesWithAMapThroughInternsAndReleases) {
+  IdentityPool& pool = identities();
+  Rng rng(7);
+  std::map<std::string, std::pair<std::uint32_t, int>> model;  // name -> (id, refs)
+  std::vector<std::string> names;
+  for (int i = 0; i < 3000; ++i) names.push_back("node-" + std::to_string(i * 7919 % 100003));
+  const auto check_all = [&] {
+    for (const std::string& n : names) {
+      const auto it = model.find(n);
+      ASSERT_EQ(pool.find_name(n), it == model.end() ? IdentityPool::kNone : it->second.first) << n;
+      if (it != model.end()) {
+        ASSERT_EQ(pool.name(it->second.first), n);
+      }
+    }
+  };
+  for (int op = 0; op < 40000; ++op) {
+    const std::string& n = names[rng.uniform(names.size())];
+    auto it = model.find(n);
+    // Interns outnumber releases early, then the pool drains: the index
+    // grows, and deletions run through long probe sequences.
+    const bool intern = op < 20000 ? rng.uniform(3) != 0 : rng.uniform(3) == 0;
+    if (intern) {
+      const std::uint32_t id = pool.intern_name(n);
+      ASSERT_NE(id, IdentityPool::kNone);
+      if (it == model.end()) {
+        model[n] = {id, 1};
+      } else {
+        ASSERT_EQ(id, it->second.first);
+        ++it->second.second;
+      }
+    } else if (it != model.end()) {
+      pool.release_name(it->second.first);
+      if (--it->second.second == 0) model.erase(it);
+    }
+    if (op % 1000 == 999) check_all();
+  }
+  check_all();
+  EXPECT_EQ(pool.names_in_use(), model.size());
+  EXPECT_EQ(pool.find_name(""), IdentityPool::kNone);
+  EXPECT_EQ(pool.find_name("never-interned"), IdentityPool::kNone);
+  for (auto& [n, e] : model) {
+    for (int r = 0; r < e.second; ++r) pool.release_name(e.first);
+  }
+  EXPECT_EQ(pool.names_in_use(), 0u);
+}
+
+}  // namespace
+}  // namespace gw::cp::engine
