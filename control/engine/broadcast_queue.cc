@@ -26,8 +26,8 @@ std::uint32_t BroadcastQueue::find(const Key& key) const {
   // An empty name is id kNone (a key like any other); another name that no
   // handle holds cannot be queued.
   if (id == IdentityPool::kNone && !key.second.empty()) return kNoSlot;
-  auto it = index_.find(index_key(key.first, id));
-  return it == index_.end() ? kNoSlot : it->second;
+  const std::uint32_t slot = index_.find(index_key(key.first, id));
+  return slot == FlatIndex::kAbsent ? kNoSlot : slot;
 }
 
 void BroadcastQueue::order_insert(std::uint32_t slot) {
@@ -81,7 +81,7 @@ void BroadcastQueue::insert(const Key& key, Message msg, PriorityClass cls) {
   e.transmits = 0;
   e.id = next_id_++;
   e.size = estimated_size(e.msg);
-  index_.emplace(index_key(e.kind, e.name.id()), slot);
+  index_.insert(index_key(e.kind, e.name.id()), slot);
   order_insert(slot);
 }
 

@@ -19,10 +19,10 @@
 #include <set>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "control/engine/flat_index.h"
 #include "control/engine/identity.h"
 #include "control/engine/messages.h"
 
@@ -105,7 +105,7 @@ class BroadcastQueue {
   std::uint64_t next_id_ = 1;
   std::vector<Entry> slots_;
   std::vector<std::uint32_t> free_;
-  std::unordered_map<std::uint64_t, std::uint32_t> index_;  // (kind, name id) -> slot
+  FlatIndex index_;  // (kind, name id) -> slot
   std::array<std::vector<Bucket>, kPriorityClasses> buckets_;
   std::vector<std::uint32_t> taken_;  // scratch for take()
   std::array<std::uint64_t, kPriorityClasses> drops_ = {};

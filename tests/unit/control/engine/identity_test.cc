@@ -1,5 +1,5 @@
-// The identity pool's name index (open addressing, backward-shift deletion)
-// against a plain map model, over a seeded random run of interns and releases.
+// The identity pool's name index and FlatIndex (open addressing, backward-shift
+// deletion) against plain map models, over seeded random runs.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "control/engine/flat_index.h"
 #include "control/engine/identity.h"
 #include "control/engine/rng.h"
 
@@ -57,6 +58,44 @@ TEST(IdentityPool, NameIndexAgreesWithAMapThroughInternsAndReleases) {
     for (int r = 0; r < e.second; ++r) pool.release_name(e.first);
   }
   EXPECT_EQ(pool.names_in_use(), 0u);
+}
+
+}  // namespace
+}  // namespace gw::cp::engine
+
+namespace gw::cp::engine {
+namespace {
+
+// FlatIndex (the broadcast queue's index) against std::map through a seeded
+// run of inserts and erases, with keys that collide in their low bits.
+TEST(FlatIndex, AgreesWithAMapThroughInsertsAndErases) {
+  FlatIndex index;
+  std::map<std::uint64_t, std::uint32_t> model;
+  Rng rng(11);
+  for (std::uint32_t op = 0; op < 50000; ++op) {
+    const std::uint64_t key = (rng.uniform(2) << 32) | (rng.uniform(4000) << 8);
+    const bool add = op < 25000 ? rng.uniform(3) != 0 : rng.uniform(3) == 0;
+    if (add && model.count(key) == 0) {
+      index.insert(key, op);
+      model[key] = op;
+    } else if (!add) {
+      index.erase(key);
+      model.erase(key);
+    }
+    if (op % 1000 == 999) {
+      ASSERT_EQ(index.size(), model.size());
+      for (std::uint64_t k = 0; k < 2; ++k) {
+        for (std::uint64_t n = 0; n < 4000; ++n) {
+          const std::uint64_t probe = (k << 32) | (n << 8);
+          const auto it = model.find(probe);
+          ASSERT_EQ(index.find(probe), it == model.end() ? FlatIndex::kAbsent : it->second);
+        }
+      }
+    }
+  }
+  index.clear();
+  EXPECT_TRUE(index.empty());
+  EXPECT_EQ(index.find(0), FlatIndex::kAbsent);
 }
 
 }  // namespace
