@@ -105,6 +105,8 @@ struct ToProto {
     p->set_parts(m.parts);
     for (const MemberState& s : m.members) put_member(s, p->add_members());
     p->set_digest(m.digest);
+    p->mutable_buckets()->Add(m.buckets.begin(), m.buckets.end());
+    p->set_view_size(m.view_size);
   }
   void operator()(const SyncResponse& m) const {
     pb::SyncResponse* p = out->mutable_sync_response();
@@ -114,6 +116,7 @@ struct ToProto {
     p->set_parts(m.parts);
     for (const MemberState& s : m.members) put_member(s, p->add_members());
     p->set_digest(m.digest);
+    p->mutable_buckets()->Add(m.buckets.begin(), m.buckets.end());
   }
   void operator()(const UserData& m) const {
     pb::UserData* p = out->mutable_user_data();
@@ -213,14 +216,15 @@ struct FromProto {
       case pb::Message::kSyncRequest: {
         const pb::SyncRequest& p = m.sync_request();
         out.emplace_back(SyncRequest{p.seq_no(), p.source(), p.join(), p.part(), p.parts(),
-                                     members(p.members()), p.digest()});
+                                     members(p.members()), p.digest(),
+                                     {p.buckets().begin(), p.buckets().end()}, p.view_size()});
         break;
       }
       case pb::Message::kSyncResponse: {
         const pb::SyncResponse& p = m.sync_response();
         out.emplace_back(
             SyncResponse{p.seq_no(), p.source(), p.part(), p.parts(), members(p.members()),
-                         p.digest()});
+                         p.digest(), {p.buckets().begin(), p.buckets().end()}});
         break;
       }
       case pb::Message::kUserData:

@@ -220,6 +220,12 @@ const std::map<std::string, EngineSeries>& engine_series() {
         "Periodic syncs answered with the digest alone: both views the same (syncs)");
     add("sync_digest_differ", "gossipgw_engine_sync_digest_differ_total",
         "Our digest syncs whose views still differed after the answer: our window sent too (syncs)");
+    add("sync_bucket_windows", "gossipgw_engine_sync_bucket_windows_total",
+        "Sync windows that carried only the buckets in which two views differed (windows)");
+    add("sync_whole_views", "gossipgw_engine_sync_whole_views_total",
+        "Periodic syncs from a view far shorter than ours, answered with the whole view (syncs)");
+    add("sync_incomplete_retries", "gossipgw_engine_sync_incomplete_retries_total",
+        "Our digest syncs whose answer timed out with parts missing, started again soon (syncs)");
     add("sync_bytes_out", "gossipgw_engine_sync_sent_bytes_total", "Estimated encoded bytes of sync parts sent (bytes)");
     add("user_data_in", "gossipgw_engine_user_data_received_total", "User data messages received (messages)");
     add("graveyard_evictions", "gossipgw_engine_graveyard_evictions_total",

@@ -104,6 +104,8 @@ std::string engine_counters_json(const cp::engine::Counters& c) {
   GW_ENGINE_COUNTER(probation_started); GW_ENGINE_COUNTER(probation_promoted); GW_ENGINE_COUNTER(probation_died); GW_ENGINE_COUNTER(probation_death_told); GW_ENGINE_COUNTER(probation_proof_pings); GW_ENGINE_COUNTER(probation_proof_acks); GW_ENGINE_COUNTER(probation_unproven); GW_ENGINE_COUNTER(probation_forgotten);
   GW_ENGINE_COUNTER(surges); GW_ENGINE_COUNTER(gossip_eager);
   GW_ENGINE_COUNTER(sync_digest_equal); GW_ENGINE_COUNTER(sync_digest_differ);
+  GW_ENGINE_COUNTER(sync_bucket_windows); GW_ENGINE_COUNTER(sync_whole_views);
+  GW_ENGINE_COUNTER(sync_incomplete_retries);
   GW_ENGINE_COUNTER(own_stalls); GW_ENGINE_COUNTER(probe_abandoned_stall);
 #undef GW_ENGINE_COUNTER
   return ec.dump();

@@ -1,6 +1,7 @@
 #include "control/engine/engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <type_traits>
 #include <utility>
@@ -912,7 +913,8 @@ void Engine::merge(const std::vector<MemberState>& members, const std::string& f
 
 template <typename Sync>
 void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view,
-                       std::uint64_t digest) {
+                       std::uint64_t digest, const std::vector<std::uint8_t>* only,
+                       const std::vector<std::uint32_t>& buckets) {
   // A joiner gets (and sends) the whole view, up to max_sync_bytes: at a
   // follow-up, its view repairs what the responder missed (an epidemic misses
   // a few members per thousand joins; windows take many intervals to come
@@ -935,7 +937,8 @@ void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool 
   SyncManager::Window w =
       whole_view ? syncs_.build_join_view(table_, config_.name, config_.max_packet_bytes,
                                           config_.max_sync_bytes, cap)
-                 : syncs_.build_window(table_, config_.name, config_.max_packet_bytes, cap, since);
+                 : syncs_.build_window(table_, config_.name, config_.max_packet_bytes, cap, since,
+                                       only);
   const auto parts = static_cast<std::uint32_t>(w.parts.size());
   for (std::uint32_t i = 0; i < parts; ++i) {
     Sync msg;
@@ -946,6 +949,11 @@ void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool 
     msg.parts = parts;
     msg.members = std::move(w.parts[i]);
     msg.digest = digest;
+    // A request's parts may each be the first to arrive (and be answered); a
+    // response's buckets are kept by the asker from its first part.
+    if (std::is_same_v<Sync, SyncRequest> || i == 0) msg.buckets = buckets;
+    if constexpr (std::is_same_v<Sync, SyncRequest>)
+      if (digest != 0) msg.view_size = static_cast<std::uint32_t>(table_.live_count());
     send(to, PriorityClass::kBulk, Compound{std::move(msg)}, false);
   }
   counters_.sync_bytes_out += w.bytes;
@@ -987,7 +995,41 @@ void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uin
       if (ours == m.digest) {
         ++counters_.sync_digest_equal;
         send(from, PriorityClass::kBulk,
-             Compound{SyncResponse{m.seq_no, config_.name, 0, 1, {}, ours}}, false);
+             Compound{SyncResponse{m.seq_no, config_.name, 0, 1, {}, ours, {}}}, false);
+        return;
+      }
+      std::vector<std::uint32_t> buckets;
+      std::vector<std::uint8_t> differ;
+      std::size_t differing = 0;
+      if (!m.buckets.empty() && m.buckets.size() <= kMaxSyncBuckets) {
+        buckets = table_.bucket_digests(m.buckets.size());
+        differ = differing_buckets(buckets, m.buckets);
+        differing = static_cast<std::size_t>(std::count(differ.begin(), differ.end(), 1));
+      }
+      // Far apart: the asker's view is much shorter than ours (it rejoined
+      // through a seed whose own view was short, or was cut off), or the
+      // differences are spread over so many buckets (over a quarter) that
+      // they cannot be told apart.
+      // Our whole view then, as a join answer is, from the join answer
+      // budget: windows of the differing buckets would take many sync
+      // intervals to make up the difference.
+      const std::size_t live = table_.live_count();
+      // Not in a storm: there every newcomer's view is short, and a whole
+      // view for each phantom is what the storm rules exist to avoid.
+      const bool short_view = m.view_size > 0 && m.view_size + live / kFarBehindFraction < live;
+      const bool spread = differing * 4 > differ.size() && !differ.empty();
+      if ((short_view || spread) && !in_storm(now_ns) && syncs_.take_join_answer(now_ns)) {
+        ++counters_.sync_whole_views;
+        send_sync<SyncResponse>(from, m.seq_no, false, true, ours, nullptr, buckets);
+        return;
+      }
+      // With bucket digests: the members of the buckets that differ only
+      // (what is missing on either side is there), and ours, so that the
+      // asker can send what we lack in turn. A difference no bucket shows
+      // (a 32-bit fold collision) gets the whole window.
+      if (differing > 0) {
+        ++counters_.sync_bucket_windows;
+        send_sync<SyncResponse>(from, m.seq_no, false, false, ours, &differ, buckets);
         return;
       }
       send_sync<SyncResponse>(from, m.seq_no, false, false, ours);
@@ -1028,18 +1070,31 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
     // parts): two more whole-view syncs with other members, a few seconds
     // apart, fill in what it lacked. Periodic syncs carry only a window.
     // Not in a storm (each phantom would triple its join's cost).
+    // And the first periodic sync comes early, after the follow-ups: a
+    // joiner cannot tell a short whole answer (from a seed that is itself
+    // rejoining) from a full one, nor what the epidemics of the members that
+    // came back just before it did not bring it; one digest sync (with bucket
+    // digests, so it costs what differs) repairs that, instead of the scaled
+    // interval (minutes) later.
     if (!in_storm(now_ns)) {
       followup_joins_ = kFollowupJoins;
       followup_attempts_ = 0;
       next_followup_ns_ = now_ns + config_.join_retry_min_ns + rng_.uniform(config_.join_retry_min_ns);
+      next_sync_ns_ = std::min(next_sync_ns_, now_ns + 8 * config_.join_retry_min_ns +
+                                                  rng_.uniform(4 * config_.join_retry_min_ns));
     }
   }
   merge(m.members, m.source, now_ns, join_answer);
   // Our digest-only sync, wholly answered: if the views still differ after
   // their window, they lack something of ours, so a second sync carries our
   // window to them (and brings another of theirs).
-  const auto asked = std::find(digest_seqs_.begin(), digest_seqs_.end(), m.seq_no);
-  if (asked == digest_seqs_.end() || syncs_.awaiting(m.seq_no)) return;
+  const auto asked = std::find_if(digest_seqs_.begin(), digest_seqs_.end(),
+                                  [&](const DigestSync& d) { return d.seq_no == m.seq_no; });
+  if (asked == digest_seqs_.end()) return;
+  asked->partial = true;
+  if (!m.buckets.empty() && m.buckets.size() <= kMaxSyncBuckets) asked->theirs = m.buckets;
+  if (syncs_.awaiting(m.seq_no)) return;
+  const std::vector<std::uint32_t> theirs = std::move(asked->theirs);
   digest_seqs_.erase(asked);
   if (m.digest == 0 || m.digest == table_.view_digest()) return;
   ++counters_.sync_digest_differ;
@@ -1048,7 +1103,33 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
   const std::uint32_t seq = next_seq_++;
   syncs_.start(seq, now_ns);
   ++counters_.sync_started;
+  // Their buckets known: ours of the buckets that still differ, with our
+  // digests (they answer with what still differs, or the digest alone).
+  if (!theirs.empty()) {
+    std::vector<std::uint32_t> ours = table_.bucket_digests(theirs.size());
+    const std::vector<std::uint8_t> differ = differing_buckets(ours, theirs);
+    if (std::find(differ.begin(), differ.end(), 1) != differ.end()) {
+      ++counters_.sync_bucket_windows;
+      send_sync<SyncRequest>(peer->addr(), seq, false, false, table_.view_digest(), &differ, ours);
+      return;
+    }
+  }
   send_sync<SyncRequest>(peer->addr(), seq, false, false);
+}
+
+std::size_t Engine::sync_bucket_count() const {
+  const std::size_t live = table_.live_count();
+  if (live <= 2 * kMembersPerSyncBucket) return 0;
+  // What fits in one datagram beside the request's other fields.
+  constexpr std::size_t kRequestOverhead = 64 + kMaxNameBytes;
+  const std::size_t room = config_.max_packet_bytes > kRequestOverhead
+                               ? (config_.max_packet_bytes - kRequestOverhead) / 4
+                               : 0;
+  const std::size_t cap = std::bit_floor(std::min(kMaxSyncBuckets, room));
+  const std::size_t want =
+      std::bit_ceil((live + kMembersPerSyncBucket - 1) / kMembersPerSyncBucket);
+  const std::size_t n = std::min(want, cap);
+  return n >= 2 ? n : 0;
 }
 
 void Engine::start_sync(std::uint64_t now_ns) {
@@ -1092,9 +1173,12 @@ void Engine::start_sync(std::uint64_t now_ns) {
   // Digest first: in steady state every view is the same, and the window
   // would repeat what the peer holds already.
   if (digest_seqs_.size() >= kDigestSyncsRemembered) digest_seqs_.pop_front();
-  digest_seqs_.push_back(seq);
+  digest_seqs_.push_back({seq, {}});
   send(to, PriorityClass::kBulk,
-       Compound{SyncRequest{seq, config_.name, false, 0, 1, {}, table_.view_digest()}}, false);
+       Compound{SyncRequest{seq, config_.name, false, 0, 1, {}, table_.view_digest(),
+                            table_.bucket_digests(sync_bucket_count()),
+                            static_cast<std::uint32_t>(table_.live_count())}},
+       false);
 }
 
 void Engine::join(std::span<const Address> seeds, std::uint64_t now_ns) {
@@ -1461,6 +1545,19 @@ void Engine::tick(std::uint64_t now_ns) {
   promote_probationers(now_ns);
 
   syncs_.expire(now_ns);
+  // A digest sync of ours that timed out with parts missing (a whole view
+  // is tens of datagrams, and parts are in name order: the same names would
+  // be missing until the next interval): once more, soon, with another peer.
+  for (auto it = digest_seqs_.begin(); it != digest_seqs_.end();) {
+    if (it->partial && !syncs_.awaiting(it->seq_no)) {
+      it = digest_seqs_.erase(it);
+      ++counters_.sync_incomplete_retries;
+      next_sync_ns_ = std::min(next_sync_ns_, now_ns + config_.join_retry_min_ns +
+                                                  rng_.uniform(config_.join_retry_min_ns));
+    } else {
+      ++it;
+    }
+  }
   if (!joined_ && now_ns >= next_join_ns_) send_join(now_ns);
   // Follow-ups until kFollowupJoins whole answers are in (a lost part, and the
   // same members would be missing from every view a follow-up brings: parts

@@ -114,6 +114,9 @@ struct Counters {
   std::uint64_t sync_answered = 0;
   std::uint64_t sync_digest_equal = 0;     // periodic syncs that found both views the same
   std::uint64_t sync_digest_differ = 0;    // ... that did not, after the responder's window
+  std::uint64_t sync_bucket_windows = 0;   // sync windows of the differing buckets only
+  std::uint64_t sync_whole_views = 0;      // periodic syncs answered with the whole view (far behind)
+  std::uint64_t sync_incomplete_retries = 0;  // our digest syncs that timed out with parts missing, retried
   std::uint64_t join_answered = 0;     // join syncs answered (also in sync_answered)
   std::uint64_t join_drop_rate = 0;    // join syncs over the join answer rate (the joiner retries)
   std::uint64_t join_retries = 0;      // join rounds that had no answer and were sent again
@@ -196,6 +199,15 @@ class Engine {
   static constexpr std::uint32_t kJoinRoundsRemembered = 4;
   // Digest-only syncs of ours whose answers are still recognised.
   static constexpr std::size_t kDigestSyncsRemembered = 4;
+  // Bucket digests of a periodic sync (MemberTable::bucket_digests): about
+  // this many view members a bucket, at most kMaxSyncBuckets (and what fits in
+  // a datagram), none in views of up to 2 buckets' worth (the whole digest
+  // says as much). A request with more buckets is answered as one without.
+  static constexpr std::size_t kMembersPerSyncBucket = 16;
+  static constexpr std::size_t kMaxSyncBuckets = 256;
+  // A periodic sync from a view shorter than ours by more than 1/this of
+  // ours is answered with our whole view.
+  static constexpr std::size_t kFarBehindFraction = 8;
 
  private:
   // Message handlers (one per type).
@@ -272,8 +284,14 @@ class Engine {
 
   // Output helpers.
   template <typename Sync>
+  // `only`: the buckets to send (differing_buckets), null or empty = all;
+  // `buckets`: our bucket digests, sent with the digest (on every part of a
+  // request, on the first part of a response).
   void send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view,
-                 std::uint64_t digest = 0);
+                 std::uint64_t digest = 0, const std::vector<std::uint8_t>* only = nullptr,
+                 const std::vector<std::uint32_t>& buckets = {});
+  // How many buckets our periodic syncs compare (0 = the whole digest only).
+  std::size_t sync_bucket_count() const;
   void send(const Address& to, PriorityClass cls, Compound messages, bool piggyback);
   void emit(EventKind kind, const Member& m);
   void queue_broadcast(const std::string& node, Message msg, PriorityClass cls);
@@ -325,8 +343,14 @@ class Engine {
   std::uint64_t surge_until_ns_ = 0;
   std::uint64_t last_gossip_ns_ = 0;
   std::uint32_t eager_rounds_ = 0;  // brought-forward gossip rounds still to run
-  // Our periodic syncs that asked with a digest only, still unanswered.
-  std::deque<std::uint32_t> digest_seqs_;
+  // Our periodic syncs that asked with a digest only, still unanswered, and
+  // the responder's bucket digests once its first part is in.
+  struct DigestSync {
+    std::uint32_t seq_no = 0;
+    std::vector<std::uint32_t> theirs;
+    bool partial = false;  // some parts in (a whole view's may be many)
+  };
+  std::deque<DigestSync> digest_seqs_;
   std::uint64_t last_now_ns_ = 0;  // latest time seen (tick or handle)
   std::uint64_t due_ns_ = 0;       // next_deadline() as of the end of the last tick
 

@@ -16,15 +16,40 @@ bool expiry_before(const std::pair<std::uint64_t, std::uint32_t>& a,
 }
 }  // namespace
 
+namespace {
+// A view member's share of a digest: splitmix64 over its name's hash and its
+// incarnation.
+std::uint64_t digest_term(std::uint64_t name_hash, std::uint64_t incarnation) {
+  std::uint64_t x = name_hash + 0x9e3779b97f4a7c15ULL * incarnation;
+  return Rng::splitmix64(x);
+}
+}  // namespace
+
 std::uint64_t MemberTable::view_digest() const {
   std::uint64_t d = 0;
   for (std::uint32_t s : view_) {
     const Member& m = slots_[s];
-    // splitmix64 over the name's hash and the incarnation.
-    std::uint64_t x = identities().name_hash(m.name.id()) + 0x9e3779b97f4a7c15ULL * m.incarnation;
-    d ^= Rng::splitmix64(x);
+    d ^= digest_term(identities().name_hash(m.name.id()), m.incarnation);
   }
   return d != 0 ? d : 1;
+}
+
+std::size_t MemberTable::bucket_of(std::uint64_t name_hash, std::size_t n) {
+  // Mixed again (not the digest term's mix): FNV-1a's low bits are weak.
+  std::uint64_t x = name_hash ^ 0x6a09e667f3bcc909ULL;
+  return static_cast<std::size_t>(Rng::splitmix64(x) % n);
+}
+
+std::vector<std::uint32_t> MemberTable::bucket_digests(std::size_t n) const {
+  std::vector<std::uint32_t> out(n, 0);
+  if (n == 0) return out;
+  for (std::uint32_t s : view_) {
+    const Member& m = slots_[s];
+    const std::uint64_t h = identities().name_hash(m.name.id());
+    const std::uint64_t t = digest_term(h, m.incarnation);
+    out[bucket_of(h, n)] ^= static_cast<std::uint32_t>(t ^ (t >> 32));
+  }
+  return out;
 }
 
 void MemberTable::trace(std::uint64_t h, std::uint64_t incarnation, bool overwrite) {

@@ -96,6 +96,14 @@ class MemberTable {
   // excepted), combined so that the order of arrival does not matter. Two
   // views with equal digests are the same (but for a 2^-64 chance). Never 0.
   std::uint64_t view_digest() const;
+  // The view split by name into `n` buckets (bucket_of), each with the digest
+  // of its live members as in view_digest, folded to 32 bits (0 = an empty
+  // bucket). Two views whose digests differ in bucket i differ in names of
+  // bucket i; anti-entropy then exchanges those buckets only.
+  std::vector<std::uint32_t> bucket_digests(std::size_t n) const;
+  // The bucket of a name (by its FNV-1a hash) among `n` (> 0); independent of
+  // the incarnation, the same in every process.
+  static std::size_t bucket_of(std::uint64_t name_hash, std::size_t n);
   // Changes whenever a member enters or leaves the view (or the table).
   std::uint64_t version() const { return version_; }
 

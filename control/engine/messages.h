@@ -157,6 +157,11 @@ struct SyncRequest {
   std::uint32_t parts = 0;
   std::vector<MemberState> members;
   std::uint64_t digest = 0;  // MemberTable::view_digest of the sender; 0 = none
+  // With a digest: MemberTable::bucket_digests of the sender (empty = none),
+  // so that an unequal view is answered with the buckets that differ only.
+  std::vector<std::uint32_t> buckets = {};
+  // With a digest: how many members the sender's view holds (0 = not said).
+  std::uint32_t view_size = 0;
   bool operator==(const SyncRequest&) const = default;
 };
 
@@ -167,6 +172,7 @@ struct SyncResponse {
   std::uint32_t parts = 0;
   std::vector<MemberState> members;
   std::uint64_t digest = 0;  // the responder's view digest; 0 = none
+  std::vector<std::uint32_t> buckets = {};  // its bucket digests, when the request had them
   bool operator==(const SyncResponse&) const = default;
 };
 

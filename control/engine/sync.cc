@@ -20,6 +20,14 @@ MemberState to_member_state(const Member& m) {
   return MemberState{m.name, m.addr(), m.incarnation, m.status, m.tags()};
 }
 
+std::vector<std::uint8_t> differing_buckets(const std::vector<std::uint32_t>& ours,
+                                            const std::vector<std::uint32_t>& theirs) {
+  if (ours.size() != theirs.size()) return {};
+  std::vector<std::uint8_t> differ(ours.size());
+  for (std::size_t i = 0; i < ours.size(); ++i) differ[i] = ours[i] != theirs[i];
+  return differ;
+}
+
 namespace {
 
 // Fills a window part by part under a byte cap (estimated encoded sizes).
@@ -81,24 +89,32 @@ bool rotating_pass(const MemberTable& table, const std::string& self, std::strin
 
 SyncManager::Window SyncManager::build_window(const MemberTable& table, const std::string& self,
                                               std::size_t part_bytes, std::size_t max_bytes,
-                                              std::uint64_t recent_since_ns) {
+                                              std::uint64_t recent_since_ns,
+                                              const std::vector<std::uint8_t>* only) {
   Window w;
   WindowBuilder b(w, self, part_bytes, max_bytes);
   if (const Member* me = table.find(self)) b.add(to_member_state(*me));
   const bool delta = recent_since_ns != UINT64_MAX;
+  const bool filtered = only != nullptr && !only->empty();
+  // Outside the buckets asked for: as if not in the table (never recent).
+  auto skip = [&](const Member& m) {
+    return filtered &&
+           !(*only)[MemberTable::bucket_of(identities().name_hash(m.name.id()), only->size())];
+  };
   auto recent = [&](const Member& m) { return delta && m.state_change_ns >= recent_since_ns; };
   // Recent changes first: what a peer is most likely to have missed. Live
   // ones before tombstones: a member we admitted lately is what we most need
   // checked (a peer that buried it answers with the death at once), and in a
   // storm the recent tombstones alone would fill the window. Each part
   // rotates on its own, so a large recent set is covered over several syncs.
-  if (!rotating_pass(table, self, recent_live_cursor_, b,
-                     [&](const Member& m) { return recent(m) && !m.is_tombstone() && !m.probation; }))
+  if (!rotating_pass(table, self, recent_live_cursor_, b, [&](const Member& m) {
+        return recent(m) && !m.is_tombstone() && !m.probation && !skip(m);
+      }))
     return w;
   if (!rotating_pass(table, self, recent_dead_cursor_, b,
-                     [&](const Member& m) { return recent(m) && m.is_tombstone(); }))
+                     [&](const Member& m) { return recent(m) && m.is_tombstone() && !skip(m); }))
     return w;
-  rotating_pass(table, self, cursor_, b, [&](const Member& m) { return !recent(m) && !m.probation; });
+  rotating_pass(table, self, cursor_, b, [&](const Member& m) { return !recent(m) && !m.probation && !skip(m); });
   return w;
 }
 

@@ -36,6 +36,11 @@ std::uint64_t push_pull_scale(std::uint64_t base_ns, std::size_t n);
 
 MemberState to_member_state(const Member& m);
 
+// The buckets (MemberTable::bucket_digests) in which two views differ: one
+// flag per bucket, empty when the counts differ (nothing can be compared).
+std::vector<std::uint8_t> differing_buckets(const std::vector<std::uint32_t>& ours,
+                                            const std::vector<std::uint32_t>& theirs);
+
 class SyncManager {
  public:
   // `max_bytes`/`part_bytes`: the per-sync and per-part byte caps (max_sync_bytes,
@@ -71,13 +76,17 @@ class SyncManager {
 
   // Ourselves first, then the members whose state changed at or after
   // `recent_since_ns` (a delta: deaths and joins a peer may have missed), then
-  // the rotating rest of the table.
+  // the rotating rest of the table. With `only` (differing_buckets, not
+  // empty), the members of the flagged buckets only.
   Window build_window(const MemberTable& table, const std::string& self,
                       std::size_t part_bytes, std::size_t max_bytes,
-                      std::uint64_t recent_since_ns = UINT64_MAX);
+                      std::uint64_t recent_since_ns = UINT64_MAX,
+                      const std::vector<std::uint8_t>* only = nullptr);
 
   // Room for one more sync (ours or answered) now?
   bool has_capacity() const { return in_flight() < max_concurrent_; }
+  // A token of the join answer budget (for a whole view sent outside a join).
+  bool take_join_answer(std::uint64_t now_ns) { return join_answers_.take(now_ns); }
   // A sync of ours still waiting for (more of) its answer.
   bool awaiting(std::uint32_t seq_no) const { return pending_.count(seq_no) != 0; }
   std::size_t in_flight() const { return pending_.size() + receiving_.size(); }

@@ -34,6 +34,8 @@ std::size_t sync_body(const Sync& s) {
                   varint_field(s.parts);
   if constexpr (std::is_same_v<Sync, SyncRequest>) n += bool_field();
   if (s.digest != 0) n += kKey + 8;  // fixed64
+  if (!s.buckets.empty()) n += len_field(4 * s.buckets.size());  // packed fixed32
+  if constexpr (std::is_same_v<Sync, SyncRequest>) n += varint_field(s.view_size);
   for (const MemberState& m : s.members) n += len_field(member_state_body(m));
   return n;
 }

@@ -30,8 +30,8 @@ Compound every_type() {
       Suspect{6, "c", "a"},
       Dead{7, "c", "a"},
       Leave{8, "d"},
-      SyncRequest{9, "a", true, 0, 2, {ms, left}, 0x0123456789abcdefULL},
-      SyncResponse{10, "b", 1, 2, {ms}, 0xfedcba9876543210ULL},
+      SyncRequest{9, "a", true, 0, 2, {ms, left}, 0x0123456789abcdefULL, {1, 0, 0xffffffffu}},
+      SyncResponse{10, "b", 1, 2, {ms}, 0xfedcba9876543210ULL, {7}},
       UserData{"a", std::string("\x00\x01\xff", 3)},
   };
 }
@@ -227,13 +227,18 @@ Message random_message(Rng& rng) {
     case 6: return Dead{random_u64(rng), random_string(rng, 40), random_string(rng, 40)};
     case 7: return Leave{random_u64(rng), random_string(rng, 40)};
     case 8: {
-      SyncRequest s{u32(), random_string(rng, 40), rng.uniform(2) == 1, u32(), u32(), {}};
+      SyncRequest s{u32(), random_string(rng, 40), rng.uniform(2) == 1, u32(), u32(), {},
+                    rng.next(), {}};
       for (std::uint64_t i = rng.uniform(30); i > 0; --i) s.members.push_back(random_state(rng));
+      for (std::uint64_t i = rng.uniform(3) == 0 ? rng.uniform(300) : 0; i > 0; --i)
+        s.buckets.push_back(u32());
       return s;
     }
     case 9: {
-      SyncResponse s{u32(), random_string(rng, 40), u32(), u32(), {}};
+      SyncResponse s{u32(), random_string(rng, 40), u32(), u32(), {}, rng.next(), {}};
       for (std::uint64_t i = rng.uniform(30); i > 0; --i) s.members.push_back(random_state(rng));
+      for (std::uint64_t i = rng.uniform(3) == 0 ? rng.uniform(300) : 0; i > 0; --i)
+        s.buckets.push_back(u32());
       return s;
     }
     default: return UserData{random_string(rng, 40), random_string(rng, 3000)};
@@ -263,14 +268,14 @@ TEST(Codec, SyncOverheadEstimateIsAnUpperBound) {
   for (int i = 0; i < 500; ++i) {
     SyncResponse s{static_cast<std::uint32_t>(rng.next()), random_string(rng, 60),
                    static_cast<std::uint32_t>(rng.next()), static_cast<std::uint32_t>(rng.next()),
-                   {}};
+                   {}, 0, {}};
     std::size_t est = estimated_sync_overhead(s.source.size());
     for (std::uint64_t n = rng.uniform(20); n > 0; --n) {
       s.members.push_back(random_state(rng));
       est += estimated_size(s.members.back());
     }
     ASSERT_GE(est, encoded_size(Compound{s}));
-    SyncRequest r{s.seq_no, s.source, true, s.part, s.parts, s.members};
+    SyncRequest r{s.seq_no, s.source, true, s.part, s.parts, s.members, 0, {}};
     ASSERT_GE(est, encoded_size(Compound{r}));
   }
 }
@@ -281,7 +286,7 @@ TEST(Codec, SyncOverheadEstimateIsAnUpperBound) {
 // content under an urgent header does not.
 TEST(ClassFits, HeaderClassMustBeJustifiedByTheContent) {
   using P = PriorityClass;
-  const Compound sync{SyncRequest{9, "a", true, 0, 2, {}}};
+  const Compound sync{SyncRequest{9, "a", true, 0, 2, {}, 0, {}}};
   const Compound user{UserData{"a", "x"}};
   const Compound suspect{Suspect{6, "c", "a"}};
   EXPECT_FALSE(class_fits(P::kUrgent, sync));
@@ -294,7 +299,7 @@ TEST(ClassFits, HeaderClassMustBeJustifiedByTheContent) {
   // A ping with a piggybacked refutation may travel urgent; a ping alone not.
   EXPECT_TRUE(class_fits(P::kUrgent, Compound{Ping{1, "b", "a", v4(2)}, Alive{5, "a", v4(2), {}, 1}}));
   EXPECT_FALSE(class_fits(P::kUrgent, Compound{Ping{1, "b", "a", v4(2)}}));
-  EXPECT_TRUE(class_fits(P::kUrgent, Compound{Dead{7, "c", "a"}, SyncRequest{9, "a", true, 0, 2, {}}}));
+  EXPECT_TRUE(class_fits(P::kUrgent, Compound{Dead{7, "c", "a"}, SyncRequest{9, "a", true, 0, 2, {}, 0, {}}}));
   // Less urgent than the content: the sender's loss, allowed.
   EXPECT_TRUE(class_fits(P::kBulk, Compound{Leave{8, "d"}}));
   // No membership message (a key command): any class.

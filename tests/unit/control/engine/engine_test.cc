@@ -1755,6 +1755,271 @@ TEST(Engine, PeriodicSyncAsksWithItsDigestAndSendsItsWindowOnlyIfTheViewsDiffer)
   EXPECT_EQ(full->digest, 0u);
 }
 
+TEST(MemberTable, BucketDigestsDifferOnlyWhereTheNamesDo) {
+  auto member = [](std::size_t i, std::uint64_t inc) {
+    Member m;
+    m.name = name(i);
+    m.set_profile(addr(i), {}, 0);
+    m.incarnation = inc;
+    return m;
+  };
+  MemberTable a(1000), b(1000, 0, kSecond);
+  for (std::size_t i = 1; i <= 300; ++i) a.insert(member(i, 1));
+  for (std::size_t i = 300; i >= 1; --i) b.insert(member(i, 1));
+  constexpr std::size_t kN = 16;
+  auto bucket = [](std::size_t i) { return MemberTable::bucket_of(IdentityPool::fnv1a(name(i)), kN); };
+  const std::vector<std::uint32_t> same = a.bucket_digests(kN);
+  ASSERT_EQ(same.size(), kN);
+  EXPECT_EQ(b.bucket_digests(kN), same);
+  // Names spread over every bucket.
+  std::set<std::size_t> used;
+  for (std::size_t i = 1; i <= 300; ++i) used.insert(bucket(i));
+  EXPECT_EQ(used.size(), kN);
+  // A member more, a newer incarnation, a death: that member's bucket only.
+  auto changed = [&](const MemberTable& t) {
+    std::set<std::size_t> out;
+    const std::vector<std::uint32_t> now = t.bucket_digests(kN);
+    for (std::size_t i = 0; i < kN; ++i)
+      if (now[i] != same[i]) out.insert(i);
+    return out;
+  };
+  b.insert(member(500, 1));
+  EXPECT_EQ(changed(b), std::set<std::size_t>{bucket(500)});
+  b.find(name(7))->incarnation = 2;
+  std::set<std::size_t> two{bucket(500), bucket(7)};
+  EXPECT_EQ(changed(b), two);
+  b.set_status(*b.find(name(500)), MemberStatus::kDead, 0);
+  b.find(name(7))->incarnation = 1;
+  EXPECT_TRUE(changed(b).empty());
+  b.set_status(*b.find(name(9)), MemberStatus::kLeft, 0);
+  EXPECT_EQ(changed(b), std::set<std::size_t>{bucket(9)});
+  // No buckets asked: none.
+  EXPECT_TRUE(a.bucket_digests(0).empty());
+}
+
+// Issue 16: an epidemic that missed one member is repaired by the next sync
+// with anyone, for the bytes of one bucket (not a window that takes many
+// intervals to come round to that name).
+TEST(Engine, UnequalViewsAreAnsweredWithTheDifferingBucketsOnly) {
+  EngineConfig c = config();
+  c.admit_burst = 10'000;
+  Driver d(c);
+  d.add_members(1, 201);
+  ASSERT_EQ(d.e.table().live_count(), 201u);
+  constexpr std::size_t kN = 16;
+  const std::vector<std::uint32_t> ours = d.e.table().bucket_digests(kN);
+  auto bucket = [](const std::string& n) { return MemberTable::bucket_of(IdentityPool::fnv1a(n), kN); };
+  // The asker lacks n7 (so n7's bucket differs), and nothing else.
+  std::vector<std::uint32_t> theirs = ours;
+  theirs[bucket(name(7))] ^= 0x5a5a5a5au;
+  const std::size_t before = d.sent.size();
+  d.handle(2, {SyncRequest{7, name(2), false, 0, 1, {}, d.e.table().view_digest() ^ 1, theirs}});
+  std::set<std::string> got;
+  std::vector<const SyncResponse*> parts;
+  for (std::size_t i = before; i < d.sent.size(); ++i)
+    if (const SyncResponse* r = find_msg<SyncResponse>(d.sent[i])) parts.push_back(r);
+  ASSERT_FALSE(parts.empty());
+  for (const SyncResponse* r : parts) {
+    for (const MemberState& m : r->members) got.insert(m.node);
+    EXPECT_EQ(r->buckets.empty(), r->part != 0);
+    if (r->part == 0) {
+      EXPECT_EQ(r->buckets, ours);
+    }
+  }
+  // Every member of that bucket (n7 among them), ourselves, and no one else.
+  std::set<std::string> want{name(0)};
+  for (std::size_t i = 1; i < 201; ++i)
+    if (bucket(name(i)) == bucket(name(7))) want.insert(name(i));
+  EXPECT_GT(want.size(), 3u);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(d.e.counters().sync_bucket_windows, 1u);
+  // Buckets of another count than ours still compare (the asker chose it).
+  const std::size_t before2 = d.sent.size();
+  std::vector<std::uint32_t> four = d.e.table().bucket_digests(4);
+  four[1] ^= 1;
+  d.handle(3, {SyncRequest{8, name(3), false, 0, 1, {}, 1, four}});
+  std::size_t members = 0;
+  for (std::size_t i = before2; i < d.sent.size(); ++i)
+    if (const SyncResponse* r = find_msg<SyncResponse>(d.sent[i])) {
+      members += r->members.size();
+      for (const MemberState& m : r->members)
+        if (m.node != name(0)) {
+          EXPECT_EQ(MemberTable::bucket_of(IdentityPool::fnv1a(m.node), 4), 1u);
+        }
+    }
+  EXPECT_GT(members, 10u);
+  EXPECT_EQ(d.e.counters().sync_bucket_windows, 2u);
+}
+
+TEST(Engine, AfterABucketAnswerWhatTheResponderLacksGoesBackByBucket) {
+  EngineConfig c = config();
+  c.admit_burst = 10'000;
+  Driver d(c);
+  d.add_members(1, 201);
+  auto request_after = [&](std::size_t from) -> std::pair<const SyncRequest*, std::size_t> {
+    for (std::size_t i = from; i < d.sent.size(); ++i)
+      if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i])) return {r, i};
+    return {nullptr, d.sent.size()};
+  };
+  std::pair<const SyncRequest*, std::size_t> req{nullptr, 0};
+  const std::size_t from = d.sent.size();
+  for (int s = 0; s < 900 && req.first == nullptr; ++s) {
+    d.run_until(d.now + kSecond, [&](const Outgoing& o) {
+      if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+    });
+    req = request_after(from);
+  }
+  ASSERT_NE(req.first, nullptr);
+  // 201 live members: 16 buckets of about 13.
+  const std::size_t n = req.first->buckets.size();
+  EXPECT_EQ(n, 16u);
+  EXPECT_EQ(req.first->buckets, d.e.table().bucket_digests(n));
+  EXPECT_TRUE(req.first->members.empty());
+  const std::size_t peer = d.sent[req.second].to.ip[3];
+  const std::uint32_t seq = req.first->seq_no;
+  // The responder sends n500 (which we lack) and lacks n9: after merging n500
+  // our digests differ from its in n9's bucket only. (Its digests: those of
+  // the same view plus n500, from a second engine, with n9's bucket changed.)
+  auto bucket = [&](const std::string& nm) { return MemberTable::bucket_of(IdentityPool::fnv1a(nm), n); };
+  Driver other(c);
+  other.add_members(1, 201);
+  other.handle(500, {alive(500)});
+  std::vector<std::uint32_t> theirs = other.e.table().bucket_digests(n);
+  theirs[bucket(name(9))] ^= 0x5a5a5a5au;
+  const std::size_t seen = d.sent.size();
+  d.handle(peer, {SyncResponse{seq, name(peer), 0, 1,
+                               {MemberState{name(500), addr(500), 1, MemberStatus::kAlive, {}}}, 42,
+                               theirs}});
+  ASSERT_NE(d.e.member(name(500)), nullptr);
+  EXPECT_EQ(d.e.counters().sync_digest_differ, 1u);
+  EXPECT_EQ(d.e.counters().sync_bucket_windows, 1u);
+  auto [back, at] = request_after(seen);
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(d.sent[at].to.ip[3], peer);
+  std::set<std::string> got;
+  for (std::size_t i = at; i < d.sent.size(); ++i)
+    if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i])) {
+      for (const MemberState& m : r->members) got.insert(m.node);
+      // Our digests on every part: the responder answers what still differs.
+      EXPECT_EQ(r->digest, d.e.table().view_digest());
+      EXPECT_EQ(r->buckets, d.e.table().bucket_digests(n));
+    }
+  std::set<std::string> want{name(0)};
+  for (std::size_t i = 1; i < 201; ++i)
+    if (bucket(name(i)) == bucket(name(9))) want.insert(name(i));
+  if (bucket(name(500)) == bucket(name(9))) want.insert(name(500));
+  EXPECT_EQ(got, want);
+}
+
+// A view far shorter than ours (a member that rejoined through a seed whose
+// own view was short), or one whose differences are spread over most buckets,
+// gets our whole view: windows would take many intervals to make it up.
+TEST(Engine, AFarShorterOrScatteredViewIsAnsweredWithTheWholeView) {
+  EngineConfig c = config();
+  c.admit_burst = 10'000;
+  Driver d(c);
+  d.add_members(1, 201);
+  const std::uint64_t ours = d.e.table().view_digest();
+  auto answered = [&](std::size_t before) {
+    std::set<std::string> got;
+    for (std::size_t i = before; i < d.sent.size(); ++i)
+      if (const SyncResponse* r = find_msg<SyncResponse>(d.sent[i]))
+        for (const MemberState& m : r->members) got.insert(m.node);
+    return got.size();
+  };
+  // One bucket differs, the asker's view as large as ours: that bucket only.
+  std::vector<std::uint32_t> theirs = d.e.table().bucket_digests(16);
+  theirs[3] ^= 1;
+  std::size_t before = d.sent.size();
+  d.handle(2, {SyncRequest{7, name(2), false, 0, 1, {}, ours ^ 1, theirs, 201}});
+  EXPECT_LT(answered(before), 40u);
+  EXPECT_EQ(d.e.counters().sync_whole_views, 0u);
+  // The same, from a view of 150 members (over 1/8 short): everything.
+  before = d.sent.size();
+  d.handle(3, {SyncRequest{8, name(3), false, 0, 1, {}, ours ^ 1, theirs, 150}});
+  EXPECT_EQ(answered(before), 201u);
+  EXPECT_EQ(d.e.counters().sync_whole_views, 1u);
+  // A view as large as ours that differs in 9 buckets of 16: everything.
+  for (std::size_t i = 0; i < 9; ++i) theirs[i] ^= 1;
+  before = d.sent.size();
+  d.handle(4, {SyncRequest{9, name(4), false, 0, 1, {}, ours ^ 1, theirs, 201}});
+  EXPECT_EQ(answered(before), 201u);
+  EXPECT_EQ(d.e.counters().sync_whole_views, 2u);
+}
+
+// A digest sync whose answer lost a part (a whole view is tens of datagrams;
+// parts are in name order, so the same names would be missing until the next
+// interval, minutes away) is started again soon.
+TEST(Engine, ADigestSyncThatLostAPartIsStartedAgainSoon) {
+  EngineConfig c = config();
+  c.admit_burst = 10'000;
+  Driver d(c);
+  d.add_members(1, 201);
+  auto next_request = [&](std::uint64_t within) -> const SyncRequest* {
+    const std::size_t from = d.sent.size();
+    const std::uint64_t until = d.now + within;
+    while (d.now < until) {
+      d.run_until(std::min(until, d.now + kSecond), [&](const Outgoing& o) {
+        if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+      });
+      for (std::size_t i = from; i < d.sent.size(); ++i)
+        if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i])) return r;
+    }
+    return nullptr;
+  };
+  const SyncRequest* req = next_request(900 * kSecond);
+  ASSERT_NE(req, nullptr);
+  const std::uint32_t seq = req->seq_no;
+  const std::size_t peer = d.sent.back().to.ip[3];
+  // Part 0 of 2 arrives; part 1 never does.
+  d.handle(peer, {SyncResponse{seq, name(peer), 0, 2,
+                               {MemberState{name(600), addr(600), 1, MemberStatus::kAlive, {}}}, 42}});
+  // After the sync timeout, another sync within two join retry intervals
+  // (not the scaled interval: 210 s at 201 members).
+  const SyncRequest* again = next_request(c.sync_timeout_ns + 2 * c.join_retry_min_ns + kSecond);
+  ASSERT_NE(again, nullptr);
+  EXPECT_NE(again->seq_no, seq);
+  EXPECT_FALSE(again->join);
+  EXPECT_EQ(d.e.counters().sync_incomplete_retries, 1u);
+  // An answer that never came at all (a busy peer) is not retried early.
+  const SyncRequest* third = next_request(c.sync_timeout_ns + 2 * c.join_retry_min_ns + kSecond);
+  EXPECT_EQ(third, nullptr);
+  EXPECT_EQ(d.e.counters().sync_incomplete_retries, 1u);
+}
+
+// A joiner cannot tell a short whole answer from a full one: its first
+// periodic (digest) sync comes 16-24 s after the join, not an interval later.
+TEST(Engine, AJoinerSyncsEarlyOnce) {
+  Driver d(config());
+  const std::vector<Address> seeds = {addr(1)};
+  d.e.join(seeds, d.now);
+  d.collect();
+  const SyncRequest* req = find_msg<SyncRequest>(d.sent.back());
+  ASSERT_NE(req, nullptr);
+  std::vector<MemberState> view;
+  for (std::size_t i = 1; i < 60; ++i) view.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
+  d.handle(1, {SyncResponse{req->seq_no, name(1), 0, 1, view}});
+  ASSERT_EQ(d.e.num_live(), 60u);
+  const std::uint64_t joined_at = d.now;
+  std::uint64_t periodic_at = 0;
+  for (int s = 0; s < 120 && periodic_at == 0; ++s) {
+    const std::size_t from = d.sent.size();
+    d.run_until(d.now + kSecond, [&](const Outgoing& o) {
+      if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+    });
+    for (std::size_t i = from; i < d.sent.size(); ++i)
+      if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i]); r != nullptr && !r->join) {
+        periodic_at = d.sent_at[i];
+        EXPECT_NE(r->digest, 0u);
+        EXPECT_EQ(r->view_size, 60u);
+        EXPECT_EQ(r->buckets.size(), 4u);
+      }
+  }
+  ASSERT_NE(periodic_at, 0u);
+  EXPECT_GE(periodic_at - joined_at, 16 * kSecond);
+  EXPECT_LE(periodic_at - joined_at, 25 * kSecond);
+}
+
 TEST(Engine, InAStartingClusterNobodyIsANewcomer) {
   Driver d(config());
   d.add_members(1, 6);
