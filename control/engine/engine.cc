@@ -998,14 +998,7 @@ void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uin
              Compound{SyncResponse{m.seq_no, config_.name, 0, 1, {}, ours, {}}}, false);
         return;
       }
-      std::vector<std::uint32_t> buckets;
-      std::vector<std::uint8_t> differ;
-      std::size_t differing = 0;
-      if (!m.buckets.empty() && m.buckets.size() <= kMaxSyncBuckets) {
-        buckets = table_.bucket_digests(m.buckets.size());
-        differ = differing_buckets(buckets, m.buckets);
-        differing = static_cast<std::size_t>(std::count(differ.begin(), differ.end(), 1));
-      }
+      const std::size_t differing = compare_buckets(m.buckets);
       // Far apart: the asker's view is much shorter than ours (it rejoined
       // through a seed whose own view was short, or was cut off), or the
       // differences are spread over so many buckets (over a quarter) that
@@ -1017,10 +1010,10 @@ void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uin
       // Not in a storm: there every newcomer's view is short, and a whole
       // view for each phantom is what the storm rules exist to avoid.
       const bool short_view = m.view_size > 0 && m.view_size + live / kFarBehindFraction < live;
-      const bool spread = differing * 4 > differ.size() && !differ.empty();
+      const bool spread = differing * kSpreadFraction > bucket_differ_.size() && differing > 0;
       if ((short_view || spread) && !in_storm(now_ns) && syncs_.take_join_answer(now_ns)) {
         ++counters_.sync_whole_views;
-        send_sync<SyncResponse>(from, m.seq_no, false, true, ours, nullptr, buckets);
+        send_sync<SyncResponse>(from, m.seq_no, false, true, ours, nullptr, bucket_ours_);
         return;
       }
       // With bucket digests: the members of the buckets that differ only
@@ -1029,7 +1022,7 @@ void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uin
       // (a 32-bit fold collision) gets the whole window.
       if (differing > 0) {
         ++counters_.sync_bucket_windows;
-        send_sync<SyncResponse>(from, m.seq_no, false, false, ours, &differ, buckets);
+        send_sync<SyncResponse>(from, m.seq_no, false, false, ours, &bucket_differ_, bucket_ours_);
         return;
       }
       send_sync<SyncResponse>(from, m.seq_no, false, false, ours);
@@ -1105,16 +1098,21 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
   ++counters_.sync_started;
   // Their buckets known: ours of the buckets that still differ, with our
   // digests (they answer with what still differs, or the digest alone).
-  if (!theirs.empty()) {
-    std::vector<std::uint32_t> ours = table_.bucket_digests(theirs.size());
-    const std::vector<std::uint8_t> differ = differing_buckets(ours, theirs);
-    if (std::find(differ.begin(), differ.end(), 1) != differ.end()) {
-      ++counters_.sync_bucket_windows;
-      send_sync<SyncRequest>(peer->addr(), seq, false, false, table_.view_digest(), &differ, ours);
-      return;
-    }
+  if (compare_buckets(theirs) > 0) {
+    ++counters_.sync_bucket_windows;
+    send_sync<SyncRequest>(peer->addr(), seq, false, false, table_.view_digest(), &bucket_differ_,
+                           bucket_ours_);
+    return;
   }
   send_sync<SyncRequest>(peer->addr(), seq, false, false);
+}
+
+std::size_t Engine::compare_buckets(const std::vector<std::uint32_t>& theirs) {
+  bucket_ours_.clear();
+  bucket_differ_.clear();
+  if (theirs.empty() || theirs.size() > kMaxSyncBuckets) return 0;
+  table_.bucket_digests(theirs.size(), bucket_ours_);
+  return differing_buckets(bucket_ours_, theirs, bucket_differ_);
 }
 
 std::size_t Engine::sync_bucket_count() const {
@@ -1174,9 +1172,9 @@ void Engine::start_sync(std::uint64_t now_ns) {
   // would repeat what the peer holds already.
   if (digest_seqs_.size() >= kDigestSyncsRemembered) digest_seqs_.pop_front();
   digest_seqs_.push_back({seq, {}});
+  table_.bucket_digests(sync_bucket_count(), bucket_ours_);
   send(to, PriorityClass::kBulk,
-       Compound{SyncRequest{seq, config_.name, false, 0, 1, {}, table_.view_digest(),
-                            table_.bucket_digests(sync_bucket_count()),
+       Compound{SyncRequest{seq, config_.name, false, 0, 1, {}, table_.view_digest(), bucket_ours_,
                             static_cast<std::uint32_t>(table_.live_count())}},
        false);
 }

@@ -206,8 +206,10 @@ class Engine {
   static constexpr std::size_t kMembersPerSyncBucket = 16;
   static constexpr std::size_t kMaxSyncBuckets = 256;
   // A periodic sync from a view shorter than ours by more than 1/this of
-  // ours is answered with our whole view.
+  // ours, or differing in more than 1/kSpreadFraction of the buckets, is
+  // answered with our whole view (the views are far apart).
   static constexpr std::size_t kFarBehindFraction = 8;
+  static constexpr std::size_t kSpreadFraction = 4;
 
  private:
   // Message handlers (one per type).
@@ -292,6 +294,10 @@ class Engine {
                  const std::vector<std::uint32_t>& buckets = {});
   // How many buckets our periodic syncs compare (0 = the whole digest only).
   std::size_t sync_bucket_count() const;
+  // Our bucket digests beside a peer's (`theirs`, as a sync carried them):
+  // into bucket_ours_ and bucket_differ_; returns how many differ. 0, both
+  // empty, when theirs is empty or longer than kMaxSyncBuckets.
+  std::size_t compare_buckets(const std::vector<std::uint32_t>& theirs);
   void send(const Address& to, PriorityClass cls, Compound messages, bool piggyback);
   void emit(EventKind kind, const Member& m);
   void queue_broadcast(const std::string& node, Message msg, PriorityClass cls);
@@ -351,6 +357,10 @@ class Engine {
     bool partial = false;  // some parts in (a whole view's may be many)
   };
   std::deque<DigestSync> digest_seqs_;
+  // Scratch of compare_buckets (and of a digest sync's own buckets): once a
+  // sync interval, so reused rather than allocated each time.
+  std::vector<std::uint32_t> bucket_ours_;
+  std::vector<std::uint8_t> bucket_differ_;
   std::uint64_t last_now_ns_ = 0;  // latest time seen (tick or handle)
   std::uint64_t due_ns_ = 0;       // next_deadline() as of the end of the last tick
 

@@ -41,15 +41,20 @@ std::size_t MemberTable::bucket_of(std::uint64_t name_hash, std::size_t n) {
 }
 
 std::vector<std::uint32_t> MemberTable::bucket_digests(std::size_t n) const {
-  std::vector<std::uint32_t> out(n, 0);
-  if (n == 0) return out;
+  std::vector<std::uint32_t> out;
+  bucket_digests(n, out);
+  return out;
+}
+
+void MemberTable::bucket_digests(std::size_t n, std::vector<std::uint32_t>& out) const {
+  out.assign(n, 0);
+  if (n == 0) return;
   for (std::uint32_t s : view_) {
     const Member& m = slots_[s];
     const std::uint64_t h = identities().name_hash(m.name.id());
     const std::uint64_t t = digest_term(h, m.incarnation);
     out[bucket_of(h, n)] ^= static_cast<std::uint32_t>(t ^ (t >> 32));
   }
-  return out;
 }
 
 void MemberTable::trace(std::uint64_t h, std::uint64_t incarnation, bool overwrite) {

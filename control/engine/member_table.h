@@ -101,6 +101,8 @@ class MemberTable {
   // bucket). Two views whose digests differ in bucket i differ in names of
   // bucket i; anti-entropy then exchanges those buckets only.
   std::vector<std::uint32_t> bucket_digests(std::size_t n) const;
+  // The same into `out` (resized to n; its storage is reused).
+  void bucket_digests(std::size_t n, std::vector<std::uint32_t>& out) const;
   // The bucket of a name (by its FNV-1a hash) among `n` (> 0); independent of
   // the incarnation, the same in every process.
   static std::size_t bucket_of(std::uint64_t name_hash, std::size_t n);

@@ -20,12 +20,17 @@ MemberState to_member_state(const Member& m) {
   return MemberState{m.name, m.addr(), m.incarnation, m.status, m.tags()};
 }
 
-std::vector<std::uint8_t> differing_buckets(const std::vector<std::uint32_t>& ours,
-                                            const std::vector<std::uint32_t>& theirs) {
-  if (ours.size() != theirs.size()) return {};
-  std::vector<std::uint8_t> differ(ours.size());
-  for (std::size_t i = 0; i < ours.size(); ++i) differ[i] = ours[i] != theirs[i];
-  return differ;
+std::size_t differing_buckets(const std::vector<std::uint32_t>& ours,
+                              const std::vector<std::uint32_t>& theirs,
+                              std::vector<std::uint8_t>& differ) {
+  differ.clear();
+  if (ours.size() != theirs.size()) return 0;
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    differ.push_back(ours[i] != theirs[i]);
+    count += differ.back();
+  }
+  return count;
 }
 
 namespace {

@@ -37,9 +37,11 @@ std::uint64_t push_pull_scale(std::uint64_t base_ns, std::size_t n);
 MemberState to_member_state(const Member& m);
 
 // The buckets (MemberTable::bucket_digests) in which two views differ: one
-// flag per bucket, empty when the counts differ (nothing can be compared).
-std::vector<std::uint8_t> differing_buckets(const std::vector<std::uint32_t>& ours,
-                                            const std::vector<std::uint32_t>& theirs);
+// flag per bucket into `differ` (its storage reused), empty when the counts
+// differ (nothing can be compared). Returns how many differ.
+std::size_t differing_buckets(const std::vector<std::uint32_t>& ours,
+                              const std::vector<std::uint32_t>& theirs,
+                              std::vector<std::uint8_t>& differ);
 
 class SyncManager {
  public:

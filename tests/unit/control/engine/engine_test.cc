@@ -31,6 +31,22 @@ EngineConfig config(std::size_t self = 0) {
 
 constexpr std::uint64_t kStart = 1000 * kSecond;
 
+// Member n<i> as a MemberTable entry (tests of the table itself).
+Member table_member(std::size_t i, std::uint64_t inc) {
+  Member m;
+  m.name = name(i);
+  m.set_profile(addr(i), {}, 0);
+  m.incarnation = inc;
+  return m;
+}
+
+template <typename T>
+const T* find_msg(const Outgoing& o) {
+  for (const Message& m : o.messages)
+    if (const T* t = std::get_if<T>(&m)) return t;
+  return nullptr;
+}
+
 // Drives one engine: ticks at each deadline up to `until`, collecting output.
 struct Driver {
   explicit Driver(EngineConfig c, std::uint64_t seed = 1) : e(std::move(c), seed, kStart) {}
@@ -65,6 +81,31 @@ struct Driver {
     run_until(until, [](const Outgoing&) {});
   }
 
+  // The first sync request (periodic only, if `periodic`) sent at or after
+  // sent[from], with its index; {nullptr, sent.size()} if none.
+  std::pair<const SyncRequest*, std::size_t> sync_request_after(std::size_t from,
+                                                                bool periodic = false) const {
+    for (std::size_t i = from; i < sent.size(); ++i)
+      if (const SyncRequest* r = find_msg<SyncRequest>(sent[i]); r != nullptr && !(periodic && r->join))
+        return {r, i};
+    return {nullptr, sent.size()};
+  }
+
+  // Runs second by second, every probe answered, for at most `within` or
+  // until the next sync request goes out (see sync_request_after).
+  std::pair<const SyncRequest*, std::size_t> next_sync_request(std::uint64_t within,
+                                                               bool periodic = false) {
+    const std::size_t from = sent.size();
+    const std::uint64_t until = now + within;
+    while (now < until) {
+      run_until(std::min(until, now + kSecond), [&](const Outgoing& o) {
+        if (const Ping* p = find_msg<Ping>(o)) e.handle(o.to, {Ack{p->seq_no, p->target}}, now);
+      });
+      if (auto r = sync_request_after(from, periodic); r.first != nullptr) return r;
+    }
+    return {nullptr, sent.size()};
+  }
+
   void collect() {
     for (Outgoing& o : e.take_outbox()) {
       sent_at.push_back(now);
@@ -79,13 +120,6 @@ struct Driver {
   std::vector<std::uint64_t> sent_at;
   std::vector<MemberEvent> events;
 };
-
-template <typename T>
-const T* find_msg(const Outgoing& o) {
-  for (const Message& m : o.messages)
-    if (const T* t = std::get_if<T>(&m)) return t;
-  return nullptr;
-}
 
 std::size_t count_events(const std::vector<MemberEvent>& ev, EventKind k, const std::string& n) {
   std::size_t c = 0;
@@ -1656,16 +1690,9 @@ TEST(Engine, DeathOfAnEstablishedMemberGoesOutAtOnceInThreeQuickRounds) {
 }
 
 TEST(MemberTable, ViewDigestIsTheLiveSetWhateverTheOrder) {
-  auto member = [](std::size_t i, std::uint64_t inc) {
-    Member m;
-    m.name = name(i);
-    m.set_profile(addr(i), {}, 0);
-    m.incarnation = inc;
-    return m;
-  };
   MemberTable a(100), b(100, 0, kSecond);
-  for (std::size_t i = 1; i <= 20; ++i) a.insert(member(i, 1));
-  for (std::size_t i = 20; i >= 1; --i) b.insert(member(i, 1));
+  for (std::size_t i = 1; i <= 20; ++i) a.insert(table_member(i, 1));
+  for (std::size_t i = 20; i >= 1; --i) b.insert(table_member(i, 1));
   EXPECT_EQ(a.view_digest(), b.view_digest());
   // A newer incarnation, a death, a member more: each is a different view.
   const std::uint64_t same = a.view_digest();
@@ -1679,11 +1706,11 @@ TEST(MemberTable, ViewDigestIsTheLiveSetWhateverTheOrder) {
   // Suspected is still in the view; a probationer is not.
   b.set_status(*b.find(name(5)), MemberStatus::kSuspect, 0);
   EXPECT_EQ(b.view_digest(), same);
-  Member p = member(50, 1);
+  Member p = table_member(50, 1);
   p.probation = true;
   b.insert(p);
   EXPECT_EQ(b.view_digest(), same);
-  b.insert(member(51, 1));
+  b.insert(table_member(51, 1));
   EXPECT_NE(b.view_digest(), same);
 }
 
@@ -1710,23 +1737,7 @@ TEST(Engine, EqualViewsSyncWithTwoSmallDatagrams) {
 TEST(Engine, PeriodicSyncAsksWithItsDigestAndSendsItsWindowOnlyIfTheViewsDiffer) {
   Driver d(config());
   d.add_members(1, 6);
-  auto request_after = [&](std::size_t from) -> std::pair<const SyncRequest*, std::size_t> {
-    for (std::size_t i = from; i < d.sent.size(); ++i)
-      if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i])) return {r, i};
-    return {nullptr, d.sent.size()};
-  };
-  // Runs (everybody answering probes) until our next periodic sync request.
-  auto next_request = [&]() -> std::pair<const SyncRequest*, std::size_t> {
-    const std::size_t from = d.sent.size();
-    for (int s = 0; s < 600; ++s) {
-      d.run_until(d.now + kSecond, [&](const Outgoing& o) {
-        if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
-      });
-      if (auto r = request_after(from); r.first != nullptr) return r;
-    }
-    return {nullptr, d.sent.size()};
-  };
-  auto [req, at] = next_request();
+  auto [req, at] = d.next_sync_request(600 * kSecond);
   ASSERT_NE(req, nullptr);
   EXPECT_FALSE(req->join);
   EXPECT_TRUE(req->members.empty());
@@ -1735,12 +1746,12 @@ TEST(Engine, PeriodicSyncAsksWithItsDigestAndSendsItsWindowOnlyIfTheViewsDiffer)
   const std::size_t peer = d.sent[at].to.ip[3];
   std::size_t seen = d.sent.size();
   d.handle(peer, {SyncResponse{req->seq_no, name(peer), 0, 1, {}, d.e.table().view_digest()}});
-  EXPECT_EQ(request_after(seen).first, nullptr);
+  EXPECT_EQ(d.sync_request_after(seen).first, nullptr);
   EXPECT_EQ(d.e.counters().sync_digest_differ, 0u);
   // Next time the peer knows a member we do not, and lacks something of ours
   // (its digest stays different after we merged its window): our window goes
   // to it in a second sync.
-  auto [req2, at2] = next_request();
+  auto [req2, at2] = d.next_sync_request(600 * kSecond);
   ASSERT_NE(req2, nullptr);
   const std::size_t peer2 = d.sent[at2].to.ip[3];
   seen = d.sent.size();
@@ -1748,7 +1759,7 @@ TEST(Engine, PeriodicSyncAsksWithItsDigestAndSendsItsWindowOnlyIfTheViewsDiffer)
                                 {MemberState{name(9), addr(9), 1, MemberStatus::kAlive, {}}}, 42}});
   ASSERT_NE(d.e.member(name(9)), nullptr);
   EXPECT_EQ(d.e.counters().sync_digest_differ, 1u);
-  auto [full, at3] = request_after(seen);
+  auto [full, at3] = d.sync_request_after(seen);
   ASSERT_NE(full, nullptr);
   EXPECT_EQ(d.sent[at3].to.ip[3], peer2);
   EXPECT_FALSE(full->members.empty());
@@ -1756,16 +1767,9 @@ TEST(Engine, PeriodicSyncAsksWithItsDigestAndSendsItsWindowOnlyIfTheViewsDiffer)
 }
 
 TEST(MemberTable, BucketDigestsDifferOnlyWhereTheNamesDo) {
-  auto member = [](std::size_t i, std::uint64_t inc) {
-    Member m;
-    m.name = name(i);
-    m.set_profile(addr(i), {}, 0);
-    m.incarnation = inc;
-    return m;
-  };
   MemberTable a(1000), b(1000, 0, kSecond);
-  for (std::size_t i = 1; i <= 300; ++i) a.insert(member(i, 1));
-  for (std::size_t i = 300; i >= 1; --i) b.insert(member(i, 1));
+  for (std::size_t i = 1; i <= 300; ++i) a.insert(table_member(i, 1));
+  for (std::size_t i = 300; i >= 1; --i) b.insert(table_member(i, 1));
   constexpr std::size_t kN = 16;
   auto bucket = [](std::size_t i) { return MemberTable::bucket_of(IdentityPool::fnv1a(name(i)), kN); };
   const std::vector<std::uint32_t> same = a.bucket_digests(kN);
@@ -1783,7 +1787,7 @@ TEST(MemberTable, BucketDigestsDifferOnlyWhereTheNamesDo) {
       if (now[i] != same[i]) out.insert(i);
     return out;
   };
-  b.insert(member(500, 1));
+  b.insert(table_member(500, 1));
   EXPECT_EQ(changed(b), std::set<std::size_t>{bucket(500)});
   b.find(name(7))->incarnation = 2;
   std::set<std::size_t> two{bucket(500), bucket(7)};
@@ -1856,19 +1860,7 @@ TEST(Engine, AfterABucketAnswerWhatTheResponderLacksGoesBackByBucket) {
   c.admit_burst = 10'000;
   Driver d(c);
   d.add_members(1, 201);
-  auto request_after = [&](std::size_t from) -> std::pair<const SyncRequest*, std::size_t> {
-    for (std::size_t i = from; i < d.sent.size(); ++i)
-      if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i])) return {r, i};
-    return {nullptr, d.sent.size()};
-  };
-  std::pair<const SyncRequest*, std::size_t> req{nullptr, 0};
-  const std::size_t from = d.sent.size();
-  for (int s = 0; s < 900 && req.first == nullptr; ++s) {
-    d.run_until(d.now + kSecond, [&](const Outgoing& o) {
-      if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
-    });
-    req = request_after(from);
-  }
+  const auto req = d.next_sync_request(900 * kSecond);
   ASSERT_NE(req.first, nullptr);
   // 201 live members: 16 buckets of about 13.
   const std::size_t n = req.first->buckets.size();
@@ -1893,7 +1885,7 @@ TEST(Engine, AfterABucketAnswerWhatTheResponderLacksGoesBackByBucket) {
   ASSERT_NE(d.e.member(name(500)), nullptr);
   EXPECT_EQ(d.e.counters().sync_digest_differ, 1u);
   EXPECT_EQ(d.e.counters().sync_bucket_windows, 1u);
-  auto [back, at] = request_after(seen);
+  auto [back, at] = d.sync_request_after(seen);
   ASSERT_NE(back, nullptr);
   EXPECT_EQ(d.sent[at].to.ip[3], peer);
   std::set<std::string> got;
@@ -1955,34 +1947,24 @@ TEST(Engine, ADigestSyncThatLostAPartIsStartedAgainSoon) {
   c.admit_burst = 10'000;
   Driver d(c);
   d.add_members(1, 201);
-  auto next_request = [&](std::uint64_t within) -> const SyncRequest* {
-    const std::size_t from = d.sent.size();
-    const std::uint64_t until = d.now + within;
-    while (d.now < until) {
-      d.run_until(std::min(until, d.now + kSecond), [&](const Outgoing& o) {
-        if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
-      });
-      for (std::size_t i = from; i < d.sent.size(); ++i)
-        if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i])) return r;
-    }
-    return nullptr;
-  };
-  const SyncRequest* req = next_request(900 * kSecond);
+  const auto [req, at] = d.next_sync_request(900 * kSecond);
   ASSERT_NE(req, nullptr);
   const std::uint32_t seq = req->seq_no;
-  const std::size_t peer = d.sent.back().to.ip[3];
+  const std::size_t peer = d.sent[at].to.ip[3];
   // Part 0 of 2 arrives; part 1 never does.
   d.handle(peer, {SyncResponse{seq, name(peer), 0, 2,
                                {MemberState{name(600), addr(600), 1, MemberStatus::kAlive, {}}}, 42}});
   // After the sync timeout, another sync within two join retry intervals
   // (not the scaled interval: 210 s at 201 members).
-  const SyncRequest* again = next_request(c.sync_timeout_ns + 2 * c.join_retry_min_ns + kSecond);
+  const SyncRequest* again =
+      d.next_sync_request(c.sync_timeout_ns + 2 * c.join_retry_min_ns + kSecond).first;
   ASSERT_NE(again, nullptr);
   EXPECT_NE(again->seq_no, seq);
   EXPECT_FALSE(again->join);
   EXPECT_EQ(d.e.counters().sync_incomplete_retries, 1u);
   // An answer that never came at all (a busy peer) is not retried early.
-  const SyncRequest* third = next_request(c.sync_timeout_ns + 2 * c.join_retry_min_ns + kSecond);
+  const SyncRequest* third =
+      d.next_sync_request(c.sync_timeout_ns + 2 * c.join_retry_min_ns + kSecond).first;
   EXPECT_EQ(third, nullptr);
   EXPECT_EQ(d.e.counters().sync_incomplete_retries, 1u);
 }
@@ -2001,21 +1983,12 @@ TEST(Engine, AJoinerSyncsEarlyOnce) {
   d.handle(1, {SyncResponse{req->seq_no, name(1), 0, 1, view}});
   ASSERT_EQ(d.e.num_live(), 60u);
   const std::uint64_t joined_at = d.now;
-  std::uint64_t periodic_at = 0;
-  for (int s = 0; s < 120 && periodic_at == 0; ++s) {
-    const std::size_t from = d.sent.size();
-    d.run_until(d.now + kSecond, [&](const Outgoing& o) {
-      if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
-    });
-    for (std::size_t i = from; i < d.sent.size(); ++i)
-      if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i]); r != nullptr && !r->join) {
-        periodic_at = d.sent_at[i];
-        EXPECT_NE(r->digest, 0u);
-        EXPECT_EQ(r->view_size, 60u);
-        EXPECT_EQ(r->buckets.size(), 4u);
-      }
-  }
-  ASSERT_NE(periodic_at, 0u);
+  const auto [periodic, at] = d.next_sync_request(120 * kSecond, /*periodic=*/true);
+  ASSERT_NE(periodic, nullptr);
+  EXPECT_NE(periodic->digest, 0u);
+  EXPECT_EQ(periodic->view_size, 60u);
+  EXPECT_EQ(periodic->buckets.size(), 4u);
+  const std::uint64_t periodic_at = d.sent_at[at];
   EXPECT_GE(periodic_at - joined_at, 16 * kSecond);
   EXPECT_LE(periodic_at - joined_at, 25 * kSecond);
 }
