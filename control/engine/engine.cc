@@ -1418,17 +1418,15 @@ void Engine::expire_relays(std::uint64_t now_ns) {
 
 void Engine::expire_suspicions(std::uint64_t now_ns) {
   std::vector<std::string> expired;
-  // In a storm a suspected young member is not waited for, nor is a suspected
-  // probationer ever (as if our own probe had failed: see finish_probe_failed).
-  const bool storm = in_storm(now_ns);
-  for (const auto& [name, s] : suspicions_) {
-    if (s.deadline() <= now_ns) {
-      expired.push_back(name);
-    } else {
-      const Member* m = table_.find(name);
-      if (m != nullptr && (m->probation || (storm && young(*m, now_ns)))) expired.push_back(name);
-    }
-  }
+  // Every suspicion waits its Lifeguard timeout, a young member's in a storm
+  // and a probationer's too: our own failed probe buries those at once (see
+  // finish_probe_failed), but on others' word we wait. The accuser may be a
+  // phantom that is failing itself, and a gossiped Suspect's `from` may only
+  // be a sync peer that held the suspicion: buried at once on that, with the
+  // Dead each of us then sends, a live newcomer was buried everywhere within
+  // 0.1 s, before it could hear of the suspicion and refute.
+  for (const auto& [name, s] : suspicions_)
+    if (s.deadline() <= now_ns) expired.push_back(name);
   for (const std::string& name : expired) {
     const Member* m = table_.find(name);
     suspicions_.erase(name);

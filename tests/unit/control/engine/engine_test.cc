@@ -1557,10 +1557,12 @@ EngineConfig storm_config() {
 }
 
 // An established cluster of members 1..8, then ten newcomers (100..109) that
-// die: a storm, from the fifth death on.
-void start_storm(Driver& d) {
+// die: a storm, from the fifth death on. Newcomers [early_from, early_to)
+// arrive just before the storm (in the view, young when it starts).
+void start_storm(Driver& d, std::size_t early_from = 0, std::size_t early_to = 0) {
   d.add_members(1, 9);
   run_with_established(d, 9, kStart + 300 * kSecond);
+  if (early_to > early_from) d.add_members(early_from, early_to);
   d.add_members(100, 110);
   for (std::size_t i = 100; i < 110; ++i) d.handle(1, {Dead{1, name(i), name(1)}});
 }
@@ -2550,6 +2552,51 @@ void gossip_answering(Driver& d, std::uint64_t until, const std::set<std::size_t
   for (std::uint64_t k = 0; d.now < until; ++k) {
     d.e.send_user_data("news " + std::to_string(k), d.now);
     run_answering(d, std::min(until, d.now + step), silent, on_packet);
+  }
+}
+
+// In a storm a newcomer whose probe fails here is buried at once, but one that
+// others suspect waits the Lifeguard timeout like anyone: the accuser may be a
+// phantom that is failing itself (or only a sync peer that held the
+// suspicion), and the Dead we would send buries a live newcomer everywhere
+// before it can refute. Both kinds of newcomer: arrived in the storm (on
+// probation) and just before it (in the view); accused by a newcomer and by
+// an established member.
+TEST(Engine, InAStormANewcomerSuspectedByOthersWaitsToRefute) {
+  for (const bool probation : {true, false}) {
+    SCOPED_TRACE(probation ? "on probation" : "in the view");
+    EngineConfig c = storm_config();
+    c.surge_min_arrivals = 0;
+    Driver d(c);
+    if (probation) {
+      start_storm(d);
+      d.handle(1, {alive(200), alive(201), alive(202)});
+    } else {
+      start_storm(d, 200, 203);
+    }
+    ASSERT_TRUE(d.e.in_storm(d.now));
+    ASSERT_EQ(d.e.member(name(200))->probation, probation);
+    d.handle(202, {Suspect{1, name(200), name(202)}});
+    d.handle(3, {Suspect{1, name(201), name(3)}});
+    std::size_t deaths_sent = 0;
+    d.run_until(d.now + kSecond, [&](const Outgoing& o) {
+      const std::size_t to = index_of(o.to);
+      if (const Ping* p = find_msg<Ping>(o); p && (to < 9 || to >= 200))
+        d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+      if (const Dead* x = find_msg<Dead>(o); x && (x->node == name(200) || x->node == name(201)))
+        ++deaths_sent;
+    });
+    ASSERT_TRUE(d.e.in_storm(d.now));
+    ASSERT_EQ(d.e.member(name(200))->status, MemberStatus::kSuspect);
+    ASSERT_EQ(d.e.member(name(201))->status, MemberStatus::kSuspect);
+    // They hear of it and refute: alive again, and never declared dead.
+    d.handle(200, {alive(200, 2)});
+    d.handle(201, {alive(201, 2)});
+    for (const std::size_t i : {200, 201}) {
+      EXPECT_EQ(d.e.member(name(i))->status, MemberStatus::kAlive) << name(i);
+      EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(i)), 0u) << name(i);
+    }
+    EXPECT_EQ(deaths_sent, 0u);
   }
 }
 
