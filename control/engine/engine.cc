@@ -1385,9 +1385,10 @@ void Engine::finish_probe_failed(std::uint64_t now_ns) {
   // In a storm of short-lived members (many newcomers failing at once), a
   // newcomer that answers neither us nor any helper is far more likely gone
   // than slow, and has no standing to lose: declared dead at once, without the
-  // suspicion wait. If it is alive after all, the next ping it gets (buddy
-  // rule) tells it, and it refutes with a newer incarnation, which brings it
-  // back. Outside a storm a newcomer is suspected like anyone (a newcomer that
+  // suspicion wait. If it is alive after all, only its own next ping tells
+  // it (buddy rule, on_ping): nobody probes the dead, and no gossip goes to a
+  // newcomer buried in a storm (apply_dead). It then refutes with a newer
+  // incarnation, which brings it back. Outside a storm a newcomer is suspected like anyone (a newcomer that
   // stalls for a few seconds is not a phantom). A probationer has no standing
   // at all (it was never in the view): it too is dead at once, storm or not.
   if (m->probation || (young(*m, now_ns) && in_storm(now_ns))) {
