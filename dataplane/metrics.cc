@@ -171,6 +171,10 @@ const std::map<std::string, EngineSeries>& engine_series() {
     add("young_declared_dead", "gossipgw_engine_young_declared_dead_total",
         "Newcomers that failed a probe in a storm, or probationers that did, declared dead without suspicion; "
         "also in member_changes{change=\"failed\"} (members)");
+    add("young_last_pings", "gossipgw_engine_young_last_pings_total",
+        "Newcomers in a storm whose failed probe no helper nacked, pinged once more before the verdict (datagrams)");
+    add("young_last_acks", "gossipgw_engine_young_last_acks_total",
+        "... that answered it (or pinged us) meanwhile: alive, no verdict (members)");
     add("refutations", "gossipgw_engine_refutations_total", "Times we refuted a suspicion about ourselves (refutations)");
     add("suspicion_confirmations", "gossipgw_engine_suspicion_confirmations_total",
         "Independent confirmations of suspicions received (confirmations)");

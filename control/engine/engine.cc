@@ -512,12 +512,13 @@ void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
     probe.reset();
     return;
   }
-  // The answer to a proof ping: a probationer proving it is alive.
-  if (Member* t = table_.find(m.source); t != nullptr && t->probation) {
+  // The answer to a proof ping (a probationer proving it is alive) or to a
+  // last ping (a newcomer in a storm, before a verdict).
+  if (Member* t = table_.find(m.source); t != nullptr) {
     if (auto pp = proof_seqs_.find(t->name.id()); pp != proof_seqs_.end() && pp->second == m.seq_no) {
       t->heard_ns = now_ns;
       proof_seqs_.erase(pp);
-      ++counters_.probation_proof_acks;
+      if (t->probation) ++counters_.probation_proof_acks;
       return;
     }
   }
@@ -1144,26 +1145,32 @@ void Engine::start_sync(std::uint64_t now_ns) {
   if (peer.size() > 1) peer.resize(1);
   // Reconnect (as Serf does): a partition leaves both sides thinking the other
   // dead, and nobody talks to the dead after gossip_to_the_dead_ns. So a sync
-  // goes to a failed (not left) member with probability D / (L + D), and always
-  // when no live peer is left, which heals the partition through refutation.
+  // also goes to a failed (not left) member with probability D / (L + D), and
+  // always when no live peer is left, which heals the partition through
+  // refutation. Besides the sync with a live peer, never instead of it (Serf
+  // reconnects on a timer of its own): anti-entropy with the living is what
+  // repairs a view that missed a death, and a run of syncs to the dead left
+  // one member holding a dead phantom for 70 s (ci/phantom-storm seed 39).
   // Not those that died as newcomers: a storm's thousands of dead phantoms
   // would take nearly every sync (partitions part established members).
   std::vector<const Member*> failed;
   table_.for_each([&](const Member& m) {
     if (m.status == MemberStatus::kDead && !young(m, m.state_change_ns)) failed.push_back(&m);
   });
-  if (!failed.empty()) {
+  if (!peer.empty()) sync_with(table_.find(peer.front())->addr(), now_ns);
+  if (!failed.empty() && syncs_.has_capacity()) {
     const std::uint64_t live = peer.empty() ? 0 : table_.live_count() - 1;
     if (rng_.uniform(live + failed.size()) < failed.size()) {
-      peer = {failed[static_cast<std::size_t>(rng_.uniform(failed.size()))]->name.str()};
       ++counters_.sync_reconnects;
+      sync_with(failed[static_cast<std::size_t>(rng_.uniform(failed.size()))]->addr(), now_ns);
     }
   }
-  if (peer.empty()) return;
+}
+
+void Engine::sync_with(const Address& to, std::uint64_t now_ns) {
   const std::uint32_t seq = next_seq_++;
   syncs_.start(seq, now_ns);
   ++counters_.sync_started;
-  const Address& to = table_.find(peer.front())->addr();
   if (!config_.sync_digest) {
     send_sync<SyncRequest>(to, seq, false, false);
     return;
@@ -1387,16 +1394,65 @@ void Engine::finish_probe_failed(std::uint64_t now_ns) {
   // than slow, and has no standing to lose: declared dead at once, without the
   // suspicion wait. If it is alive after all, only its own next ping tells
   // it (buddy rule, on_ping): nobody probes the dead, and no gossip goes to a
-  // newcomer buried in a storm (apply_dead). It then refutes with a newer
-  // incarnation, which brings it back. Outside a storm a newcomer is suspected like anyone (a newcomer that
-  // stalls for a few seconds is not a phantom). A probationer has no standing
-  // at all (it was never in the view): it too is dead at once, storm or not.
+  // newcomer buried in a storm (apply_dead). Its refutation comes too late for
+  // the others: each has buried it by then. So the verdict needs two paths
+  // that failed: when no helper nacked (the helpers were phantoms too, or our
+  // own network is the problem), our ping alone failed, and one lost datagram
+  // (2 % per round trip at 1 % loss) would bury a live member everywhere; it
+  // gets one more direct ping first (last_ping), and the verdict a probe
+  // interval later. Outside a storm a newcomer is suspected like anyone (a
+  // newcomer that stalls for a few seconds is not a phantom). A probationer
+  // has no standing at all (it was never in the view, and its proof pings are
+  // the second path): it too is dead at once, storm or not.
   if (m->probation || (young(*m, now_ns) && in_storm(now_ns))) {
+    if (!m->probation && p.nacks == 0 && last_ping(*m, now_ns)) return;
     ++counters_.young_declared_dead;
     apply_dead(m->incarnation, p.target, config_.name, MemberStatus::kDead, now_ns);
     return;
   }
   apply_suspect(Suspect{m->incarnation, p.target, config_.name}, now_ns);
+}
+
+bool Engine::last_ping(const Member& m, std::uint64_t now_ns) {
+  // One is on its way already (a probe out of turn failed meanwhile): its
+  // verdict stands for both.
+  if (proof_seqs_.contains(m.name.id())) return true;
+  // Nothing left to track the answer with: the verdict now, as before.
+  if (proof_seqs_.size() >= config_.max_members) return false;
+  const std::uint32_t seq = next_seq_++;
+  proof_seqs_[m.name.id()] = seq;
+  last_pings_.push_back({now_ns + config_.probe_interval_ns, now_ns, m.incarnation, m.name});
+  ++counters_.young_last_pings;
+  send(m.addr(), PriorityClass::kProbe, Compound{Ping{seq, m.name, config_.name, config_.addr}},
+       false);
+  return true;
+}
+
+void Engine::expire_last_pings(std::uint64_t now_ns) {
+  while (!last_pings_.empty() && last_pings_.front().due_ns <= now_ns) {
+    const LastPing lp = std::move(last_pings_.front());
+    last_pings_.pop_front();
+    proof_seqs_.erase(lp.name.id());
+    Member* m = table_.find(lp.name);
+    // Gone, buried, or refuted meanwhile (a newer life is a newer question):
+    // no verdict of ours.
+    if (m == nullptr || m->is_tombstone() || m->probation || m->incarnation != lp.incarnation)
+      continue;
+    // It answered (this ping, a probe of ours) or pinged us since: alive.
+    if (m->heard_ns >= lp.sent_ns) {
+      ++counters_.young_last_acks;
+      continue;
+    }
+    // Silent twice. Still a newcomer in a storm: dead at once, as the rule
+    // has it; otherwise suspected like anyone.
+    const std::string& name = lp.name;
+    if (young(*m, now_ns) && in_storm(now_ns)) {
+      ++counters_.young_declared_dead;
+      apply_dead(m->incarnation, name, config_.name, MemberStatus::kDead, now_ns);
+    } else {
+      apply_suspect(Suspect{m->incarnation, name, config_.name}, now_ns);
+    }
+  }
 }
 
 void Engine::expire_relays(std::uint64_t now_ns) {
@@ -1529,6 +1585,7 @@ void Engine::tick(std::uint64_t now_ns) {
     next_probe_ns_ = next_probe_at(now_ns);
   }
 
+  expire_last_pings(now_ns);
   expire_suspicions(now_ns);
 
   if (now_ns >= next_gossip_ns_) {
@@ -1607,6 +1664,7 @@ std::uint64_t Engine::next_deadline() const {
   if (!pending_admissions_.empty()) t = std::min(t, admission_.next_token_ns());
   if (!probationers_.empty()) t = std::min(t, probationers_.front().first);
   if (!proof_checks_.empty()) t = std::min(t, proof_checks_.front().first);
+  if (!last_pings_.empty()) t = std::min(t, last_pings_.front().due_ns);
   if (const auto& p = probes_.current()) {
     t = std::min(t, p->indirect_sent ? p->final_deadline_ns : p->direct_deadline_ns);
   }

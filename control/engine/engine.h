@@ -75,6 +75,8 @@ struct Counters {
   std::uint64_t refutations = 0;
   std::uint64_t suspicions = 0;
   std::uint64_t young_declared_dead = 0;  // newcomers that failed a probe in a storm: dead at once
+  std::uint64_t young_last_pings = 0;     // ... whose probe no helper could vouch for: pinged once more first
+  std::uint64_t young_last_acks = 0;      // ... that answered it: alive, no verdict
   std::uint64_t probation_started = 0;   // newcomers admitted on probation (storm or surge)
   std::uint64_t surges = 0;              // arrival surges recognised (probation for arrivals)
   std::uint64_t gossip_eager = 0;        // gossip rounds brought forward for news of a death
@@ -277,11 +279,16 @@ class Engine {
   void start_probe(std::uint64_t now_ns);
   void send_indirect_probes(std::uint64_t now_ns);
   void finish_probe_failed(std::uint64_t now_ns);
+  // A newcomer in a storm that failed our probe with no helper's word against
+  // it: one more direct ping before the verdict. False if none could be sent.
+  bool last_ping(const Member& m, std::uint64_t now_ns);
+  void expire_last_pings(std::uint64_t now_ns);
   void expire_relays(std::uint64_t now_ns);
   void expire_suspicions(std::uint64_t now_ns);
   void gossip(std::uint64_t now_ns);
   std::vector<std::string> gossip_targets(std::uint64_t now_ns);
   void start_sync(std::uint64_t now_ns);
+  void sync_with(const Address& to, std::uint64_t now_ns);
   void send_join(std::uint64_t now_ns);
 
   // Output helpers.
@@ -376,8 +383,18 @@ class Engine {
   std::deque<std::pair<std::uint64_t, std::string>> probationers_;
   // Probationers sent a proof ping, by when to look again (in that order).
   std::deque<std::pair<std::uint64_t, std::string>> proof_checks_;
-  // Probationers asked for proof of life: name id -> the proof ping's number.
+  // Probationers asked for proof of life, and newcomers sent a last ping:
+  // name id -> that ping's number.
   std::unordered_map<std::uint32_t, std::uint32_t> proof_seqs_;
+  // Newcomers sent a last ping before a storm burial (finish_probe_failed),
+  // by when to give the verdict (in that order).
+  struct LastPing {
+    std::uint64_t due_ns;
+    std::uint64_t sent_ns;
+    std::uint64_t incarnation;
+    Name name;  // held, so that its id is not reused meanwhile
+  };
+  std::deque<LastPing> last_pings_;
   // Proof pings a probationer gets before it is declared dead unproven.
   static constexpr std::uint8_t kProofPings = 4;
   // Who told us of each probationer (the sender of the datagram that brought

@@ -2600,6 +2600,103 @@ TEST(Engine, InAStormANewcomerSuspectedByOthersWaitsToRefute) {
   }
 }
 
+// In a storm our own failed probe buries a newcomer at once. When no helper
+// nacked (the helpers were phantoms too), that is one lost ping or ack
+// against a live member, and its Dead would reach everyone before it could
+// refute: it gets one more direct ping, and the verdict waits for it. Three
+// cases: the last ping is answered (alive, no Dead sent); it is not (dead a
+// probe interval later); an established helper nacked (dead at once, no last
+// ping).
+TEST(Engine, InAStormOurOwnLostProbeAloneBuriesNoNewcomer) {
+  enum class Case { kLastPingAnswered, kSilentTwice, kHelperNacked };
+  for (const Case c : {Case::kLastPingAnswered, Case::kSilentTwice, Case::kHelperNacked}) {
+    SCOPED_TRACE(static_cast<int>(c));
+    EngineConfig cfg = storm_config();
+    cfg.surge_min_arrivals = 0;
+    Driver d(cfg);
+    start_storm(d, 200, 203);
+    ASSERT_TRUE(d.e.in_storm(d.now));
+    ASSERT_FALSE(d.e.member(name(200))->probation);
+    std::size_t pings_to_200 = 0;
+    std::size_t deaths_sent = 0;
+    std::uint64_t first_ping_ns = 0;
+    std::uint64_t dead_at_ns = 0;
+    d.run_until(d.now + 20 * kSecond, [&](const Outgoing& o) {
+      const std::size_t to = index_of(o.to);
+      if (const Dead* x = find_msg<Dead>(o); x && x->node == name(200)) ++deaths_sent;
+      if (dead_at_ns == 0 && d.e.member(name(200))->status == MemberStatus::kDead) dead_at_ns = d.now;
+      if (const Ping* p = find_msg<Ping>(o)) {
+        if (to == 200 && p->target == name(200) && ++pings_to_200 == 1) {
+          first_ping_ns = d.now;
+          return;  // the probe, or its ack, is lost
+        }
+        const bool answers = to < 9 || (to == 200 && c == Case::kLastPingAnswered);
+        if (answers) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+      }
+      // Helpers: established ones nack only in the last case; in the others
+      // every helper asked is as silent as a phantom.
+      if (const IndirectPing* ip = find_msg<IndirectPing>(o); ip && c == Case::kHelperNacked && to < 9)
+        d.e.handle(o.to, {Nack{ip->seq_no, name(to)}}, d.now);
+    });
+    ASSERT_GE(pings_to_200, 1u);
+    const Member* m = d.e.member(name(200));
+    switch (c) {
+      case Case::kLastPingAnswered:
+        EXPECT_EQ(m->status, MemberStatus::kAlive);
+        EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(200)), 0u);
+        EXPECT_EQ(deaths_sent, 0u);
+        EXPECT_GE(d.e.counters().young_last_pings, 1u);
+        EXPECT_GE(d.e.counters().young_last_acks, 1u);
+        break;
+      case Case::kSilentTwice:
+        EXPECT_EQ(m->status, MemberStatus::kDead);
+        EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(200)), 1u);
+        EXPECT_GE(d.e.counters().young_last_pings, 1u);
+        EXPECT_EQ(d.e.counters().young_last_acks, 0u);
+        // Our probe (one interval), then the last ping (one more).
+        EXPECT_GE(dead_at_ns, first_ping_ns + 2 * cfg.probe_interval_ns);
+        break;
+      case Case::kHelperNacked:
+        EXPECT_EQ(m->status, MemberStatus::kDead);
+        EXPECT_EQ(d.e.counters().young_last_pings, 0u);
+        EXPECT_LE(dead_at_ns, first_ping_ns + cfg.probe_interval_ns + kSecond / 10);
+        break;
+    }
+  }
+}
+
+// A sync to a failed member (reconnect, for partitions) comes besides the
+// sync with a live peer, never instead of it: a run of syncs to the dead left
+// a member that missed a death holding it for 70 s (ci/phantom-storm seed 39).
+TEST(Engine, AReconnectSyncNeverTakesTheLivePeersTurn) {
+  EngineConfig c = config();
+  c.push_pull_interval_ns = 2 * kSecond;
+  Driver d(c);
+  d.add_members(1, 5);
+  run_with_established(d, 5, kStart + 300 * kSecond);
+  // Two established members fail: the reconnect goes to one of them with
+  // probability 2 / (3 + 2) a round.
+  d.handle(1, {Dead{1, name(3), name(1)}, Dead{1, name(4), name(1)}});
+  std::map<std::uint64_t, std::pair<std::size_t, std::size_t>> syncs;  // time -> (to live, to dead)
+  d.run_until(d.now + 200 * kSecond, [&](const Outgoing& o) {
+    const std::size_t to = index_of(o.to);
+    if (const Ping* p = find_msg<Ping>(o); p && (to == 1 || to == 2))
+      d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+    const SyncRequest* r = find_msg<SyncRequest>(o);
+    if (r == nullptr || r->join) return;
+    if (to == 3 || to == 4) ++syncs[d.now].second; else ++syncs[d.now].first;
+  });
+  std::size_t reconnects = 0;
+  for (const auto& [at, n] : syncs) {
+    if (n.second == 0) continue;
+    ++reconnects;
+    EXPECT_EQ(n.first, 1u) << "reconnect at " << at << " without a live sync";
+  }
+  EXPECT_GE(reconnects, 5u);
+  EXPECT_EQ(d.e.counters().sync_reconnects, reconnects);
+  ASSERT_EQ(d.e.member(name(1))->status, MemberStatus::kAlive);
+}
+
 TEST(Engine, NoGossipToNewcomersThatDiedInAStorm) {
   EngineConfig c = storm_config();
   Driver d(c);
