@@ -264,7 +264,7 @@ void Engine::promote_probationers(std::uint64_t now_ns) {
     // heard of it, and its introducer first-hand.
     if (m->heard_ns < m->live_since_ns + config_.probation_ns / 2) {
       if (m->proof_pings < kProofPings) {
-        if (proof_seqs_.size() >= config_.max_members) {
+        if (!send_proof_ping(*m)) {
           // Nothing left to track the answer with: forgotten without a verdict.
           ++counters_.probation_forgotten;
           suspicions_.erase(name);
@@ -274,11 +274,7 @@ void Engine::promote_probationers(std::uint64_t now_ns) {
           continue;
         }
         ++m->proof_pings;
-        const std::uint32_t seq = next_seq_++;
-        proof_seqs_[m->name.id()] = seq;
         ++counters_.probation_proof_pings;
-        send(m->addr(), PriorityClass::kProbe, Compound{Ping{seq, m->name, config_.name, config_.addr}},
-             false);
         proof_checks_.emplace_back(now_ns + config_.probe_interval_ns, name);
         continue;
       }
@@ -1413,18 +1409,25 @@ void Engine::finish_probe_failed(std::uint64_t now_ns) {
   apply_suspect(Suspect{m->incarnation, p.target, config_.name}, now_ns);
 }
 
+std::optional<std::uint32_t> Engine::send_proof_ping(const Member& m) {
+  // Nothing left to track the answer with.
+  if (proof_seqs_.size() >= config_.max_members) return std::nullopt;
+  const std::uint32_t seq = next_seq_++;
+  proof_seqs_[m.name.id()] = seq;
+  send(m.addr(), PriorityClass::kProbe, Compound{Ping{seq, m.name, config_.name, config_.addr}},
+       false);
+  return seq;
+}
+
 bool Engine::last_ping(const Member& m, std::uint64_t now_ns) {
   // One is on its way already (a probe out of turn failed meanwhile): its
   // verdict stands for both.
   if (proof_seqs_.contains(m.name.id())) return true;
-  // Nothing left to track the answer with: the verdict now, as before.
-  if (proof_seqs_.size() >= config_.max_members) return false;
-  const std::uint32_t seq = next_seq_++;
-  proof_seqs_[m.name.id()] = seq;
-  last_pings_.push_back({now_ns + config_.probe_interval_ns, now_ns, m.incarnation, m.name});
+  // None can be sent: the verdict now, as before.
+  const std::optional<std::uint32_t> seq = send_proof_ping(m);
+  if (!seq) return false;
+  last_pings_.push_back({now_ns + config_.probe_interval_ns, now_ns, m.incarnation, *seq, m.name});
   ++counters_.young_last_pings;
-  send(m.addr(), PriorityClass::kProbe, Compound{Ping{seq, m.name, config_.name, config_.addr}},
-       false);
   return true;
 }
 
@@ -1432,7 +1435,10 @@ void Engine::expire_last_pings(std::uint64_t now_ns) {
   while (!last_pings_.empty() && last_pings_.front().due_ns <= now_ns) {
     const LastPing lp = std::move(last_pings_.front());
     last_pings_.pop_front();
-    proof_seqs_.erase(lp.name.id());
+    // Unanswered: forget its number (unless a proof ping of a newer life
+    // took the slot meanwhile).
+    if (auto pp = proof_seqs_.find(lp.name.id()); pp != proof_seqs_.end() && pp->second == lp.seq_no)
+      proof_seqs_.erase(pp);
     Member* m = table_.find(lp.name);
     // Gone, buried, or refuted meanwhile (a newer life is a newer question):
     // no verdict of ours.

@@ -282,6 +282,10 @@ class Engine {
   // A newcomer in a storm that failed our probe with no helper's word against
   // it: one more direct ping before the verdict. False if none could be sent.
   bool last_ping(const Member& m, std::uint64_t now_ns);
+  // A ping of its own number, no helpers, no suspicion (a probationer's proof
+  // ping, a newcomer's last ping), its number kept in proof_seqs_; nullopt
+  // when proof_seqs_ is full.
+  std::optional<std::uint32_t> send_proof_ping(const Member& m);
   void expire_last_pings(std::uint64_t now_ns);
   void expire_relays(std::uint64_t now_ns);
   void expire_suspicions(std::uint64_t now_ns);
@@ -392,6 +396,7 @@ class Engine {
     std::uint64_t due_ns;
     std::uint64_t sent_ns;
     std::uint64_t incarnation;
+    std::uint32_t seq_no;
     Name name;  // held, so that its id is not reused meanwhile
   };
   std::deque<LastPing> last_pings_;
