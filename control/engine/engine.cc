@@ -100,15 +100,15 @@ Counters Engine::counters() const {
 }
 
 std::optional<std::uint64_t> Engine::suspicion_deadline(const std::string& name) const {
-  auto it = suspicions_.find(name);
-  if (it == suspicions_.end()) return std::nullopt;
-  return it->second.deadline();
+  const Suspicion* s = suspicions_.find(name);
+  if (s == nullptr) return std::nullopt;
+  return s->deadline();
 }
 
 std::optional<std::uint32_t> Engine::suspicion_confirmations(const std::string& name) const {
-  auto it = suspicions_.find(name);
-  if (it == suspicions_.end()) return std::nullopt;
-  return it->second.confirmations();
+  const Suspicion* s = suspicions_.find(name);
+  if (s == nullptr) return std::nullopt;
+  return s->confirmations();
 }
 
 std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& exclude,
@@ -761,11 +761,10 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
     correct_stale(*m);
     return;
   }
-  auto it = suspicions_.find(s.node);
-  if (it != suspicions_.end()) {
+  if (suspicions_.find(s.node) != nullptr) {
     // Already suspected: an independent accuser shortens the timeout (Lifeguard),
     // and is passed on so others can count it too.
-    if (it->second.confirm(s.from)) {
+    if (suspicions_.confirm(s.node, s.from)) {
       ++counters_.suspicion_confirmations;
       queue_broadcast(s.node, s, PriorityClass::kGossip);
     }
@@ -793,7 +792,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
   const std::uint64_t min_ns =
       suspicion_min_timeout(config_.suspicion_mult, n, config_.probe_interval_ns);
   const std::uint64_t max_ns = config_.suspicion_max_timeout_mult * min_ns;
-  suspicions_.emplace(s.node, Suspicion(s.from, k, min_ns, max_ns, now_ns));
+  suspicions_.start(s.node, Suspicion(s.from, k, min_ns, max_ns, now_ns));
   queue_broadcast(s.node, s, PriorityClass::kGossip);
 }
 
@@ -1480,7 +1479,6 @@ void Engine::expire_relays(std::uint64_t now_ns) {
 }
 
 void Engine::expire_suspicions(std::uint64_t now_ns) {
-  std::vector<std::string> expired;
   // Every suspicion waits its Lifeguard timeout, a young member's in a storm
   // and a probationer's too: our own failed probe buries those at once (see
   // finish_probe_failed), but on others' word we wait. The accuser may be a
@@ -1488,8 +1486,7 @@ void Engine::expire_suspicions(std::uint64_t now_ns) {
   // be a sync peer that held the suspicion: buried at once on that, with the
   // Dead each of us then sends, a live newcomer was buried everywhere within
   // 0.1 s, before it could hear of the suspicion and refute.
-  for (const auto& [name, s] : suspicions_)
-    if (s.deadline() <= now_ns) expired.push_back(name);
+  const std::vector<std::string> expired = suspicions_.due(now_ns);
   for (const std::string& name : expired) {
     const Member* m = table_.find(name);
     suspicions_.erase(name);
@@ -1562,7 +1559,7 @@ void Engine::after_own_stall(std::uint64_t now_ns) {
   // least another probe interval (Lifeguard: a slow member's own timeouts are
   // the least trustworthy).
   const std::uint64_t hold = now_ns + probe_interval_ns();
-  for (auto& [name, s] : suspicions_) s.hold_until(hold);
+  suspicions_.hold_all(hold);
   // So did our probe: its ack may be in the backlog too. No verdict, but our
   // health takes the blame.
   if (probes_.current() && probes_.current()->final_deadline_ns <= now_ns) {
@@ -1675,7 +1672,7 @@ std::uint64_t Engine::next_deadline() const {
     t = std::min(t, p->indirect_sent ? p->final_deadline_ns : p->direct_deadline_ns);
   }
   for (const auto& [seq, r] : probes_.relays()) t = std::min(t, r.deadline_ns);
-  for (const auto& [name, s] : suspicions_) t = std::min(t, s.deadline());
+  t = std::min(t, suspicions_.earliest());
   return t;
 }
 

@@ -328,7 +328,7 @@ class Engine {
   Rng rng_;
   MemberTable table_;
   ProbeScheduler probes_;
-  SuspicionMap suspicions_;
+  SuspicionSet suspicions_;
   BroadcastQueue broadcasts_;
   SyncManager syncs_;
   Admission admission_;

@@ -35,19 +35,79 @@ Suspicion::Suspicion(std::string from, std::uint32_t expected, std::uint64_t min
       expected_(expected),
       min_ns_(min_ns),
       max_ns_(expected == 0 ? min_ns : max_ns),
-      start_ns_(start_ns) {}
+      start_ns_(start_ns) {
+  update_deadline();
+}
 
 bool Suspicion::confirm(const std::string& from) {
   // Enough confirmations already: the timeout is at its minimum.
   if (confirmers_.size() >= expected_) return false;
   // The original accuser repeating itself is not independent.
   if (from == from_) return false;
-  return confirmers_.insert(from).second;
+  if (!confirmers_.insert(from).second) return false;
+  update_deadline();
+  return true;
 }
 
-std::uint64_t Suspicion::deadline() const {
+void Suspicion::hold_until(std::uint64_t t) {
+  hold_ns_ = t > hold_ns_ ? t : hold_ns_;
+  update_deadline();
+}
+
+void Suspicion::update_deadline() {
   const std::uint64_t t = start_ns_ + suspicion_timeout(min_ns_, max_ns_, confirmations(), expected_);
-  return t > hold_ns_ ? t : hold_ns_;
+  deadline_ns_ = t > hold_ns_ ? t : hold_ns_;
+}
+
+const Suspicion* SuspicionSet::find(const std::string& node) const {
+  auto it = by_name_.find(node);
+  return it == by_name_.end() ? nullptr : &it->second;
+}
+
+void SuspicionSet::start(const std::string& node, Suspicion s) {
+  auto [it, fresh] = by_name_.emplace(node, std::move(s));
+  if (fresh) by_deadline_.emplace(it->second.deadline(), &it->first);
+}
+
+bool SuspicionSet::confirm(const std::string& node, const std::string& from) {
+  auto it = by_name_.find(node);
+  if (it == by_name_.end()) return false;
+  const std::uint64_t before = it->second.deadline();
+  if (!it->second.confirm(from)) return false;
+  if (it->second.deadline() != before) {
+    by_deadline_.erase({before, &it->first});
+    by_deadline_.emplace(it->second.deadline(), &it->first);
+  }
+  return true;
+}
+
+void SuspicionSet::erase(const std::string& node) {
+  auto it = by_name_.find(node);
+  if (it == by_name_.end()) return;
+  by_deadline_.erase({it->second.deadline(), &it->first});
+  by_name_.erase(it);
+}
+
+void SuspicionSet::hold_all(std::uint64_t t) {
+  by_deadline_.clear();
+  for (auto& [name, s] : by_name_) {
+    s.hold_until(t);
+    by_deadline_.emplace(s.deadline(), &name);
+  }
+}
+
+std::uint64_t SuspicionSet::earliest() const {
+  return by_deadline_.empty() ? UINT64_MAX : by_deadline_.begin()->first;
+}
+
+std::vector<std::string> SuspicionSet::due(std::uint64_t now_ns) const {
+  std::vector<std::string> out;
+  for (const auto& [deadline, name] : by_deadline_) {
+    if (deadline > now_ns) break;
+    out.push_back(*name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace gw::cp::engine

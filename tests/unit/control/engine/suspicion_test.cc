@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "control/engine/config.h"
 #include "control/engine/suspicion.h"
@@ -48,6 +50,54 @@ TEST(Suspicion, OnlyDistinctIndependentConfirmationsCount) {
   EXPECT_EQ(s.deadline(), 100 + 4 * kSecond);
   EXPECT_FALSE(s.confirm("e"));  // bounded: no more state once at the minimum
   EXPECT_EQ(s.confirmations(), 3u);
+}
+
+TEST(Suspicion, AHoldMovesTheDeadlineLaterOnly) {
+  Suspicion s("accuser", 0, 4 * kSecond, 24 * kSecond, 100);
+  EXPECT_EQ(s.deadline(), 100 + 4 * kSecond);
+  s.hold_until(10 * kSecond);
+  EXPECT_EQ(s.deadline(), 10 * kSecond);
+  s.hold_until(kSecond);  // earlier than the hold already there: no change
+  EXPECT_EQ(s.deadline(), 10 * kSecond);
+}
+
+// The engine asks SuspicionSet for its earliest deadline on every pass: it
+// must be the minimum over all suspicions after every kind of change, and
+// due() must name exactly those that ran out, in name order (the order the
+// engine buries them in, which its output depends on).
+TEST(SuspicionSet, EarliestAndDueFollowEveryChange) {
+  SuspicionSet set;
+  EXPECT_EQ(set.earliest(), UINT64_MAX);
+  EXPECT_TRUE(set.due(UINT64_MAX).empty());
+  // Three suspicions started at 0, 1 and 2 s, each waiting for 2 confirmations.
+  set.start("c", Suspicion("x", 2, 4 * kSecond, 24 * kSecond, 0));
+  set.start("a", Suspicion("x", 2, 4 * kSecond, 24 * kSecond, kSecond));
+  set.start("b", Suspicion("x", 2, 4 * kSecond, 24 * kSecond, 2 * kSecond));
+  EXPECT_EQ(set.size(), 3u);
+  EXPECT_EQ(set.earliest(), 24 * kSecond);
+  // A second start for a suspected member changes nothing.
+  set.start("c", Suspicion("y", 2, 4 * kSecond, 24 * kSecond, 50 * kSecond));
+  EXPECT_EQ(set.find("c")->deadline(), 24 * kSecond);
+  // Two confirmations bring b down to its minimum, 2 + 4 s: now the earliest.
+  EXPECT_TRUE(set.confirm("b", "p"));
+  EXPECT_TRUE(set.confirm("b", "q"));
+  EXPECT_FALSE(set.confirm("b", "q"));
+  EXPECT_FALSE(set.confirm("nobody", "q"));
+  EXPECT_EQ(set.earliest(), 6 * kSecond);
+  EXPECT_EQ(set.due(6 * kSecond), std::vector<std::string>{"b"});
+  // Ended: the earliest is c's again.
+  set.erase("b");
+  set.erase("b");
+  EXPECT_EQ(set.find("b"), nullptr);
+  EXPECT_EQ(set.earliest(), 24 * kSecond);
+  // Due at the same time are named in name order, whatever the deadlines.
+  EXPECT_EQ(set.due(25 * kSecond), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(set.due(24 * kSecond), std::vector<std::string>{"c"});
+  // A hold past every deadline moves all of them.
+  set.hold_all(30 * kSecond);
+  EXPECT_EQ(set.earliest(), 30 * kSecond);
+  EXPECT_TRUE(set.due(29 * kSecond).empty());
+  EXPECT_EQ(set.due(30 * kSecond), (std::vector<std::string>{"a", "c"}));
 }
 
 }  // namespace
