@@ -518,24 +518,22 @@ void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
       return;
     }
   }
-  auto& relays = probes_.relays();
-  auto it = relays.find(m.seq_no);
+  const Relay* relay = probes_.find_relay(m.seq_no);
   // Late or unknown ack (probe or relay already finished, or a number we never
   // used): nothing waits for it.
-  if (it == relays.end()) {
+  if (relay == nullptr) {
     ++counters_.ack_drop_unsolicited;
     return;
   }
   // Not from the member we ping for the requester: forwarding it would vouch
   // for a target that never answered.
-  if (!it->second.target.empty() && m.source != it->second.target) {
+  if (!relay->target.empty() && m.source != relay->target) {
     ++counters_.ack_drop_unsolicited;
     return;
   }
-  send(it->second.origin, PriorityClass::kProbe, Compound{Ack{it->second.origin_seq, m.source}},
-       true);
+  send(relay->origin, PriorityClass::kProbe, Compound{Ack{relay->origin_seq, m.source}}, true);
   ++counters_.relay_ack_forwarded;
-  relays.erase(it);
+  probes_.erase_relay(m.seq_no);
 }
 
 void Engine::on_nack(const Nack& m) {
@@ -1461,20 +1459,15 @@ void Engine::expire_last_pings(std::uint64_t now_ns) {
 }
 
 void Engine::expire_relays(std::uint64_t now_ns) {
-  auto& relays = probes_.relays();
-  for (auto it = relays.begin(); it != relays.end();) {
-    if (it->second.deadline_ns > now_ns) {
-      ++it;
-      continue;
-    }
+  for (const std::uint32_t seq : probes_.due_relays(now_ns)) {
+    const Relay* relay = probes_.find_relay(seq);
     // Lifeguard nack: "I could not reach it either", so the prober knows its own
     // link is fine.
-    if (it->second.want_nack) {
+    if (relay->want_nack) {
       ++counters_.relay_nack_sent;
-      send(it->second.origin, PriorityClass::kProbe,
-           Compound{Nack{it->second.origin_seq, config_.name}}, true);
+      send(relay->origin, PriorityClass::kProbe, Compound{Nack{relay->origin_seq, config_.name}}, true);
     }
-    it = relays.erase(it);
+    probes_.erase_relay(seq);
   }
 }
 
@@ -1671,7 +1664,7 @@ std::uint64_t Engine::next_deadline() const {
   if (const auto& p = probes_.current()) {
     t = std::min(t, p->indirect_sent ? p->final_deadline_ns : p->direct_deadline_ns);
   }
-  for (const auto& [seq, r] : probes_.relays()) t = std::min(t, r.deadline_ns);
+  t = std::min(t, probes_.earliest_relay_deadline());
   t = std::min(t, suspicions_.earliest());
   return t;
 }

@@ -1,5 +1,7 @@
 #include "control/engine/probe_scheduler.h"
 
+#include <algorithm>
+
 namespace gw::cp::engine {
 
 void ProbeScheduler::rebuild(const MemberTable& table, const std::string& self, Rng& rng) {
@@ -43,7 +45,35 @@ void ProbeScheduler::add_member(const Name& name, Rng& rng) {
 Relay* ProbeScheduler::add_relay(std::uint32_t our_seq, Relay relay) {
   // Bounded: a flood of indirect pings must not grow memory.
   if (relays_.size() >= max_relays_) return nullptr;
-  return &relays_.insert_or_assign(our_seq, std::move(relay)).first->second;
+  erase_relay(our_seq);  // a number reused: the new relay replaces the old
+  relay_deadlines_.emplace(relay.deadline_ns, our_seq);
+  return &relays_.emplace(our_seq, std::move(relay)).first->second;
+}
+
+const Relay* ProbeScheduler::find_relay(std::uint32_t our_seq) const {
+  auto it = relays_.find(our_seq);
+  return it == relays_.end() ? nullptr : &it->second;
+}
+
+void ProbeScheduler::erase_relay(std::uint32_t our_seq) {
+  auto it = relays_.find(our_seq);
+  if (it == relays_.end()) return;
+  relay_deadlines_.erase({it->second.deadline_ns, our_seq});
+  relays_.erase(it);
+}
+
+std::uint64_t ProbeScheduler::earliest_relay_deadline() const {
+  return relay_deadlines_.empty() ? UINT64_MAX : relay_deadlines_.begin()->first;
+}
+
+std::vector<std::uint32_t> ProbeScheduler::due_relays(std::uint64_t now_ns) const {
+  std::vector<std::uint32_t> out;
+  for (const auto& [deadline, seq] : relay_deadlines_) {
+    if (deadline > now_ns) break;
+    out.push_back(seq);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace gw::cp::engine

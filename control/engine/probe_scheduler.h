@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,15 @@ class ProbeScheduler {
 
   // Nullptr when the relay table is full (the caller counts the drop).
   Relay* add_relay(std::uint32_t our_seq, Relay relay);
-  std::map<std::uint32_t, Relay>& relays() { return relays_; }
-  const std::map<std::uint32_t, Relay>& relays() const { return relays_; }
+  // The relay whose ping to the target had `our_seq`; nullptr if none.
+  const Relay* find_relay(std::uint32_t our_seq) const;
+  void erase_relay(std::uint32_t our_seq);
+  // The earliest relay deadline, UINT64_MAX with none: O(1), since the engine
+  // asks on every pass and a flood of indirect pings fills the table.
+  std::uint64_t earliest_relay_deadline() const;
+  // The relays whose deadline is <= now_ns, by our seq_no.
+  std::vector<std::uint32_t> due_relays(std::uint64_t now_ns) const;
+  std::size_t relay_count() const { return relays_.size(); }
 
  private:
   void rebuild(const MemberTable& table, const std::string& self, Rng& rng);
@@ -75,6 +83,7 @@ class ProbeScheduler {
   std::size_t index_ = 0;
   std::optional<Probe> current_;
   std::map<std::uint32_t, Relay> relays_;  // by the seq_no of our ping to the target
+  std::set<std::pair<std::uint64_t, std::uint32_t>> relay_deadlines_;  // (deadline, seq) of each relay
 };
 
 }  // namespace gw::cp::engine
