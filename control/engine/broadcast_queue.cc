@@ -30,21 +30,72 @@ std::uint32_t BroadcastQueue::find(const Key& key) const {
   return slot == FlatIndex::kAbsent ? kNoSlot : slot;
 }
 
+std::size_t OrderedRing::lower_bound(const Item& x) const {
+  std::size_t lo = 0;
+  std::size_t hi = size_;
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if ((*this)[mid] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+void OrderedRing::grow() {
+  std::vector<Item> next(buf_.empty() ? 8 : buf_.size() * 2);
+  for (std::size_t i = 0; i < size_; ++i) next[i] = (*this)[i];
+  buf_.swap(next);
+  head_ = 0;
+}
+
+void OrderedRing::insert(const Item& x) {
+  // At either end (nearly always): no search, no moves.
+  std::size_t pos = 0;
+  if (size_ == 0 || back() < x) {
+    pos = size_;
+  } else if (!(front() < x)) {
+    pos = 0;
+  } else {
+    pos = lower_bound(x);
+  }
+  if (size_ == buf_.size()) grow();
+  if (pos < size_ - pos) {
+    // The front part moves one slot towards the front.
+    head_ = (head_ - 1) & (buf_.size() - 1);
+    for (std::size_t i = 0; i < pos; ++i) at(i) = at(i + 1);
+  } else {
+    // The back part moves one slot towards the back.
+    for (std::size_t i = size_; i > pos; --i) at(i) = at(i - 1);
+  }
+  at(pos) = x;
+  ++size_;
+}
+
+void OrderedRing::erase(std::uint64_t id) {
+  const std::size_t pos = lower_bound(Item{id, 0});
+  if (pos == size_ || (*this)[pos].first != id) return;
+  if (pos < size_ - 1 - pos) {
+    for (std::size_t i = pos; i > 0; --i) at(i) = at(i - 1);
+    head_ = (head_ + 1) & (buf_.size() - 1);
+  } else {
+    for (std::size_t i = pos; i + 1 < size_; ++i) at(i) = at(i + 1);
+  }
+  --size_;
+}
+
 void BroadcastQueue::order_insert(std::uint32_t slot) {
   const Entry& e = slots_[slot];
   Bucket& b = bucket(e.cls, e.transmits);
   const Item item{e.id, slot};
-  if (b.empty() || b.back().first < e.id)
-    b.push_back(item);
-  else
-    b.insert(std::lower_bound(b.begin(), b.end(), item), item);
+  b.insert(item);
 }
 
 void BroadcastQueue::order_erase(std::uint32_t slot) {
   const Entry& e = slots_[slot];
   Bucket& b = bucket(e.cls, e.transmits);
-  const auto it = std::lower_bound(b.begin(), b.end(), Item{e.id, 0});
-  if (it != b.end() && it->first == e.id) b.erase(it);
+  b.erase(e.id);
 }
 
 std::uint32_t BroadcastQueue::last_in_order() const {
@@ -139,14 +190,14 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
   bool full = false;
   for (const auto& per_class : buckets_) {
     for (const Bucket& b : per_class) {
-      for (auto it = b.rbegin(); it != b.rend(); ++it) {
+      for (std::size_t i = b.size(); i-- > 0;) {
         // Smallest possible message, or several in a row too large: the datagram is
         // as full as it is worth (scanning on would make take() O(Q) per datagram).
         if (left < 4 || misses >= kMaxMisses) {
           full = true;
           break;
         }
-        const std::uint32_t slot = it->second;
+        const std::uint32_t slot = b[i].second;
         const Entry& e = slots_[slot];
         if (e.size > left) {
           ++misses;

@@ -2,6 +2,9 @@
 // with counted drops, never an urgent drop while a non-urgent entry is queued.
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <set>
+
 #include "control/engine/broadcast_queue.h"
 #include "control/engine/wire_size.h"
 
@@ -145,6 +148,62 @@ TEST(BroadcastQueue, RespectsByteBudget) {
   q.take(300, 10, out);
   EXPECT_GT(out.size(), 0u);
   EXPECT_LE(estimated_size(out), 300u);
+}
+
+}  // namespace
+}  // namespace gw::cp::engine
+
+namespace gw::cp::engine {
+namespace {
+
+// The buckets' ordered ring against std::set on a seeded mix of inserts and
+// erases at the front, the back and anywhere, through many wrap-arounds of
+// its head and several doublings of its buffer.
+TEST(OrderedRing, StaysInOrderLikeASetThroughEveryKindOfChange) {
+  OrderedRing ring;
+  std::set<OrderedRing::Item> ref;
+  std::uint64_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return seed >> 33;
+  };
+  std::uint64_t low = 1'000'000;
+  std::uint64_t high = 1'000'001;
+  for (int step = 0; step < 20000; ++step) {
+    const std::uint64_t r = next() % 10;
+    std::uint64_t id = 0;
+    if (r < 3) {
+      id = high++;  // newer than all: the back
+    } else if (r < 6) {
+      id = --low;  // older than all: the front (a backlog draining)
+    } else if (r < 7 && !ref.empty()) {
+      id = low + next() % (high - low);  // anywhere, if not there already
+    }
+    const auto at = ref.lower_bound({id, 0});
+    const bool present = at != ref.end() && at->first == id;
+    if (id != 0 && !present) {
+      const OrderedRing::Item item{id, static_cast<std::uint32_t>(step)};
+      ring.insert(item);
+      ref.insert(item);
+    } else if (!ref.empty()) {
+      // Erase the front, the back or one in the middle.
+      auto it = ref.begin();
+      const std::uint64_t where = next() % 3;
+      if (where == 1) it = std::prev(ref.end());
+      if (where == 2) std::advance(it, static_cast<long>(next() % ref.size()));
+      ring.erase(it->first);
+      ref.erase(it);
+    }
+    ASSERT_EQ(ring.size(), ref.size()) << "step " << step;
+    if (step % 97 == 0 || ref.size() < 4) {
+      std::size_t i = 0;
+      for (const auto& x : ref) ASSERT_EQ(ring[i++], x) << "step " << step;
+    }
+  }
+  ring.erase(0);  // absent: nothing happens
+  EXPECT_EQ(ring.size(), ref.size());
+  ring.clear();
+  EXPECT_TRUE(ring.empty());
 }
 
 }  // namespace
