@@ -212,14 +212,18 @@ int main(int argc, char** argv) {
   using Make = std::function<std::vector<Payload>(const Host&)>;
   const std::size_t k = b.messages;
   const std::size_t news = std::min(k, b.members);  // one piece of news per member
-  auto repeat = [k](std::function<Payload(std::size_t)> f) {
-    return [k, f](const Host&) {
+  // `count` payloads, the i-th made by f(i).
+  auto payloads = [](std::size_t count, std::function<Payload(std::size_t)> f) -> Make {
+    return [count, f](const Host&) {
       std::vector<Payload> v;
-      v.reserve(k);
-      for (std::size_t i = 0; i < k; ++i) v.push_back(f(i));
+      v.reserve(count);
+      for (std::size_t i = 0; i < count; ++i) v.push_back(f(i));
       return v;
     };
   };
+  // K payloads; and one piece of news per member (each only once is news).
+  auto repeat = [&payloads, k](std::function<Payload(std::size_t)> f) { return payloads(k, std::move(f)); };
+  auto once_each = [&payloads, news](std::function<Payload(std::size_t)> f) { return payloads(news, std::move(f)); };
   auto sync = [&b, k](bool equal) {
     return [&b, k, equal](const Host& h) {
       const gw::cp::engine::MemberTable& t = h.host->engine().table();
@@ -276,27 +280,15 @@ int main(int argc, char** argv) {
          const std::size_t m = sender(b, i);
          return one(m, Message{gw::cp::engine::Alive{2 + i / b.members, member_name(m), member_addr(m), {}, 1}});
        }), nullptr},
-      {"suspect", [&b, news](const Host&) {
-         std::vector<Payload> v;
-         for (std::size_t i = 0; i < news; ++i) {
-           v.push_back(one(sender(b, i), Message{gw::cp::engine::Suspect{1, member_name(other(b, i)), member_name(sender(b, i))}}));
-         }
-         return v;
-       }, nullptr},
-      {"dead", [&b, news](const Host&) {
-         std::vector<Payload> v;
-         for (std::size_t i = 0; i < news; ++i) {
-           v.push_back(one(sender(b, i), Message{gw::cp::engine::Dead{1, member_name(other(b, i)), member_name(sender(b, i))}}));
-         }
-         return v;
-       }, nullptr},
-      {"leave", [&b, news](const Host&) {
-         std::vector<Payload> v;
-         for (std::size_t i = 0; i < news; ++i) {
-           v.push_back(one(sender(b, i), Message{gw::cp::engine::Leave{1, member_name(sender(b, i))}}));
-         }
-         return v;
-       }, nullptr},
+      {"suspect", once_each([&b](std::size_t i) {
+         return one(sender(b, i), Message{gw::cp::engine::Suspect{1, member_name(other(b, i)), member_name(sender(b, i))}});
+       }), nullptr},
+      {"dead", once_each([&b](std::size_t i) {
+         return one(sender(b, i), Message{gw::cp::engine::Dead{1, member_name(other(b, i)), member_name(sender(b, i))}});
+       }), nullptr},
+      {"leave", once_each([&b](std::size_t i) {
+         return one(sender(b, i), Message{gw::cp::engine::Leave{1, member_name(sender(b, i))}});
+       }), nullptr},
       {"sync_request", sync(false), nullptr},
       {"sync_request_served", sync(false), serve_all},
       {"sync_equal_served", sync(true), serve_all},
