@@ -105,6 +105,12 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
   for (const RestartBatch& b : r.restarts)
     batches.push_back({{"at_s", b.at_s}, {"members", b.members}, {"all_alive_after_s", b.all_alive_after_s}});
   j["restarts"] = {{"batches", batches}, {"all_alive_after_s", r.restarts_all_alive_after_s}};
+  const auto totals = [](const EngineTotals& t) {
+    nlohmann::json o = nlohmann::json::object();
+    for (std::size_t i = 0; i < EngineTotals::kCount; ++i) o[EngineTotals::kNames[i]] = t.values[i];
+    return o;
+  };
+  j["engine_counters"] = {{"whole_run", totals(r.engine)}, {"measured", totals(r.engine_measured)}};
   j["joins"] = {{"requests", r.join_requests}, {"requests_at_seeds", r.join_requests_at_seeds}};
   j["memory"] = {{"table_entries_max", r.table_entries_max},
                  {"table_bytes_per_member_est", r.table_bytes_per_member_est}};

@@ -19,6 +19,94 @@
 #include "dataplane/api/handoff.h"
 
 namespace gw::sim {
+
+namespace {
+using CounterField = std::uint64_t cp::engine::Counters::*;
+constexpr std::array<CounterField, EngineTotals::kCount> kTotalFields = {
+    &cp::engine::Counters::sync_started,
+    &cp::engine::Counters::sync_answered,
+    &cp::engine::Counters::sync_digest_equal,
+    &cp::engine::Counters::sync_digest_differ,
+    &cp::engine::Counters::sync_bucket_windows,
+    &cp::engine::Counters::sync_whole_views,
+    &cp::engine::Counters::sync_incomplete_retries,
+    &cp::engine::Counters::sync_reconnects,
+    &cp::engine::Counters::join_followups,
+    &cp::engine::Counters::sync_bytes_out,
+    &cp::engine::Counters::probe_started,
+    &cp::engine::Counters::probe_failed,
+    &cp::engine::Counters::probe_newcomer,
+    &cp::engine::Counters::suspicions,
+    &cp::engine::Counters::suspicion_confirmations,
+    &cp::engine::Counters::deaths,
+    &cp::engine::Counters::young_declared_dead,
+    &cp::engine::Counters::young_last_pings,
+    &cp::engine::Counters::probation_started,
+    &cp::engine::Counters::probation_promoted,
+    &cp::engine::Counters::probation_died,
+    &cp::engine::Counters::probation_unproven,
+    &cp::engine::Counters::probation_forgotten,
+    &cp::engine::Counters::surges,
+    &cp::engine::Counters::gossip_eager,
+    &cp::engine::Counters::broadcast_superseded,
+    &cp::engine::Counters::admission_deferred,
+    &cp::engine::Counters::admission_drop_rate,
+    &cp::engine::Counters::own_stalls,
+    &cp::engine::Counters::probe_abandoned_stall,
+    &cp::engine::Counters::probe_outdated,
+    &cp::engine::Counters::probe_ack_direct,
+    &cp::engine::Counters::probe_ack_indirect,
+    &cp::engine::Counters::probe_indirect_sent};
+}  // namespace
+
+const std::array<const char*, EngineTotals::kCount> EngineTotals::kNames = {
+    "sync_started",
+    "sync_answered",
+    "sync_digest_equal",
+    "sync_digest_differ",
+    "sync_bucket_windows",
+    "sync_whole_views",
+    "sync_incomplete_retries",
+    "sync_reconnects",
+    "join_followups",
+    "sync_bytes_out",
+    "probe_started",
+    "probe_failed",
+    "probe_newcomer",
+    "suspicions",
+    "suspicion_confirmations",
+    "deaths",
+    "young_declared_dead",
+    "young_last_pings",
+    "probation_started",
+    "probation_promoted",
+    "probation_died",
+    "probation_unproven",
+    "probation_forgotten",
+    "surges",
+    "gossip_eager",
+    "broadcast_superseded",
+    "admission_deferred",
+    "admission_drop_rate",
+    "own_stalls",
+    "probe_abandoned_stall",
+    "probe_outdated",
+    "probe_ack_direct",
+    "probe_ack_indirect",
+    "probe_indirect_sent"};
+
+void EngineTotals::add(const cp::engine::Counters& c) {
+  for (std::size_t i = 0; i < kCount; ++i) values[i] += c.*kTotalFields[i];
+}
+
+void EngineTotals::add(const EngineTotals& o) {
+  for (std::size_t i = 0; i < kCount; ++i) values[i] += o.values[i];
+}
+
+void EngineTotals::subtract(const EngineTotals& o) {
+  for (std::size_t i = 0; i < kCount; ++i) values[i] -= o.values[i];
+}
+
 namespace {
 
 using cp::engine::Address;
@@ -503,6 +591,7 @@ class Simulator {
     dead_outbox_drops_ += c.outbox_drop_full;
     dead_suspicions_ += c.suspicions;
     dead_refutations_ += c.refutations;
+    dead_totals_.add(c);
     for (std::size_t k = 0; k < crypto::kClassCount; ++k) {
       dead_shaper_drops_[k] += n.shaper->counters()[k].dropped;
       dead_shaper_deferred_[k] += n.shaper->counters()[k].deferred;
@@ -855,6 +944,12 @@ class Simulator {
     const double allowed = static_cast<double>(sc_.network.egress_bytes_per_s) * interval_s + burst +
                            std::max(0.0, largest - burst);
     views_.clear();
+    // Sync counters at the first sample of the measured window.
+    const bool take_totals_mark = !totals_marked_ && now_ >= sc_.measure_from_ns;
+    if (take_totals_mark) {
+      totals_marked_ = true;
+      totals_mark_ = dead_totals_;
+    }
     for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
       Node& n = nodes_[i];
       if (n.state == State::kUp) {
@@ -863,6 +958,7 @@ class Simulator {
         const cp::engine::Counters c = n.engine->counters();
         suspicions += c.suspicions;
         refutations += c.refutations;
+        if (take_totals_mark) totals_mark_.add(c);
       }
       bytes += n.bytes_out - prev_bytes_[i];
       payload += n.payload_out - prev_payload_[i];
@@ -1164,7 +1260,11 @@ class Simulator {
       r_.outbox_drops += c.outbox_drop_full;
       r_.suspicions += c.suspicions;
       r_.refutations += c.refutations;
+      r_.engine.add(c);
     }
+    r_.engine.add(dead_totals_);
+    r_.engine_measured = r_.engine;
+    r_.engine_measured.subtract(totals_mark_);
     r_.suspicions += dead_suspicions_;
     r_.refutations += dead_refutations_;
     // Crashed engines are gone with their counters; collected at crash time.
@@ -1220,6 +1320,9 @@ class Simulator {
   std::uint64_t dead_outbox_drops_ = 0;
   std::uint64_t dead_suspicions_ = 0;
   std::uint64_t dead_refutations_ = 0;
+  EngineTotals dead_totals_;
+  EngineTotals totals_mark_;  // summed at the first sample of the measured window
+  bool totals_marked_ = false;
   Results r_;
 };
 

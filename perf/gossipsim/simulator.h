@@ -23,6 +23,7 @@
 
 #include "perf/gossipsim/scenario.h"
 
+#include "control/engine/engine.h"
 #include "control/engine/messages.h"
 
 namespace gw::sim {
@@ -106,6 +107,18 @@ struct Marker {
   double end_s = 0;  // == start_s: a moment (vertical line); otherwise a band
 };
 
+// Engine counters summed over members (crashed ones at their crash), by name:
+// what the protocol did, for reading a run (EngineTotals::kNames).
+struct EngineTotals {
+  static constexpr std::size_t kCount = 34;
+  static const std::array<const char*, kCount> kNames;
+  std::array<std::uint64_t, kCount> values = {};
+
+  void add(const cp::engine::Counters& c);
+  void add(const EngineTotals& o);
+  void subtract(const EngineTotals& o);
+};
+
 struct Results {
   std::string scenario;
   std::uint64_t seed = 0;
@@ -138,6 +151,8 @@ struct Results {
   double false_positives_per_member_hour = 0;
   std::uint64_t suspicions = 0;   // engine counters summed over all members
   std::uint64_t refutations = 0;
+  EngineTotals engine;
+  EngineTotals engine_measured;  // ... from the first sample of the measured window
   std::uint64_t resurrections = 0;  // a gone member alive again where it was declared gone
   std::uint64_t zombies_at_end = 0; // gone members still live in some steady view at the end
   std::vector<Zombie> zombies;      // the first few of them
