@@ -217,6 +217,40 @@ TEST(Engine, ProbeRingProbesEveryMemberOncePerRoundOneIntervalApart) {
   }
 }
 
+TEST(Engine, EveryProbeReachesAVerdictWhileTheViewKeepsChanging) {
+  // The probe ring's phase follows our place in the view, which moves with
+  // every arrival; a probe must still run to its verdict before the next one
+  // starts. Cut short, the probes of a dead member never failed while members
+  // kept arriving (an arrival storm left every dead newcomer in every view).
+  constexpr std::size_t kSelf = 5000;  // "n5000": arrivals sort on both sides
+  EngineConfig cfg = config(kSelf);
+  cfg.surge_min_arrivals = 0;        // arrivals straight into the view
+  cfg.awareness_max_multiplier = 1;  // unanswered helpers never slow our probes
+  Driver d(cfg);
+  for (std::size_t i = 1; i < 20; ++i) d.handle(i, {alive(i)});
+  const auto gone = [](const std::string& n) { return std::stoul(n.substr(1)) % 4 == 0; };
+  std::size_t next = 20;
+  const std::uint64_t until = kStart + 60 * kSecond;
+  while (d.now < until) {
+    // Four arrivals a second; every fourth member never answers.
+    d.handle(next, {alive(next)});
+    ++next;
+    d.run_until(d.now + 250 * kMillisecond, [&](const Outgoing& o) {
+      if (const Ping* p = find_msg<Ping>(o); p != nullptr && !gone(p->target))
+        d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+    });
+  }
+  const Counters c = d.e.counters();
+  EXPECT_GT(c.probe_started, 50u);
+  // Every probe answered, failed or stale; at most the last one still running.
+  const std::uint64_t verdicts = c.probe_ack_direct + c.probe_ack_indirect + c.probe_failed +
+                                 c.probe_outdated + c.probe_abandoned_stall;
+  EXPECT_LE(c.probe_started - verdicts, 1u)
+      << c.probe_started << " started, " << c.probe_ack_direct << " acked, "
+      << c.probe_ack_indirect << " acked indirectly, " << c.probe_failed << " failed";
+  EXPECT_GE(c.probe_failed, 5u);
+}
+
 TEST(Engine, MissedAckLeadsToIndirectProbesThenSuspicion) {
   EngineConfig c = config();
   c.probe_ring = false;  // SWIM's randomised round-robin, one probe a whole interval apart
@@ -2621,7 +2655,9 @@ TEST(Engine, InAStormOurOwnLostProbeAloneBuriesNoNewcomer) {
     std::size_t deaths_sent = 0;
     std::uint64_t first_ping_ns = 0;
     std::uint64_t dead_at_ns = 0;
-    d.run_until(d.now + 20 * kSecond, [&](const Outgoing& o) {
+    // Long enough for n200's turn: the other two newcomers fail first, with
+    // helpers that do not nack, and our health score stretches the interval.
+    d.run_until(d.now + 40 * kSecond, [&](const Outgoing& o) {
       const std::size_t to = index_of(o.to);
       if (const Dead* x = find_msg<Dead>(o); x && x->node == name(200)) ++deaths_sent;
       if (dead_at_ns == 0 && d.e.member(name(200))->status == MemberStatus::kDead) dead_at_ns = d.now;
