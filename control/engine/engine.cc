@@ -1041,16 +1041,17 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
   }
   const bool join_answer =
       std::find(join_seqs_.begin(), join_seqs_.end(), m.seq_no) != join_seqs_.end();
-  // Joined once a whole answer is in: a part lost on the way would leave our
-  // view short of those members until some periodic sync happened to carry
-  // them (minutes at a few thousand members); the join retry asks again.
-  // A follow-up counts once it is whole too (see tick()).
+  // Joined once an answer is in (SyncManager::answered: all parts, or the last
+  // and all but a few): an answer cut short would leave our view short of
+  // whole ranges of members; the join retry asks again. A follow-up counts
+  // the same way (see tick()); what a lost part held comes with another
+  // answer, whose losses fall elsewhere, or the first periodic sync.
   if (const auto f = std::find(followup_seqs_.begin(), followup_seqs_.end(), m.seq_no);
-      f != followup_seqs_.end() && !syncs_.awaiting(m.seq_no)) {
+      f != followup_seqs_.end() && syncs_.answered(m.seq_no)) {
     followup_seqs_.erase(f);
     if (followup_joins_ > 0 && --followup_joins_ == 0) next_followup_ns_ = UINT64_MAX;
   }
-  if (join_answer && !syncs_.awaiting(m.seq_no) && !joined_) {
+  if (join_answer && syncs_.answered(m.seq_no) && !joined_) {
     joined_ = true;
     next_join_ns_ = UINT64_MAX;
     // One seed's view may itself be short (it joined a moment ago, or lost

@@ -149,7 +149,16 @@ std::uint32_t SyncManager::max_parts(std::size_t max_bytes, std::size_t part_byt
 }
 
 void SyncManager::start(std::uint32_t seq_no, std::uint64_t now_ns) {
-  pending_[seq_no] = Pending{now_ns + timeout_ns_, 0, 0, 0, false};
+  pending_[seq_no] = Pending{now_ns + timeout_ns_, 0, 0, 0, false, false};
+}
+
+bool SyncManager::answered(std::uint32_t seq_no) const {
+  const auto it = pending_.find(seq_no);
+  if (it == pending_.end()) return true;
+  const Pending& p = it->second;
+  if (!p.last_seen || p.cut) return false;
+  const std::uint64_t missing = p.parts > p.parts_seen ? p.parts - p.parts_seen : 0;
+  return missing * kEnoughParts <= p.parts;
 }
 
 SyncManager::Answer SyncManager::on_response(std::uint32_t seq_no, std::uint32_t part,
@@ -157,7 +166,6 @@ SyncManager::Answer SyncManager::on_response(std::uint32_t seq_no, std::uint32_t
   auto it = pending_.find(seq_no);
   // Not a sync of ours (or it timed out): unsolicited state is not merged.
   if (it == pending_.end()) return Answer::kUnsolicited;
-  (void)part;
   Pending& p = it->second;
   // Larger than any sync we would send: take no more of it (what came within the
   // cap is merged already; the rest is not trusted). The entry stays until its
@@ -168,6 +176,8 @@ SyncManager::Answer SyncManager::on_response(std::uint32_t seq_no, std::uint32_t
   }
   p.bytes_seen += bytes;
   ++p.parts_seen;
+  p.parts = parts;
+  if (parts > 0 && part + 1 == parts) p.last_seen = true;
   // All parts in: the slot is free again.
   if (p.parts_seen >= parts) pending_.erase(it);
   return Answer::kMerge;

@@ -91,6 +91,16 @@ class SyncManager {
   bool take_join_answer(std::uint64_t now_ns) { return join_answers_.take(now_ns); }
   // A sync of ours still waiting for (more of) its answer.
   bool awaiting(std::uint32_t seq_no) const { return pending_.count(seq_no) != 0; }
+  // The answer to a sync of ours is in as far as it will be: all its parts, or
+  // its last part and all but one in kEnoughParts of the others. Parts are sent
+  // in order, so once the last is here a missing one was lost, not late; and a
+  // whole view is hundreds of datagrams at 10,000 members (0.99^290: 5 % of
+  // them arrive whole at 1 % loss), so waiting for every part turned each join
+  // into a dozen whole-view exchanges. What a lost part held comes from the
+  // follow-ups and the first periodic sync, whose losses fall elsewhere.
+  // Meaningful right after on_response() for this seq_no.
+  bool answered(std::uint32_t seq_no) const;
+  static constexpr std::uint32_t kEnoughParts = 16;
   std::size_t in_flight() const { return pending_.size() + receiving_.size(); }
 
   // A sync we start (periodic, or join which bypasses the cap).
@@ -123,6 +133,7 @@ class SyncManager {
     std::uint32_t parts = 0;
     std::size_t bytes_seen = 0;  // estimated bytes of the parts received so far
     bool cut = false;            // over the caps: later parts are dropped too
+    bool last_seen = false;      // (ours) the answer's last part has arrived
   };
   // A single part over the caps, or announcing more parts than a sync can have.
   bool oversize_part(std::uint32_t parts, std::size_t bytes) const {
