@@ -1053,6 +1053,7 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
   }
   if (join_answer && syncs_.answered(m.seq_no) && !joined_) {
     joined_ = true;
+    join_answer_cut_ = syncs_.awaiting(m.seq_no);
     next_join_ns_ = UINT64_MAX;
     // One seed's view may itself be short (it joined a moment ago, or lost
     // parts): two more whole-view syncs with other members, a few seconds
@@ -1626,7 +1627,9 @@ void Engine::tick(std::uint64_t now_ns) {
   }
   if (followup_joins_ > 0 && now_ns >= next_followup_ns_) {
     ++followup_attempts_;
-    next_followup_ns_ = now_ns + 4 * config_.join_retry_min_ns;
+    // Our join answer lost parts: only the follow-ups bring what those held
+    // (their own losses fall elsewhere), so the next comes sooner.
+    next_followup_ns_ = now_ns + (join_answer_cut_ ? 1 : 4) * config_.join_retry_min_ns;
     // Another member than the seeds (their view is the one we have), not a
     // young one.
     std::vector<std::string> peer = random_peers(8, {});

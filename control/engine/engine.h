@@ -423,6 +423,7 @@ class Engine {
   static constexpr std::uint32_t kFollowupJoins = 2;
   static constexpr std::uint32_t kMaxFollowupAttempts = 6;
   std::uint32_t followup_joins_ = 0;  // whole follow-up answers still wanted
+  bool join_answer_cut_ = false;      // the answer that ended our join lacked parts
   std::uint32_t followup_attempts_ = 0;
   std::vector<std::uint32_t> followup_seqs_;  // follow-ups sent, not yet wholly answered
   std::uint64_t next_followup_ns_ = UINT64_MAX;
