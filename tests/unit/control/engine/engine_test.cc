@@ -2196,27 +2196,35 @@ TEST(Engine, JoinIsDoneOnlyWhenTheWholeAnswerArrived) {
   EXPECT_NE(d.e.member(name(2)), nullptr);
 }
 
+// Joins through seed 1, whose answer is `parts` parts with those in `lost`
+// missing; part k holds members 1 + k * n / parts .. (k + 1) * n / parts.
+void join_losing_parts(Driver& d, std::uint32_t parts, std::size_t n, const std::set<std::uint32_t>& lost) {
+  const std::vector<Address> seeds = {addr(1)};
+  d.e.join(seeds, d.now);
+  d.collect();
+  const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
+  ASSERT_NE(req, nullptr);
+  const std::uint32_t seq = req->seq_no;
+  for (std::uint32_t part = 0; part < parts; ++part) {
+    if (lost.contains(part)) continue;
+    std::vector<MemberState> ms;
+    for (std::size_t i = 1 + part * n / parts; i <= (part + 1) * n / parts; ++i)
+      ms.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
+    d.handle(1, {SyncResponse{seq, name(1), part, parts, ms}});
+  }
+}
+
 // A whole view at 10,000 members is ~290 datagrams: at 1 % loss 5 % of
 // answers arrive whole, so a join waiting for every part was asked again and
 // again. An answer whose last part is in, with all but a few of the others, is
 // as far in as it will be (parts are sent in order).
 TEST(Engine, AJoinAnswerThatLostAFewOfManyPartsEndsTheJoin) {
   constexpr std::uint32_t kParts = 32;
-  // Sends the answer to our join but for the parts in `lost`; whether we are
+  // Joins losing the parts in `lost` (one member each); whether we are
   // joined then, and the join requests sent in the 5 s after.
   const auto join_losing = [](const std::set<std::uint32_t>& lost) {
     Driver d(config());
-    const std::vector<Address> seeds = {addr(1)};
-    d.e.join(seeds, d.now);
-    d.collect();
-    const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
-    EXPECT_NE(req, nullptr);
-    const std::uint32_t seq = req == nullptr ? 0 : req->seq_no;
-    for (std::uint32_t part = 0; part < kParts; ++part) {
-      if (lost.contains(part)) continue;
-      d.handle(1, {SyncResponse{seq, name(1), part, kParts,
-                                {MemberState{name(part + 1), addr(part + 1), 1, MemberStatus::kAlive, {}}}}});
-    }
+    join_losing_parts(d, kParts, kParts, lost);
     const bool joined = d.e.joined();
     std::size_t retries = 0;
     d.run_until(d.now + 5 * kSecond, [&](const Outgoing& o) {
@@ -2252,19 +2260,7 @@ TEST(Engine, AfterACutJoinAnswerTheFollowUpsComeSooner) {
   // but the first.
   const auto followups_after = [](const std::set<std::uint32_t>& lost) {
     Driver d(config());
-    const std::vector<Address> seeds = {addr(1)};
-    d.e.join(seeds, d.now);
-    d.collect();
-    const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
-    EXPECT_NE(req, nullptr);
-    const std::uint32_t seq = req == nullptr ? 0 : req->seq_no;
-    for (std::uint32_t part = 0; part < kParts; ++part) {
-      if (lost.contains(part)) continue;
-      std::vector<MemberState> ms;
-      for (std::uint32_t i = 1 + part * 40 / kParts; i <= (part + 1) * 40 / kParts; ++i)
-        ms.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
-      d.handle(1, {SyncResponse{seq, name(1), part, kParts, ms}});
-    }
+    join_losing_parts(d, kParts, 40, lost);
     EXPECT_TRUE(d.e.joined());
     const std::uint64_t joined_at = d.now;
     std::vector<std::uint64_t> at;
