@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <initializer_list>
 #include <sstream>
+#include <stdexcept>
 
 namespace gw::sim {
 namespace {
@@ -373,6 +375,151 @@ std::vector<std::pair<std::string, std::string>> to_svgs(const Results& r) {
   const std::vector<Chart> cs = charts(r);
   for (std::size_t k = 0; k < cs.size(); ++k) out.emplace_back(kNames[k], svg_document(r, {cs[k]}));
   return out;
+}
+
+
+namespace {
+
+// One scale-N run's figures, read from its result.json.
+struct ScalePoint {
+  double n = 0;
+  double egress_mean = 0, egress_p99 = 0, egress_max = 0;
+  double egress_without_failures = 0;  // every message type but suspect and dead
+  double packets_mean = 0, packets_p99 = 0, packets_max = 0;
+  double detect_first = 0, detect_p99 = 0, detect_all = 0, detect_all_max = 0;
+  double fp_per_member_hour = 0;
+  double table_bytes_per_entry = 0, heap_bytes_per_entry = 0, heap_peak_gb = 0;
+};
+
+double field(const nlohmann::json& j, const std::string& label, std::initializer_list<const char*> path) {
+  const nlohmann::json* at = &j;
+  std::string where;
+  for (const char* key : path) {
+    where += where.empty() ? key : std::string(".") + key;
+    if (!at->is_object() || !at->contains(key))
+      throw std::runtime_error(label + ": no field " + where);
+    at = &(*at)[key];
+  }
+  if (!at->is_number()) throw std::runtime_error(label + ": " + where + " is not a number");
+  return at->get<double>();
+}
+
+ScalePoint scale_point(const std::string& label, const nlohmann::json& j) {
+  ScalePoint p;
+  p.n = field(j, label, {"members"});
+  p.egress_mean = field(j, label, {"egress", "bytes_per_member_s", "mean"});
+  p.egress_p99 = field(j, label, {"egress", "bytes_per_member_s", "p99"});
+  p.egress_max = field(j, label, {"egress", "bytes_per_member_s", "max"});
+  p.egress_without_failures = p.egress_mean -
+                              field(j, label, {"egress", "by_type", "suspect", "bytes_per_member_s"}) -
+                              field(j, label, {"egress", "by_type", "dead", "bytes_per_member_s"});
+  p.packets_mean = field(j, label, {"egress", "packets_per_member_s", "mean"});
+  p.packets_p99 = field(j, label, {"egress", "packets_per_member_s", "p99"});
+  p.packets_max = field(j, label, {"egress", "packets_per_member_s", "max"});
+  const nlohmann::json& failures = j.contains("detection") ? j["detection"].value("failures", nlohmann::json::array())
+                                                           : nlohmann::json::array();
+  if (failures.empty()) throw std::runtime_error(label + ": no tracked failures (detection.failures)");
+  for (const nlohmann::json& f : failures) {
+    p.detect_first += field(f, label, {"first_s"});
+    p.detect_p99 += field(f, label, {"p99_s"});
+  }
+  p.detect_first /= static_cast<double>(failures.size());
+  p.detect_p99 /= static_cast<double>(failures.size());
+  p.detect_all = field(j, label, {"detection", "all_s", "mean"});
+  p.detect_all_max = field(j, label, {"detection", "all_s", "max"});
+  p.fp_per_member_hour = field(j, label, {"false_positives", "per_member_hour"});
+  p.table_bytes_per_entry = field(j, label, {"perf", "table_bytes_per_entry"});
+  p.heap_bytes_per_entry = field(j, label, {"perf", "heap_bytes_per_entry"});
+  p.heap_peak_gb = field(j, label, {"perf", "heap_peak_bytes"}) / 1e9;
+  return p;
+}
+
+std::vector<ScalePoint> scale_points(const std::vector<std::pair<std::string, nlohmann::json>>& results) {
+  std::vector<ScalePoint> ps;
+  for (const auto& [label, j] : results) ps.push_back(scale_point(label, j));
+  std::sort(ps.begin(), ps.end(), [](const ScalePoint& a, const ScalePoint& b) { return a.n < b.n; });
+  return ps;
+}
+
+Series against_n(const std::vector<ScalePoint>& ps, const std::string& label, const std::string& color,
+                 double ScalePoint::*y, bool dashed = false) {
+  Series s{label, color, {}, dashed};
+  for (const ScalePoint& p : ps) s.points.emplace_back(p.n, p.*y);
+  return s;
+}
+
+}  // namespace
+
+std::string scaling_svg(const std::vector<std::pair<std::string, nlohmann::json>>& results) {
+  const std::vector<ScalePoint> ps = scale_points(results);
+  std::vector<Chart> cs;
+  const std::string n_title = "members (N)";
+  Chart egress = chart("egress per member (measured window)", n_title, "bytes/s per member", {});
+  egress.series = {against_n(ps, "mean", "#36c", &ScalePoint::egress_mean),
+                   against_n(ps, "p99", "#c8c", &ScalePoint::egress_p99),
+                   against_n(ps, "max", "#c33", &ScalePoint::egress_max),
+                   against_n(ps, "mean without suspect and dead", "#2a2", &ScalePoint::egress_without_failures,
+                             true)};
+  if (!ps.empty()) {
+    egress.h_line = 1.5 * ps.front().egress_mean;
+    egress.h_label = "1.5 x the mean at N = " + tick_label(ps.front().n);
+  }
+  cs.push_back(egress);
+  Chart packets = chart("packets per member", n_title, "datagrams/s per member", {});
+  packets.series = {against_n(ps, "mean", "#36c", &ScalePoint::packets_mean),
+                    against_n(ps, "p99", "#c8c", &ScalePoint::packets_p99),
+                    against_n(ps, "max", "#c33", &ScalePoint::packets_max)};
+  cs.push_back(packets);
+  Chart detect = chart("failure detection (mean over crashes)", n_title, "seconds after the crash", {});
+  detect.series = {against_n(ps, "first observer", "#2a2", &ScalePoint::detect_first),
+                   against_n(ps, "99 % of observers", "#36c", &ScalePoint::detect_p99),
+                   against_n(ps, "all observers", "#c8c", &ScalePoint::detect_all),
+                   against_n(ps, "all observers, slowest crash", "#c33", &ScalePoint::detect_all_max, true)};
+  cs.push_back(detect);
+  Chart fp = chart("false positives", n_title, "per member-hour", {});
+  fp.series = {against_n(ps, "false positives", "#c33", &ScalePoint::fp_per_member_hour)};
+  fp.y_max = std::max(1.0, std::max_element(ps.begin(), ps.end(), [](const auto& a, const auto& b) {
+                             return a.fp_per_member_hour < b.fp_per_member_hour;
+                           })->fp_per_member_hour);
+  cs.push_back(fp);
+  Chart bytes = chart("engine memory per member-table entry (at the peak)", n_title, "bytes per entry", {});
+  bytes.series = {against_n(ps, "table", "#36c", &ScalePoint::table_bytes_per_entry),
+                  against_n(ps, "whole heap", "#c8c", &ScalePoint::heap_bytes_per_entry)};
+  bytes.h_line = 64;
+  bytes.h_label = "64 B";
+  cs.push_back(bytes);
+  Chart heap = chart("heap peak (all members' engines)", n_title, "GB", {});
+  heap.series = {against_n(ps, "heap peak", "#36c", &ScalePoint::heap_peak_gb)};
+  cs.push_back(heap);
+
+  std::ostringstream o;
+  o << "<svg xmlns='http://www.w3.org/2000/svg' width='940' height='"
+    << 40 + kPanelHeight * static_cast<double>(cs.size()) << "' font-family='sans-serif'>\n"
+    << "<rect width='100%' height='100%' fill='white'/>\n";
+  o << "<text x='" << kLeft << "' y='22' font-size='16'>gossipsim: scale-N, " << ps.size()
+    << " runs against N</text>\n";
+  double top = 40;
+  for (const Chart& c : cs) {
+    draw(o, c, top);
+    top += kPanelHeight;
+  }
+  o << "</svg>\n";
+  return o.str();
+}
+
+std::string scaling_csv(const std::vector<std::pair<std::string, nlohmann::json>>& results) {
+  std::ostringstream o;
+  o << "members,egress_mean,egress_p99,egress_max,egress_without_suspect_dead,packets_mean,packets_p99,"
+       "packets_max,detect_first_s,detect_p99_s,detect_all_s,detect_all_max_s,false_positives_per_member_hour,"
+       "table_bytes_per_entry,heap_bytes_per_entry,heap_peak_gb\n";
+  for (const ScalePoint& p : scale_points(results)) {
+    for (double v : {p.n, p.egress_mean, p.egress_p99, p.egress_max, p.egress_without_failures, p.packets_mean,
+                     p.packets_p99, p.packets_max, p.detect_first, p.detect_p99, p.detect_all, p.detect_all_max,
+                     p.fp_per_member_hour, p.table_bytes_per_entry, p.heap_bytes_per_entry})
+      o << fmt(v) << ',';
+    o << fmt(p.heap_peak_gb) << '\n';
+  }
+  return o.str();
 }
 
 }  // namespace gw::sim

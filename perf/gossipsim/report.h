@@ -24,4 +24,14 @@ std::string to_svg(const Results& r);
 // suspicions.svg and detection.svg.
 std::vector<std::pair<std::string, std::string>> to_svgs(const Results& r);
 
+// scale-N runs side by side: charts against the member count N of egress per
+// member (mean, p99, max, and without failure news), packets per member,
+// detection times, false positives per member-hour, engine bytes per entry
+// and the heap peak; `results` are result.json documents as gossipsim writes
+// them (with their perf section), labelled by where they came from. Throws
+// std::runtime_error naming the label and the field a document lacks.
+std::string scaling_svg(const std::vector<std::pair<std::string, nlohmann::json>>& results);
+// The same figures as CSV, one row per run in order of N.
+std::string scaling_csv(const std::vector<std::pair<std::string, nlohmann::json>>& results);
+
 }  // namespace gw::sim

@@ -597,6 +597,46 @@ TEST(GossipSimScenario, ShippedCiScenariosHoldTheirExpectations) {
 
 // ---- CLI ----
 
+// scale-N against N: one CSV row per run in order of N, read from what
+// gossipsim writes; a result without a figure is refused by name.
+TEST(GossipSimScaling, ChartsRunsAgainstNAndNamesAMissingField) {
+  Scenario big = load(kSmall);
+  Scenario small = big;
+  scale_scenario(small, 0.5);
+  const nlohmann::json jb = to_json(run_scenario(big), true);
+  const nlohmann::json js = to_json(run_scenario(small), true);
+  const std::string csv = scaling_csv({{"big", jb}, {"small", js}});
+  std::istringstream lines(csv);
+  std::string header, first, second, extra;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  EXPECT_FALSE(std::getline(lines, extra));
+  EXPECT_EQ(header.rfind("members,egress_mean,", 0), 0u);
+  const auto cell = [](const std::string& row, std::size_t k) {
+    std::istringstream in(row);
+    std::string c;
+    for (std::size_t i = 0; i <= k; ++i) std::getline(in, c, ',');
+    return std::stod(c);
+  };
+  EXPECT_EQ(cell(first, 0), 20);  // sorted by N
+  EXPECT_EQ(cell(second, 0), 40);
+  const double mean = jb["egress"]["bytes_per_member_s"]["mean"].get<double>();
+  EXPECT_GT(mean, 0);
+  EXPECT_NEAR(cell(second, 1), mean, mean * 1e-5);  // six significant digits
+  const std::string svg = scaling_svg({{"big", jb}, {"small", js}});
+  EXPECT_NE(svg.find("1.5 x the mean at N = 20"), std::string::npos);
+  EXPECT_NE(svg.find("false positives"), std::string::npos);
+  nlohmann::json broken = jb;
+  broken["egress"]["by_type"].erase("dead");
+  try {
+    scaling_csv({{"run-a/result.json", broken}});
+    ADD_FAILURE() << "a result without egress.by_type.dead was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "run-a/result.json: no field egress.by_type.dead");
+  }
+}
+
 int run_cli(const std::string& args) {
   const std::string cmd = std::string(GOSSIPSIM_PATH) + " " + args + " >/dev/null 2>&1";
   const int rc = std::system(cmd.c_str());
