@@ -760,11 +760,12 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
     return;
   }
   if (suspicions_.find(s.node) != nullptr) {
-    // Already suspected: an independent accuser shortens the timeout (Lifeguard),
-    // and is passed on so others can count it too.
+    // Already suspected: an independent accuser shortens the timeout (Lifeguard).
     if (suspicions_.confirm(s.node, s.from)) {
       ++counters_.suspicion_confirmations;
-      queue_broadcast(s.node, s, PriorityClass::kGossip);
+      // Our own probe failed too: tell the accusers (confirm_to_accusers).
+      // Another's confirmation is not passed on.
+      if (s.from == config_.name) confirm_to_accusers(s);
     }
     return;
   }
@@ -791,6 +792,52 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
       suspicion_min_timeout(config_.suspicion_mult, n, config_.probe_interval_ns);
   const std::uint64_t max_ns = config_.suspicion_max_timeout_mult * min_ns;
   suspicions_.start(s.node, Suspicion(s.from, k, min_ns, max_ns, now_ns));
+  // On others' word: if their verdict has not reached us by the time it
+  // should have, we look for ourselves (hearsay_target).
+  if (s.from != config_.name && k > 0 && hearsay_checks_.size() < config_.max_members)
+    hearsay_checks_.push_back({now_ns + min_ns + config_.probe_interval_ns, s.incarnation, m->name});
+  queue_broadcast(s.node, s, PriorityClass::kGossip);
+}
+
+std::optional<std::string> Engine::hearsay_target(std::uint64_t now_ns) {
+  while (!hearsay_checks_.empty() && hearsay_checks_.front().due_ns <= now_ns) {
+    const HearsayCheck c = std::move(hearsay_checks_.front());
+    hearsay_checks_.pop_front();
+    const Member* m = table_.find(c.name);
+    const Suspicion* s = suspicions_.find(c.name);
+    // Buried, refuted or forgotten meanwhile: the verdict reached us. Our own
+    // probe failed on it already: we are one of the accusers. A newcomer in
+    // a storm: our own failed probe would bury it at once (finish_probe_failed),
+    // on one path where the accusers' verdict took several; the storm's own
+    // probes of newcomers (young_target) look for the dead among them.
+    if (m == nullptr || m->status != MemberStatus::kSuspect || m->incarnation != c.incarnation ||
+        s == nullptr || s->confirmers().contains(config_.name) || (young(*m, now_ns) && in_storm(now_ns)))
+      continue;
+    return c.name.str();
+  }
+  return std::nullopt;
+}
+
+void Engine::confirm_to_accusers(const Suspect& s) {
+  // The first accuser's suspicion times out first, and its Dead is what
+  // buries the member everywhere: a member that holds the suspicion on
+  // hearsay buries it when that Dead arrives (or at its own longest
+  // timeout, if none does). So a confirmation has to reach the accusers,
+  // not everyone: it goes to each accuser we know, directly, and into our
+  // own broadcasts (our transmissions only; receivers count it and do not
+  // pass it on). Re-gossiped by every member, as memberlist does, each of
+  // the K confirmations cost a whole new dissemination of the suspicion:
+  // its bytes grew with N x K per failure.
+  const Suspicion* held = suspicions_.find(s.node);
+  if (held == nullptr) return;
+  const auto tell = [&](const std::string& accuser) {
+    if (accuser == config_.name) return;
+    const Member* a = table_.find(accuser);
+    if (a == nullptr || a->is_tombstone() || a->probation) return;
+    send(a->addr(), PriorityClass::kGossip, Compound{s}, true);
+  };
+  tell(held->accuser());
+  for (const std::string& c : held->confirmers()) tell(c);
   queue_broadcast(s.node, s, PriorityClass::kGossip);
 }
 
@@ -871,7 +918,12 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
   } else {
     ++counters_.deaths;
     if (!was_probation) emit(EventKind::kFailed, *m);
-    queue_broadcast(node, Dead{incarnation, node, from}, PriorityClass::kUrgent);
+    // Only the member that declared the death names itself: no receiver
+    // acts on who it was, and relays are nearly all of a death's
+    // transmissions (N x retransmit_limit), a third of whose bytes the
+    // name was.
+    queue_broadcast(node, Dead{incarnation, node, from == config_.name ? from : std::string{}},
+                    PriorityClass::kUrgent);
   }
 }
 
@@ -1309,16 +1361,22 @@ std::uint64_t Engine::next_probe_at(std::uint64_t now_ns) {
 }
 
 void Engine::start_probe(std::uint64_t now_ns) {
-  // In a storm, every other probe goes to a random newcomer: that is where the
-  // dead are, and a member that missed news of a newcomer's death finds out in
-  // seconds instead of a whole probe round (the view's size in probe
-  // intervals). The round-robin walk goes on with the other half. Outside a
-  // storm, probing is SWIM's round robin only.
-  std::optional<std::string> target;
-  probe_newcomer_next_ = !probe_newcomer_next_;
-  if (probe_newcomer_next_ && in_storm(now_ns))
-    target = young_target(now_ns);
-  if (target) ++counters_.probe_newcomer;
+  // A suspicion we hold on hearsay whose verdict never came goes first: it
+  // is rare (a member that missed every copy of a Dead), and it would wait
+  // the longest timeout otherwise.
+  std::optional<std::string> target = hearsay_target(now_ns);
+  if (target) {
+    ++counters_.probe_hearsay;
+  } else {
+    // In a storm, every other probe goes to a random newcomer: that is where
+    // the dead are, and a member that missed news of a newcomer's death finds
+    // out in seconds instead of a whole probe round (the view's size in probe
+    // intervals). The round-robin walk goes on with the other half. Outside
+    // a storm, probing is the ring (or SWIM's round robin) only.
+    probe_newcomer_next_ = !probe_newcomer_next_;
+    if (probe_newcomer_next_ && in_storm(now_ns)) target = young_target(now_ns);
+    if (target) ++counters_.probe_newcomer;
+  }
   if (!target) target = ring_target(now_ns);
   if (!target) target = probes_.next_target(table_, config_.name, rng_);
   // Nobody to probe yet.

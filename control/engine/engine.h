@@ -98,6 +98,7 @@ struct Counters {
   std::uint64_t tombstones_expired = 0;
   std::uint64_t probe_started = 0;
   std::uint64_t probe_newcomer = 0;  // probes sent to a newcomer out of round-robin order
+  std::uint64_t probe_hearsay = 0;   // ... to a member we suspected on others' word whose verdict never came
   std::uint64_t probe_ack_direct = 0;
   std::uint64_t probe_ack_indirect = 0;
   std::uint64_t probe_failed = 0;
@@ -252,6 +253,9 @@ class Engine {
   static constexpr std::uint32_t kEagerRounds = 3;
   // A random live newcomer to probe, if there is one.
   std::optional<std::string> young_target(std::uint64_t now_ns);
+  // A member we suspect on others' word whose verdict should have reached us
+  // by now (hearsay_checks_), if there is one.
+  std::optional<std::string> hearsay_target(std::uint64_t now_ns);
   // Our target in this round of the probe ring, if the ring is in use.
   std::optional<std::string> ring_target(std::uint64_t now_ns);
   bool ring_in_use();
@@ -259,6 +263,8 @@ class Engine {
   // interval from now.
   std::uint64_t next_probe_at(std::uint64_t now_ns);
   void apply_suspect(const Suspect& s, std::uint64_t now_ns);
+  // Our own failed probe confirmed a suspicion we held: the accusers are told.
+  void confirm_to_accusers(const Suspect& s);
   void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from,
                   MemberStatus status, std::uint64_t now_ns);
   void merge(const std::vector<MemberState>& members, const std::string& from,
@@ -390,6 +396,18 @@ class Engine {
   // Probationers asked for proof of life, and newcomers sent a last ping:
   // name id -> that ping's number.
   std::unordered_map<std::uint32_t, std::uint32_t> proof_seqs_;
+  // Suspicions we hold on others' word, by when the accusers' verdict should
+  // have reached us: started + the shortest timeout + a probe interval. Only
+  // the accusers' timers shrink (confirm_to_accusers), so a member that
+  // missed every copy of their Dead would wait the longest timeout; it probes
+  // the suspect itself instead (start_probe), and its own failed probe is a
+  // confirmation that members holding the death answer with theirs.
+  struct HearsayCheck {
+    std::uint64_t due_ns;
+    std::uint64_t incarnation;
+    Name name;
+  };
+  std::deque<HearsayCheck> hearsay_checks_;
   // Newcomers sent a last ping before a storm burial (finish_probe_failed),
   // by when to give the verdict (in that order).
   struct LastPing {

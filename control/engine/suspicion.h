@@ -35,6 +35,9 @@ class Suspicion {
   // Not before `t`, whatever the confirmations (after a stall of our own).
   void hold_until(std::uint64_t t);
   std::uint32_t confirmations() const { return static_cast<std::uint32_t>(confirmers_.size()); }
+  // Who accused: the member that started it, and those that confirmed it.
+  const std::string& accuser() const { return from_; }
+  const std::set<std::string>& confirmers() const { return confirmers_; }
 
  private:
   std::string from_;

@@ -512,6 +512,96 @@ TEST(Engine, SuspicionTimeoutShrinksWithIndependentConfirmations) {
   EXPECT_EQ(d.sent.back().priority, PriorityClass::kUrgent);
 }
 
+TEST(Engine, AConfirmationGoesToTheAccusersAndIsNotReGossiped) {
+  EngineConfig c = config();
+  c.gossip_nodes = 0;  // no gossip rounds: a datagram carries news only as a piggyback
+  Driver d(c);
+  d.add_members(1, 11);  // N = 11: K = 2 confirmations expected
+  d.handle(2, {Suspect{1, name(1), name(2)}});
+  d.handle(4, {Ping{1, name(0), name(4), addr(4)}});  // our ack carries the suspicion once
+  const BroadcastQueue::Key key{BroadcastQueue::Kind::kMember, name(1)};
+  ASSERT_TRUE(d.e.broadcasts().contains(key));
+  const std::uint32_t sent_before = d.e.broadcasts().transmits(key);
+  ASSERT_GT(sent_before, 0u);
+  // A third member's word: counted (the timeout shrinks), not passed on; the
+  // queued suspicion keeps its transmissions instead of starting afresh.
+  const std::uint64_t deadline = *d.e.suspicion_deadline(name(1));
+  d.handle(3, {Suspect{1, name(1), name(3)}});
+  EXPECT_EQ(*d.e.suspicion_confirmations(name(1)), 1u);
+  EXPECT_LT(*d.e.suspicion_deadline(name(1)), deadline);
+  EXPECT_EQ(d.e.broadcasts().transmits(key), sent_before);
+  // Our own probe of n1 fails: our confirmation goes straight to both
+  // accusers, n2 that started it and n3 that confirmed it.
+  std::uint64_t failed_at = 0;
+  std::optional<std::uint32_t> confirmations;
+  const std::uint64_t failed_before = d.e.counters().probe_failed;
+  d.run_until(d.now + 15 * kSecond, [&](const Outgoing& o) {
+    if (failed_at == 0 && d.e.counters().probe_failed > failed_before) {
+      failed_at = d.now;
+      confirmations = d.e.suspicion_confirmations(name(1));
+    }
+    if (const Ping* p = find_msg<Ping>(o); p != nullptr && p->target != name(1))
+      d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  ASSERT_NE(failed_at, 0u) << "our probe of n1 never failed";
+  EXPECT_EQ(confirmations, std::optional<std::uint32_t>{2});
+  std::set<std::size_t> told;
+  for (std::size_t i = 0; i < d.sent.size(); ++i) {
+    if (d.sent_at[i] != failed_at) continue;
+    for (const Message& m : d.sent[i].messages)
+      if (const Suspect* s = std::get_if<Suspect>(&m); s && s->node == name(1) && s->from == name(0))
+        for (std::size_t a : {2u, 3u})
+          if (d.sent[i].to == addr(a)) told.insert(a);
+  }
+  EXPECT_EQ(told, (std::set<std::size_t>{2, 3}));
+}
+
+TEST(Engine, ASuspicionOnHearsayWhoseVerdictNeverCameIsCheckedByOurOwnProbe) {
+  Driver d(config());
+  d.add_members(1, 100);  // min 8 s, max 48 s; our ring reaches n1 once in 99 rounds
+  d.handle(2, {Suspect{1, name(1), name(2)}});
+  const std::uint64_t start = d.now;
+  const std::uint64_t min = suspicion_min_timeout(4, 100, kSecond);
+  // The accusers' Dead never reaches us. Every member but n1 answers; a
+  // member holding n1 dead answers our own accusation with its confirmation,
+  // as Engine::correct does.
+  std::uint64_t checked_at = 0;
+  const auto index = [](const Address& a) { return static_cast<std::size_t>(a.ip[2]) << 8 | a.ip[3]; };
+  d.run_until(start + min + 5 * kSecond, [&](const Outgoing& o) {
+    const Ping* p = find_msg<Ping>(o);
+    if (p != nullptr && p->target == name(1) && checked_at == 0) checked_at = d.now;
+    if (p != nullptr && p->target != name(1)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+    if (o.to == addr(1)) return;
+    for (const Message& m : o.messages)
+      if (const Suspect* s = std::get_if<Suspect>(&m); s && s->node == name(1) && s->from == name(0))
+        d.e.handle(o.to, {Suspect{1, name(1), name(index(o.to))}}, d.now);
+  });
+  EXPECT_EQ(d.e.counters().probe_hearsay, 1u);
+  // Pinged at the first probe after the accusers' verdict should have come...
+  EXPECT_GE(checked_at, start + min + kSecond);
+  EXPECT_LE(checked_at, start + min + 2 * kSecond);
+  // ... and buried on our own failed probe and the confirmations it drew,
+  // not at the longest timeout (start + 48 s).
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kDead);
+}
+
+TEST(Engine, ADeathNamesItsDeclarerOnlyWhenItIsOurs) {
+  Driver d(config());
+  d.add_members(1, 11);
+  // Heard: relayed without the declarer's name.
+  d.handle(2, {Dead{1, name(1), name(2)}});
+  // Ours: a suspicion that runs out here.
+  d.handle(3, {Suspect{1, name(4), name(3)}});
+  d.run_until(*d.e.suspicion_deadline(name(4)));
+  ASSERT_EQ(d.e.member(name(4))->status, MemberStatus::kDead);
+  // Every copy we sent of either death, gossip and piggyback alike.
+  std::map<std::string, std::set<std::string>> declarer;
+  for (const Outgoing& o : d.sent)
+    for (const Message& m : o.messages)
+      if (const Dead* x = std::get_if<Dead>(&m)) declarer[x->node].insert(x->from);
+  EXPECT_EQ(declarer, (std::map<std::string, std::set<std::string>>{{name(1), {""}}, {name(4), {name(0)}}}));
+}
+
 TEST(Engine, NewerAliveClearsSuspicionOlderIsIgnored) {
   Driver d(config());
   d.add_members(1, 4);
