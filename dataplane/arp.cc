@@ -4,8 +4,6 @@
 
 #include <cstring>
 
-#include "dataplane/worker.h"
-
 namespace gw::dp {
 namespace {
 
@@ -43,27 +41,29 @@ ArpOutcome arp_in_place(std::uint8_t* frame, std::uint32_t len, const LocalEndpo
   return ArpOutcome::kReply;
 }
 
-bool arp_take(WorkerContext& w, rte_mbuf* m, ArpReplies& out) noexcept {
+bool arp_take(rte_mbuf* m, const LocalEndpoint& local, TxContext& tx, WorkerCounters& counters,
+              ArpReplies& out) noexcept {
   if (m->nb_segs != 1 || m->data_len < kArpFrameBytes) return false;
   auto* frame = rte_pktmbuf_mtod(m, std::uint8_t*);
   if (be16(frame + 12) != kEtherTypeArp) return false;
   Endpoint ip;
   Neighbors::Mac mac;
-  const ArpOutcome o = arp_in_place(frame, m->data_len, w.ladder.local, w.tx.src_mac, &ip, &mac);
+  const ArpOutcome o = arp_in_place(frame, m->data_len, local, tx.src_mac, &ip, &mac);
   if (o == ArpOutcome::kIgnored) return false;
   // Only the transmitting worker's table is ever read.
-  if (w.tx.ring != nullptr && w.tx.neighbors.hint(ip, mac.data())) ++w.counters.arp_hints;
+  if (tx.ring != nullptr && tx.neighbors.hint(ip, mac.data())) ++counters.arp_hints;
   if (o != ArpOutcome::kReply || out.count == ArpReplies::kMax) return false;
   out.pkts[out.count++] = m;
   return true;
 }
 
-void arp_flush(WorkerContext& w, ArpReplies& out) noexcept {
+void arp_flush(std::uint16_t port, std::uint16_t queue, TxCounters& tx_counters, WorkerCounters& counters,
+               ArpReplies& out) noexcept {
   if (out.count == 0) return;
-  const std::uint16_t sent = rte_eth_tx_burst(w.port, w.queue, out.pkts.data(), out.count);
-  w.counters.arp_replies += sent;
+  const std::uint16_t sent = rte_eth_tx_burst(port, queue, out.pkts.data(), out.count);
+  counters.arp_replies += sent;
   if (sent < out.count) {
-    w.tx.counters.tx_drop_nic += out.count - sent;
+    tx_counters.tx_drop_nic += out.count - sent;
     rte_pktmbuf_free_bulk(out.pkts.data() + sent, out.count - sent);
   }
   out.count = 0;

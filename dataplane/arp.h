@@ -18,12 +18,12 @@
 #include <array>
 #include <cstdint>
 
+#include "dataplane/api/counters.h"
 #include "dataplane/ladder.h"
 #include "dataplane/neighbors.h"
+#include "dataplane/tx_path.h"
 
 namespace gw::dp {
-
-struct WorkerContext;
 
 inline constexpr std::uint16_t kEtherTypeArp = 0x0806;
 inline constexpr std::size_t kArpFrameBytes = 14 + 28;
@@ -49,11 +49,17 @@ struct ArpReplies {
   std::uint16_t count = 0;
 };
 
-// Worker lcore only. For a drop_not_gossip packet: true if `m` became an ARP
-// reply queued in `out` (the caller must not free it), false otherwise.
-bool arp_take(WorkerContext& w, rte_mbuf* m, ArpReplies& out) noexcept;
+// Worker lcore only, given that worker's parts (its ladder's `local`, its
+// `tx`, its `counters`): they are passed rather than the WorkerContext so
+// that ARP does not depend on the worker that calls it. For a
+// drop_not_gossip packet: true if `m` became an ARP reply queued in `out`
+// (the caller must not free it), false otherwise.
+bool arp_take(rte_mbuf* m, const LocalEndpoint& local, TxContext& tx, WorkerCounters& counters,
+              ArpReplies& out) noexcept;
 
-// Worker lcore only: transmits the collected replies on the worker's queue.
-void arp_flush(WorkerContext& w, ArpReplies& out) noexcept;
+// Worker lcore only: transmits the collected replies on the worker's
+// `port` and `queue`.
+void arp_flush(std::uint16_t port, std::uint16_t queue, TxCounters& tx_counters, WorkerCounters& counters,
+               ArpReplies& out) noexcept;
 
 }  // namespace gw::dp

@@ -1,42 +1,12 @@
 #include "dataplane/setup.h"
 
-#include "config/loader.h"
-
 #include <arpa/inet.h>
 
+#include <vector>
+
+#include "dataplane/api/config_check.h"
+
 namespace gw::dp {
-
-crypto::Suite resolve_suite(const config::Config& cfg) {
-  switch (cfg.cluster.suite) {
-    case config::SuiteChoice::kAes256Gcm:
-      if (!crypto::aes256gcm_available()) {
-        throw std::runtime_error(
-            "cluster.suite: aes256gcm needs AES-NI and PCLMUL, which this CPU lacks; the whole cluster must use chacha20poly1305");
-      }
-      return crypto::Suite::kAes256Gcm;
-    case config::SuiteChoice::kChaCha20Poly1305:
-      return crypto::Suite::kChaCha20Poly1305;
-    case config::SuiteChoice::kAuto:
-      break;
-  }
-  return crypto::aes256gcm_available() ? crypto::Suite::kAes256Gcm : crypto::Suite::kChaCha20Poly1305;
-}
-
-crypto::Keyring load_keyring(const config::Config& cfg, std::map<std::uint32_t, crypto::KeyBytes>* material) {
-  const crypto::Suite suite = resolve_suite(cfg);
-  crypto::Keyring ring;
-  for (const config::KeyConfig& k : cfg.cluster.keys) {
-    const std::string path = config::resolve_path(cfg, k.file);
-    const crypto::KeyBytes bytes = crypto::load_key_file(path);
-    const crypto::Key key(bytes, suite);
-    if (ring.find(key.id()) != nullptr) {
-      throw crypto::KeyError("key file '" + path + "': the same key is listed twice in cluster.keys");
-    }
-    ring.add(key, k.primary);
-    if (material != nullptr) (*material)[key.id()] = bytes;
-  }
-  return ring;
-}
 
 LadderConfig ladder_config(const config::Config& cfg) {
   LadderConfig lc;
@@ -48,6 +18,19 @@ LadderConfig ladder_config(const config::Config& cfg) {
   lc.max_payload_bytes = cfg.limits.max_payload_bytes;
   lc.replay_window_s = cfg.limits.replay_window_s;
   return lc;
+}
+
+std::unique_ptr<Classifier> make_classifier(const config::Config& cfg) {
+  if (!cfg.classifier.enabled) return nullptr;
+  std::vector<ClassifierRule> rules;
+  for (const auto& r : cfg.classifier.rules) rules.push_back({r.name, r.pattern});
+  return std::make_unique<Classifier>(rules, cfg.classifier.builtins, cfg.classifier.scan_bytes,
+                                      cfg.classifier.compile_budget_ms);
+}
+
+void check_config(const config::Config& cfg) {
+  (void)ladder_config(cfg);
+  (void)make_classifier(cfg);
 }
 
 void setup_neighbors(Neighbors& n, const config::Config& cfg) {

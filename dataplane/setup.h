@@ -1,29 +1,26 @@
-// Turning a validated Config into what the dataplane runs with: the keyring
-// and the ladder's fixed inputs. Runs before EAL starts.
+// Turning a validated Config into what the dataplane runs with: the ladder's
+// fixed inputs, the classifier, the pinned neighbours. Runs before EAL starts.
+// (The keyring comes from config/keys.h.)
 #pragma once
 
-#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 #include "config/config.h"
-#include "crypto/keys.h"
+#include "dataplane/classifier.h"
 #include "dataplane/ladder.h"
 #include "dataplane/neighbors.h"
 
 namespace gw::dp {
 
-// The suite a config selects on this CPU; throws std::runtime_error naming
-// `cluster.suite` if AES-256-GCM is asked for and the CPU cannot run it.
-crypto::Suite resolve_suite(const config::Config& cfg);
-
-// Loads every key file; throws crypto::KeyError naming the file. With
-// `material`, also returns each key's bytes by id (to persist the keyring).
-crypto::Keyring load_keyring(const config::Config& cfg,
-                             std::map<std::uint32_t, crypto::KeyBytes>* material = nullptr);
-
 // Fills everything but `keys`.
 LadderConfig ladder_config(const config::Config& cfg);
+
+// The classifier `cfg.classifier` asks for, compiled within its
+// compile_budget_ms (null if it is disabled). Throws ClassifierError naming
+// the first bad rule. While the process has one thread (Classifier forks).
+std::unique_ptr<Classifier> make_classifier(const config::Config& cfg);
 
 // The transmit MAC table's configured part: dataplane.neighbors pinned,
 // dataplane.arp_hints applied. Main lcore, before the workers run; throws

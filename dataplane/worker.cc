@@ -90,7 +90,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
       continue;
     }
     w.counters.count(r.verdict);
-    if (r.verdict == Verdict::kNotGossip && arp_take(w, m, arp)) {  // now a reply
+    if (r.verdict == Verdict::kNotGossip && arp_take(m, w.ladder.local, w.tx, w.counters, arp)) {  // now a reply
       pkts[i] = nullptr;
       ++taken;
     }
@@ -167,7 +167,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   } else {
     rte_pktmbuf_free_bulk(pkts, n);  // skips the null slots of ARP replies
   }
-  arp_flush(w, arp);
+  arp_flush(w.port, w.queue, w.tx.counters, w.counters, arp);
 }
 
 void adopt_snapshot(WorkerContext& w) noexcept {

@@ -72,7 +72,7 @@ for tool in tcpreplay tcpdump ip; do
 done
 if [ -f "$build/build.ninja" ]; then :; else meson setup "$build" >/dev/null; fi
 echo "== building gossipgw, gossipgen, gossipctl in $build"
-if ! out=$(ninja -C "$build" ${NINJA_JOBS:+-j "$NINJA_JOBS"} dataplane/gossipgw perf/gossipgen/gossipgen \
+if ! out=$(ninja -C "$build" ${NINJA_JOBS:+-j "$NINJA_JOBS"} control/gateway/gossipgw perf/gossipgen/gossipgen \
     control/ctl/gossipctl 2>&1); then
   echo "$out" | tail -n 30 >&2
   echo "cluster-demo.sh: build failed" >&2

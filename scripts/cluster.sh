@@ -225,10 +225,10 @@ down() {
 
 find_bins() {
   local d=$1
-  for b in dataplane/gossipgw control/ctl/gossipctl perf/gossipgen/gossipgen; do
+  for b in control/gateway/gossipgw control/ctl/gossipctl perf/gossipgen/gossipgen; do
     [ -x "$d/$b" ] || die "$d/$b not found: build it (meson setup build && ninja -C build) or pass --bin-dir"
   done
-  GW=$(cd "$d" && pwd)/dataplane/gossipgw
+  GW=$(cd "$d" && pwd)/control/gateway/gossipgw
   CTL=$(cd "$d" && pwd)/control/ctl/gossipctl
   GEN=$(cd "$d" && pwd)/perf/gossipgen/gossipgen
 }

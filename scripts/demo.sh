@@ -38,7 +38,7 @@ root=$(pwd)
 bash scripts/setup-deps.sh
 if [ -f build/build.ninja ]; then :; else meson setup build >/dev/null; fi
 echo "== building gossipgw, gossipgen, gossipctl"
-ninja -C build dataplane/gossipgw perf/gossipgen/gossipgen control/ctl/gossipctl >/dev/null
+ninja -C build control/gateway/gossipgw perf/gossipgen/gossipgen control/ctl/gossipctl >/dev/null
 
 work=$(mktemp -d /tmp/gossipgw-demo.XXXXXX)
 cleanup() { if [ "$keep" = 1 ]; then echo "work directory kept: $work"; else rm -rf "$work"; fi; }
@@ -81,7 +81,7 @@ build/perf/gossipgen/gossipgen --config "$work/gossipgw.yaml" --seed "$seed" --m
   "${corpus_args[@]}" --out "$work/traffic.pcap" --truth "$work/truth.json"
 
 echo "== gateway on net_pcap (1 worker lcore, 1 control lcore, --no-huge)"
-build/dataplane/gossipgw -l 0,1 --no-huge -m 512 --no-pci --file-prefix="gwdemo$$" \
+build/control/gateway/gossipgw -l 0,1 --no-huge -m 512 --no-pci --file-prefix="gwdemo$$" \
   --log-level=lib.eal:warning --vdev="net_pcap0,rx_pcap=$work/traffic.pcap" \
   -- --config "$work/gossipgw.yaml" --idle-exit-ms 500 --stats-json "$work/stats.json"
 

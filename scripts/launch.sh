@@ -90,7 +90,7 @@ find_bin() {
   command -v "$name" 2>/dev/null && return 0
   die "$name not found in $repo/build/$sub or \$PATH: build it (meson setup build && ninja -C build) or set GOSSIPGW_BIN_DIR"
 }
-gossipgw=$(find_bin gossipgw dataplane)
+gossipgw=$(find_bin gossipgw control/gateway)
 gossipctl=$(find_bin gossipctl control/ctl)
 
 # 1. Config and every key file, with gossipgw's own loader.

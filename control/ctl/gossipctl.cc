@@ -43,12 +43,12 @@
 #include <thread>
 #include <vector>
 
+#include "config/keys.h"
 #include "config/loader.h"
 #include "control/host/keyring_state.h"
 #include "control/version.h"
 #include "crypto/keys.h"
-#include "dataplane/classifier.h"
-#include "dataplane/setup.h"
+#include "dataplane/api/config_check.h"
 
 namespace {
 
@@ -155,18 +155,13 @@ std::vector<std::string> eal_args(const EalOptions& opt) {
 // with the same one-line error before touching hugepages or NICs.
 gw::config::Config check_config(const std::string& path) {
   gw::config::Config cfg = gw::config::load_config(path);
-  (void)gw::dp::load_keyring(cfg);  // every key file: present, 32 bytes, mode 0600, no duplicates
+  (void)gw::config::load_keyring(cfg);  // every key file: present, 32 bytes, mode 0600, no duplicates
   // The persisted keyring the gateway would load instead (if there is one).
-  if (!cfg.control.state_dir.empty()) (void)gw::cp::load_keyring_state(cfg.control.state_dir, gw::dp::resolve_suite(cfg));
-  (void)gw::dp::ladder_config(cfg);
-  // The classifier as gossipgw compiles it at start (bounded by
-  // classifier.compile_budget_ms): a rule too costly to compile fails here too.
-  if (cfg.classifier.enabled) {
-    std::vector<gw::dp::ClassifierRule> rules;
-    for (const auto& r : cfg.classifier.rules) rules.push_back({r.name, r.pattern});
-    const gw::dp::Classifier c(rules, cfg.classifier.builtins, cfg.classifier.scan_bytes,
-                               cfg.classifier.compile_budget_ms);
-  }
+  if (!cfg.control.state_dir.empty()) (void)gw::cp::load_keyring_state(cfg.control.state_dir, gw::config::resolve_suite(cfg));
+  // The ladder's inputs, and the classifier as gossipgw compiles it at start
+  // (bounded by classifier.compile_budget_ms): a rule too costly to compile
+  // fails here too.
+  gw::dp::check_config(cfg);
   return cfg;
 }
 
@@ -723,7 +718,8 @@ int main(int argc, char** argv) {
   } catch (const RemoteError& e) {
     return failed(e.status(), e.what());
   } catch (const std::runtime_error& e) {
-    // resolve_suite and ladder_config: a field the CPU or the parser refuses.
+    // resolve_suite and check_config: a field the CPU or the parser refuses,
+    // a classifier rule that does not compile.
     return failed(kExitUsage, e.what());
   }
   return 0;

@@ -9,7 +9,7 @@ second left out).
 
   perf/bench/run.sh --cases valid --sizes 128 --repeats 1 --keep   # makes WORK
   python3 perf/bench/ab.py --work WORK --pcap valid-128.pcap --rounds 3 \\
-      /tmp/gossipgw-before build-bench/dataplane/gossipgw
+      /tmp/gossipgw-before build-bench/control/gateway/gossipgw
 
 The pcaps carry the time they were made: with the bench config's
 replay_window_s of 3600, use them within the hour.

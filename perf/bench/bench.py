@@ -359,7 +359,7 @@ def main():
     ap.add_argument("--json", default="", help="also write all results as JSON here")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     args = ap.parse_args()
-    args.gossipgw = os.path.join(args.build, "dataplane", "gossipgw")
+    args.gossipgw = os.path.join(args.build, "control", "gateway", "gossipgw")
     args.gossipgen = os.path.join(args.build, "perf", "gossipgen", "gossipgen")
     args.crypto_floor = os.path.join(args.build, "perf", "bench", "crypto_floor")
     args.mbufs = 65536
@@ -367,7 +367,7 @@ def main():
         NICE[:] = ["nice", "-n", str(args.nice)]
     for exe in (args.gossipgw, args.gossipgen, args.crypto_floor):
         if not os.access(exe, os.X_OK):
-            sys.exit(f"missing {exe}: ninja -C {args.build} dataplane/gossipgw perf/gossipgen/gossipgen "
+            sys.exit(f"missing {exe}: ninja -C {args.build} control/gateway/gossipgw perf/gossipgen/gossipgen "
                      "perf/bench/crypto_floor")
     if shutil.which("dpdk-testpmd") is None:
         sys.exit("dpdk-testpmd not found (Debian: apt-get install dpdk)")

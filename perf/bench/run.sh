@@ -5,7 +5,7 @@
 # table (Mpps, ratios, targets). Details and options: run.sh --help.
 #
 #   meson setup build-bench -Dbuildtype=release -Dtests=false -Dwerror=false
-#   ninja -C build-bench dataplane/gossipgw perf/gossipgen/gossipgen perf/bench/crypto_floor
+#   ninja -C build-bench control/gateway/gossipgw perf/gossipgen/gossipgen perf/bench/crypto_floor
 #   perf/bench/run.sh [--cases foreign,valid] [--sizes 128,512,1400] [--seconds 5] [--repeats 3]
 #
 # Needs root (DPDK runtime directory and telemetry socket under /var/run/dpdk)

@@ -15,12 +15,12 @@
 #include <span>
 #include <string>
 
+#include "config/keys.h"
 #include "config/loader.h"
 #include "control/codec.h"
 #include "control/engine/engine.h"
 #include "crypto/datagram.h"
 #include "dataplane/ladder.h"
-#include "dataplane/setup.h"
 #include "perf/gossipgen/frames.h"
 #include "perf/gossipgen/pcap_io.h"
 
@@ -36,7 +36,7 @@ cp::engine::Address address_of(const perf::IpAddr& ip, std::uint16_t port) {
 }
 
 int join(const config::Config& cfg, const std::string& name, const perf::IpAddr& peer_ip, const std::string& out) {
-  const crypto::Keyring ring = dp::load_keyring(cfg);
+  const crypto::Keyring ring = config::load_keyring(cfg);
   const perf::IpAddr gw_ip = *perf::parse_ip(cfg.node.address);
   cp::engine::EngineConfig ec = cp::engine::EngineConfig::local();
   ec.name = name;
@@ -76,7 +76,7 @@ int join(const config::Config& cfg, const std::string& name, const perf::IpAddr&
 }
 
 int inspect(const config::Config& cfg, const std::string& peer_ip, const std::string& in) {
-  const crypto::Keyring ring = dp::load_keyring(cfg);
+  const crypto::Keyring ring = config::load_keyring(cfg);
   dp::LadderConfig lc;
   if (!dp::parse_endpoint(peer_ip.c_str(), cfg.node.port, &lc.local)) return 2;
   lc.cluster_id = crypto::derive_cluster_id(cfg.cluster.name);

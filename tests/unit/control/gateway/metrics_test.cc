@@ -11,8 +11,8 @@
 
 #include "control/host/engine_host.h"
 #include "control/engine/engine.h"
-#include "dataplane/metrics.h"
-#include "dataplane/stats_json.h"
+#include "control/gateway/metrics.h"
+#include "control/gateway/stats_json.h"
 
 namespace gw::dp {
 namespace {

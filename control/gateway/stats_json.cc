@@ -1,4 +1,4 @@
-#include "dataplane/stats_json.h"
+#include "control/gateway/stats_json.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -29,22 +29,23 @@
 
 #include <unistd.h>
 
+#include "config/keys.h"
 #include "config/loader.h"
 #include "control/api/server.h"
+#include "control/gateway/control_api.h"
+#include "control/gateway/metrics.h"
+#include "control/gateway/stats_json.h"
 #include "control/host/control_loop.h"
+#include "control/host/engine_host.h"
 #include "control/host/events/event_runner.h"
 #include "control/host/events/hosts_file.h"
-#include "control/host/engine_host.h"
 #include "control/host/keyring_state.h"
 #include "control/host/log_ring.h"
 #include "control/version.h"
 #include "crypto/keys.h"
-#include "dataplane/control_api.h"
 #include "dataplane/handoff_rings.h"
-#include "dataplane/metrics.h"
 #include "dataplane/port.h"
 #include "dataplane/setup.h"
-#include "dataplane/stats_json.h"
 #include "dataplane/tx_path.h"
 #include "dataplane/worker.h"
 
@@ -137,7 +138,7 @@ gw::cp::EngineHost::Options engine_options(const gw::config::Config& cfg, const 
   }
   o.cluster_id = ladder.cluster_id;
   o.snapshots = &snapshots;
-  o.suite = gw::dp::resolve_suite(cfg);
+  o.suite = gw::config::resolve_suite(cfg);
   o.rng_seed = gw::cp::monotonic_ns() ^ (std::uint64_t{gw::cp::unix_seconds()} << 20);
   o.started_unix_ns = gw::dp::unix_time_ns();
   return o;
@@ -264,12 +265,12 @@ int main(int argc, char** argv) {
   try {
     cfg = gw::config::load_config(opt.config_path);
     config_digest = file_sha256_hex(opt.config_path);
-    keyring = gw::dp::load_keyring(cfg, &key_material);
+    keyring = gw::config::load_keyring(cfg, &key_material);
     // A keyring persisted by an earlier run wins over the config's key files
     // (which only seed it): after a rotation the config may still name the
     // old key. docs/operations.md, "Rotating keys".
     if (!cfg.control.state_dir.empty()) {
-      if (auto stored = gw::cp::load_keyring_state(cfg.control.state_dir, gw::dp::resolve_suite(cfg))) {
+      if (auto stored = gw::cp::load_keyring_state(cfg.control.state_dir, gw::config::resolve_suite(cfg))) {
         keyring = stored->ring;
         key_material = std::move(stored->material);
         keyring_source = stored->path;
@@ -281,12 +282,7 @@ int main(int argc, char** argv) {
     ladder.not_before_s = opt.freeze_clock != 0
                               ? static_cast<std::uint32_t>(opt.freeze_clock)
                               : static_cast<std::uint32_t>(gw::dp::unix_time_ns() / 1'000'000'000ULL);
-    if (cfg.classifier.enabled) {
-      std::vector<gw::dp::ClassifierRule> rules;
-      for (const auto& r : cfg.classifier.rules) rules.push_back({r.name, r.pattern});
-      classifier = std::make_unique<gw::dp::Classifier>(rules, cfg.classifier.builtins, cfg.classifier.scan_bytes,
-                                                        cfg.classifier.compile_budget_ms);
-    }
+    classifier = gw::dp::make_classifier(cfg);
   } catch (const std::exception& e) {
     return fail(kExitUsage, e.what());
   }
@@ -443,7 +439,7 @@ int main(int argc, char** argv) {
       // Which code does the AEAD (issue 19): ipsec-mb's AES-256-GCM picks its
       // instruction set from the CPU flags; libsodium runs ChaCha20-Poly1305.
       spdlog::info("suite {}; aes256gcm: {}; chacha20poly1305: {}",
-                   suite_text(gw::dp::resolve_suite(cfg)), gw::crypto::aes256gcm_impl_name(),
+                   suite_text(gw::config::resolve_suite(cfg)), gw::crypto::aes256gcm_impl_name(),
                    gw::crypto::chacha20poly1305_impl_name());
       if (keyring_source != "cluster.keys") {
         char primary_id[9];
@@ -605,7 +601,7 @@ int main(int argc, char** argv) {
       gw::dp::ControlApi::Context api_ctx;
       api_ctx.host = host.get();
       api_ctx.snapshots = &snapshots;
-      api_ctx.suite = gw::dp::resolve_suite(cfg);
+      api_ctx.suite = gw::config::resolve_suite(cfg);
       api_ctx.stats_json = [&] { return live_stats(false); };
       api_ctx.request_stop = [] { g_stop.store(true, std::memory_order_relaxed); };
       api_ctx.logs = log_ring.get();
@@ -642,7 +638,7 @@ int main(int argc, char** argv) {
           j["primary_key"] = idtext;
         }
         j["keyring_source"] = keyring_source;
-        j["suite"] = suite_text(gw::dp::resolve_suite(cfg));
+        j["suite"] = suite_text(gw::config::resolve_suite(cfg));
         j["aead_aes256gcm"] = gw::crypto::aes256gcm_impl_name();
         j["aead_chacha20poly1305"] = gw::crypto::chacha20poly1305_impl_name();
         // Queue depths now: the hand-off rings per class (all workers), the

@@ -1,4 +1,4 @@
-#include "dataplane/control_api.h"
+#include "control/gateway/control_api.h"
 
 #include <spdlog/spdlog.h>
 
@@ -9,9 +9,9 @@
 #include <variant>
 
 #include "control/api/request.h"
+#include "control/gateway/stats_json.h"
 #include "control/host/key_ops.h"
 #include "dataplane/ladder.h"
-#include "dataplane/stats_json.h"
 
 namespace gw::dp {
 namespace {

@@ -1,4 +1,4 @@
-#include "dataplane/metrics.h"
+#include "control/gateway/metrics.h"
 
 #include <rte_telemetry.h>
 
