@@ -181,6 +181,9 @@ const std::map<std::string, EngineSeries>& engine_series() {
     add("probe_started", "gossipgw_engine_probes_started_total", "Probes started (probes)");
     add("probe_newcomer", "gossipgw_engine_probes_newcomer_total",
         "Probes sent to a newcomer out of round-robin order, in a storm; also in probes_started (probes)");
+    add("probe_hearsay", "gossipgw_engine_probes_hearsay_total",
+        "Probes of a member we suspected on others' word whose verdict (their Dead) never reached us, "
+        "sent out of round-robin order; also in probes_started (probes)");
     constexpr const char* kProbeOutcomes =
         "Finished probes by outcome: ack_direct, ack_indirect (through helpers), failed (no answer in time), "
         "abandoned_stall (deadline passed while we were stalled: no verdict, our health takes the blame), "

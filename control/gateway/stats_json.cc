@@ -101,6 +101,7 @@ std::string engine_counters_json(const cp::engine::Counters& c) {
   GW_ENGINE_COUNTER(admission_deferred); GW_ENGINE_COUNTER(alive_drop_graveyard); GW_ENGINE_COUNTER(graveyard_evictions);
   GW_ENGINE_COUNTER(join_answered); GW_ENGINE_COUNTER(join_drop_rate); GW_ENGINE_COUNTER(join_retries); GW_ENGINE_COUNTER(join_followups);
   GW_ENGINE_COUNTER(young_declared_dead); GW_ENGINE_COUNTER(young_last_pings); GW_ENGINE_COUNTER(young_last_acks); GW_ENGINE_COUNTER(stale_corrections); GW_ENGINE_COUNTER(probe_newcomer);
+  GW_ENGINE_COUNTER(probe_hearsay);
   GW_ENGINE_COUNTER(probation_started); GW_ENGINE_COUNTER(probation_promoted); GW_ENGINE_COUNTER(probation_died); GW_ENGINE_COUNTER(probation_death_told); GW_ENGINE_COUNTER(probation_proof_pings); GW_ENGINE_COUNTER(probation_proof_acks); GW_ENGINE_COUNTER(probation_unproven); GW_ENGINE_COUNTER(probation_forgotten);
   GW_ENGINE_COUNTER(surges); GW_ENGINE_COUNTER(gossip_eager);
   GW_ENGINE_COUNTER(sync_digest_equal); GW_ENGINE_COUNTER(sync_digest_differ);
