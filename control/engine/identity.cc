@@ -119,12 +119,12 @@ std::uint64_t IdentityPool::profile_hash(const Address& addr, const std::vector<
 std::uint32_t IdentityPool::intern_profile(const Address& addr, const std::vector<Tag>& tags,
                                            std::uint32_t protocol_version) {
   const std::uint64_t h = profile_hash(addr, tags, protocol_version);
-  auto [lo, hi] = profile_index_.equal_range(h);
-  for (auto it = lo; it != hi; ++it) {
-    ProfileRec& r = profiles_[it->second];
+  const std::uint32_t found = profile_index_.find(h);
+  if (found != FlatIndex::kAbsent) {
+    ProfileRec& r = profiles_[found];
     if (r.data.addr == addr && r.data.protocol_version == protocol_version && r.data.tags == tags) {
       ++r.refs;
-      return it->second;
+      return found;
     }
   }
   std::uint32_t id;
@@ -139,7 +139,8 @@ std::uint32_t IdentityPool::intern_profile(const Address& addr, const std::vecto
   r.data = ProfileData{addr, tags, protocol_version};
   r.hash = h;
   r.refs = 1;
-  profile_index_.emplace(h, id);
+  // A hash another profile holds already: this one stays unindexed.
+  if (found == FlatIndex::kAbsent) profile_index_.insert(h, id);
   return id;
 }
 
@@ -147,13 +148,7 @@ void IdentityPool::release_profile(std::uint32_t id) {
   if (id == kNone) return;
   ProfileRec& r = profiles_[id];
   if (--r.refs != 0) return;
-  auto [lo, hi] = profile_index_.equal_range(r.hash);
-  for (auto it = lo; it != hi; ++it) {
-    if (it->second == id) {
-      profile_index_.erase(it);
-      break;
-    }
-  }
+  if (profile_index_.find(r.hash) == id) profile_index_.erase(r.hash);
   r.data = ProfileData{};
   free_profiles_.push_back(id);
 }
@@ -163,7 +158,7 @@ std::size_t IdentityPool::bytes() const {
   // The name slots; the profile index: key, value, next pointer and the
   // cached hash per node, plus buckets.
   b += name_slots_.size() * sizeof(NameSlot);
-  b += profile_index_.size() * (8 + 4 + 16) + profile_index_.bucket_count() * sizeof(void*);
+  b += profile_index_.bytes();
   for (const NameRec& r : names_)
     if (r.text.capacity() > 15) b += r.text.capacity() + 1;
   for (const ProfileRec& r : profiles_) {

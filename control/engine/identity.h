@@ -15,10 +15,10 @@
 #include <deque>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "control/engine/flat_index.h"
 #include "control/engine/messages.h"
 
 namespace gw::cp::engine {
@@ -104,7 +104,12 @@ class IdentityPool {
   std::size_t names_indexed_ = 0;
   std::deque<ProfileRec> profiles_;
   std::vector<std::uint32_t> free_profiles_;
-  std::unordered_multimap<std::uint64_t, std::uint32_t> profile_index_;
+  // The profile index: hash -> id (FlatIndex). Two different profiles with
+  // one 64-bit hash (never seen) would not share: the second is kept
+  // unindexed, a record of its own, which costs a duplicate and nothing else.
+  // std::unordered_multimap chased a node per lookup: 8 % of the simulator's
+  // time while 10,000 members joined.
+  FlatIndex profile_index_;
 };
 
 inline IdentityPool& identities() { return IdentityPool::instance(); }
