@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,40 @@ namespace {
 
 // FlatIndex (the broadcast queue's index) against std::map through a seeded
 // run of inserts and erases, with keys that collide in their low bits.
+// Equal profiles share one record while any holder keeps it; a released
+// one is forgotten by the index (its id may be reused, for anything).
+TEST(IdentityPool, EqualProfilesShareOneRecordWhileHeld) {
+  const std::size_t before = identities().profiles_in_use();
+  const Address a{{10, 9, 0, 1}, 7946};
+  const Address b{{10, 9, 0, 2}, 7946};
+  const std::vector<Tag> role{{"role", "db"}};
+  std::optional<Profile> p1(std::in_place, a, role, 1);
+  const Profile p2(a, role, 1);
+  const Profile other_addr(b, role, 1);
+  const Profile other_tags(a, {}, 1);
+  const Profile other_version(a, role, 2);
+  EXPECT_EQ(p1->id(), p2.id());
+  EXPECT_NE(p1->id(), other_addr.id());
+  EXPECT_NE(p1->id(), other_tags.id());
+  EXPECT_NE(p1->id(), other_version.id());
+  EXPECT_EQ(identities().profiles_in_use(), before + 4);
+  EXPECT_EQ(p2.get().addr, a);
+  EXPECT_EQ(p2.get().tags, role);
+  p1.reset();  // p2 still holds it
+  EXPECT_EQ(identities().profiles_in_use(), before + 4);
+  EXPECT_EQ(Profile(a, role, 1).id(), p2.id());
+  {
+    const Profile once(b, {}, 3);
+    EXPECT_EQ(identities().profiles_in_use(), before + 5);
+  }
+  EXPECT_EQ(identities().profiles_in_use(), before + 4);
+  // Interned again after its release: a live record with the same data.
+  const Profile again(b, {}, 3);
+  EXPECT_EQ(again.get().addr, b);
+  EXPECT_EQ(again.get().protocol_version, 3u);
+  EXPECT_EQ(Profile(b, {}, 3).id(), again.id());
+}
+
 TEST(FlatIndex, AgreesWithAMapThroughInsertsAndErases) {
   FlatIndex index;
   std::map<std::uint64_t, std::uint32_t> model;
