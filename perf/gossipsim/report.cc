@@ -349,13 +349,13 @@ std::vector<Chart> charts(const Results& r) {
   return out;
 }
 
-std::string svg_document(const Results& r, const std::vector<Chart>& cs) {
+// The charts stacked under a title, as one SVG document.
+std::string svg_document(const std::string& title, const std::vector<Chart>& cs) {
   std::ostringstream o;
   o << "<svg xmlns='http://www.w3.org/2000/svg' width='940' height='"
     << 40 + kPanelHeight * static_cast<double>(cs.size()) << "' font-family='sans-serif'>\n"
     << "<rect width='100%' height='100%' fill='white'/>\n";
-  o << "<text x='" << kLeft << "' y='22' font-size='16'>gossipsim: " << xml_escape(r.scenario)
-    << " (seed " << r.seed << ", " << r.members << " members, " << r.phantoms << " phantoms)</text>\n";
+  o << "<text x='" << kLeft << "' y='22' font-size='16'>" << xml_escape(title) << "</text>\n";
   double top = 40;
   for (const Chart& c : cs) {
     draw(o, c, top);
@@ -365,15 +365,20 @@ std::string svg_document(const Results& r, const std::vector<Chart>& cs) {
   return o.str();
 }
 
+std::string run_title(const Results& r) {
+  return "gossipsim: " + r.scenario + " (seed " + std::to_string(r.seed) + ", " + std::to_string(r.members) +
+         " members, " + std::to_string(r.phantoms) + " phantoms)";
+}
+
 }  // namespace
 
-std::string to_svg(const Results& r) { return svg_document(r, charts(r)); }
+std::string to_svg(const Results& r) { return svg_document(run_title(r), charts(r)); }
 
 std::vector<std::pair<std::string, std::string>> to_svgs(const Results& r) {
   static constexpr const char* kNames[] = {"views.svg", "egress.svg", "suspicions.svg", "detection.svg"};
   std::vector<std::pair<std::string, std::string>> out;
   const std::vector<Chart> cs = charts(r);
-  for (std::size_t k = 0; k < cs.size(); ++k) out.emplace_back(kNames[k], svg_document(r, {cs[k]}));
+  for (std::size_t k = 0; k < cs.size(); ++k) out.emplace_back(kNames[k], svg_document(run_title(r), {cs[k]}));
   return out;
 }
 
@@ -492,19 +497,7 @@ std::string scaling_svg(const std::vector<std::pair<std::string, nlohmann::json>
   heap.series = {against_n(ps, "heap peak", "#36c", &ScalePoint::heap_peak_gb)};
   cs.push_back(heap);
 
-  std::ostringstream o;
-  o << "<svg xmlns='http://www.w3.org/2000/svg' width='940' height='"
-    << 40 + kPanelHeight * static_cast<double>(cs.size()) << "' font-family='sans-serif'>\n"
-    << "<rect width='100%' height='100%' fill='white'/>\n";
-  o << "<text x='" << kLeft << "' y='22' font-size='16'>gossipsim: scale-N, " << ps.size()
-    << " runs against N</text>\n";
-  double top = 40;
-  for (const Chart& c : cs) {
-    draw(o, c, top);
-    top += kPanelHeight;
-  }
-  o << "</svg>\n";
-  return o.str();
+  return svg_document("gossipsim: scale-N, " + std::to_string(ps.size()) + " runs against N", cs);
 }
 
 std::string scaling_csv(const std::vector<std::pair<std::string, nlohmann::json>>& results) {
