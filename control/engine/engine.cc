@@ -821,8 +821,8 @@ std::optional<std::string> Engine::hearsay_target(std::uint64_t now_ns) {
 void Engine::confirm_to_accusers(const Suspect& s) {
   // The first accuser's suspicion times out first, and its Dead is what
   // buries the member everywhere: a member that holds the suspicion on
-  // hearsay buries it when that Dead arrives (or at its own longest
-  // timeout, if none does). So a confirmation has to reach the accusers,
+  // hearsay buries it when that Dead arrives (if none does, it checks for
+  // itself: hearsay_target). So a confirmation has to reach the accusers,
   // not everyone: it goes to each accuser we know, directly, and into our
   // own broadcasts (our transmissions only; receivers count it and do not
   // pass it on). Re-gossiped by every member, as memberlist does, each of
@@ -1363,7 +1363,7 @@ std::uint64_t Engine::next_probe_at(std::uint64_t now_ns) {
 void Engine::start_probe(std::uint64_t now_ns) {
   // A suspicion we hold on hearsay whose verdict never came goes first: it
   // is rare (a member that missed every copy of a Dead), and it would wait
-  // the longest timeout otherwise.
+  // the longest timeout otherwise. It takes this round's ring slot.
   std::optional<std::string> target = hearsay_target(now_ns);
   if (target) {
     ++counters_.probe_hearsay;
