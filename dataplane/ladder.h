@@ -31,6 +31,7 @@
 #include <array>
 #include <cstdint>
 
+#include "config/config.h"
 #include "crypto/keys.h"
 #include "crypto/wire_header.h"
 #include "dataplane/api/handoff.h"
@@ -71,10 +72,10 @@ void set_ipv4_subnet(LocalEndpoint* ep, unsigned prefix_len) noexcept;
 struct LadderConfig {
   LocalEndpoint local;
   std::uint64_t cluster_id = 0;
-  std::uint32_t max_payload_bytes = 1400;
+  std::uint32_t max_payload_bytes = config::LimitsConfig{}.max_payload_bytes;
   const crypto::Keyring* keys = nullptr;
   // Header timestamps more than this many seconds from our clock are stale.
-  std::uint32_t replay_window_s = 30;
+  std::uint32_t replay_window_s = config::LimitsConfig{}.replay_window_s;
   // Header timestamps before this Unix second are refused (before-start):
   // this gateway's start, so that what an earlier run of it accepted (its
   // replay windows are gone) cannot be accepted again. 0: no watermark.

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace gw::dp {
 
 // A start-up failure an operator can fix (wrong device, too little memory).
@@ -20,9 +22,10 @@ class SetupError : public std::runtime_error {
 struct PortPlan {
   std::uint16_t port_id = 0;
   std::uint16_t queues = 1;  // one rx and one tx queue per worker
-  std::uint16_t rx_descriptors = 1024;
-  std::uint16_t tx_descriptors = 1024;
-  std::uint32_t mbufs_per_queue = 16384;
+  // Defaults: the config's (dataplane.*), written once there.
+  std::uint16_t rx_descriptors = config::DataplaneConfig{}.rx_descriptors;
+  std::uint16_t tx_descriptors = config::DataplaneConfig{}.tx_descriptors;
+  std::uint32_t mbufs_per_queue = config::DataplaneConfig{}.mbufs;
   std::uint32_t tx_mbufs = 4096;  // the control lcore's transmit pool
 };
 

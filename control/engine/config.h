@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "control/engine/messages.h"
@@ -145,6 +147,10 @@ struct EngineConfig {
   static EngineConfig lan();
   static EngineConfig wan();
   static EngineConfig local();
+  // The preset named `name` (lan, wan or local: membership.preset in the
+  // gateway's config, engine.preset in a gossipsim scenario); none for any
+  // other name.
+  static std::optional<EngineConfig> preset(std::string_view name);
 
   // Empty if usable, else "<field>: <why>" for the first problem found.
   std::string validate() const;
@@ -176,6 +182,13 @@ inline std::string EngineConfig::validate() const {
   for (const Tag& t : tags) tag_total += t.key.size() + t.value.size();
   if (tag_total > max_tag_bytes) return "tags: larger than max_tag_bytes";
   return {};
+}
+
+inline std::optional<EngineConfig> EngineConfig::preset(std::string_view name) {
+  if (name == "lan") return lan();
+  if (name == "wan") return wan();
+  if (name == "local") return local();
+  return std::nullopt;
 }
 
 inline EngineConfig EngineConfig::lan() { return EngineConfig{}; }

@@ -32,7 +32,9 @@
 #include "config/keys.h"
 #include "config/loader.h"
 #include "control/api/server.h"
+#include "control/gateway/adapters.h"
 #include "control/gateway/control_api.h"
+#include "control/gateway/info.h"
 #include "control/gateway/metrics.h"
 #include "control/gateway/stats_json.h"
 #include "control/host/control_loop.h"
@@ -46,6 +48,7 @@
 #include "dataplane/handoff_rings.h"
 #include "dataplane/port.h"
 #include "dataplane/setup.h"
+#include "dataplane/start.h"
 #include "dataplane/tx_path.h"
 #include "dataplane/worker.h"
 
@@ -96,54 +99,6 @@ struct KeyringPersistCounters {
   std::uint64_t write_errors = 0;  // ... that failed (logged at error)
 };
 
-gw::dp::Endpoint endpoint_of(const gw::dp::LocalEndpoint& l) {
-  gw::dp::Endpoint e;
-  if (l.ipv6) {
-    e.ip = l.ipv6_addr;
-    e.ip_len = 16;
-  } else {
-    std::copy(l.ipv4.begin(), l.ipv4.end(), e.ip.begin());
-    e.ip_len = 4;
-  }
-  e.port = l.port;
-  return e;
-}
-
-// The engine's identity and timing from the config.
-gw::cp::EngineHost::Options engine_options(const gw::config::Config& cfg, const gw::dp::LadderConfig& ladder,
-                                           gw::dp::SnapshotExchange& snapshots) {
-  using gw::cp::engine::EngineConfig;
-  gw::cp::EngineHost::Options o;
-  o.engine = cfg.membership.preset == "wan"     ? EngineConfig::wan()
-             : cfg.membership.preset == "local" ? EngineConfig::local()
-                                                : EngineConfig::lan();
-  o.engine.name = cfg.node.name;
-  o.engine.addr = gw::cp::to_engine_address(endpoint_of(ladder.local));
-  for (const auto& [k, v] : cfg.membership.tags) o.engine.tags.push_back({k, v});
-  o.engine.allowed_name_prefixes = cfg.membership.allowed_name_prefixes;
-  for (const auto& [k, v] : cfg.membership.required_tags) o.engine.required_tags.push_back({k, v});
-  o.engine.admit_rate = cfg.membership.admit_rate;
-  o.engine.admit_burst = cfg.membership.admit_burst;
-  o.shaper.bytes_per_sec = cfg.membership.egress_bytes_per_sec;
-  o.shaper.burst_bytes = cfg.membership.egress_burst_bytes;
-  o.shaper.queue_bytes = cfg.membership.egress_queue_bytes;
-  // Seconds since the epoch: a restarted member always comes back with a
-  // higher incarnation than any it used before, so its tombstone cannot hold it.
-  o.engine.initial_incarnation = gw::cp::unix_seconds();
-  for (const auto& seed : cfg.membership.seeds) {
-    gw::dp::LocalEndpoint ep;
-    if (gw::dp::parse_endpoint(seed.ip.c_str(), seed.port, &ep)) {
-      o.seeds.push_back(gw::cp::to_engine_address(endpoint_of(ep)));
-    }
-  }
-  o.cluster_id = ladder.cluster_id;
-  o.snapshots = &snapshots;
-  o.suite = gw::config::resolve_suite(cfg);
-  o.rng_seed = gw::cp::monotonic_ns() ^ (std::uint64_t{gw::cp::unix_seconds()} << 20);
-  o.started_unix_ns = gw::dp::unix_time_ns();
-  return o;
-}
-
 // Only a directory named like EAL's own (.../dpdk/<prefix>) is removed.
 void remove_runtime_dir(const std::string& dir) {
   const std::filesystem::path p(dir);
@@ -189,11 +144,6 @@ constexpr const char* kUsage =
     "  gossipgw -l 0,1 --no-huge -m 512 --no-pci --file-prefix=gw1 \\\n"
     "      --vdev=net_pcap0,rx_pcap=in.pcap -- --config gossipgw.yaml --idle-exit-ms 500\n"
     "Run 'gossipgw -- --help' for the gateway's own options, 'gossipgw --version' for the version.\n";
-
-// The suite as cluster.suite spells it.
-const char* suite_text(gw::crypto::Suite s) {
-  return s == gw::crypto::Suite::kAes256Gcm ? "aes256gcm" : "chacha20poly1305";
-}
 
 }  // namespace
 
@@ -262,6 +212,7 @@ int main(int argc, char** argv) {
   std::string keyring_source = "cluster.keys";  // or the state file it came from
   gw::dp::LadderConfig ladder;
   std::unique_ptr<gw::dp::Classifier> classifier;  // null: classifier.enabled is false
+  gw::cp::engine::EngineConfig engine_config;      // membership.enabled only
   try {
     cfg = gw::config::load_config(opt.config_path);
     config_digest = file_sha256_hex(opt.config_path);
@@ -283,6 +234,7 @@ int main(int argc, char** argv) {
                               ? static_cast<std::uint32_t>(opt.freeze_clock)
                               : static_cast<std::uint32_t>(gw::dp::unix_time_ns() / 1'000'000'000ULL);
     classifier = gw::dp::make_classifier(cfg);
+    if (cfg.membership.enabled) engine_config = gw::cp::engine_config(cfg, ladder.local);
   } catch (const std::exception& e) {
     return fail(kExitUsage, e.what());
   }
@@ -357,13 +309,7 @@ int main(int argc, char** argv) {
     std::vector<std::unique_ptr<gw::dp::WorkerContext>> workers;
     if (status == 0) {
       try {
-        gw::dp::PortPlan plan;
-        plan.port_id = cfg.dataplane.port_id;
-        plan.queues = static_cast<std::uint16_t>(cfg.lcores.workers.size());
-        plan.rx_descriptors = cfg.dataplane.rx_descriptors;
-        plan.tx_descriptors = cfg.dataplane.tx_descriptors;
-        plan.mbufs_per_queue = cfg.dataplane.mbufs;
-        port = gw::dp::start_port(plan);
+        port = gw::dp::start_port(gw::dp::port_plan(cfg));
         rings = std::make_unique<gw::dp::HandoffRings>(
             cfg.lcores.workers.size(), cfg.rings.size,
             cfg.limits.max_payload_bytes - static_cast<std::uint32_t>(gw::crypto::kTagBytes));
@@ -378,7 +324,6 @@ int main(int argc, char** argv) {
     }
 
     if (status == 0) {
-      const std::uint64_t idle_exit_tsc = rte_get_tsc_hz() / 1000 * opt.idle_exit_ms;
       std::atomic<bool> workers_stop{false};
       std::atomic<bool> link_down{false};  // the control lcore watches the port's link
       std::uint64_t link_down_events = 0;  // up -> down transitions seen
@@ -386,43 +331,26 @@ int main(int argc, char** argv) {
       first->keys = keyring;
       first->key_material = key_material;
       gw::dp::SnapshotExchange snapshots(cfg.lcores.workers.size(), std::move(first));
+      gw::dp::WorkerWiring wiring;
+      wiring.port = &port;
+      wiring.ladder = ladder;
+      wiring.snapshots = &snapshots;
+      wiring.rings = rings.get();
+      wiring.tx_ring = tx_ring;
+      wiring.classifier = classifier.get();
+      wiring.stop = &workers_stop;
+      wiring.link_down = &link_down;
+      wiring.idle_exit_tsc = rte_get_tsc_hz() / 1000 * opt.idle_exit_ms;
+      wiring.freeze_clock_s = opt.freeze_clock;
       std::vector<const std::atomic<bool>*> done_flags;
       for (std::size_t q = 0; q < cfg.lcores.workers.size(); ++q) {
-        auto w = std::make_unique<gw::dp::WorkerContext>();
-        w->lcore = cfg.lcores.workers[q];
-        w->port = port.port_id;
-        w->queue = static_cast<std::uint16_t>(q);
-        w->burst = cfg.dataplane.burst;
-        w->idle_backoff_us = cfg.dataplane.idle_backoff_us;
-        w->idle_exit_tsc = idle_exit_tsc;
-        w->ladder = ladder;
-        w->snapshots = &snapshots;
-        w->worker_index = q;
-        w->ladder.keys = &snapshots.current().keys;
-        for (std::size_t c = 0; c < gw::crypto::kClassCount; ++c) {
-          w->rings[c] = rings->ring(q, static_cast<gw::crypto::PriorityClass>(c));
-        }
-        w->stop = &workers_stop;
-        w->link_down = &link_down;
-        w->tx.src_mac = port.mac;  // every worker answers ARP (dataplane/arp.h)
-        w->tx.local = ladder.local;
-        if (q == 0) w->tx.ring = tx_ring;  // worker 0 transmits what the control lcore queues
-        gw::dp::setup_neighbors(w->tx.neighbors, cfg);  // validated by the loader: does not throw
         try {
-          gw::dp::setup_guard(w->guard, cfg, classifier.get(), rte_rdtsc() ^ (q * 0x9E3779B97F4A7C15ULL));
-        } catch (const std::exception& e) {
-          // Out of memory for limits.replay_senders / limits.sources tables or
-          // a scratch: the config asks for more than EAL was given. Nothing
-          // serves yet (the listeners start below), so exiting here is clean.
-          rte_exit(kExitUsage, "gossipgw: worker %zu: cannot allocate its guard tables: %s\n", q, e.what());
+          workers.push_back(gw::dp::make_worker(cfg, q, wiring));
+        } catch (const gw::dp::SetupError& e) {
+          // Nothing serves yet (the listeners start below), so exiting here is clean.
+          rte_exit(kExitUsage, "gossipgw: %s\n", e.what());
         }
-        w->guard.clock.tsc_hz = rte_get_tsc_hz();
-        w->guard.clock.tsc0 = rte_rdtsc();
-        w->guard.clock.unix_ns0 = opt.freeze_clock != 0 ? std::uint64_t{opt.freeze_clock} * 1'000'000'000ULL
-                                                        : gw::dp::unix_time_ns();
-        w->guard.clock.frozen = opt.freeze_clock != 0;
-        done_flags.push_back(&w->done);
-        workers.push_back(std::move(w));
+        done_flags.push_back(&workers.back()->done);
       }
       rings->watch(done_flags);
       // The once-only check over all workers (issue 17): a copy of a datagram
@@ -439,7 +367,7 @@ int main(int argc, char** argv) {
       // Which code does the AEAD (issue 19): ipsec-mb's AES-256-GCM picks its
       // instruction set from the CPU flags; libsodium runs ChaCha20-Poly1305.
       spdlog::info("suite {}; aes256gcm: {}; chacha20poly1305: {}",
-                   suite_text(gw::config::resolve_suite(cfg)), gw::crypto::aes256gcm_impl_name(),
+                   gw::cp::suite_text(gw::config::resolve_suite(cfg)), gw::crypto::aes256gcm_impl_name(),
                    gw::crypto::chacha20poly1305_impl_name());
       if (keyring_source != "cluster.keys") {
         char primary_id[9];
@@ -452,14 +380,10 @@ int main(int argc, char** argv) {
       gw::dp::TxQueue tx_queue(port.tx_pool, tx_ring, ladder.local.ipv6);
       std::unique_ptr<gw::cp::EngineHost> host;
       if (cfg.membership.enabled) {
-        host = std::make_unique<gw::cp::EngineHost>(
-            engine_options(cfg, ladder, snapshots), tx_queue, gw::cp::monotonic_ns());
+        host = std::make_unique<gw::cp::EngineHost>(gw::cp::engine_plan(cfg, engine_config, ladder, snapshots),
+                                                    tx_queue, gw::cp::monotonic_ns());
       }
 
-      gw::cp::ControlLoopOptions loop_opts;
-      loop_opts.idle_backoff_us = cfg.dataplane.idle_backoff_us;
-      loop_opts.defer_until_inputs_idle = opt.defer_control;
-      loop_opts.leave_timeout_ns = std::uint64_t{cfg.membership.leave_timeout_ms} * 1'000'000ULL;
       gw::cp::StopControl stop;
       stop.requested = &g_stop;
       stop.workers_stop = &workers_stop;
@@ -470,7 +394,7 @@ int main(int argc, char** argv) {
         }
         return true;
       };
-      gw::cp::ControlLoop loop(*rings, loop_opts, host.get());
+      gw::cp::ControlLoop loop(*rings, gw::cp::loop_plan(cfg, opt.defer_control), host.get());
 
       // Member events: the configured handler, and the hosts file.
       std::unique_ptr<gw::cp::events::HostsFileWriter> hosts_file;
@@ -605,57 +529,19 @@ int main(int argc, char** argv) {
       api_ctx.stats_json = [&] { return live_stats(false); };
       api_ctx.request_stop = [] { g_stop.store(true, std::memory_order_relaxed); };
       api_ctx.logs = log_ring.get();
-      api_ctx.info_json = [&]() {
-        nlohmann::ordered_json j;
-        j["version"] = GW_VERSION;
-        j["commit"] = GW_COMMIT;
-        j["node"] = cfg.node.name;
-        j["cluster"] = cfg.cluster.name;
-        j["address"] = cfg.node.address;
-        j["port"] = cfg.node.port;
-        j["config"] = opt.config_path;
-        j["config_sha256"] = config_digest;
-        j["started_unix"] = started_unix_s;
-        j["uptime_s"] = gw::cp::unix_seconds() - started_unix_s;
-        j["driver"] = port.driver;
-        j["workers"] = workers.size();
-        if (host != nullptr) {
-          j["incarnation"] = host->engine().incarnation();
-          j["live_members"] = host->engine().num_live();
-          j["health_score"] = host->engine().health_score();
-          j["joined"] = host->engine().joined();
-        }
-        const gw::crypto::Keyring& ring = snapshots.current().keys;
-        nlohmann::ordered_json keys = nlohmann::ordered_json::array();
-        char idtext[9];
-        for (std::uint32_t id : ring.ids()) {
-          std::snprintf(idtext, sizeof idtext, "%08x", id);
-          keys.push_back(idtext);
-        }
-        j["keys"] = std::move(keys);
-        if (ring.primary() != nullptr) {
-          std::snprintf(idtext, sizeof idtext, "%08x", ring.primary()->id());
-          j["primary_key"] = idtext;
-        }
-        j["keyring_source"] = keyring_source;
-        j["suite"] = suite_text(gw::config::resolve_suite(cfg));
-        j["aead_aes256gcm"] = gw::crypto::aes256gcm_impl_name();
-        j["aead_chacha20poly1305"] = gw::crypto::chacha20poly1305_impl_name();
-        // Queue depths now: the hand-off rings per class (all workers), the
-        // egress shaper per class, and the transmit ring.
-        static constexpr const char* kClasses[] = {"urgent", "probe", "gossip", "bulk"};
-        nlohmann::ordered_json rq, eq;
-        for (std::size_t c = 0; c < gw::crypto::kClassCount; ++c) {
-          std::size_t depth = 0;
-          for (std::size_t w = 0; w < workers.size(); ++w) {
-            depth += rings->depth(w, static_cast<gw::crypto::PriorityClass>(c));
-          }
-          rq[kClasses[c]] = depth;
-          if (host != nullptr) eq[kClasses[c]] = host->shaper().queued(static_cast<gw::crypto::PriorityClass>(c));
-        }
-        j["queues"] = {{"handoff", rq}, {"egress", eq}, {"tx_ring", rte_ring_count(tx_ring)}};
-        return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-      };
+      gw::cp::InfoSources info;
+      info.cfg = &cfg;
+      info.config_path = opt.config_path;
+      info.config_sha256 = config_digest;
+      info.started_unix_s = started_unix_s;
+      info.driver = port.driver;
+      info.workers = workers.size();
+      info.keyring_source = keyring_source;
+      info.host = host.get();
+      info.snapshots = &snapshots;
+      info.rings = rings.get();
+      info.tx_ring = tx_ring;
+      api_ctx.info_json = [&info] { return gw::cp::info_json(info); };
       gw::dp::ControlApi api(api_ctx);
       api_ptr = &api;
       if (api_server != nullptr) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "config/config.h"
 #include "control/host/engine_host.h"
 #include "control/host/message_stats.h"
 #include "dataplane/api/handoff.h"
@@ -20,12 +21,12 @@ struct ControlLoopOptions {
   // gossip, bulk. Urgent gets the most so leave/dead are never starved.
   std::array<std::uint32_t, crypto::kClassCount> class_budget = {256, 128, 64, 16};
   // Microseconds to sleep after an empty pass (0: busy poll).
-  std::uint32_t idle_backoff_us = 0;
+  std::uint32_t idle_backoff_us = config::DataplaneConfig{}.idle_backoff_us;
   // Testing aid: start draining only once every input has gone idle, so ring
   // overflow is reproducible (each class ring keeps exactly its capacity).
   bool defer_until_inputs_idle = false;
   // Longest a graceful stop waits for the engine's leave broadcast.
-  std::uint64_t leave_timeout_ns = 3'000'000'000ULL;
+  std::uint64_t leave_timeout_ns = std::uint64_t{config::MembershipConfig{}.leave_timeout_ms} * 1'000'000ULL;
 };
 
 // How the loop learns it should stop, and how it stops the workers.

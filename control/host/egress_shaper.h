@@ -11,19 +11,21 @@
 #include <deque>
 #include <vector>
 
+#include "config/config.h"
 #include "crypto/wire_header.h"
 #include "dataplane/api/handoff.h"
 
 namespace gw::cp {
 
+// Defaults: the config's (membership.egress_*), written once there.
 struct ShaperConfig {
   // Sustained budget in bytes per second of sealed datagrams (headers of
   // Ethernet/IP/UDP not included). 0: unlimited.
-  std::uint64_t bytes_per_sec = 1 << 20;
+  std::uint64_t bytes_per_sec = config::MembershipConfig{}.egress_bytes_per_sec;
   // Bytes that may go out at once after an idle period.
-  std::uint64_t burst_bytes = 64 << 10;
+  std::uint64_t burst_bytes = config::MembershipConfig{}.egress_burst_bytes;
   // Bytes that may wait; beyond it the lowest class queued is dropped.
-  std::uint64_t queue_bytes = 4 << 20;
+  std::uint64_t queue_bytes = config::MembershipConfig{}.egress_queue_bytes;
 };
 
 struct ShaperClassCounters {

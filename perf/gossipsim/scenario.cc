@@ -79,12 +79,8 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
   // The preset first: the other fields override it.
   if (const std::optional<Field> f = m.find("preset")) {
     const std::string p = r.read_string(*f);
-    if (p == "lan") {
-      c = EngineConfig::lan();
-    } else if (p == "wan") {
-      c = EngineConfig::wan();
-    } else if (p == "local") {
-      c = EngineConfig::local();
+    if (const std::optional<EngineConfig> preset = EngineConfig::preset(p)) {
+      c = *preset;
     } else {
       r.fail(f->path, f->line, "must be lan, wan or local, got " + config::strict::quote(p));
     }
