@@ -11,7 +11,6 @@
 
 #include <CLI/CLI.hpp>
 #include <sodium.h>
-#include <systemd/sd-daemon.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -34,6 +33,7 @@
 #include "control/api/server.h"
 #include "control/gateway/adapters.h"
 #include "control/gateway/control_api.h"
+#include "control/gateway/housekeeping.h"
 #include "control/gateway/info.h"
 #include "control/gateway/metrics.h"
 #include "control/gateway/stats_json.h"
@@ -94,10 +94,6 @@ constexpr unsigned kStopMarginS = 7;
 
 constexpr unsigned kTxRingSize = 4096;
 
-struct KeyringPersistCounters {
-  std::uint64_t writes = 0;        // keyring.json written after a change (and once at start)
-  std::uint64_t write_errors = 0;  // ... that failed (logged at error)
-};
 
 // Only a directory named like EAL's own (.../dpdk/<prefix>) is removed.
 void remove_runtime_dir(const std::string& dir) {
@@ -326,7 +322,7 @@ int main(int argc, char** argv) {
     if (status == 0) {
       std::atomic<bool> workers_stop{false};
       std::atomic<bool> link_down{false};  // the control lcore watches the port's link
-      std::uint64_t link_down_events = 0;  // up -> down transitions seen
+      gw::cp::LinkWatch link_watch(port.port_id, link_down);
       auto first = std::make_unique<gw::dp::DataplaneSnapshot>();
       first->keys = keyring;
       first->key_material = key_material;
@@ -418,28 +414,11 @@ int main(int argc, char** argv) {
       // Everything the API, the exporters and the snapshots need, on the
       // control lcore. Worker counters are read live: each is one aligned
       // 64-bit word, so a reader sees an old or a new value, never a torn one.
-      // The keyring goes to control.state_dir whenever it changed (a key
-      // command, node or cluster scope, or one from another member), and
-      // once at start, so the next start loads what this one ended with.
-      KeyringPersistCounters keyring_counters;
-      std::vector<std::uint32_t> persisted_ids;
-      std::uint32_t persisted_primary = 0;
-      auto persist_keyring = [&]() {
-        const gw::crypto::Keyring& ring = snapshots.current().keys;
-        std::vector<std::uint32_t> ids = ring.ids();
-        const std::uint32_t primary = ring.primary() != nullptr ? ring.primary()->id() : 0;
-        if (ids == persisted_ids && primary == persisted_primary) return;
-        try {
-          gw::cp::save_keyring_state(cfg.control.state_dir, ring, snapshots.current().key_material);
-          ++keyring_counters.writes;
-          spdlog::debug("keyring saved to {}/{}", cfg.control.state_dir, gw::cp::kKeyringStateFile);
-        } catch (const std::exception& e) {
-          ++keyring_counters.write_errors;
-          spdlog::error("{} (the next start may come back with an older keyring)", e.what());
-        }
-        persisted_ids = std::move(ids);  // failed writes are not retried in a loop; the next change retries
-        persisted_primary = primary;
-      };
+      // The running keyring is kept in control.state_dir (KeyringPersister).
+      std::unique_ptr<gw::cp::KeyringPersister> keyring_persister;
+      if (!cfg.control.state_dir.empty()) {
+        keyring_persister = std::make_unique<gw::cp::KeyringPersister>(cfg.control.state_dir);
+      }
       gw::dp::ControlApi* api_ptr = nullptr;
       auto extra_sections = [&]() {
         gw::dp::ExtraSections extra;
@@ -468,7 +447,7 @@ int main(int argc, char** argv) {
         }
         if (cfg.metrics.telemetry) extra.push_back({"telemetry", {{"refused", gw::dp::telemetry_refused()}}});
         extra.push_back({"process", {{"start_time_unix", started_unix_s}}});
-        extra.push_back({"port", {{"link_up", link_down.load() ? 0 : 1}, {"link_down_events", link_down_events}}});
+        extra.push_back({"port", {{"link_up", link_watch.up() ? 1 : 0}, {"link_down_events", link_watch.down_events()}}});
         // The NIC's own counters: what it dropped before any worker saw it.
         rte_eth_stats es{};
         if (rte_eth_stats_get(port.port_id, &es) == 0) {
@@ -480,9 +459,10 @@ int main(int argc, char** argv) {
                             {"rx_nombuf", es.rx_nombuf},
                             {"tx_errors", es.oerrors}}});
         }
-        if (!cfg.control.state_dir.empty()) {
+        if (keyring_persister != nullptr) {
           extra.push_back({"keyring_state",
-                           {{"writes", keyring_counters.writes}, {"write_errors", keyring_counters.write_errors}}});
+                           {{"writes", keyring_persister->counters().writes},
+                            {"write_errors", keyring_persister->counters().write_errors}}});
         }
         if (host != nullptr) {
           const auto& hc = host->counters();
@@ -561,39 +541,10 @@ int main(int argc, char** argv) {
       std::uint64_t members_published_version = 0;
       std::uint64_t next_members_ns = 0;
       const bool export_metrics = cfg.metrics.telemetry || prometheus != nullptr;
-      // systemd (Type=notify): READY=1 on the first housekeeping pass, i.e.
-      // the port is up, the workers run and the engine has started; then
-      // WATCHDOG=1 every half WatchdogSec from this (the control) lcore, so
-      // a wedged control loop stops feeding it. No-ops outside systemd.
-      // The port's link, every 100 ms: while it is down (a memif peer went
-      // away, a cable) the workers stop polling the driver.
-      constexpr std::uint64_t kLinkCheckNs = 100'000'000ULL;
-      std::uint64_t next_link_ns = 0;
-      bool link_known = false;
-      auto watch_link = [&](std::uint64_t now) {
-        if (now < next_link_ns) return;
-        next_link_ns = now + kLinkCheckNs;
-        rte_eth_link link{};
-        if (rte_eth_link_get_nowait(port.port_id, &link) != 0) return;  // no link status: assume up
-        const bool down = link.link_status == RTE_ETH_LINK_DOWN;
-        if (link_known && down == link_down.load(std::memory_order_relaxed)) return;
-        if (!link_known) {
-          link_known = true;
-          if (down) spdlog::info("port {} link is down (waiting for the peer or cable)", port.port_id);
-        } else if (down) {
-          ++link_down_events;
-          spdlog::warn("port {} link went down: workers stop polling it until it is back", port.port_id);
-        } else {
-          spdlog::info("port {} link is up", port.port_id);
-        }
-        link_down.store(down, std::memory_order_relaxed);
-      };
-      bool notified_ready = false;
-      std::uint64_t watchdog_usec = 0;
-      const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0;
-      const std::uint64_t watchdog_every_ns = watchdog_usec * 1000ULL / 2;
-      std::uint64_t next_watchdog_ns = 0;
-      if (watchdog) spdlog::info("systemd watchdog: fed every {} ms", watchdog_every_ns / 1'000'000ULL);
+      gw::cp::SystemdNotifier systemd;
+      const std::string systemd_status = "cluster " + cfg.cluster.name + " node " + cfg.node.name + ": " +
+                                         std::to_string(workers.size()) + " worker(s) on port " +
+                                         std::to_string(port.port_id);
       loop.set_housekeeping([&](std::uint64_t now) {
         {
           // The once-only table ages on the workers' clock (frozen in pcap cases).
@@ -601,16 +552,8 @@ int main(int argc, char** argv) {
           workers.front()->guard.clock.read(rte_rdtsc(), clock_now);
           if (clock_now.have_clock) rings->age_once(clock_now.now_s);
         }
-        watch_link(now);
-        if (!notified_ready) {
-          notified_ready = true;
-          (void)sd_notifyf(0, "READY=1\nSTATUS=cluster %s node %s: %zu worker(s) on port %u", cfg.cluster.name.c_str(),
-                           cfg.node.name.c_str(), workers.size(), static_cast<unsigned>(port.port_id));
-        }
-        if (watchdog && now >= next_watchdog_ns) {
-          next_watchdog_ns = now + watchdog_every_ns;
-          (void)sd_notify(0, "WATCHDOG=1");
-        }
+        link_watch.poll(now);
+        systemd.poll(now, systemd_status);
         if (api_server != nullptr) {
           api_server->serve_async([&](std::string_view line, const gw::cp::api::ApiServer::Reply& reply) {
             api.handle(line, now, gw::cp::unix_seconds(), reply);
@@ -622,7 +565,9 @@ int main(int argc, char** argv) {
           next_members_ns = now + kMembersRepublishNs;
           snapshots.publish(gw::dp::snapshot_with_members(snapshots.current(), host->engine()));
         }
-        if (!cfg.control.state_dir.empty()) persist_keyring();
+        if (keyring_persister != nullptr) {
+          keyring_persister->sync(snapshots.current().keys, snapshots.current().key_material);
+        }
         snapshots.reclaim();
         if (hosts_file != nullptr) {
           if (hosts_dirty) {
@@ -639,7 +584,7 @@ int main(int argc, char** argv) {
       });
 
       loop.run(stop);  // returns once the leave went out, the workers stopped and the rings drained
-      (void)sd_notify(0, "STOPPING=1");
+      systemd.stopping();
       rte_eal_mp_wait_lcore();
       if (api_server != nullptr) api_server->stop();
       if (host != nullptr) host->set_event_listener({});

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "crypto/keys.h"
 
@@ -38,5 +39,30 @@ std::optional<StoredKeyring> load_keyring_state(const std::string& dir, crypto::
 // Writes `ring` (whose every key must be in `material`) to `dir`. Throws
 // crypto::KeyError naming the path on failure (the old file stays).
 void save_keyring_state(const std::string& dir, const crypto::Keyring& ring, const KeyMaterial& material);
+
+// Keeps the keyring in `dir` the running one: sync() writes it at its first
+// call and whenever the key ids or the primary changed since (a key command,
+// node or cluster scope, or one from another member), so the next start
+// loads what this one ended with. A failed write is logged and counted, not
+// retried in a loop: the next change writes again.
+class KeyringPersister {
+ public:
+  struct Counters {
+    std::uint64_t writes = 0;        // keyring.json written
+    std::uint64_t write_errors = 0;  // ... that failed (logged at error)
+  };
+
+  explicit KeyringPersister(std::string dir) : dir_(std::move(dir)) {}
+
+  void sync(const crypto::Keyring& ring, const KeyMaterial& material);
+  const Counters& counters() const noexcept { return counters_; }
+
+ private:
+  std::string dir_;
+  bool synced_ = false;
+  std::vector<std::uint32_t> ids_;
+  std::uint32_t primary_ = 0;
+  Counters counters_;
+};
 
 }  // namespace gw::cp

@@ -118,5 +118,50 @@ TEST_F(KeyringStateTest, AFifoIsRefusedWithoutHanging) {
   EXPECT_NE(error_of_load().find("not a regular file"), std::string::npos);
 }
 
+TEST_F(KeyringStateTest, ThePersisterWritesAtFirstAndAtEachChangeOnly) {
+  crypto::Keyring ring;
+  KeyMaterial material;
+  const crypto::Key k1(key_bytes(1), crypto::Suite::kChaCha20Poly1305);
+  const crypto::Key k2(key_bytes(2), crypto::Suite::kChaCha20Poly1305);
+  ring.add(k1, true);
+  material[k1.id()] = key_bytes(1);
+  material[k2.id()] = key_bytes(2);
+  KeyringPersister p(dir_);
+  p.sync(ring, material);
+  EXPECT_EQ(p.counters().writes, 1u);  // once at start, though nothing changed yet
+  p.sync(ring, material);
+  EXPECT_EQ(p.counters().writes, 1u);
+  ring.add(k2, false);  // a key added
+  p.sync(ring, material);
+  EXPECT_EQ(p.counters().writes, 2u);
+  ring.set_primary(k2.id());  // the primary moved
+  p.sync(ring, material);
+  EXPECT_EQ(p.counters().writes, 3u);
+  const auto back = load_keyring_state(dir_, crypto::Suite::kChaCha20Poly1305);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->ring.primary()->id(), k2.id());
+  EXPECT_EQ(p.counters().write_errors, 0u);
+}
+
+TEST_F(KeyringStateTest, APersisterThatCannotWriteCountsItOnceAndTriesAgainAtTheNextChange) {
+  fs::create_directories(root_);
+  { std::ofstream(root_ + "/file") << "x"; }
+  KeyringPersister p(root_ + "/file/state");  // a directory under a regular file: never writable
+  crypto::Keyring ring;
+  KeyMaterial material;
+  const crypto::Key k1(key_bytes(1), crypto::Suite::kChaCha20Poly1305);
+  ring.add(k1, true);
+  material[k1.id()] = key_bytes(1);
+  p.sync(ring, material);
+  p.sync(ring, material);  // not retried in a loop
+  EXPECT_EQ(p.counters().write_errors, 1u);
+  const crypto::Key k2(key_bytes(2), crypto::Suite::kChaCha20Poly1305);
+  ring.add(k2, false);
+  material[k2.id()] = key_bytes(2);
+  p.sync(ring, material);
+  EXPECT_EQ(p.counters().write_errors, 2u);
+  EXPECT_EQ(p.counters().writes, 0u);
+}
+
 }  // namespace
 }  // namespace gw::cp
