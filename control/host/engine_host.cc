@@ -80,8 +80,8 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
   note_sender_key(from, h.key_id);
   if (r.messages.empty()) {
     // No membership messages: a key command or result, or nothing we know.
-    if (const auto kc = decode_key_control(std::span<const std::uint8_t>(h.data, h.len))) {
-      on_key_control(*kc, from, now_ns);
+    if (r.key_control) {
+      on_key_control(*r.key_control, from, now_ns);
     } else {
       ++counters.msg_unknown;
     }
