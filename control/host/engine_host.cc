@@ -70,7 +70,7 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
     if (const auto* ack = std::get_if<engine::Ack>(&m)) note_ack(*ack, now_ns);
   }
   engine::Address from = to_engine_address(h.from);
-  note_sender_key(from, h.key_id);
+  if (sender_keys_.note(from, h.key_id)) ++counters_.sender_keys_reset;
   if (r.messages.empty()) {
     // No membership messages: a key command or result, or nothing we know.
     if (r.key_control) {
@@ -95,7 +95,7 @@ void EngineHost::poll(std::uint64_t now_ns, std::uint32_t unix_s) {
   flush(now_ns, unix_s);
   if (!key_change_.idle()) key_change_.tick(now_ns, unix_s);
   shaper_.release(now_ns);
-  drain_events();
+  for (engine::MemberEvent& e : engine_->take_events()) events_.record(std::move(e));
 }
 
 void EngineHost::note_ack(const engine::Ack& ack, std::uint64_t now_ns) {
@@ -127,49 +127,6 @@ EngineHost::Sent EngineHost::seal_and_submit(const engine::Address& to, crypto::
   ++counters_.sealed;
   // The shaper counts what it defers and drops, by class.
   return shaper_.submit(to_endpoint(to), cls, sealed_.data(), n, now_ns) ? Sent::kQueued : Sent::kDropped;
-}
-
-void EngineHost::note_sender_key(const engine::Address& from, std::uint32_t key_id) {
-  const auto it = sender_keys_.find(from);
-  if (it != sender_keys_.end()) {
-    it->second = key_id;
-    return;
-  }
-  // Bounded: authenticated senders only, but a cluster can have many; forget
-  // all and relearn rather than grow without limit.
-  if (sender_keys_.size() >= kMaxSenderKeys) {
-    sender_keys_.clear();
-    ++counters_.sender_keys_reset;
-  }
-  sender_keys_.emplace(from, key_id);
-}
-
-std::optional<std::uint32_t> EngineHost::sender_key(const engine::Address& a) const {
-  const auto it = sender_keys_.find(a);
-  if (it == sender_keys_.end()) return std::nullopt;
-  return it->second;
-}
-
-const char* event_kind_name(engine::EventKind k) {
-  switch (k) {
-    case engine::EventKind::kJoin: return "join";
-    case engine::EventKind::kLeave: return "leave";
-    case engine::EventKind::kFailed: return "failed";
-    case engine::EventKind::kUpdate: return "update";
-  }
-  return "unknown";
-}
-
-void EngineHost::drain_events() {
-  for (engine::MemberEvent& e : engine_->take_events()) {
-    ++event_counts_[static_cast<std::size_t>(e.kind)];
-    const bool loud = e.kind != engine::EventKind::kUpdate;
-    spdlog::log(loud ? spdlog::level::info : spdlog::level::debug, "member {} {} (incarnation {})", e.node,
-                event_kind_name(e.kind), e.incarnation);
-    if (event_listener_) event_listener_(e);
-    if (recent_.size() == kRecentEvents) recent_.pop_front();
-    recent_.push_back(std::move(e));
-  }
 }
 
 void EngineHost::begin_leave(std::uint64_t now_ns, std::uint32_t unix_s) {

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -19,7 +18,9 @@
 #include "control/host/egress_shaper.h"
 #include "control/host/key_change.h"
 #include "control/host/key_ops.h"
+#include "control/host/member_event_log.h"
 #include "control/host/message_stats.h"
+#include "control/host/sender_keys.h"
 #include "crypto/keys.h"
 #include "crypto/nonce.h"
 #include "dataplane/api/handoff.h"
@@ -104,12 +105,12 @@ class EngineHost {
   const ProbeRtt& probe_rtt() const noexcept { return probe_rtt_; }
   const EgressShaper& shaper() const noexcept { return shaper_; }
 
-  // Member events for local consumers: each is logged (join, failed and left
-  // at info, update at debug) and the most recent kRecentEvents kept.
-  static constexpr std::size_t kRecentEvents = 256;
-  const std::deque<engine::MemberEvent>& recent_events() const noexcept { return recent_; }
+  // Member events for local consumers (MemberEventLog): each is logged,
+  // counted and the most recent kRecentEvents kept.
+  static constexpr std::size_t kRecentEvents = MemberEventLog::kRecent;
+  const std::deque<engine::MemberEvent>& recent_events() const noexcept { return events_.recent(); }
   // Events by kind: join, leave, failed, update.
-  const std::array<std::uint64_t, 4>& event_counts() const noexcept { return event_counts_; }
+  const std::array<std::uint64_t, 4>& event_counts() const noexcept { return events_.counts(); }
   // ---- cluster-wide key changes (ClusterKeyChange) ----
   using KeyOpOutcome = ClusterKeyChange::Outcome;
   using KeyOpDone = ClusterKeyChange::Done;
@@ -123,16 +124,14 @@ class EngineHost {
 
   // Called on the control lcore for every member event, after it is logged
   // (event handlers, hosts file). Must not block.
-  void set_event_listener(std::function<void(const engine::MemberEvent&)> f) { event_listener_ = std::move(f); }
+  void set_event_listener(std::function<void(const engine::MemberEvent&)> f) { events_.set_listener(std::move(f)); }
   // Changes whenever a member event happened (for consumers that poll).
-  std::uint64_t membership_version() const noexcept {
-    return event_counts_[0] + event_counts_[1] + event_counts_[2] + event_counts_[3];
-  }
+  std::uint64_t membership_version() const noexcept { return events_.version(); }
 
   // The key id that opened the last payload from `a` (how many members still
   // use a key, during a rotation).
-  static constexpr std::size_t kMaxSenderKeys = 1 << 17;
-  std::optional<std::uint32_t> sender_key(const engine::Address& a) const;
+  static constexpr std::size_t kMaxSenderKeys = SenderKeys::kMax;
+  std::optional<std::uint32_t> sender_key(const engine::Address& a) const { return sender_keys_.find(a); }
 
   EngineHost(const EngineHost&) = delete;
   EngineHost& operator=(const EngineHost&) = delete;
@@ -146,8 +145,6 @@ class EngineHost {
   };
 
   void flush(std::uint64_t now_ns, std::uint32_t unix_s);
-  void drain_events();
-  void note_sender_key(const engine::Address& from, std::uint32_t key_id);
   void note_ack(const engine::Ack& ack, std::uint64_t now_ns);
   // The one sealing path (engine datagrams, key commands and results): seals
   // `plain` for `to` with the primary key and hands it to the shaper.
@@ -167,13 +164,9 @@ class EngineHost {
   static constexpr std::size_t kPingsInFlight = 1024;
   std::deque<std::pair<std::uint32_t, std::uint64_t>> pings_in_flight_;
   ProbeRtt probe_rtt_;
-  std::deque<engine::MemberEvent> recent_;
-  std::array<std::uint64_t, 4> event_counts_{};
-  std::map<engine::Address, std::uint32_t> sender_keys_;
-  std::function<void(const engine::MemberEvent&)> event_listener_;
+  MemberEventLog events_;
+  SenderKeys sender_keys_;
 };
-
-const char* event_kind_name(engine::EventKind k);
 
 // Engine address <-> dataplane endpoint.
 engine::Address to_engine_address(const dp::Endpoint& e);
