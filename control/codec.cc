@@ -1,5 +1,6 @@
 #include "control/codec.h"
 
+#include <algorithm>
 #include <climits>
 #include <exception>
 #include <string>
@@ -17,6 +18,10 @@ namespace {
 
 namespace pb = gw::proto;
 using namespace gw::cp::engine;  // NOLINT: the engine types are this file's vocabulary
+
+// Bounds of a key command's strings: a node name, an error text.
+constexpr std::size_t kMaxNodeName = 255;
+constexpr std::size_t kMaxError = 256;
 
 // ---- engine -> protobuf ----
 
@@ -239,6 +244,69 @@ struct FromProto {
   }
 };
 
+// ---- key commands <-> protobuf ----
+
+void key_command_to_proto(const KeyCommandMsg& m, pb::KeyCommand* kc) {
+  kc->set_request_id(m.request_id);
+  kc->set_op(static_cast<pb::KeyCommand::Op>(m.change.op));
+  if (m.change.op == KeyChange::Op::kInstall) {
+    kc->set_key(std::string(m.change.key.begin(), m.change.key.end()));
+  }
+  kc->set_key_id(m.change.id);
+  kc->set_origin(m.origin);
+}
+
+void key_result_to_proto(const KeyResultMsg& m, pb::KeyCommandResult* r) {
+  r->set_request_id(m.request_id);
+  r->set_node(m.node);
+  r->set_ok(m.ok);
+  r->set_error(m.error.substr(0, kMaxError));
+  for (std::uint32_t id : m.key_ids) r->add_key_ids(id);
+  r->set_primary_key_id(m.primary);
+}
+
+// The key command or result of a Compound without membership messages;
+// nullopt when it carries neither, both, or one that does not validate.
+std::optional<KeyControl> key_control_from_proto(const pb::Compound& pc) {
+  if (pc.messages_size() != 0 || pc.has_key_command() == pc.has_key_result()) return std::nullopt;
+  KeyControl out;
+  if (pc.has_key_command()) {
+    const pb::KeyCommand& kc = pc.key_command();
+    KeyCommandMsg m;
+    m.request_id = kc.request_id();
+    m.origin = kc.origin();
+    m.change.id = kc.key_id();
+    if (m.origin.empty() || m.origin.size() > kMaxNodeName) return std::nullopt;
+    switch (kc.op()) {
+      case pb::KeyCommand::INSTALL:
+        if (kc.key().size() != crypto::kKeyBytes) return std::nullopt;
+        m.change.op = KeyChange::Op::kInstall;
+        std::copy(kc.key().begin(), kc.key().end(), m.change.key.begin());
+        m.change.id = crypto::derive_key_id(m.change.key);
+        break;
+      case pb::KeyCommand::USE:
+        m.change.op = KeyChange::Op::kUse;
+        break;
+      case pb::KeyCommand::REMOVE:
+        m.change.op = KeyChange::Op::kRemove;
+        break;
+      case pb::KeyCommand::LIST:
+        m.change.op = KeyChange::Op::kList;
+        break;
+      default:
+        return std::nullopt;
+    }
+    out.command = std::move(m);
+  } else {
+    const pb::KeyCommandResult& kr = pc.key_result();
+    if (kr.node().empty() || kr.node().size() > kMaxNodeName || kr.error().size() > kMaxError) return std::nullopt;
+    if (kr.key_ids_size() > static_cast<int>(crypto::Keyring::kMaxKeys)) return std::nullopt;
+    out.result = KeyResultMsg{kr.request_id(), kr.node(), kr.ok(), kr.error(), {}, kr.primary_key_id()};
+    out.result->key_ids.assign(kr.key_ids().begin(), kr.key_ids().end());
+  }
+  return out;
+}
+
 // An arena over a block kept per thread: a datagram's protobuf objects are
 // carved out of it and dropped at once, instead of one allocation per message,
 // string and address (the control lcore, and the simulator, do this for every
@@ -320,6 +388,24 @@ std::size_t encoded_size(const Compound& compound) {
   return pc->ByteSizeLong();
 }
 
+std::vector<std::uint8_t> encode_key_command(const KeyCommandMsg& m) {
+  ScratchArena arena;
+  auto* pc = google::protobuf::Arena::CreateMessage<pb::Compound>(arena.get());
+  key_command_to_proto(m, pc->mutable_key_command());
+  std::vector<std::uint8_t> out;
+  serialize_append(*pc, out);
+  return out;
+}
+
+std::vector<std::uint8_t> encode_key_result(const KeyResultMsg& m) {
+  ScratchArena arena;
+  auto* pc = google::protobuf::Arena::CreateMessage<pb::Compound>(arena.get());
+  key_result_to_proto(m, pc->mutable_key_result());
+  std::vector<std::uint8_t> out;
+  serialize_append(*pc, out);
+  return out;
+}
+
 DecodeResult decode(std::span<const std::uint8_t> bytes) {
   DecodeResult result;
   if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
@@ -344,13 +430,40 @@ DecodeResult decode(std::span<const std::uint8_t> bytes) {
     if (conv.error != DecodeError::kNone) {
       result.messages.clear();
       result.error = conv.error;
+      return result;
     }
+    // No membership messages: a key command or result, or nothing we know.
+    if (result.messages.empty()) result.key_control = key_control_from_proto(*pc);
   } catch (const std::exception&) {
     // Allocation failure on hostile lengths: bad input, not our crash.
     result.messages.clear();
+    result.key_control.reset();
     result.error = DecodeError::kMalformed;
   }
   return result;
+}
+
+std::optional<BodyCounts> count_bodies(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) return std::nullopt;
+  try {
+    const google::protobuf::LogSilencer silence;
+    ScratchArena arena;
+    auto* pc = google::protobuf::Arena::CreateMessage<pb::Compound>(arena.get());
+    if (!pc->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return std::nullopt;
+    BodyCounts counts;
+    for (const pb::Message& m : pc->messages()) {
+      // The oneof's field numbers are the engine::Message alternatives + 1.
+      const auto field = static_cast<std::size_t>(m.body_case());
+      if (field == 0 || field > counts.by_type.size()) {
+        ++counts.unknown;
+      } else {
+        ++counts.by_type[field - 1];
+      }
+    }
+    return counts;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace gw::cp

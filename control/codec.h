@@ -1,13 +1,19 @@
-// Engine messages <-> protobuf bytes (gw.proto.Compound). Only the control core
-// uses this; the engine itself never sees protobuf.
+// The one codec of gossip payloads: engine messages and cluster key commands
+// <-> protobuf bytes (gw.proto.Compound). Every protobuf parse and serialize
+// of a payload is here, and a payload is parsed once. Only the control core
+// (and the simulator) use this; the engine itself never sees protobuf.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <variant>
 #include <vector>
 
 #include "control/engine/messages.h"
+#include "control/key_command.h"
 
 namespace gw::cp {
 
@@ -24,6 +30,11 @@ const char* decode_error_name(DecodeError e);
 
 struct DecodeResult {
   engine::Compound messages;
+  // A payload without membership messages may carry one key command or
+  // result instead: set when it does and it validates (a 32-byte key, a
+  // known op, names and error within bounds). Not an error when absent or
+  // invalid: the payload is then one this build does not understand.
+  std::optional<KeyControl> key_control;
   DecodeError error = DecodeError::kNone;
 
   bool ok() const { return error == DecodeError::kNone; }
@@ -39,7 +50,22 @@ std::size_t encode_append(const engine::Compound& compound, std::vector<std::uin
 // Exact size of encode(compound).
 std::size_t encoded_size(const engine::Compound& compound);
 
+// A Compound carrying only a key command or result; deterministic bytes.
+// An error longer than the wire allows (256 bytes) is cut.
+std::vector<std::uint8_t> encode_key_command(const KeyCommandMsg& m);
+std::vector<std::uint8_t> encode_key_result(const KeyResultMsg& m);
+
 // Never throws; bad bytes give an error result and no messages.
 DecodeResult decode(std::span<const std::uint8_t> bytes);
+
+// How many message bodies of each type a payload carries (engine::Message
+// alternative order) and how many of a type this build does not know,
+// without converting them: what the control lcore counts when no engine
+// runs. nullopt when the bytes are not a Compound. Never throws.
+struct BodyCounts {
+  std::array<std::uint64_t, std::variant_size_v<engine::Message>> by_type{};
+  std::uint64_t unknown = 0;
+};
+std::optional<BodyCounts> count_bodies(std::span<const std::uint8_t> bytes);
 
 }  // namespace gw::cp

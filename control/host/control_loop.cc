@@ -1,7 +1,5 @@
 #include "control/host/control_loop.h"
 
-#include <google/protobuf/arena.h>
-
 #include <chrono>
 #include <thread>
 
@@ -24,7 +22,6 @@ std::uint32_t unix_seconds() {
 
 std::size_t ControlLoop::poll_once(std::uint64_t now_ns) {
   std::array<dp::Handoff, kChunk> items;
-  google::protobuf::Arena arena;
   std::size_t total = 0;
   for (std::size_t c = 0; c < crypto::kClassCount; ++c) {
     const auto cls = static_cast<crypto::PriorityClass>(c);
@@ -45,7 +42,7 @@ std::size_t ControlLoop::poll_once(std::uint64_t now_ns) {
           if (host_ != nullptr) {
             host_->on_payload(items[i], now_ns, counters_);
           } else {
-            count_messages(items[i].data, items[i].len, arena, counters_);
+            count_messages(items[i].data, items[i].len, counters_);
           }
         }
         source_.release(items.data(), got);

@@ -1,12 +1,13 @@
 // Hosts the membership engine on the control lcore: decodes what the workers
-// opened, feeds the engine, ticks its timers, and seals what it sends.
+// opened, feeds the engine, ticks its timers, and seals and shapes what it
+// sends. Key commands and results go to the cluster key-change protocol
+// (key_change.h), which sends through the same sealing path.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -15,8 +16,11 @@
 
 #include "control/engine/engine.h"
 #include "control/host/egress_shaper.h"
+#include "control/host/key_change.h"
 #include "control/host/key_ops.h"
+#include "control/host/member_event_log.h"
 #include "control/host/message_stats.h"
+#include "control/host/sender_keys.h"
 #include "crypto/keys.h"
 #include "crypto/nonce.h"
 #include "dataplane/api/handoff.h"
@@ -24,23 +28,13 @@
 
 namespace gw::cp {
 
-struct EngineHostCounters {
+// The key command counters are the cluster key-change protocol's
+// (ClusterKeyChange counts into them); the stats report them with the rest.
+struct EngineHostCounters : KeyCommandCounters {
   std::uint64_t sealed = 0;            // datagrams sealed and queued for transmit
   std::uint64_t drop_encode = 0;       // an outbox entry that would not encode
   std::uint64_t drop_no_primary = 0;   // no primary key to seal with
   std::uint64_t sender_keys_reset = 0; // the sender -> key table filled up and was cleared
-  std::uint64_t key_commands_sent = 0;     // cluster-wide key commands sent (retries included)
-  std::uint64_t key_commands_applied = 0;  // received from another member and applied
-  std::uint64_t key_commands_refused = 0;  // received, valid, but the change was refused
-  std::uint64_t key_commands_repeated = 0; // a retry of a command already applied: answered again
-  std::uint64_t key_results_received = 0;
-  std::uint64_t key_results_unsolicited = 0;  // for no request of ours, or from a non-target
-  // Key commands ignored (not applied, not answered) because their sender is
-  // not the live member that claims to have issued them.
-  std::uint64_t key_commands_not_member = 0;
-  // ... because they were issued before this node started, or are older than
-  // the newest one already applied from the same origin (a replay).
-  std::uint64_t key_commands_stale = 0;
 };
 
 // Round trips of our direct probes (ping sent to its ack received), as seen
@@ -111,87 +105,53 @@ class EngineHost {
   const ProbeRtt& probe_rtt() const noexcept { return probe_rtt_; }
   const EgressShaper& shaper() const noexcept { return shaper_; }
 
-  // Member events for local consumers: each is logged (join, failed and left
-  // at info, update at debug) and the most recent kRecentEvents kept.
-  static constexpr std::size_t kRecentEvents = 256;
-  const std::deque<engine::MemberEvent>& recent_events() const noexcept { return recent_; }
+  // Member events for local consumers (MemberEventLog): each is logged,
+  // counted and the most recent kRecentEvents kept.
+  static constexpr std::size_t kRecentEvents = MemberEventLog::kRecent;
+  const std::deque<engine::MemberEvent>& recent_events() const noexcept { return events_.recent(); }
   // Events by kind: join, leave, failed, update.
-  const std::array<std::uint64_t, 4>& event_counts() const noexcept { return event_counts_; }
-  // ---- cluster-wide key changes ----
-  struct KeyOpOutcome {
-    std::uint64_t request_id = 0;
-    std::size_t targets = 0;  // live members other than us when it started
-    std::vector<std::string> ok;
-    std::vector<std::pair<std::string, std::string>> refused;  // member, why
-    std::vector<std::string> no_answer;
-    // list: each answering member's key ids and primary.
-    std::map<std::string, std::pair<std::vector<std::uint32_t>, std::uint32_t>> keyrings;
-  };
-  using KeyOpDone = std::function<void(const KeyOpOutcome&)>;
-  // Retries to members that have not answered, and the overall deadline.
-  static constexpr std::uint64_t kKeyOpRetryNs = 500'000'000ULL;
-  static constexpr std::uint64_t kKeyOpTimeoutNs = 5'000'000'000ULL;
-  static constexpr std::size_t kMaxKeyOpsInFlight = 4;
+  const std::array<std::uint64_t, 4>& event_counts() const noexcept { return events_.counts(); }
+  // ---- cluster-wide key changes (ClusterKeyChange) ----
+  using KeyOpOutcome = ClusterKeyChange::Outcome;
+  using KeyOpDone = ClusterKeyChange::Done;
   // Control lcore only. Applies `change` here, then sends it to every live
   // member and calls `done` once all answered or the deadline passed.
   // Returns an empty string if it started, else why not (nothing changed).
   std::string start_cluster_key_change(const KeyChange& change, std::uint64_t now_ns, std::uint32_t unix_s,
-                                       KeyOpDone done);
+                                       KeyOpDone done) {
+    return key_change_.start(change, now_ns, unix_s, std::move(done));
+  }
 
   // Called on the control lcore for every member event, after it is logged
   // (event handlers, hosts file). Must not block.
-  void set_event_listener(std::function<void(const engine::MemberEvent&)> f) { event_listener_ = std::move(f); }
+  void set_event_listener(std::function<void(const engine::MemberEvent&)> f) { events_.set_listener(std::move(f)); }
   // Changes whenever a member event happened (for consumers that poll).
-  std::uint64_t membership_version() const noexcept {
-    return event_counts_[0] + event_counts_[1] + event_counts_[2] + event_counts_[3];
-  }
+  std::uint64_t membership_version() const noexcept { return events_.version(); }
 
   // The key id that opened the last payload from `a` (how many members still
   // use a key, during a rotation).
-  static constexpr std::size_t kMaxSenderKeys = 1 << 17;
-  std::optional<std::uint32_t> sender_key(const engine::Address& a) const;
+  static constexpr std::size_t kMaxSenderKeys = SenderKeys::kMax;
+  std::optional<std::uint32_t> sender_key(const engine::Address& a) const { return sender_keys_.find(a); }
+
+  EngineHost(const EngineHost&) = delete;
+  EngineHost& operator=(const EngineHost&) = delete;
 
  private:
-  void flush(std::uint64_t now_ns, std::uint32_t unix_s);
-  void drain_events();
-  void note_sender_key(const engine::Address& from, std::uint32_t key_id);
-  // Seals `plain` with the primary key and hands it to the shaper.
-  bool send_sealed(const engine::Address& to, crypto::PriorityClass cls, std::span<const std::uint8_t> plain,
-                   std::uint64_t now_ns, std::uint32_t unix_s);
-  void on_key_control(const KeyControl& kc, const engine::Address& from, std::uint64_t now_ns);
-  void key_ops_tick(std::uint64_t now_ns, std::uint32_t unix_s);
+  // What seal_and_submit did with a datagram.
+  enum class Sent : std::uint8_t {
+    kNotSealed,  // no primary key, or it would not seal (counted here)
+    kQueued,     // sealed and taken by the shaper
+    kDropped,    // sealed, but the shaper had no room (counted there)
+  };
 
-  struct KeyOpTarget {
-    engine::Address addr;
-    bool answered = false;
-  };
-  struct KeyOp {
-    KeyCommandMsg command;
-    std::map<std::string, KeyOpTarget> targets;
-    KeyOpOutcome outcome;
-    std::uint64_t next_send_ns = 0;
-    std::uint64_t deadline_ns = 0;
-    KeyOpDone done;
-  };
-  std::vector<KeyOp> key_ops_;
-  std::uint64_t next_request_id_ = 0;
+  void flush(std::uint64_t now_ns, std::uint32_t unix_s);
+  void note_ack(const engine::Ack& ack, std::uint64_t now_ns);
+  // The one sealing path (engine datagrams, key commands and results): seals
+  // `plain` for `to` with the primary key and hands it to the shaper.
+  Sent seal_and_submit(const engine::Address& to, crypto::PriorityClass cls, std::span<const std::uint8_t> plain,
+                       std::uint64_t now_ns, std::uint32_t unix_s);
+
   std::uint32_t join_rounds_logged_ = 1;  // the first round is logged by start()
-  // Results to send (answers to other members' commands), sent from poll().
-  std::vector<std::pair<engine::Address, KeyResultMsg>> key_results_out_;
-  // Commands already applied, by (origin, request id): a retry is answered
-  // again without applying twice. Bounded, oldest forgotten first.
-  struct AppliedCommand {
-    std::string origin;
-    std::uint64_t request_id = 0;
-    bool ok = false;
-    std::string error;
-  };
-  static constexpr std::size_t kRememberedCommands = 64;
-  std::deque<AppliedCommand> applied_commands_;
-  // The newest command id applied per origin: anything older that is not a
-  // remembered retry is a replay. Bounded like the members it is kept for.
-  static constexpr std::size_t kMaxOrigins = 4096;
-  std::map<std::string, std::uint64_t> newest_command_;
   Options options_;
   EgressShaper shaper_;
   std::unique_ptr<engine::Engine> engine_;
@@ -199,17 +159,14 @@ class EngineHost {
   std::vector<std::uint8_t> plain_;
   std::vector<std::uint8_t> sealed_;
   EngineHostCounters counters_;
+  ClusterKeyChange key_change_;
   // Pings sent, by sequence number, until their ack (oldest forgotten first).
   static constexpr std::size_t kPingsInFlight = 1024;
   std::deque<std::pair<std::uint32_t, std::uint64_t>> pings_in_flight_;
   ProbeRtt probe_rtt_;
-  std::deque<engine::MemberEvent> recent_;
-  std::array<std::uint64_t, 4> event_counts_{};
-  std::map<engine::Address, std::uint32_t> sender_keys_;
-  std::function<void(const engine::MemberEvent&)> event_listener_;
+  MemberEventLog events_;
+  SenderKeys sender_keys_;
 };
-
-const char* event_kind_name(engine::EventKind k);
 
 // Engine address <-> dataplane endpoint.
 engine::Address to_engine_address(const dp::Endpoint& e);

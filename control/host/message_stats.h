@@ -9,10 +9,6 @@
 #include "crypto/wire_header.h"
 #include "dataplane/api/handoff.h"
 
-namespace google::protobuf {
-class Arena;
-}
-
 namespace gw::cp {
 
 // Order follows the `Message.body` oneof in proto/gossip.proto.
@@ -48,9 +44,8 @@ struct ControlCounters {
   std::array<std::uint64_t, crypto::kClassCount> class_drop_mismatch{};
 };
 
-// Decodes one opened payload and counts its messages. `arena` is reused by
-// the caller and reset between batches.
-void count_messages(const std::uint8_t* data, std::size_t len, google::protobuf::Arena& arena,
-                    ControlCounters& counters);
+// Counts one opened payload's messages by type, through the codec
+// (control/codec.h), without decoding them for an engine.
+void count_messages(const std::uint8_t* data, std::size_t len, ControlCounters& counters);
 
 }  // namespace gw::cp

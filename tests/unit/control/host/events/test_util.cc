@@ -1,4 +1,4 @@
-#include "tests/unit/control/events/test_util.h"
+#include "tests/unit/control/host/events/test_util.h"
 
 #include <dirent.h>
 #include <fcntl.h>

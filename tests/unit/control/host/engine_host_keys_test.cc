@@ -3,6 +3,7 @@
 // send it, each is applied at most once, also across a restart.
 #include <gtest/gtest.h>
 
+#include "control/codec.h"
 #include "control/host/engine_host.h"
 #include "control/host/key_ops.h"
 #include "crypto/keys.h"

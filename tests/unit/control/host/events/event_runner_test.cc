@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/unit/control/events/test_util.h"
+#include "tests/unit/control/host/events/test_util.h"
 
 namespace gw::cp::events {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/unit/control/events/test_util.h"
+#include "tests/unit/control/host/events/test_util.h"
 
 namespace gw::cp::events {
 namespace {

@@ -1,0 +1,189 @@
+#include "control/host/key_change.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "control/codec.h"
+#include "control/host/key_ops.h"
+
+namespace gw::cp {
+
+namespace {
+
+std::string key_id_hex(const KeyChange& change) {
+  char b[9];
+  std::snprintf(b, sizeof b, "%08x",
+                change.op == KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id);
+  return b;
+}
+
+}  // namespace
+
+ClusterKeyChange::ClusterKeyChange(Options options, const engine::Engine& engine, Send send,
+                                   KeyCommandCounters& counters)
+    : options_(options), engine_(engine), send_(std::move(send)), counters_(counters) {
+  // Request ids are Unix ns when issued (strictly increasing): they differ
+  // across restarts, so a retry is never mistaken for a command from an
+  // earlier run, and a receiver can tell a command older than itself.
+  next_request_id_ = options_.started_unix_ns;
+}
+
+std::string ClusterKeyChange::start(const KeyChange& change, std::uint64_t now_ns, std::uint32_t unix_s,
+                                    Done done) {
+  if (options_.snapshots == nullptr) return "key changes are not available on this gateway";
+  if (ops_.size() >= kMaxInFlight) return "too many cluster-wide key changes in flight; retry shortly";
+  if (change.op == KeyChange::Op::kInstall && change.primary) {
+    return "install and use are separate cluster-wide steps: install everywhere first, then use";
+  }
+  const std::string err = apply_key_change(*options_.snapshots, options_.suite, change, /*idempotent=*/true);
+  if (!err.empty()) return err;
+
+  Op op;
+  next_request_id_ = std::max<std::uint64_t>(next_request_id_ + 1, std::uint64_t{unix_s} * 1'000'000'000ULL);
+  op.command.request_id = next_request_id_;
+  op.command.change = change;
+  op.command.origin = engine_.name();
+  for (const engine::Member& m : engine_.members()) {
+    if (m.is_tombstone() || m.name == engine_.name() || m.addr().empty()) continue;
+    op.targets.emplace(m.name, Target{m.addr(), false});
+  }
+  op.outcome.request_id = op.command.request_id;
+  op.outcome.targets = op.targets.size();
+  op.next_send_ns = now_ns;
+  op.deadline_ns = now_ns + kTimeoutNs;
+  op.done = std::move(done);
+  spdlog::info("cluster-wide key {} of {} to {} member(s) (request {:016x})", key_op_name(change.op),
+               key_id_hex(change), op.targets.size(), op.command.request_id);
+  ops_.push_back(std::move(op));
+  tick(now_ns, unix_s);
+  return {};
+}
+
+void ClusterKeyChange::on_key_control(const KeyControl& kc, const engine::Address& from) {
+  if (kc.result) {
+    on_result(*kc.result);
+  } else if (kc.command) {
+    on_command(*kc.command, from);
+  }
+}
+
+void ClusterKeyChange::on_result(const KeyResultMsg& r) {
+  ++counters_.key_results_received;
+  for (Op& op : ops_) {
+    if (op.command.request_id != r.request_id) continue;
+    const auto t = op.targets.find(r.node);
+    if (t == op.targets.end() || t->second.answered) break;
+    t->second.answered = true;
+    if (r.ok) {
+      op.outcome.ok.push_back(r.node);
+      if (op.command.change.op == KeyChange::Op::kList) op.outcome.keyrings[r.node] = {r.key_ids, r.primary};
+    } else {
+      op.outcome.refused.emplace_back(r.node, r.error);
+    }
+    return;
+  }
+  ++counters_.key_results_unsolicited;
+}
+
+void ClusterKeyChange::on_command(const KeyCommandMsg& c, const engine::Address& from) {
+  if (c.origin == engine_.name()) {
+    ++counters_.key_results_unsolicited;  // our own command, reflected back
+    return;
+  }
+  // Only the live member that issued a command may send it: anyone else
+  // holding a cluster key (or replaying a member's datagram from another
+  // address) gets nothing applied and no answer.
+  const engine::Member* origin = engine_.member(c.origin);
+  if (origin == nullptr || origin->is_tombstone() || origin->addr() != from) {
+    ++counters_.key_commands_not_member;
+    spdlog::warn("key {} of {} claimed by '{}' from a sender that is not that live member: ignored",
+                 key_op_name(c.change.op), key_id_hex(c.change), c.origin);
+    return;
+  }
+  KeyResultMsg answer{c.request_id, engine_.name(), true, {}, {}, 0};
+  // A list changes nothing: answer with our keyring, every time it is asked.
+  if (c.change.op == KeyChange::Op::kList) {
+    const crypto::Keyring& ring = keyring();
+    answer.key_ids = ring.ids();
+    answer.primary = ring.primary() != nullptr ? ring.primary()->id() : 0;
+    results_out_.emplace_back(from, std::move(answer));
+    return;
+  }
+  const auto seen = std::find_if(applied_commands_.begin(), applied_commands_.end(), [&](const AppliedCommand& a) {
+    return a.origin == c.origin && a.request_id == c.request_id;
+  });
+  const auto newest = newest_command_.find(c.origin);
+  // Issued before we started, or older than one already applied and not a
+  // remembered retry: a replay. Refused (answered, so a real origin learns why).
+  // Whole seconds: the origin stamps ids from the second its host clock
+  // gives (a command issued in the second we started is not held against it).
+  constexpr std::uint64_t kSecondNs = 1'000'000'000ULL;
+  const bool before_start = c.request_id / kSecondNs < options_.started_unix_ns / kSecondNs;
+  if (seen == applied_commands_.end() &&
+      (before_start || (newest != newest_command_.end() && c.request_id <= newest->second))) {
+    ++counters_.key_commands_stale;
+    spdlog::warn("key {} of {} from member {} refused: issued before this node started or already superseded "
+                 "(request {:016x})",
+                 key_op_name(c.change.op), key_id_hex(c.change), c.origin, c.request_id);
+    results_out_.emplace_back(from, KeyResultMsg{c.request_id, engine_.name(), false,
+                                                 "stale command (issued before this node started, or replayed)", {}, 0});
+    return;
+  }
+  if (seen != applied_commands_.end()) {
+    ++counters_.key_commands_repeated;
+    answer.ok = seen->ok;
+    answer.error = seen->error;
+  } else {
+    answer.error = options_.snapshots == nullptr
+                       ? std::string("key changes are not available on this gateway")
+                       : apply_key_change(*options_.snapshots, options_.suite, c.change, /*idempotent=*/true);
+    answer.ok = answer.error.empty();
+    if (answer.ok) {
+      ++counters_.key_commands_applied;
+      spdlog::info("key {} of {} applied at the request of member {} (request {:016x})", key_op_name(c.change.op),
+                   key_id_hex(c.change), c.origin, c.request_id);
+    } else {
+      ++counters_.key_commands_refused;
+      spdlog::warn("key {} of {} requested by member {} refused: {}", key_op_name(c.change.op), key_id_hex(c.change),
+                   c.origin, answer.error);
+    }
+    if (applied_commands_.size() == kRememberedCommands) applied_commands_.pop_front();
+    applied_commands_.push_back({c.origin, c.request_id, answer.ok, answer.error});
+    if (newest_command_.size() >= kMaxOrigins && newest == newest_command_.end()) newest_command_.clear();
+    std::uint64_t& n = newest_command_[c.origin];
+    n = std::max(n, c.request_id);
+  }
+  results_out_.emplace_back(from, std::move(answer));
+}
+
+void ClusterKeyChange::tick(std::uint64_t now_ns, std::uint32_t unix_s) {
+  for (const auto& [to, result] : results_out_) (void)send_(to, encode_key_result(result), now_ns, unix_s);
+  results_out_.clear();
+  for (auto it = ops_.begin(); it != ops_.end();) {
+    Op& op = *it;
+    const bool all = op.outcome.ok.size() + op.outcome.refused.size() == op.targets.size();
+    if (all || now_ns >= op.deadline_ns) {
+      for (const auto& [name, t] : op.targets) {
+        if (!t.answered) op.outcome.no_answer.push_back(name);
+      }
+      spdlog::info("cluster-wide key {}: {} ok, {} refused, {} no answer", key_op_name(op.command.change.op),
+                   op.outcome.ok.size(), op.outcome.refused.size(), op.outcome.no_answer.size());
+      if (op.done) op.done(op.outcome);
+      it = ops_.erase(it);
+      continue;
+    }
+    if (now_ns >= op.next_send_ns) {
+      const std::vector<std::uint8_t> plain = encode_key_command(op.command);
+      for (const auto& [name, t] : op.targets) {
+        if (t.answered) continue;
+        if (send_(t.addr, plain, now_ns, unix_s)) ++counters_.key_commands_sent;
+      }
+      op.next_send_ns = now_ns + kRetryNs;
+    }
+    ++it;
+  }
+}
+
+}  // namespace gw::cp
