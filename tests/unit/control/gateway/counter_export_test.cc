@@ -106,7 +106,9 @@ struct Fixture {
   std::string json(bool compact, bool include_members) const {
     return stats_json(workers, 9, control, tx_queue, host.get(), compact, include_members, extra);
   }
-  std::string prometheus() const { return prometheus_text(metric_families(json(true, false))); }
+  std::string prometheus() const {
+    return prometheus_text(metric_families(counter_snapshot(workers, 9, control, tx_queue, host.get(), false, extra)));
+  }
 
   std::vector<std::string> rules = {"memberlist", "serf"};
   std::vector<WorkerStats> workers;
