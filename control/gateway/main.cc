@@ -493,15 +493,16 @@ int main(int argc, char** argv) {
         }
         return extra;
       };
-      auto live_stats = [&](bool include_members) {
+      auto live_snapshot = [&](bool include_members) {
         std::vector<gw::dp::WorkerStats> live;
         for (const auto& w : workers) {
           live.push_back({w->lcore, w->queue, w->counters, w->tx.counters,
                           classifier ? &classifier->rule_names() : nullptr});
         }
-        return gw::dp::stats_json(live, main_lcore, loop.counters(), tx_queue.counters(), host.get(), true,
-                                  include_members, extra_sections());
+        return gw::dp::counter_snapshot(std::move(live), main_lcore, loop.counters(), tx_queue.counters(), host.get(),
+                                        include_members, extra_sections());
       };
+      auto live_stats = [&](bool include_members) { return gw::dp::stats_json(live_snapshot(include_members), true); };
       gw::dp::ControlApi::Context api_ctx;
       api_ctx.host = host.get();
       api_ctx.snapshots = &snapshots;
@@ -579,7 +580,7 @@ int main(int argc, char** argv) {
         }
         if (export_metrics && now >= next_metrics_ns) {
           next_metrics_ns = now + metrics_interval_ns;
-          metrics.publish(live_stats(false), std::uint64_t{gw::cp::unix_seconds()} * 1000ULL);
+          metrics.publish(live_snapshot(false), std::uint64_t{gw::cp::unix_seconds()} * 1000ULL);
         }
       });
 

@@ -1,14 +1,15 @@
 // Counter export. The control lcore publishes, every metrics.interval_ms, the
-// same counter document --stats-json writes (without the member list); the
-// exporters only ever read the latest publication, so neither a scrape nor a
-// telemetry request touches a worker or the engine.
+// families of a snapshot of the counters (the same walk over the same
+// descriptions that writes the stats JSON: counter_table.h); the exporters
+// only ever read the latest publication, so neither a scrape nor a telemetry
+// request touches a worker or the engine.
 //
 //   Prometheus text:  http://127.0.0.1:PORT/metrics   (metrics.prometheus_port)
 //   DPDK telemetry:   /gossipgw/totals, /gossipgw/metrics[,PAGE], /gossipgw/info
 //                     (dpdk-telemetry.py -f FILE_PREFIX)
 //
-// Metric names, types, units and help are fixed in metrics.cc and listed in
-// docs/metrics.md; they are stable.
+// Metric names, types, units and help are fixed in counter_table.cc and
+// listed in docs/metrics.md; they are stable.
 #pragma once
 
 #include <atomic>
@@ -19,6 +20,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "control/gateway/counter_table.h"
 
 namespace httplib {
 class Server;
@@ -39,10 +42,9 @@ struct MetricFamily {
   std::vector<MetricSample> samples;
 };
 
-// The families for one counter document (stats_json's JSON text). Unknown
-// numeric fields (counters added later) still appear, under a name derived
-// from their path, so nothing counted is ever missing from the export.
-std::vector<MetricFamily> metric_families(std::string_view stats_json_text);
+// The families of a snapshot: every counter of its stats JSON but the sums of
+// per-lcore series, in the document's order.
+std::vector<MetricFamily> metric_families(const CounterSnapshot& snapshot);
 
 // Prometheus text exposition format 0.0.4.
 std::string prometheus_text(const std::vector<MetricFamily>& families);
@@ -50,9 +52,9 @@ std::string prometheus_text(const std::vector<MetricFamily>& families);
 // The latest publication, shared by the exporters.
 class MetricsPublisher {
  public:
-  // Control lcore: builds the families from a counter document and swaps
-  // them in. Not on any worker's path.
-  void publish(std::string_view stats_json_text, std::uint64_t unix_ms);
+  // Control lcore: builds the families from a snapshot and swaps them in.
+  // Not on any worker's path.
+  void publish(const CounterSnapshot& snapshot, std::uint64_t unix_ms);
   // Main thread, before the first publish: gossipgw_build_info{version,commit} 1.
   void set_build_info(const std::string& version, const std::string& commit);
 

@@ -1,84 +1,132 @@
-// Counter export: every numeric counter of the stats document appears exactly
-// once in the Prometheus text, under a valid name with HELP and TYPE lines,
-// and counters nobody mapped yet still appear (under their path).
+// Counter export: the stats JSON and the Prometheus families come from one
+// walk over the counter descriptions (control/gateway/counter_table.cc), so
+// every counter of the JSON is in Prometheus and nothing else is; the text is
+// valid exposition format and telemetry names split back into their labels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 
-#include "control/host/engine_host.h"
 #include "control/engine/engine.h"
+#include "control/gateway/counter_table.h"
 #include "control/gateway/metrics.h"
 #include "control/gateway/stats_json.h"
+#include "control/host/engine_host.h"
 
 namespace gw::dp {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-const char* kDoc = R"({
-  "totals": {"rx_total": 10, "accepted": 7},
-  "classes": {"urgent": 1},
-  "lcores": [
-    {"lcore": 1, "role": "worker", "queue": 0,
-     "counters": {"rx_total": 10, "accepted": 7, "drop_unkeyed": 3, "replay_table_evict": 2,
-                  "classifier": {"memberlist": 2}},
-     "unkeyed": {"serf": 1, "unmatched": 2},
-     "accepted_by_class": {"urgent": 1, "probe": 2, "gossip": 4, "bulk": 0},
-     "tx": {"tx_packets": 5, "tx_bytes": 500, "tx_drop_nic": 0, "tx_broadcast_unknown_mac": 1, "tx_new": 9},
-     "rx_bursts": 4, "idle_polls": 100, "replay_evictions": 6},
-    {"lcore": 0, "role": "control",
-     "counters": {"msg_ping": 3, "msg_decode_error": 1, "msg_unknown": 0},
-     "handoffs_by_class": {"urgent": 1}, "ring_depth_max": {"urgent": 2}}
-  ],
-  "tx_queue": {"queued": 5, "drop_no_buffer": 0},
-  "membership": {
-    "node": "gw\"1", "incarnation": 17, "live_members": 3, "health_score": 0,
-    "members_by_state": {"alive": 3, "suspect": 0, "dead": 1, "left": 0},
-    "events": {"join": 3, "leave": 0, "failed": 1, "update": 0},
-    "recent_events": [{"event": "join", "node": "x", "incarnation": 1}],
-    "engine_counters": {"in_ping": 3, "out_ack": 3, "broadcast_drop_bulk": 0, "suspicions": 1},
-    "sealed": 9, "drop_encode": 0, "drop_no_primary": 0,
-    "shaper": {"urgent": {"sent": 2, "sent_bytes": 200, "deferred": 0, "dropped": 0, "refused": 0, "depth": 0, "depth_max": 1}}
-  },
-  "control_api": {"requests": 4},
-  "snapshots": {"version": 3, "retained": 1},
-  "unkeyed": {"serf": 1, "unmatched": 2}
-})";
-
-// Numeric leaves, except the top-level sums (totals, classes, unkeyed) and
-// recent_events: what must be exported.
-std::size_t numeric_leaves(const Json& j, const std::string& key = "", bool top = true) {
-  if (key == "recent_events") return 0;
-  if (j.is_number()) return (key == "lcore" || key == "queue") ? 0 : 1;
-  std::size_t n = 0;
-  if (j.is_object()) {
-    for (const auto& [k, v] : j.items()) {
-      if (top && (k == "totals" || k == "classes" || k == "unkeyed")) continue;
-      n += numeric_leaves(v, k, false);
-    }
-  } else if (j.is_array()) {
-    for (const auto& v : j) n += numeric_leaves(v, key, false);
-  }
-  return n;
+// Every 64-bit word of `c` gets the next value.
+template <class T>
+void fill(T& c, std::uint64_t& next) {
+  static_assert(sizeof(T) % sizeof(std::uint64_t) == 0);
+  auto* words = reinterpret_cast<std::uint64_t*>(&c);
+  for (std::size_t i = 0; i < sizeof(T) / sizeof(std::uint64_t); ++i) words[i] = next++;
 }
 
-TEST(Metrics, EveryCounterExportedOnceInValidFormat) {
-  const auto families = metric_families(kDoc);
+const std::vector<std::string> kRules = {"memberlist", "serf"};
+
+// Every counter struct with distinct values, two workers, membership with a
+// member list, and sections known to the tables and one that is not.
+CounterSnapshot full_snapshot() {
+  CounterSnapshot s;
+  std::uint64_t next = 1;
+  for (unsigned i = 0; i < 2; ++i) {
+    WorkerStats w;
+    w.lcore = 1 + i;
+    w.queue = i;
+    fill(w.counters, next);
+    fill(w.tx, next);
+    w.unkeyed_rules = &kRules;
+    s.workers.push_back(w);
+  }
+  s.control_lcore = 0;
+  fill(s.control, next);
+  fill(s.tx_queue, next);
+  MembershipSnapshot& m = s.membership.emplace();
+  m.node = "gw\"1";
+  m.incarnation = next++;
+  m.live_members = next++;
+  m.health_score = next++;
+  fill(m.probe_rtt, next);
+  fill(m.by_state, next);
+  m.has_members = true;
+  m.members.push_back({"n1", "10.0.0.1", 7946, cp::engine::MemberStatus::kSuspect, 4, {{"role", "db"}}});
+  fill(m.events, next);
+  m.recent_events.push_back({cp::engine::EventKind::kJoin, "n1", {}, 3, {}});
+  fill(m.engine, next);
+  fill(m.host, next);
+  fill(m.shaper, next);
+  s.extra.push_back({"control_api", {{"requests", next++}, {"connections", next++}}});
+  s.extra.push_back({"snapshots", {{"version", next++}, {"retained", next++}}});
+  s.extra.push_back({"nic", {{"rx_missed", next++}, {"rx_new", next++}}});
+  s.extra.push_back({"something_new", {{"counted", next++}}});
+  return s;
+}
+
+// The JSON's numbers that are not counters of their own: lcore and queue ids
+// (labels), the member list and recent events, and the sums of per-lcore
+// series (totals, classes, unkeyed, arp; the control lcore's
+// class_drop_mismatch, a sum of class_drop_mismatch_by_class).
+void exported_values(const Json& j, const std::string& path, std::multiset<double>& out) {
+  if (j.is_number()) {
+    const std::string key = path.substr(path.rfind('.') + 1);
+    if (key == "lcore" || key == "queue" || key == "class_drop_mismatch") return;
+    // Prometheus has the histogram's sum in seconds.
+    out.insert(key == "sum_us" ? j.get<double>() / 1e6 : j.get<double>());
+    return;
+  }
+  if (j.is_array()) {
+    for (const Json& e : j) exported_values(e, path, out);
+    return;
+  }
+  if (!j.is_object()) return;
+  for (const auto& [k, v] : j.items()) {
+    if (path.empty() && (k == "totals" || k == "classes" || k == "unkeyed" || k == "arp")) continue;
+    if (k == "members" || k == "recent_events") continue;
+    exported_values(v, path + "." + k, out);
+  }
+}
+
+// The property the exporters used to keep by parsing the JSON ("unknown
+// numeric fields still appear"), now by construction: with every counter
+// distinct, the JSON's counters and Prometheus's samples are the same values.
+TEST(Metrics, EveryJsonCounterIsInPrometheusAndNothingElse) {
+  const CounterSnapshot s = full_snapshot();
+  std::multiset<double> json_values;
+  exported_values(Json::parse(stats_json(s)), "", json_values);
+  std::multiset<double> prom_values;
+  for (const MetricFamily& f : metric_families(s)) {
+    for (const MetricSample& x : f.samples) prom_values.insert(x.value);
+  }
+  std::vector<double> only_json;
+  std::vector<double> only_prom;
+  std::set_difference(json_values.begin(), json_values.end(), prom_values.begin(), prom_values.end(),
+                      std::back_inserter(only_json));
+  std::set_difference(prom_values.begin(), prom_values.end(), json_values.begin(), json_values.end(),
+                      std::back_inserter(only_prom));
+  EXPECT_TRUE(only_json.empty()) << only_json.size() << " JSON counters not in Prometheus, first " << only_json[0];
+  EXPECT_TRUE(only_prom.empty()) << only_prom.size() << " Prometheus samples not in the JSON, first " << only_prom[0];
+  EXPECT_GT(json_values.size(), 250u);
+}
+
+TEST(Metrics, EveryFamilyOnceInValidFormat) {
+  const auto families = metric_families(full_snapshot());
   std::size_t samples = 0;
   std::set<std::string> names;
   for (const auto& f : families) {
     EXPECT_TRUE(names.insert(f.name).second) << "family twice: " << f.name;
     samples += f.samples.size();
   }
-  EXPECT_EQ(samples, numeric_leaves(Json::parse(kDoc)));
-
   const std::string text = prometheus_text(families);
   const std::regex help(R"(^# HELP [a-zA-Z_:][a-zA-Z0-9_:]* \S.*$)");
-  const std::regex type(R"(^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge|untyped)$)");
+  const std::regex type(R"(^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge|histogram|untyped)$)");
   const std::regex sample(
       R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*")*\})? -?[0-9.e+]+$)");
   std::istringstream in(text);
@@ -98,45 +146,56 @@ TEST(Metrics, EveryCounterExportedOnceInValidFormat) {
 }
 
 TEST(Metrics, NamesAndLabels) {
-  const std::string text = prometheus_text(metric_families(kDoc));
-  for (const char* expected : {
-           "gossipgw_verdict_packets_total{lcore=\"1\",queue=\"0\",verdict=\"drop_unkeyed\"} 3\n",
-           "gossipgw_rx_packets_total{lcore=\"1\",queue=\"0\"} 10\n",
-           "gossipgw_accepted_packets_total{lcore=\"1\",queue=\"0\",class=\"gossip\"} 4\n",
-           "gossipgw_messages_total{lcore=\"0\",type=\"ping\"} 3\n",
-           "gossipgw_message_decode_errors_total{lcore=\"0\"} 1\n",
-           "gossipgw_members{state=\"dead\"} 1\n",
-           "gossipgw_member_events_total{kind=\"failed\"} 1\n",
-           "gossipgw_engine_member_changes_total{change=\"suspected\"} 1\n",
-           "gossipgw_engine_messages_total{direction=\"in\",type=\"ping\"} 3\n",
-           "gossipgw_engine_messages_total{direction=\"out\",type=\"ack\"} 3\n",
-           "gossipgw_egress_queue_depth_max{class=\"urgent\"} 1\n",
-           "# TYPE gossipgw_egress_queue_depth gauge\n",
-           "# TYPE gossipgw_verdict_packets_total counter\n",
-           // Not mapped by name: exported under their path.
-           "gossipgw_worker_classifier_memberlist{lcore=\"1\",queue=\"0\"} 2\n",
-           "gossipgw_worker_replay_evictions{lcore=\"1\",queue=\"0\"} 6\n",
-           "gossipgw_worker_tx_tx_new{lcore=\"1\",queue=\"0\"} 9\n",
-           "gossipgw_control_api_total{counter=\"requests\"} 4\n",
-           "gossipgw_table_evictions_total{lcore=\"1\",queue=\"0\",table=\"replay\"} 2\n",
-           "gossipgw_unkeyed_packets_total{lcore=\"1\",queue=\"0\",rule=\"serf\"} 1\n",
-           "gossipgw_snapshot_version 3\n",
-       }) {
+  const CounterSnapshot s = full_snapshot();
+  const std::string text = prometheus_text(metric_families(s));
+  const auto has = [&text](const std::string& series, std::uint64_t v) {
+    return text.find(series + " " + std::to_string(v) + "\n") != std::string::npos;
+  };
+  const WorkerCounters& w = s.workers[0].counters;
+  EXPECT_TRUE(has(R"(gossipgw_verdict_packets_total{lcore="1",queue="0",verdict="drop_unkeyed"})",
+                  w.get(Verdict::kUnkeyed)))
+      << text;
+  EXPECT_TRUE(has(R"(gossipgw_rx_packets_total{lcore="1",queue="0"})", w.rx_total));
+  EXPECT_TRUE(has(R"(gossipgw_accepted_packets_total{lcore="1",queue="0",class="gossip"})", w.accepted_by_class[2]));
+  EXPECT_TRUE(has(R"(gossipgw_table_evictions_total{lcore="1",queue="0",table="ratelimit"})", w.ratelimit_table_evict));
+  EXPECT_TRUE(has(R"(gossipgw_unkeyed_packets_total{lcore="1",queue="0",rule="serf"})", w.unkeyed_by_rule[1]));
+  EXPECT_TRUE(has(R"(gossipgw_unkeyed_packets_total{lcore="1",queue="0",rule="unmatched"})",
+                  w.unkeyed_by_rule[kUnkeyedRuleSlots]));
+  EXPECT_TRUE(has(R"(gossipgw_messages_total{lcore="0",type="ping"})", s.control.msgs[0]));
+  EXPECT_TRUE(has(R"(gossipgw_message_decode_errors_total{lcore="0"})", s.control.msg_decode_error));
+  EXPECT_TRUE(has(R"(gossipgw_handoff_dropped_total{lcore="0",reason="replay_table_full"})",
+                  s.control.once_refused[static_cast<std::size_t>(Once::kTableFull)]));
+  EXPECT_TRUE(has(R"(gossipgw_tx_queue_datagrams_total{result="drop_ring_full"})", s.tx_queue.drop_ring_full));
+  const MembershipSnapshot& m = *s.membership;
+  EXPECT_TRUE(has(R"(gossipgw_members{state="dead"})", m.by_state[2]));
+  EXPECT_TRUE(has(R"(gossipgw_member_events_total{kind="failed"})", m.events[2]));
+  EXPECT_TRUE(has(R"(gossipgw_engine_member_changes_total{change="suspected"})", m.engine.suspicions));
+  EXPECT_TRUE(has(R"(gossipgw_engine_messages_total{direction="in",type="ping"})", m.engine.msg_in[0]));
+  EXPECT_TRUE(has(R"(gossipgw_engine_messages_total{direction="out",type="ack"})", m.engine.msg_out[1]));
+  EXPECT_TRUE(has(R"(gossipgw_egress_queue_depth_max{class="urgent"})", m.shaper[0].depth_max));
+  EXPECT_TRUE(has(R"(gossipgw_seal_dropped_total{reason="no_primary"})", m.host.drop_no_primary));
+  EXPECT_TRUE(has(R"(gossipgw_control_api_total{counter="requests"})", s.extra[0].second[0].second));
+  EXPECT_TRUE(has("gossipgw_snapshot_version", s.extra[1].second[0].second));
+  EXPECT_TRUE(has("gossipgw_nic_rx_missed_total", s.extra[2].second[0].second));
+  // Not in the section tables: exported under their path.
+  EXPECT_TRUE(has("gossipgw_nic_rx_new", s.extra[2].second[1].second));
+  EXPECT_TRUE(has("gossipgw_something_new_counted", s.extra[3].second[0].second));
+  for (const char* expected : {"# TYPE gossipgw_egress_queue_depth gauge\n",
+                               "# TYPE gossipgw_verdict_packets_total counter\n",
+                               "# TYPE gossipgw_something_new_counted untyped\n"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected;
   }
 }
 
-TEST(Metrics, BadDocumentGivesNothing) {
-  EXPECT_TRUE(metric_families("not json").empty());
-  EXPECT_TRUE(metric_families("[1,2,3]").empty());
-  EXPECT_EQ(prometheus_text({}), "");
-}
+TEST(Metrics, EmptyFamiliesGiveNoText) { EXPECT_EQ(prometheus_text({}), ""); }
 
 TEST(Metrics, PublisherKeepsLatest) {
   MetricsPublisher p;
   EXPECT_EQ(p.latest().text, nullptr);
-  p.publish(kDoc, 1000);
-  p.publish(R"({"tx_queue": {"queued": 77}})", 2000);
+  p.publish(full_snapshot(), 1000);
+  CounterSnapshot small;
+  small.tx_queue.queued = 77;
+  p.publish(small, 2000);
   const auto v = p.latest();
   EXPECT_EQ(v.publications, 2u);
   EXPECT_EQ(v.published_unix_ms, 2000u);
@@ -154,7 +213,7 @@ namespace {
 // labelled series were refused): every series gets a valid, distinct name
 // that splits back into its family and labels.
 TEST(TelemetryNames, EverySeriesHasAValidDistinctNameThatSplitsBack) {
-  const std::vector<MetricFamily> fams = metric_families(kDoc);
+  const std::vector<MetricFamily> fams = metric_families(full_snapshot());
   const std::regex valid("^[A-Za-z0-9_/]{1,127}$");
   std::set<std::string> names;
   std::size_t series = 0;
@@ -170,13 +229,16 @@ TEST(TelemetryNames, EverySeriesHasAValidDistinctNameThatSplitsBack) {
       std::stringstream in(n);
       for (std::string p; std::getline(in, p, '/');) parts.push_back(p);
       ASSERT_FALSE(parts.empty());
-      EXPECT_EQ(parts[0], f.name);
+      EXPECT_EQ(parts[0], f.name + s.suffix);
       ASSERT_EQ(parts.size() % 2, 1u) << n;
       std::string labels;
       for (std::size_t i = 1; i + 1 < parts.size(); i += 2) {
         labels += (labels.empty() ? "" : ",") + parts[i] + "=\"" + parts[i + 1] + "\"";
       }
-      EXPECT_EQ(labels, s.labels) << n;
+      // Telemetry names have no '.' or '+': a histogram bound becomes '_'.
+      if (s.suffix != "_bucket") {
+        EXPECT_EQ(labels, s.labels) << n;
+      }
       if (!s.labels.empty()) ++labelled;
     }
   }
@@ -202,10 +264,12 @@ namespace {
 TEST(Metrics, NicCountersProcessStartAndBuildInfo) {
   MetricsPublisher p;
   p.set_build_info("0.1.0", "abc123");
-  p.publish(R"({"process": {"start_time_unix": 1800000000},
-                "nic": {"rx_packets": 10, "tx_packets": 4, "rx_missed": 3, "rx_errors": 0, "rx_nombuf": 2,
-                        "tx_errors": 1}})",
-            1000);
+  CounterSnapshot s;
+  s.extra.push_back({"process", {{"start_time_unix", 1800000000}}});
+  s.extra.push_back({"nic",
+                     {{"rx_packets", 10}, {"tx_packets", 4}, {"rx_missed", 3}, {"rx_errors", 0}, {"rx_nombuf", 2},
+                      {"tx_errors", 1}}});
+  p.publish(s, 1000);
   const std::string& text = *p.latest().text;
   for (const char* expected : {
            "# TYPE gossipgw_process_start_time_seconds gauge\ngossipgw_process_start_time_seconds 1800000000\n",
@@ -228,8 +292,16 @@ namespace gw::dp {
 namespace {
 
 TEST(Metrics, ProbeRttIsAPrometheusHistogram) {
-  const std::string text = prometheus_text(metric_families(R"({"membership": {"probe_rtt":
-      {"le_us": {"500": 1, "1000": 3, "1000000": 4, "+Inf": 5}, "sum_us": 2500000, "count": 5, "unmatched": 2}}})"));
+  CounterSnapshot s;
+  MembershipSnapshot& m = s.membership.emplace();
+  m.probe_rtt.buckets[0] = 1;    // <= 500 us
+  m.probe_rtt.buckets[1] = 2;    // <= 1 ms
+  m.probe_rtt.buckets[10] = 1;   // <= 1 s
+  m.probe_rtt.buckets[11] = 1;   // more
+  m.probe_rtt.sum_us = 2500000;
+  m.probe_rtt.count = 5;
+  m.probe_rtt.unmatched = 2;
+  const std::string text = prometheus_text(metric_families(s));
   for (const char* expected : {
            "# TYPE gossipgw_probe_rtt_seconds histogram\n",
            "gossipgw_probe_rtt_seconds_bucket{le=\"0.0005\"} 1\n",
@@ -270,24 +342,20 @@ namespace {
 // under its raw name), families that mix unlike counters are split, and the
 // dimension of each family is a label.
 TEST(Metrics, EngineCountersAreLabelledFamilies) {
-  // Distinct values so that every counter can be found again.
-  cp::engine::Counters c;
-  std::uint64_t next = 1;
-  auto* words = reinterpret_cast<std::uint64_t*>(&c);
-  static_assert(sizeof(c) % sizeof(std::uint64_t) == 0);
-  for (std::size_t i = 0; i < sizeof(c) / sizeof(std::uint64_t); ++i) words[i] = next++;
-  const Json ec = Json::parse(engine_counters_json(c));
+  CounterSnapshot s;
+  MembershipSnapshot& m = s.membership.emplace();
+  std::uint64_t next = 1000;
+  fill(m.engine, next);
+  const cp::engine::Counters& c = m.engine;
+  const Json ec = Json::parse(stats_json(s))["membership"]["engine_counters"];
   EXPECT_EQ(ec.size(), sizeof(c) / sizeof(std::uint64_t)) << "a Counters field is missing from the stats JSON";
-  Json doc;
-  doc["membership"]["engine_counters"] = ec;
-  const auto fams = metric_families(doc.dump());
+  const auto fams = metric_families(s);
   std::size_t samples = 0;
   std::set<std::string> engine_families;
   for (const MetricFamily& f : fams) {
+    if (f.name.rfind("gossipgw_engine_", 0) != 0) continue;
     EXPECT_EQ(f.type, "counter") << f.name;
-    EXPECT_EQ(f.name.rfind("gossipgw_engine_", 0), 0u) << f.name;
     EXPECT_EQ(f.name.compare(f.name.size() - 6, 6, "_total"), 0) << f.name;
-    EXPECT_EQ(f.help.find("Membership engine counter"), std::string::npos) << "unmapped: " << f.name;
     engine_families.insert(f.name);
     samples += f.samples.size();
   }

@@ -1,0 +1,809 @@
+#include "control/gateway/counter_table.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <iterator>
+
+#include "control/gateway/stats_json.h"
+
+namespace gw::dp {
+namespace {
+
+// ---- the families (docs/metrics.md lists them; their names are stable) ----
+
+// Workers.
+constexpr Family kRxPackets{"gossipgw_rx_packets_total", "counter", "Packets received on the worker's rx queue (packets)"};
+constexpr Family kVerdictPackets{"gossipgw_verdict_packets_total", "counter",
+                                 "Received packets by check-ladder verdict: accepted or the drop reason (packets)"};
+constexpr Family kReplayExpired{"gossipgw_replay_windows_expired_total", "counter",
+                                "Replay windows freed because their newest datagram was older than "
+                                "limits.replay_window_s (windows)"};
+constexpr Family kTableEvictions{"gossipgw_table_evictions_total", "counter",
+                                 "Entries evicted from a worker's bounded per-sender table: replay windows or "
+                                 "rate-limit buckets (entries)"};
+constexpr Family kAcceptedPackets{"gossipgw_accepted_packets_total", "counter",
+                                  "Accepted packets handed to the control lcore, by priority class (packets)"};
+constexpr Family kUnkeyedPackets{"gossipgw_unkeyed_packets_total", "counter",
+                                 "drop_unkeyed packets by the classifier rule that matched (built-in signatures, "
+                                 "operator rules, unmatched, unscanned) (packets)"};
+constexpr Family kTxPackets{"gossipgw_tx_packets_total", "counter", "Datagrams transmitted (packets)"};
+constexpr Family kTxBytes{"gossipgw_tx_bytes_total", "counter", "Bytes transmitted, Ethernet header included (bytes)"};
+constexpr Family kTxNicDropped{"gossipgw_tx_nic_dropped_total", "counter", "Datagrams the NIC's tx queue refused (packets)"};
+constexpr Family kTxBroadcast{"gossipgw_tx_broadcast_unknown_mac_total", "counter",
+                              "Datagrams sent to the broadcast MAC because the peer's MAC was not known yet (packets)"};
+constexpr Family kRxBursts{"gossipgw_rx_bursts_total", "counter", "Non-empty rx bursts (bursts)"};
+constexpr Family kIdlePolls{"gossipgw_idle_polls_total", "counter", "rx polls that returned no packet (polls)"};
+constexpr Family kArp{"gossipgw_arp_total", "counter",
+                      "ARP on the gateway's address: replies sent, peer MAC hints taken (only with "
+                      "dataplane.arp_hints: true) (packets)"};
+
+// The control lcore.
+constexpr Family kMessages{"gossipgw_messages_total", "counter", "Gossip messages received, by type (messages)"};
+constexpr Family kDecodeErrors{"gossipgw_message_decode_errors_total", "counter",
+                               "Authenticated payloads that did not decode as a gossip Compound (payloads)"};
+constexpr Family kMessageUnknown{"gossipgw_message_unknown_total", "counter",
+                                 "Authenticated payloads with no message this version knows (payloads)"};
+constexpr Family kHandoffDropped{"gossipgw_handoff_dropped_total", "counter",
+                                 "Accepted payloads the control lcore's once-only check refused: reason replay "
+                                 "(already accepted through another worker) or replay_table_full (payloads)"};
+constexpr Family kHandoffs{"gossipgw_handoffs_total", "counter",
+                           "Payloads the control lcore took from the workers' rings, by class (payloads)"};
+constexpr Family kRingDepthMax{"gossipgw_ring_depth_max", "gauge",
+                               "Deepest a worker-to-control ring of the class was seen (payloads)"};
+constexpr Family kClassMismatch{"gossipgw_class_mismatch_dropped_total", "counter",
+                                "Decoded payloads dropped because their header class was more urgent than their "
+                                "messages justify, by header class (payloads)"};
+constexpr Family kTxQueue{"gossipgw_tx_queue_datagrams_total", "counter",
+                          "Datagrams the control lcore queued for transmit, or dropped before the ring (datagrams)"};
+
+// Membership (the engine host).
+constexpr Family kIncarnation{"gossipgw_incarnation", "gauge", "This member's incarnation number"};
+constexpr Family kLiveMembers{"gossipgw_live_members", "gauge",
+                              "Alive or suspect members in our view, ourselves included (members)"};
+constexpr Family kHealthScore{"gossipgw_health_score", "gauge", "Lifeguard local health multiplier score (0 = healthy)"};
+constexpr Family kProbeRtt{"gossipgw_probe_rtt_seconds", "histogram",
+                           "Round trip of our direct probes, ping sent to ack received (seconds)"};
+constexpr Family kProbeUnmatched{"gossipgw_probe_unmatched_total", "counter",
+                                 "Probes forgotten before their ack came (more than 1,024 in flight) (probes)"};
+constexpr Family kMembers{"gossipgw_members", "gauge", "Members in our view by state, tombstones included (members)"};
+constexpr Family kMemberEvents{"gossipgw_member_events_total", "counter", "Member events by kind (events)"};
+constexpr Family kSealed{"gossipgw_sealed_datagrams_total", "counter", "Datagrams sealed for transmit (datagrams)"};
+constexpr Family kSealDropped{"gossipgw_seal_dropped_total", "counter",
+                              "Outgoing datagrams dropped before sealing, by reason (datagrams)"};
+constexpr Family kSenderKeysResets{"gossipgw_sender_keys_resets_total", "counter",
+                                   "Times the table of which key each sender uses filled up and was cleared (resets)"};
+
+// ---- the counter structs' fields: JSON key, member, family, labels ----
+
+template <class S>
+struct Field {
+  std::string_view key;       // in the stats JSON
+  std::uint64_t S::*member;
+  const Family* family;
+  std::string_view labels;    // fixed labels of the series, beside the context's (lcore, class)
+};
+
+constexpr Field<TxCounters> kTxFields[] = {
+    {"tx_packets", &TxCounters::tx_packets, &kTxPackets, ""},
+    {"tx_bytes", &TxCounters::tx_bytes, &kTxBytes, ""},
+    {"tx_drop_nic", &TxCounters::tx_drop_nic, &kTxNicDropped, ""},
+    {"tx_broadcast_unknown_mac", &TxCounters::tx_broadcast_unknown, &kTxBroadcast, ""},
+};
+static_assert(std::size(kTxFields) * sizeof(std::uint64_t) == sizeof(TxCounters), "a TxCounters field is not exported");
+
+constexpr Field<TxQueueCounters> kTxQueueFields[] = {
+    {"queued", &TxQueueCounters::queued, &kTxQueue, R"(result="queued")"},
+    {"drop_no_buffer", &TxQueueCounters::drop_no_buffer, &kTxQueue, R"(result="drop_no_buffer")"},
+    {"drop_ring_full", &TxQueueCounters::drop_ring_full, &kTxQueue, R"(result="drop_ring_full")"},
+    {"drop_too_large", &TxQueueCounters::drop_too_large, &kTxQueue, R"(result="drop_too_large")"},
+    {"drop_bad_endpoint", &TxQueueCounters::drop_bad_endpoint, &kTxQueue, R"(result="drop_bad_endpoint")"},
+};
+static_assert(std::size(kTxQueueFields) * sizeof(std::uint64_t) == sizeof(TxQueueCounters),
+              "a TxQueueCounters field is not exported");
+
+// The shaper's counters per class (label class).
+constexpr Family kEgressSent{"gossipgw_egress_sent_datagrams_total", "counter", "Datagrams the egress shaper let out (datagrams)"};
+constexpr Family kEgressSentBytes{"gossipgw_egress_sent_bytes_total", "counter", "Bytes the egress shaper let out (bytes)"};
+constexpr Family kEgressDeferred{"gossipgw_egress_deferred_total", "counter", "Datagrams that waited for budget (datagrams)"};
+constexpr Family kEgressDropped{"gossipgw_egress_dropped_total", "counter",
+                                "Datagrams dropped from the full egress queue (datagrams)"};
+constexpr Family kEgressRefused{"gossipgw_egress_refused_total", "counter", "Datagrams the transmit path refused (datagrams)"};
+constexpr Family kEgressDepth{"gossipgw_egress_queue_depth", "gauge", "Datagrams waiting in the egress queue now (datagrams)"};
+constexpr Family kEgressDepthMax{"gossipgw_egress_queue_depth_max", "gauge", "Most datagrams ever waiting in the egress queue"};
+constexpr Field<cp::ShaperClassCounters> kShaperFields[] = {
+    {"sent", &cp::ShaperClassCounters::sent, &kEgressSent, ""},
+    {"sent_bytes", &cp::ShaperClassCounters::sent_bytes, &kEgressSentBytes, ""},
+    {"deferred", &cp::ShaperClassCounters::deferred, &kEgressDeferred, ""},
+    {"dropped", &cp::ShaperClassCounters::dropped, &kEgressDropped, ""},
+    {"refused", &cp::ShaperClassCounters::refused, &kEgressRefused, ""},
+    {"depth", &cp::ShaperClassCounters::depth, &kEgressDepth, ""},
+    {"depth_max", &cp::ShaperClassCounters::depth_max, &kEgressDepthMax, ""},
+};
+static_assert(std::size(kShaperFields) * sizeof(std::uint64_t) == sizeof(cp::ShaperClassCounters),
+              "a ShaperClassCounters field is not exported");
+
+// The engine's own counters (control/engine/engine.h), as Prometheus
+// families: one family per meaning and unit, the dimension that tells the
+// counters of a family apart as a label, so that summing a family over its
+// label gives a meaningful total (issue 18). A counter that is a subset of
+// another (young_declared_dead of the failed changes, join_answered of the
+// answered requests) has its own family, so no sum counts it twice. The stats
+// JSON keeps the engine's flat names (`membership.engine_counters.KEY`), in
+// this table's order; docs/metrics.md maps each key to its series.
+namespace engine_families {
+constexpr Family kMessages{"gossipgw_engine_messages_total", "counter",
+                           "Messages the engine handled (in) or sent (out), by type (messages)"};
+constexpr Family kBroadcastsDropped{"gossipgw_engine_broadcasts_dropped_total", "counter",
+                                    "Broadcasts dropped from the full queue, by class (broadcasts)"};
+constexpr Family kDatagrams{"gossipgw_engine_datagrams_total", "counter",
+                            "Datagrams the engine handled (in) or queued for sending (out) (datagrams)"};
+constexpr Family kOutboxDropped{"gossipgw_engine_outbox_dropped_total", "counter",
+                                "Outgoing datagrams dropped because the engine's outbox was full (datagrams)"};
+constexpr Family kEventsDropped{"gossipgw_engine_events_dropped_total", "counter",
+                                "Member events dropped because nobody drained them in time (events)"};
+constexpr Family kSuperseded{"gossipgw_engine_broadcasts_superseded_total", "counter",
+                             "Queued broadcasts replaced by newer news about the same member (broadcasts)"};
+constexpr Family kAdmissionRefused{
+    "gossipgw_engine_admission_refused_total", "counter",
+    "New members refused admission, by reason: rate (over the admission rate with the waiting list full), "
+    "policy (name prefix or required tag), table_full (member table full) (members)"};
+constexpr Family kAdmissionDeferred{"gossipgw_engine_admission_deferred_total", "counter",
+                                    "New members over the admission rate, waiting for a token (members)"};
+constexpr Family kIgnored{
+    "gossipgw_engine_messages_ignored_total", "counter",
+    "Received messages the engine ignored, by message type and reason (alive: tombstone, graveyard, no_addr, "
+    "bad_name, tags_too_large; update (alive/suspect/dead/leave about a member): stale, unknown, far_future; "
+    "ack and nack: unsolicited; ping: misdirected; sync_response: unsolicited; sync: oversize) (messages)"};
+constexpr Family kConflicts{"gossipgw_engine_name_conflicts_total", "counter",
+                            "Alive messages claiming a name at another address: our_name (ours: we refute), "
+                            "member_name (a live member's, not newer: ignored) (messages)"};
+constexpr Family kChanges{
+    "gossipgw_engine_member_changes_total", "counter",
+    "Membership changes the engine applied: joined, left (gracefully), failed (declared dead), suspected, "
+    "updated (metadata), tombstone_expired (dead or left members forgotten after their tombstone TTL) "
+    "(members)"};
+constexpr Family kYoungDead{"gossipgw_engine_young_declared_dead_total", "counter",
+                            "Newcomers that failed a probe in a storm, or probationers that did, declared dead "
+                            "without suspicion; also in member_changes{change=\"failed\"} (members)"};
+constexpr Family kYoungLastPings{"gossipgw_engine_young_last_pings_total", "counter",
+                                 "Newcomers in a storm whose failed probe no helper nacked, pinged once more before "
+                                 "the verdict (datagrams)"};
+constexpr Family kYoungLastAcks{"gossipgw_engine_young_last_acks_total", "counter",
+                                "... that answered it (or pinged us) meanwhile: alive, no verdict (members)"};
+constexpr Family kRefutations{"gossipgw_engine_refutations_total", "counter",
+                              "Times we refuted a suspicion about ourselves (refutations)"};
+constexpr Family kConfirmations{"gossipgw_engine_suspicion_confirmations_total", "counter",
+                                "Independent confirmations of suspicions received (confirmations)"};
+constexpr Family kProbesStarted{"gossipgw_engine_probes_started_total", "counter", "Probes started (probes)"};
+constexpr Family kProbesNewcomer{"gossipgw_engine_probes_newcomer_total", "counter",
+                                 "Probes sent to a newcomer out of round-robin order, in a storm; also in "
+                                 "probes_started (probes)"};
+constexpr Family kProbesHearsay{"gossipgw_engine_probes_hearsay_total", "counter",
+                                "Probes of a member we suspected on others' word whose verdict (their Dead) never "
+                                "reached us, sent out of round-robin order; also in probes_started (probes)"};
+constexpr Family kProbeOutcomes{
+    "gossipgw_engine_probe_outcomes_total", "counter",
+    "Finished probes by outcome: ack_direct, ack_indirect (through helpers), failed (no answer in time), "
+    "abandoned_stall (deadline passed while we were stalled: no verdict, our health takes the blame), "
+    "outdated (unanswered, but a newer incarnation of the target arrived meanwhile: no verdict) (probes)"};
+constexpr Family kIndirectSent{"gossipgw_engine_indirect_requests_sent_total", "counter",
+                               "Indirect probe requests sent to helpers (requests)"};
+constexpr Family kNacksReceived{"gossipgw_engine_nacks_received_total", "counter",
+                                "Nacks received from indirect helpers (nacks)"};
+constexpr Family kRelayRequests{
+    "gossipgw_engine_relay_requests_total", "counter",
+    "Indirect probe requests from others: started (we relay), refused_full (relay table full) (requests)"};
+constexpr Family kRelayOutcomes{"gossipgw_engine_relay_outcomes_total", "counter",
+                                "Relayed probes by outcome: ack_forwarded (back to the member that asked), "
+                                "nack_sent (no ack came) (relays)"};
+constexpr Family kSyncsStarted{"gossipgw_engine_syncs_started_total", "counter",
+                               "Full-state syncs we started: periodic, reconnects and after-join follow-ups (syncs)"};
+constexpr Family kSyncReconnects{"gossipgw_engine_sync_reconnects_total", "counter",
+                                 "Syncs sent to members we consider failed, to heal partitions; also in "
+                                 "syncs_started (syncs)"};
+constexpr Family kSyncRequests{
+    "gossipgw_engine_sync_requests_total", "counter",
+    "Sync requests received, by outcome: answered, refused_concurrency (concurrency cap), refused_rate "
+    "(answer rate limit), refused_join_rate (join answer rate limit; the joiner retries); oversize requests "
+    "are in messages_ignored (requests)"};
+constexpr Family kJoinAnswered{"gossipgw_engine_join_requests_answered_total", "counter",
+                               "Join syncs we answered; also in sync_requests{outcome=\"answered\"} (requests)"};
+constexpr Family kJoinFollowups{"gossipgw_engine_join_followups_total", "counter",
+                                "Whole-view syncs with other members right after joining; also in syncs_started "
+                                "(syncs)"};
+constexpr Family kJoinRetries{"gossipgw_engine_join_retries_total", "counter",
+                              "Our join rounds that got no answer and were sent again (rounds)"};
+constexpr Family kDigestEqual{"gossipgw_engine_sync_digest_equal_total", "counter",
+                              "Periodic syncs answered with the digest alone: both views the same (syncs)"};
+constexpr Family kDigestDiffer{"gossipgw_engine_sync_digest_differ_total", "counter",
+                               "Our digest syncs whose views still differed after the answer: our window sent too "
+                               "(syncs)"};
+constexpr Family kBucketWindows{"gossipgw_engine_sync_bucket_windows_total", "counter",
+                                "Sync windows that carried only the buckets in which two views differed (windows)"};
+constexpr Family kWholeViews{"gossipgw_engine_sync_whole_views_total", "counter",
+                             "Periodic syncs from a view far shorter than ours, answered with the whole view (syncs)"};
+constexpr Family kIncompleteRetries{"gossipgw_engine_sync_incomplete_retries_total", "counter",
+                                    "Our digest syncs whose answer timed out with parts missing, started again soon "
+                                    "(syncs)"};
+constexpr Family kSyncBytes{"gossipgw_engine_sync_sent_bytes_total", "counter",
+                            "Estimated encoded bytes of sync parts sent (bytes)"};
+constexpr Family kUserData{"gossipgw_engine_user_data_received_total", "counter", "User data messages received (messages)"};
+constexpr Family kGraveyardEvictions{"gossipgw_engine_graveyard_evictions_total", "counter",
+                                     "Oldest graveyard traces forgotten at the graveyard bound (traces)"};
+constexpr Family kStaleCorrections{"gossipgw_engine_stale_corrections_total", "counter",
+                                   "Datagrams answering a sender's stale news: our Dead or Leave, our Suspect (a "
+                                   "confirmation), or the newer Alive (datagrams)"};
+constexpr Family kProbationStarted{"gossipgw_engine_probation_started_total", "counter",
+                                   "Newcomers admitted on probation, outside the view, in a storm or an arrival "
+                                   "surge (members)"};
+constexpr Family kProbationEnded{
+    "gossipgw_engine_probation_ended_total", "counter",
+    "Probations ended, by outcome: promoted (proof of life: joined the view), died (declared dead, never in "
+    "the view; also in member_changes{change=\"failed\"}), forgotten (never proved alive: no verdict) (members)"};
+constexpr Family kProofPings{"gossipgw_engine_probation_proof_pings_total", "counter",
+                             "Proof-of-life pings sent to probationers that had not answered us yet (datagrams)"};
+constexpr Family kProofAcks{"gossipgw_engine_probation_proof_acks_total", "counter",
+                            "Proof-of-life pings answered: the probationer is alive (datagrams)"};
+constexpr Family kUnproven{"gossipgw_engine_probation_unproven_total", "counter",
+                           "Probationers declared dead after four unanswered proof pings, a probe interval apart "
+                           "(also in probation_ended{outcome=\"died\"}) (members)"};
+constexpr Family kDeathsTold{"gossipgw_engine_probation_deaths_told_total", "counter",
+                             "Deaths on probation told first-hand to the member that told us of the newcomer "
+                             "(datagrams)"};
+constexpr Family kSurges{"gossipgw_engine_surges_total", "counter",
+                         "Arrival surges recognised: never-seen members arriving faster than a running cluster grows "
+                         "(surges)"};
+constexpr Family kGossipEager{"gossipgw_engine_gossip_eager_total", "counter",
+                              "Gossip rounds brought forward for the death or departure of an established member "
+                              "(rounds)"};
+constexpr Family kOwnStalls{"gossipgw_engine_own_stalls_total", "counter",
+                            "Engine ticks that came over a probe interval late: the control lcore was stalled; "
+                            "verdicts wait for the backlog (stalls)"};
+}  // namespace engine_families
+
+using EC = cp::engine::Counters;
+namespace ef = engine_families;
+// In the stats JSON's order (after msg_in, msg_out and broadcast_drop).
+constexpr Field<EC> kEngineFields[] = {
+    {"packets_in", &EC::packets_in, &ef::kDatagrams, R"(direction="in")"},
+    {"packets_out", &EC::packets_out, &ef::kDatagrams, R"(direction="out")"},
+    {"outbox_drop_full", &EC::outbox_drop_full, &ef::kOutboxDropped, ""},
+    {"events_drop_full", &EC::events_drop_full, &ef::kEventsDropped, ""},
+    {"broadcast_superseded", &EC::broadcast_superseded, &ef::kSuperseded, ""},
+    {"admission_drop_rate", &EC::admission_drop_rate, &ef::kAdmissionRefused, R"(reason="rate")"},
+    {"admission_drop_policy", &EC::admission_drop_policy, &ef::kAdmissionRefused, R"(reason="policy")"},
+    {"admission_drop_table_full", &EC::admission_drop_table_full, &ef::kAdmissionRefused, R"(reason="table_full")"},
+    {"alive_drop_tombstone", &EC::alive_drop_tombstone, &ef::kIgnored, R"(type="alive",reason="tombstone")"},
+    {"update_drop_stale", &EC::update_drop_stale, &ef::kIgnored, R"(type="update",reason="stale")"},
+    {"update_drop_unknown", &EC::update_drop_unknown, &ef::kIgnored, R"(type="update",reason="unknown")"},
+    {"tags_drop_too_large", &EC::tags_drop_too_large, &ef::kIgnored, R"(type="alive",reason="tags_too_large")"},
+    {"alive_drop_no_addr", &EC::alive_drop_no_addr, &ef::kIgnored, R"(type="alive",reason="no_addr")"},
+    {"alive_drop_bad_name", &EC::alive_drop_bad_name, &ef::kIgnored, R"(type="alive",reason="bad_name")"},
+    {"refutations", &EC::refutations, &ef::kRefutations, ""},
+    {"suspicions", &EC::suspicions, &ef::kChanges, R"(change="suspected")"},
+    {"suspicion_confirmations", &EC::suspicion_confirmations, &ef::kConfirmations, ""},
+    {"deaths", &EC::deaths, &ef::kChanges, R"(change="failed")"},
+    {"leaves", &EC::leaves, &ef::kChanges, R"(change="left")"},
+    {"joins", &EC::joins, &ef::kChanges, R"(change="joined")"},
+    {"updates", &EC::updates, &ef::kChanges, R"(change="updated")"},
+    {"tombstones_expired", &EC::tombstones_expired, &ef::kChanges, R"(change="tombstone_expired")"},
+    {"probe_started", &EC::probe_started, &ef::kProbesStarted, ""},
+    {"probe_ack_direct", &EC::probe_ack_direct, &ef::kProbeOutcomes, R"(outcome="ack_direct")"},
+    {"probe_ack_indirect", &EC::probe_ack_indirect, &ef::kProbeOutcomes, R"(outcome="ack_indirect")"},
+    {"probe_failed", &EC::probe_failed, &ef::kProbeOutcomes, R"(outcome="failed")"},
+    {"probe_outdated", &EC::probe_outdated, &ef::kProbeOutcomes, R"(outcome="outdated")"},
+    {"probe_indirect_sent", &EC::probe_indirect_sent, &ef::kIndirectSent, ""},
+    {"probe_nack_received", &EC::probe_nack_received, &ef::kNacksReceived, ""},
+    {"ping_drop_misdirected", &EC::ping_drop_misdirected, &ef::kIgnored, R"(type="ping",reason="misdirected")"},
+    {"relay_started", &EC::relay_started, &ef::kRelayRequests, R"(outcome="started")"},
+    {"relay_drop_full", &EC::relay_drop_full, &ef::kRelayRequests, R"(outcome="refused_full")"},
+    {"relay_ack_forwarded", &EC::relay_ack_forwarded, &ef::kRelayOutcomes, R"(outcome="ack_forwarded")"},
+    {"relay_nack_sent", &EC::relay_nack_sent, &ef::kRelayOutcomes, R"(outcome="nack_sent")"},
+    {"sync_started", &EC::sync_started, &ef::kSyncsStarted, ""},
+    {"sync_reconnects", &EC::sync_reconnects, &ef::kSyncReconnects, ""},
+    {"sync_answered", &EC::sync_answered, &ef::kSyncRequests, R"(outcome="answered")"},
+    {"sync_drop_concurrency", &EC::sync_drop_concurrency, &ef::kSyncRequests, R"(outcome="refused_concurrency")"},
+    {"sync_drop_rate", &EC::sync_drop_rate, &ef::kSyncRequests, R"(outcome="refused_rate")"},
+    {"sync_drop_unsolicited", &EC::sync_drop_unsolicited, &ef::kIgnored, R"(type="sync_response",reason="unsolicited")"},
+    {"sync_bytes_out", &EC::sync_bytes_out, &ef::kSyncBytes, ""},
+    {"user_data_in", &EC::user_data_in, &ef::kUserData, ""},
+    {"ack_drop_unsolicited", &EC::ack_drop_unsolicited, &ef::kIgnored, R"(type="ack",reason="unsolicited")"},
+    {"nack_drop_unsolicited", &EC::nack_drop_unsolicited, &ef::kIgnored, R"(type="nack",reason="unsolicited")"},
+    {"update_drop_far_future", &EC::update_drop_far_future, &ef::kIgnored, R"(type="update",reason="far_future")"},
+    {"sync_drop_oversize", &EC::sync_drop_oversize, &ef::kIgnored, R"(type="sync",reason="oversize")"},
+    {"conflict_self_name", &EC::conflict_self_name, &ef::kConflicts, R"(claim="our_name")"},
+    {"conflict_address", &EC::conflict_address, &ef::kConflicts, R"(claim="member_name")"},
+    {"admission_deferred", &EC::admission_deferred, &ef::kAdmissionDeferred, ""},
+    {"alive_drop_graveyard", &EC::alive_drop_graveyard, &ef::kIgnored, R"(type="alive",reason="graveyard")"},
+    {"graveyard_evictions", &EC::graveyard_evictions, &ef::kGraveyardEvictions, ""},
+    {"join_answered", &EC::join_answered, &ef::kJoinAnswered, ""},
+    {"join_drop_rate", &EC::join_drop_rate, &ef::kSyncRequests, R"(outcome="refused_join_rate")"},
+    {"join_retries", &EC::join_retries, &ef::kJoinRetries, ""},
+    {"join_followups", &EC::join_followups, &ef::kJoinFollowups, ""},
+    {"young_declared_dead", &EC::young_declared_dead, &ef::kYoungDead, ""},
+    {"young_last_pings", &EC::young_last_pings, &ef::kYoungLastPings, ""},
+    {"young_last_acks", &EC::young_last_acks, &ef::kYoungLastAcks, ""},
+    {"stale_corrections", &EC::stale_corrections, &ef::kStaleCorrections, ""},
+    {"probe_newcomer", &EC::probe_newcomer, &ef::kProbesNewcomer, ""},
+    {"probe_hearsay", &EC::probe_hearsay, &ef::kProbesHearsay, ""},
+    {"probation_started", &EC::probation_started, &ef::kProbationStarted, ""},
+    {"probation_promoted", &EC::probation_promoted, &ef::kProbationEnded, R"(outcome="promoted")"},
+    {"probation_died", &EC::probation_died, &ef::kProbationEnded, R"(outcome="died")"},
+    {"probation_death_told", &EC::probation_death_told, &ef::kDeathsTold, ""},
+    {"probation_proof_pings", &EC::probation_proof_pings, &ef::kProofPings, ""},
+    {"probation_proof_acks", &EC::probation_proof_acks, &ef::kProofAcks, ""},
+    {"probation_unproven", &EC::probation_unproven, &ef::kUnproven, ""},
+    {"probation_forgotten", &EC::probation_forgotten, &ef::kProbationEnded, R"(outcome="forgotten")"},
+    {"surges", &EC::surges, &ef::kSurges, ""},
+    {"gossip_eager", &EC::gossip_eager, &ef::kGossipEager, ""},
+    {"sync_digest_equal", &EC::sync_digest_equal, &ef::kDigestEqual, ""},
+    {"sync_digest_differ", &EC::sync_digest_differ, &ef::kDigestDiffer, ""},
+    {"sync_bucket_windows", &EC::sync_bucket_windows, &ef::kBucketWindows, ""},
+    {"sync_whole_views", &EC::sync_whole_views, &ef::kWholeViews, ""},
+    {"sync_incomplete_retries", &EC::sync_incomplete_retries, &ef::kIncompleteRetries, ""},
+    {"own_stalls", &EC::own_stalls, &ef::kOwnStalls, ""},
+    {"probe_abandoned_stall", &EC::probe_abandoned_stall, &ef::kProbeOutcomes, R"(outcome="abandoned_stall")"},
+};
+// Every word of Counters is one counter: the arrays by message type and class
+// plus the table's fields.
+static_assert((2 * cp::engine::kMessageTypes + cp::engine::kPriorityClasses + std::size(kEngineFields)) *
+                      sizeof(std::uint64_t) ==
+                  sizeof(EC),
+              "an engine Counters field is missing from kEngineFields");
+
+// ---- the composition root's sections (ExtraSections) ----
+
+// A section whose counters are one family, the counter's key its label.
+struct LabelledSection {
+  std::string_view section;
+  Family family;
+  std::string_view label;
+};
+constexpr LabelledSection kLabelledSections[] = {
+    {"control_api",
+     {"gossipgw_control_api_total", "counter",
+      "Control API: connections, requests, bad_requests, failed, key_changes, cluster_key_changes, "
+      "rejected_too_large, rejected_read (incomplete within the whole-request deadline), timed_out, evicted "
+      "(closed to make room while still sending) (requests)"},
+     "counter"},
+    {"key_commands",
+     {"gossipgw_key_commands_total", "counter",
+      "Cluster-wide key commands: sent, applied, refused, repeated, not_member, stale, results_received, "
+      "results_unsolicited (commands)"},
+     "result"},
+    {"event_handler",
+     {"gossipgw_event_handler_total", "counter",
+      "Event handler: submitted, coalesced, dropped_queue_full, dropped_stopped, started, succeeded, failed_exit, "
+      "timed_out, spawn_errors (events or runs)"},
+     "result"},
+    {"telemetry",
+     {"gossipgw_telemetry_total", "counter",
+      "DPDK telemetry: refused (series the telemetry library refused to add; stays 0) (series)"},
+     "result"},
+    {"keyring_state",
+     {"gossipgw_keyring_state_total", "counter", "Keyring persisted to control.state_dir: writes, write_errors (writes)"},
+     "result"},
+    {"hosts_file",
+     {"gossipgw_hosts_file_total", "counter",
+      "Hosts file: writes, unchanged, deferred, write_errors, skipped_members (updates)"},
+     "result"},
+};
+
+// A section whose every counter is a family of its own.
+struct KeyedSeries {
+  std::string_view section;
+  std::string_view key;
+  Family family;
+};
+constexpr KeyedSeries kKeyedSeries[] = {
+    {"snapshots", "version",
+     {"gossipgw_snapshot_version", "gauge", "Version of the keys and known-members snapshot published to the workers"}},
+    {"snapshots", "retained",
+     {"gossipgw_snapshots_retained", "gauge", "Snapshots kept until every worker has moved past them (snapshots)"}},
+    {"process", "start_time_unix",
+     {"gossipgw_process_start_time_seconds", "gauge", "When the gateway process started (Unix seconds)"}},
+    {"port", "link_up",
+     {"gossipgw_port_link_up", "gauge", "1 while the port's link is up; the workers do not poll it while 0"}},
+    {"port", "link_down_events",
+     {"gossipgw_port_link_down_total", "counter",
+      "Times the port's link went down after being seen (a memif peer gone, a cable) (events)"}},
+    // The NIC's: they count unlike things (a sum would be meaningless).
+    {"nic", "rx_packets", {"gossipgw_nic_rx_packets_total", "counter", "Packets the NIC received (packets)"}},
+    {"nic", "tx_packets", {"gossipgw_nic_tx_packets_total", "counter", "Packets the NIC sent (packets)"}},
+    {"nic", "rx_missed",
+     {"gossipgw_nic_rx_missed_total", "counter",
+      "Packets the NIC dropped because no rx descriptor was free: workers too slow (imissed) (packets)"}},
+    {"nic", "rx_errors", {"gossipgw_nic_rx_errors_total", "counter", "Erroneous packets the NIC received (ierrors) (packets)"}},
+    {"nic", "rx_nombuf",
+     {"gossipgw_nic_rx_nombuf_total", "counter",
+      "Receive buffer allocation failures: mbuf pool exhausted (rx_nombuf) (events)"}},
+    {"nic", "tx_errors", {"gossipgw_nic_tx_errors_total", "counter", "Packets the NIC failed to send (oerrors) (packets)"}},
+};
+
+constexpr const char* kStatusNames[] = {"alive", "suspect", "dead", "left"};
+
+std::string label(std::string_view name, std::string_view value) {
+  std::string out(name);
+  out += "=\"";
+  for (const char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string join(std::string_view a, std::string_view b) {
+  if (a.empty()) return std::string(b);
+  if (b.empty()) return std::string(a);
+  std::string out(a);
+  out += ',';
+  out += b;
+  return out;
+}
+
+// Metric names allow [a-zA-Z0-9_:].
+std::string sanitize(std::string s) {
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  }
+  return s;
+}
+
+class Walk {
+ public:
+  explicit Walk(CounterVisitor& v) : v_(v) {}
+
+  // A counter in the JSON and in `family`, with the context's labels and `labels`.
+  void counter(std::string_view key, std::uint64_t value, const Family& family, std::string_view ctx,
+               std::string_view labels = {}) {
+    v_.counter(key, value, Series{&family, join(ctx, labels), static_cast<double>(value), {}});
+  }
+
+  template <class S, std::size_t N>
+  void fields(const S& s, const Field<S> (&table)[N], std::string_view ctx, bool exported) {
+    for (const Field<S>& f : table) {
+      if (exported) {
+        counter(f.key, s.*f.member, *f.family, ctx, f.labels);
+      } else {
+        v_.number(f.key, s.*f.member);
+      }
+    }
+  }
+
+  template <std::size_t N>
+  void by_class(std::string_view key, const std::array<std::uint64_t, N>& by, const Family* family,
+                std::string_view ctx) {
+    v_.open(key);
+    for (std::size_t c = 0; c < kClassNames.size(); ++c) {
+      if (family != nullptr) {
+        counter(kClassNames[c], by[c], *family, ctx, label("class", kClassNames[c]));
+      } else {
+        v_.number(kClassNames[c], by[c]);
+      }
+    }
+    v_.close();
+  }
+
+  // Worker counters: the verdicts and the guard tables' ageing and evictions
+  // (not verdicts: no drop_ prefix).
+  void worker_counters(const WorkerCounters& c, std::string_view ctx, bool exported) {
+    const auto put = [&](std::string_view key, std::uint64_t value, const Family& f, std::string_view labels) {
+      if (exported) {
+        counter(key, value, f, ctx, labels);
+      } else {
+        v_.number(key, value);
+      }
+    };
+    put("rx_total", c.rx_total, kRxPackets, "");
+    for (std::size_t i = 0; i < kVerdictCount; ++i) {
+      put(kVerdictNames[i], c.verdicts[i], kVerdictPackets, label("verdict", kVerdictNames[i]));
+    }
+    put(kReplayExpiredName, c.replay_table_expired, kReplayExpired, "");
+    put(kRateEvictName, c.ratelimit_table_evict, kTableEvictions, label("table", "ratelimit"));
+  }
+
+  // Unkeyed packets by what the classifier named them; these add up to
+  // drop_unkeyed.
+  void unkeyed(const WorkerCounters& c, const std::vector<std::string>* rules, std::string_view ctx, bool exported) {
+    const auto put = [&](std::string_view rule, std::uint64_t value) {
+      if (exported) {
+        counter(rule, value, kUnkeyedPackets, ctx, label("rule", rule));
+      } else {
+        v_.number(rule, value);
+      }
+    };
+    v_.open("unkeyed");
+    const std::size_t n = rules != nullptr ? std::min(rules->size(), kUnkeyedRuleSlots) : 0;
+    for (std::size_t i = 0; i < n; ++i) put((*rules)[i], c.unkeyed_by_rule[i]);
+    put(kUnkeyedUnmatchedName, c.unkeyed_by_rule[kUnkeyedRuleSlots]);
+    put(kUnkeyedUnscannedName, c.unkeyed_unscanned);
+    v_.close();
+  }
+
+  // Beside the verdicts: ARP frames stay drop_not_gossip (dataplane/arp.h).
+  void arp(const WorkerCounters& c, std::string_view ctx, bool exported) {
+    v_.open("arp");
+    if (exported) {
+      counter("replies", c.arp_replies, kArp, ctx, label("result", "replies"));
+      counter("hints", c.arp_hints, kArp, ctx, label("result", "hints"));
+    } else {
+      v_.number("replies", c.arp_replies);
+      v_.number("hints", c.arp_hints);
+    }
+    v_.close();
+  }
+
+  // The control lcore's counters; class_drop_mismatch is the sum of
+  // class_drop_mismatch_by_class (exported by class).
+  void control_counters(const cp::ControlCounters& c, std::string_view ctx, bool exported) {
+    const auto put = [&](std::string_view key, std::uint64_t value, const Family& f, std::string_view labels) {
+      if (exported) {
+        counter(key, value, f, ctx, labels);
+      } else {
+        v_.number(key, value);
+      }
+    };
+    for (std::size_t t = 0; t < cp::kMsgTypeCount; ++t) {
+      put(cp::kMsgCounterNames[t], c.msgs[t], kMessages, label("type", cp::kMsgCounterNames[t].substr(4)));
+    }
+    put("msg_decode_error", c.msg_decode_error, kDecodeErrors, "");
+    put("msg_unknown", c.msg_unknown, kMessageUnknown, "");
+    put("handoff_drop_replay", c.once_refused[static_cast<std::size_t>(Once::kReplay)], kHandoffDropped,
+        label("reason", "replay"));
+    put("handoff_drop_replay_table_full", c.once_refused[static_cast<std::size_t>(Once::kTableFull)],
+        kHandoffDropped, label("reason", "replay_table_full"));
+    std::uint64_t mismatch = 0;
+    for (const std::uint64_t n : c.class_drop_mismatch) mismatch += n;
+    v_.number("class_drop_mismatch", mismatch);
+  }
+
+  void membership(const MembershipSnapshot& m) {
+    v_.open("membership");
+    v_.text("node", m.node);
+    counter("incarnation", m.incarnation, kIncarnation, "");
+    counter("live_members", m.live_members, kLiveMembers, "");
+    counter("health_score", m.health_score, kHealthScore, "");
+    probe_rtt(m.probe_rtt);
+    v_.open("members_by_state");
+    for (std::size_t s = 0; s < 4; ++s) counter(kStatusNames[s], m.by_state[s], kMembers, "", label("state", kStatusNames[s]));
+    v_.close();
+    if (m.has_members) {
+      v_.open_array("members");
+      for (const MembershipSnapshot::Member& mm : m.members) {
+        v_.open("");
+        v_.text("name", mm.name);
+        v_.text("address", mm.address);
+        v_.number("port", mm.port);
+        v_.text("status", kStatusNames[static_cast<std::size_t>(mm.status) & 3]);
+        v_.number("incarnation", mm.incarnation);
+        v_.open("tags");
+        for (const auto& t : mm.tags) v_.text(t.key, t.value);
+        v_.close();
+        v_.close();
+      }
+      v_.close();
+    }
+    v_.open("events");
+    for (std::size_t k = 0; k < 4; ++k) {
+      const char* kind = cp::event_kind_name(static_cast<cp::engine::EventKind>(k));
+      counter(kind, m.events[k], kMemberEvents, "", label("kind", kind));
+    }
+    v_.close();
+    v_.open_array("recent_events");
+    for (const auto& ev : m.recent_events) {
+      v_.open("");
+      v_.text("event", cp::event_kind_name(ev.kind));
+      v_.text("node", ev.node);
+      v_.number("incarnation", ev.incarnation);
+      v_.close();
+    }
+    v_.close();
+    engine_counters(m.engine);
+    counter("sealed", m.host.sealed, kSealed, "");
+    counter("drop_encode", m.host.drop_encode, kSealDropped, "", label("reason", "encode"));
+    v_.open("shaper");
+    for (std::size_t cls = 0; cls < crypto::kClassCount; ++cls) {
+      v_.open(kClassNames[cls]);
+      fields(m.shaper[cls], kShaperFields, label("class", kClassNames[cls]), true);
+      v_.close();
+    }
+    v_.close();
+    counter("drop_no_primary", m.host.drop_no_primary, kSealDropped, "", label("reason", "no_primary"));
+    counter("sender_keys_reset", m.host.sender_keys_reset, kSenderKeysResets, "");
+    v_.close();
+  }
+
+  // Cumulative, as Prometheus histograms are: le_us[B] = probes with RTT <= B;
+  // Prometheus has it in seconds.
+  void probe_rtt(const cp::ProbeRtt& rtt) {
+    v_.open("probe_rtt");
+    v_.open("le_us");
+    std::uint64_t cum = 0;
+    for (std::size_t i = 0; i < rtt.buckets.size(); ++i) {
+      cum += rtt.buckets[i];
+      const bool inf = i >= cp::ProbeRtt::kBoundsUs.size();
+      char bound[32];
+      if (inf) {
+        std::snprintf(bound, sizeof bound, "+Inf");
+      } else {
+        std::snprintf(bound, sizeof bound, "%g", static_cast<double>(cp::ProbeRtt::kBoundsUs[i]) / 1e6);
+      }
+      const std::string key = inf ? "+Inf" : std::to_string(cp::ProbeRtt::kBoundsUs[i]);
+      v_.counter(key, cum, Series{&kProbeRtt, label("le", bound), static_cast<double>(cum), "_bucket"});
+    }
+    v_.close();
+    v_.counter("sum_us", rtt.sum_us, Series{&kProbeRtt, "", static_cast<double>(rtt.sum_us) / 1e6, "_sum"});
+    v_.counter("count", rtt.count, Series{&kProbeRtt, "", static_cast<double>(rtt.count), "_count"});
+    counter("unmatched", rtt.unmatched, kProbeUnmatched, "");
+    v_.close();
+  }
+
+  void engine_counters(const cp::engine::Counters& c) {
+    v_.open("engine_counters");
+    for (std::size_t t = 0; t < c.msg_in.size(); ++t) {
+      const char* type = cp::engine::message_type_name(t);
+      counter(std::string("in_") + type, c.msg_in[t], ef::kMessages, "",
+              join(label("direction", "in"), label("type", type)));
+    }
+    for (std::size_t t = 0; t < c.msg_out.size(); ++t) {
+      const char* type = cp::engine::message_type_name(t);
+      counter(std::string("out_") + type, c.msg_out[t], ef::kMessages, "",
+              join(label("direction", "out"), label("type", type)));
+    }
+    for (std::size_t k = 0; k < c.broadcast_drop.size(); ++k) {
+      counter(std::string("broadcast_drop_") + std::string(kClassNames[k]), c.broadcast_drop[k],
+              ef::kBroadcastsDropped, "", label("class", kClassNames[k]));
+    }
+    fields(c, kEngineFields, "", true);
+    v_.close();
+  }
+
+  void extra(const std::string& section, const std::vector<std::pair<std::string, std::uint64_t>>& counters) {
+    const LabelledSection* labelled = nullptr;
+    for (const LabelledSection& s : kLabelledSections) {
+      if (s.section == section) labelled = &s;
+    }
+    v_.open(section);
+    for (const auto& [key, value] : counters) {
+      if (labelled != nullptr) {
+        counter(key, value, labelled->family, "", label(labelled->label, key));
+        continue;
+      }
+      const KeyedSeries* keyed = nullptr;
+      for (const KeyedSeries& k : kKeyedSeries) {
+        if (k.section == section && k.key == key) keyed = &k;
+      }
+      if (keyed != nullptr) {
+        counter(key, value, keyed->family, "");
+      } else {
+        // A counter the composition root gained without a table entry: still
+        // exported, under its path.
+        const std::string name = sanitize("gossipgw_" + section + "_" + key);
+        const std::string help = "gossipgw counter '" + section + "_" + key + "' (see docs/metrics.md)";
+        const Family generic{name, "untyped", help};
+        counter(key, value, generic, "");
+      }
+    }
+    v_.close();
+  }
+
+  void all(const CounterSnapshot& s) {
+    WorkerCounters sum;
+    for (const WorkerStats& w : s.workers) {
+      sum.rx_total += w.counters.rx_total;
+      for (std::size_t v = 0; v < kVerdictCount; ++v) sum.verdicts[v] += w.counters.verdicts[v];
+      for (std::size_t c = 0; c < 4; ++c) sum.accepted_by_class[c] += w.counters.accepted_by_class[c];
+      for (std::size_t i = 0; i < sum.unkeyed_by_rule.size(); ++i) sum.unkeyed_by_rule[i] += w.counters.unkeyed_by_rule[i];
+      sum.unkeyed_unscanned += w.counters.unkeyed_unscanned;
+      sum.replay_table_expired += w.counters.replay_table_expired;
+      sum.ratelimit_table_evict += w.counters.ratelimit_table_evict;
+      sum.arp_replies += w.counters.arp_replies;
+      sum.arp_hints += w.counters.arp_hints;
+    }
+    // Every worker runs the same classifier.
+    const std::vector<std::string>* rules = s.workers.empty() ? nullptr : s.workers.front().unkeyed_rules;
+
+    // Sums of the per-lcore series: in the JSON only.
+    v_.open("totals");
+    worker_counters(sum, "", false);
+    control_counters(s.control, "", false);
+    v_.close();
+    by_class("classes", sum.accepted_by_class, nullptr, "");
+    unkeyed(sum, rules, "", false);
+    arp(sum, "", false);
+
+    v_.open_array("lcores");
+    for (const WorkerStats& w : s.workers) {
+      const std::string ctx = join(label("lcore", std::to_string(w.lcore)), label("queue", std::to_string(w.queue)));
+      v_.open("");
+      v_.number("lcore", w.lcore);
+      v_.text("role", "worker");
+      v_.number("queue", w.queue);
+      v_.open("counters");
+      worker_counters(w.counters, ctx, true);
+      v_.close();
+      by_class("accepted_by_class", w.counters.accepted_by_class, &kAcceptedPackets, ctx);
+      unkeyed(w.counters, w.unkeyed_rules, ctx, true);
+      v_.open("tx");
+      fields(w.tx, kTxFields, ctx, true);
+      v_.close();
+      counter("rx_bursts", w.counters.rx_bursts, kRxBursts, ctx);
+      counter("idle_polls", w.counters.idle_polls, kIdlePolls, ctx);
+      arp(w.counters, ctx, true);
+      v_.close();
+    }
+    const std::string ctx = label("lcore", std::to_string(s.control_lcore));
+    v_.open("");
+    v_.number("lcore", s.control_lcore);
+    v_.text("role", "control");
+    v_.open("counters");
+    control_counters(s.control, ctx, true);
+    v_.close();
+    by_class("handoffs_by_class", s.control.handoffs_by_class, &kHandoffs, ctx);
+    by_class("ring_depth_max", s.control.ring_depth_max, &kRingDepthMax, ctx);
+    by_class("class_drop_mismatch_by_class", s.control.class_drop_mismatch, &kClassMismatch, ctx);
+    v_.close();
+    v_.close();
+
+    v_.open("tx_queue");
+    fields(s.tx_queue, kTxQueueFields, "", true);
+    v_.close();
+    if (s.membership) membership(*s.membership);
+    for (const auto& [section, counters] : s.extra) extra(section, counters);
+  }
+
+ private:
+  CounterVisitor& v_;
+};
+
+}  // namespace
+
+CounterSnapshot counter_snapshot(std::vector<WorkerStats> workers, unsigned control_lcore,
+                                 const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
+                                 const cp::EngineHost* host, bool include_members, ExtraSections extra) {
+  CounterSnapshot s;
+  s.workers = std::move(workers);
+  s.control_lcore = control_lcore;
+  s.control = control;
+  s.tx_queue = tx_queue;
+  s.extra = std::move(extra);
+  if (host == nullptr) return s;
+  const auto& e = host->engine();
+  MembershipSnapshot& m = s.membership.emplace();
+  m.node = e.name();
+  m.incarnation = e.incarnation();
+  m.live_members = e.num_live();
+  m.health_score = e.health_score();
+  m.probe_rtt = host->probe_rtt();
+  m.has_members = include_members;
+  for (const auto& member : e.members()) {
+    ++m.by_state[static_cast<std::size_t>(member.status) & 3];
+    if (!include_members) continue;
+    MembershipSnapshot::Member mm;
+    mm.name = member.name.str();
+    mm.address = ip_text(member.addr().ip);
+    mm.port = member.addr().port;
+    mm.status = member.status;
+    mm.incarnation = member.incarnation;
+    mm.tags = member.tags();
+    m.members.push_back(std::move(mm));
+  }
+  m.events = host->event_counts();
+  m.recent_events.assign(host->recent_events().begin(), host->recent_events().end());
+  m.engine = e.counters();
+  m.host = host->counters();
+  m.shaper = host->shaper().counters();
+  return s;
+}
+
+void walk_counters(const CounterSnapshot& s, CounterVisitor& v) { Walk(v).all(s); }
+
+}  // namespace gw::dp

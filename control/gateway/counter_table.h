@@ -1,0 +1,116 @@
+// Every exported counter, described once. A counter's description (its key
+// in the stats JSON, its Prometheus family with name, type and help, which
+// carries the unit, and its labels) lives in the tables of counter_table.cc,
+// and one walk over a snapshot of the counter structs drives both exporters:
+// the stats JSON (stats_json.h) and the Prometheus and telemetry families
+// (metrics.h). Neither parses the other's output, so a counter cannot be in
+// one and missing from the other.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "control/engine/engine.h"
+#include "control/host/egress_shaper.h"
+#include "control/host/engine_host.h"
+#include "control/host/message_stats.h"
+#include "dataplane/api/counters.h"
+#include "dataplane/tx_path.h"
+
+namespace gw::dp {
+
+struct WorkerStats {
+  unsigned lcore = 0;
+  unsigned queue = 0;
+  WorkerCounters counters;
+  TxCounters tx;
+  // Names of the classifier's rules, in counter order (null: classifier off).
+  const std::vector<std::string>* unkeyed_rules = nullptr;
+};
+
+// More sections from the composition root (control API, snapshots, event
+// handlers): section name -> counter name -> value. Their families are in
+// counter_table.cc's section tables.
+using ExtraSections = std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::uint64_t>>>>;
+
+// What the stats document says about membership, copied from the EngineHost
+// on the control lcore.
+struct MembershipSnapshot {
+  struct Member {
+    std::string name;
+    std::string address;  // ip_text
+    std::uint16_t port = 0;
+    cp::engine::MemberStatus status = cp::engine::MemberStatus::kAlive;
+    std::uint64_t incarnation = 0;
+    std::vector<cp::engine::Tag> tags;
+  };
+  std::string node;
+  std::uint64_t incarnation = 0;
+  std::uint64_t live_members = 0;
+  std::uint64_t health_score = 0;
+  cp::ProbeRtt probe_rtt;
+  std::array<std::uint64_t, 4> by_state{};  // by MemberStatus
+  bool has_members = false;                 // `members` filled (the member list is in the JSON)
+  std::vector<Member> members;
+  std::array<std::uint64_t, 4> events{};  // by EventKind
+  std::vector<cp::engine::MemberEvent> recent_events;
+  cp::engine::Counters engine;
+  cp::EngineHostCounters host;
+  std::array<cp::ShaperClassCounters, crypto::kClassCount> shaper{};
+};
+
+// Every counter the gateway exports, at one moment.
+struct CounterSnapshot {
+  std::vector<WorkerStats> workers;
+  unsigned control_lcore = 0;
+  cp::ControlCounters control;
+  TxQueueCounters tx_queue;
+  std::optional<MembershipSnapshot> membership;  // none: membership disabled
+  ExtraSections extra;
+};
+
+// Control lcore (or after the workers stopped). `host` may be null.
+CounterSnapshot counter_snapshot(std::vector<WorkerStats> workers, unsigned control_lcore,
+                                 const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
+                                 const cp::EngineHost* host, bool include_members, ExtraSections extra);
+
+// A Prometheus family: the help text ends with the unit in parentheses.
+struct Family {
+  std::string_view name;  // gossipgw_...
+  std::string_view type;  // counter | gauge | histogram | untyped
+  std::string_view help;
+};
+
+// Where one counter goes in Prometheus.
+struct Series {
+  const Family* family = nullptr;
+  std::string labels;  // `a="x",b="y"` (empty: none)
+  double value = 0;
+  std::string_view suffix;  // _bucket, _sum, _count of a histogram
+};
+
+// The walk calls these in the stats document's order.
+class CounterVisitor {
+ public:
+  virtual ~CounterVisitor() = default;
+  // An object under `key` (an array element when inside an array: key empty).
+  virtual void open(std::string_view key) = 0;
+  virtual void open_array(std::string_view key) = 0;
+  virtual void close() = 0;
+  // In the JSON only: names, roles, lcore and queue ids (labels in
+  // Prometheus), the member list, and the sums of series exported per lcore
+  // (totals, classes, unkeyed, arp; the control lcore's class_drop_mismatch).
+  virtual void text(std::string_view key, std::string_view value) = 0;
+  virtual void number(std::string_view key, std::uint64_t value) = 0;
+  // A counter: `value` in the JSON, `series` in Prometheus.
+  virtual void counter(std::string_view key, std::uint64_t value, const Series& series) = 0;
+};
+
+void walk_counters(const CounterSnapshot& s, CounterVisitor& v);
+
+}  // namespace gw::dp
