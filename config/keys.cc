@@ -12,7 +12,8 @@ crypto::Suite resolve_suite(const Config& cfg) {
     case SuiteChoice::kAes256Gcm:
       if (!crypto::aes256gcm_available()) {
         throw std::runtime_error(
-            "cluster.suite: aes256gcm needs AES-NI and PCLMUL, which this CPU lacks; the whole cluster must use chacha20poly1305");
+            "cluster.suite: aes256gcm needs AES-NI and PCLMUL, which this CPU lacks; the whole cluster must use "
+            "chacha20poly1305");
       }
       return crypto::Suite::kAes256Gcm;
     case SuiteChoice::kChaCha20Poly1305:

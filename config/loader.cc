@@ -2,11 +2,11 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <hs.h>
 #include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
-#include <hs.h>
 
 #include <cstdlib>
 
@@ -139,7 +139,8 @@ class Parser : public strict::Reader {
       fail("", line_of(root), "top level must be a map of sections, got " + describe(root));
     }
     const Map top(*this, root, "", line_of(root),
-                  {"cluster", "node", "lcores", "rings", "dataplane", "limits", "classifier", "membership", "control", "metrics", "events", "log"},
+                  {"cluster", "node", "lcores", "rings", "dataplane", "limits", "classifier", "membership", "control",
+                   "metrics", "events", "log"},
                   false);
 
     Config config;
@@ -149,20 +150,21 @@ class Parser : public strict::Reader {
     parse_lcores(section(top, "lcores", {"control", "workers"}), config.lcores);
     parse_rings(section(top, "rings", {"size"}), config.rings);
     parse_dataplane(section(top, "dataplane",
-                            {"port_id", "mbufs", "burst", "rx_descriptors", "tx_descriptors",
-                             "idle_backoff_us", "neighbors", "arp_hints"}),
+                            {"port_id", "mbufs", "burst", "rx_descriptors", "tx_descriptors", "idle_backoff_us",
+                             "neighbors", "arp_hints"}),
                     config.dataplane);
     parse_limits(section(top, "limits",
-                         {"max_payload_bytes", "replay_window_s", "replay_senders", "known_rate_pps",
-                          "known_burst", "unknown_rate_pps", "unknown_burst", "sources"}),
+                         {"max_payload_bytes", "replay_window_s", "replay_senders", "known_rate_pps", "known_burst",
+                          "unknown_rate_pps", "unknown_burst", "sources"}),
                  config.limits);
     parse_classifier(section(top, "classifier",
                              {"enabled", "builtins", "scan_bytes", "max_scans_per_burst", "max_scans_per_sec", "rules",
                               "compile_budget_ms"}),
                      config.classifier);
-    parse_membership(section(top, "membership", {"enabled", "preset", "seeds", "tags", "allowed_name_prefixes", "required_tags",
-                                  "admit_rate", "admit_burst", "egress_bytes_per_sec", "egress_burst_bytes",
-                                  "egress_queue_bytes", "leave_timeout_ms"}),
+    parse_membership(section(top, "membership",
+                             {"enabled", "preset", "seeds", "tags", "allowed_name_prefixes", "required_tags",
+                              "admit_rate", "admit_burst", "egress_bytes_per_sec", "egress_burst_bytes",
+                              "egress_queue_bytes", "leave_timeout_ms"}),
                      config.membership);
     parse_control(section(top, "control", {"socket", "state_dir"}), config.control);
     parse_metrics(section(top, "metrics", {"interval_ms", "telemetry", "prometheus_address", "prometheus_port"}),
@@ -178,8 +180,7 @@ class Parser : public strict::Reader {
  private:
   // An absent section is an empty one: its required fields are reported as
   // missing (line 0), everything else takes the struct default.
-  Map section(const Map& top, std::string_view name,
-              std::initializer_list<std::string_view> known) const {
+  Map section(const Map& top, std::string_view name, std::initializer_list<std::string_view> known) const {
     std::optional<Field> f = top.find(name);
     if (!f) return Map(*this, YAML::Node(), std::string(name), 0, known, true);
     return Map(*this, f->value, f->path, f->line, known, true);
@@ -191,8 +192,8 @@ class Parser : public strict::Reader {
     check_name(
         name, config.cluster.name, kClusterNameMax,
         [](char c) {
-          return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '-';
+          return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                 c == '-';
         },
         "A-Z a-z 0-9 . _ -");
 
@@ -221,8 +222,7 @@ class Parser : public strict::Reader {
     // size() before walking: a list of a million entries is rejected unread.
     if (list.size() < 1 || list.size() > kMaxKeys) {
       fail(keys.path, keys.line,
-           "must have 1.." + std::to_string(kMaxKeys) + " entries, got " +
-               std::to_string(list.size()));
+           "must have 1.." + std::to_string(kMaxKeys) + " entries, got " + std::to_string(list.size()));
     }
     std::vector<bool> primary_given;
     std::vector<int> lines;
@@ -241,8 +241,7 @@ class Parser : public strict::Reader {
       }
       // Same file spelt twice (`k.key`, `./k.key`) would make two key ids for
       // one key. Compared lexically: a `..` through a symlink is not caught.
-      std::string normalised =
-          (std::filesystem::path(config.base_dir) / key.file).lexically_normal().string();
+      std::string normalised = (std::filesystem::path(config.base_dir) / key.file).lexically_normal().string();
       for (std::size_t j = 0; j < normal.size(); ++j) {
         if (normal[j] == normalised) {
           fail(file.path, file.line, "same key file as " + indexed(keys.path, j) + ".file");
@@ -278,8 +277,7 @@ class Parser : public strict::Reader {
     if (std::optional<Field> name = m.find("name")) {
       node.name = read_string(*name);
       check_name(
-          *name, node.name, kNodeNameMax, [](char c) { return c > ' ' && c < 0x7f; },
-          "printable ASCII without spaces");
+          *name, node.name, kNodeNameMax, [](char c) { return c > ' ' && c < 0x7f; }, "printable ASCII without spaces");
     } else {
       node.name = host_name();
       const Field fallback{join(m.path(), "name"), 0, YAML::Node()};
@@ -299,8 +297,7 @@ class Parser : public strict::Reader {
     if (has_nul || (inet_pton(AF_INET, node.address.c_str(), buf.data()) != 1 &&
                     inet_pton(AF_INET6, node.address.c_str(), buf.data()) != 1)) {
       fail(address.path, address.line,
-           "expected an IPv4 or IPv6 address (host names are not resolved), got " +
-               quote(node.address));
+           "expected an IPv4 or IPv6 address (host names are not resolved), got " + quote(node.address));
     }
 
     if (std::optional<Field> port = m.find("port")) node.port = read_uint<std::uint16_t>(*port, 1);
@@ -324,14 +321,12 @@ class Parser : public strict::Reader {
     }
     if (list.size() < 1 || list.size() > kMaxWorkers) {
       fail(workers->path, workers->line,
-           "must have 1.." + std::to_string(kMaxWorkers) + " entries, got " +
-               std::to_string(list.size()));
+           "must have 1.." + std::to_string(kMaxWorkers) + " entries, got " + std::to_string(list.size()));
     }
     lcores.workers.clear();
     for (std::size_t i = 0; i < list.size(); ++i) {
       const YAML::Node item = list[i];
-      const Field f{indexed(workers->path, i), line_of(item) > 0 ? line_of(item) : workers->line,
-                    item};
+      const Field f{indexed(workers->path, i), line_of(item) > 0 ? line_of(item) : workers->line, item};
       const unsigned id = read_uint<unsigned>(f);
       if (id == lcores.control) {
         fail(f.path, f.line, "lcore " + std::to_string(id) + " is lcores.control");
@@ -389,9 +384,8 @@ class Parser : public strict::Reader {
         DataplaneConfig::Neighbor n;
         n.address = read_string(address);
         std::array<unsigned char, sizeof(in6_addr)> buf{};
-        if (n.address.find('\0') != std::string::npos ||
-            (inet_pton(AF_INET, n.address.c_str(), buf.data()) != 1 &&
-             inet_pton(AF_INET6, n.address.c_str(), buf.data()) != 1)) {
+        if (n.address.find('\0') != std::string::npos || (inet_pton(AF_INET, n.address.c_str(), buf.data()) != 1 &&
+                                                          inet_pton(AF_INET6, n.address.c_str(), buf.data()) != 1)) {
           fail(address.path, address.line, "expected an IPv4 or IPv6 address, got " + quote(n.address));
         }
         for (const DataplaneConfig::Neighbor& seen : dp.neighbors) {
@@ -400,13 +394,14 @@ class Parser : public strict::Reader {
         const std::string text = read_string(mac);
         unsigned b[6];
         char tail = 0;
-        if (text.size() != 17 ||
-            std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6) {
+        if (text.size() != 17 || std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
+                                             &b[4], &b[5], &tail) != 6) {
           fail(mac.path, mac.line, "expected a MAC address such as 02:00:00:00:00:02, got " + quote(text));
         }
         for (int k = 0; k < 6; ++k) n.mac[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(b[k]);
         if ((n.mac[0] & 0x01) != 0 || n.mac == std::array<std::uint8_t, 6>{}) {
-          fail(mac.path, mac.line, "must be a unicast MAC address (not zero, broadcast or multicast), got " + quote(text));
+          fail(mac.path, mac.line,
+               "must be a unicast MAC address (not zero, broadcast or multicast), got " + quote(text));
         }
         dp.neighbors.push_back(std::move(n));
       }
@@ -466,8 +461,7 @@ class Parser : public strict::Reader {
       }
       for (std::size_t j = 0; j < c.rules.size(); ++j) {
         if (c.rules[j].name == r.name) {
-          fail(name.path, name.line,
-               "rule name " + quote(r.name) + " is also " + indexed(rules->path, j) + ".name");
+          fail(name.path, name.line, "rule name " + quote(r.name) + " is also " + indexed(rules->path, j) + ".name");
         }
       }
       r.pattern = read_string(pattern);
@@ -481,9 +475,10 @@ class Parser : public strict::Reader {
       total_weight += weight;
       if (total_weight > kMaxTotalRepeatWeight) {
         fail(pattern.path, pattern.line,
-             "rule " + quote(r.name) + ": the rules' counted repeats together are too large to compile quickly "
-             "(repeat weight " + std::to_string(total_weight) + ", at most " +
-                 std::to_string(kMaxTotalRepeatWeight) + ")");
+             "rule " + quote(r.name) +
+                 ": the rules' counted repeats together are too large to compile quickly "
+                 "(repeat weight " +
+                 std::to_string(total_weight) + ", at most " + std::to_string(kMaxTotalRepeatWeight) + ")");
       }
       const std::string why = check_pattern(r.pattern);
       if (!why.empty()) fail(pattern.path, pattern.line, "rule " + quote(r.name) + ": " + why);
@@ -499,8 +494,7 @@ class Parser : public strict::Reader {
   // start and in gossipctl config check.
   static std::string check_pattern(const std::string& pattern) {
     if (pattern.empty() || pattern.size() > kMaxPatternBytes) {
-      return "pattern must be 1.." + std::to_string(kMaxPatternBytes) + " bytes, got " +
-             std::to_string(pattern.size());
+      return "pattern must be 1.." + std::to_string(kMaxPatternBytes) + " bytes, got " + std::to_string(pattern.size());
     }
     if (pattern.find('\0') != std::string::npos) return "pattern holds a NUL byte (write \\x00)";
     hs_expr_info_t* info = nullptr;
@@ -536,7 +530,8 @@ class Parser : public strict::Reader {
       const YAML::Node& list = seeds->value;
       if (!list.IsSequence()) fail(seeds->path, seeds->line, "expected a list of \"IP:PORT\", got " + describe(list));
       if (list.size() > kMaxSeeds) {
-        fail(seeds->path, seeds->line, "at most " + std::to_string(kMaxSeeds) + " seeds, got " + std::to_string(list.size()));
+        fail(seeds->path, seeds->line,
+             "at most " + std::to_string(kMaxSeeds) + " seeds, got " + std::to_string(list.size()));
       }
       for (std::size_t i = 0; i < list.size(); ++i) {
         const YAML::Node item = list[i];
@@ -557,7 +552,8 @@ class Parser : public strict::Reader {
     if (std::optional<Field> f = m.find("admit_burst")) mc.admit_burst = read_uint<std::uint32_t>(*f, 1, 1000000);
     if (std::optional<Field> prefixes = m.find("allowed_name_prefixes")) {
       const YAML::Node& list = prefixes->value;
-      if (!list.IsSequence()) fail(prefixes->path, prefixes->line, "expected a list of name prefixes, got " + describe(list));
+      if (!list.IsSequence())
+        fail(prefixes->path, prefixes->line, "expected a list of name prefixes, got " + describe(list));
       if (list.size() > 64) fail(prefixes->path, prefixes->line, "at most 64 prefixes");
       for (std::size_t i = 0; i < list.size(); ++i) {
         const YAML::Node item = list[i];
@@ -702,8 +698,8 @@ class Parser : public strict::Reader {
       const Map h(*this, hf->value, hf->path, hf->line, {"path", "tag", "include_self"}, true);
       const Field path = h.require("path");
       ev.hosts_file.path = read_string(path);
-      if (ev.hosts_file.path.empty() || ev.hosts_file.path.front() != '/' ||
-          ev.hosts_file.path.back() == '/' || ev.hosts_file.path.find('\0') != std::string::npos) {
+      if (ev.hosts_file.path.empty() || ev.hosts_file.path.front() != '/' || ev.hosts_file.path.back() == '/' ||
+          ev.hosts_file.path.find('\0') != std::string::npos) {
         fail(path.path, path.line, "must be an absolute file path, got " + quote(ev.hosts_file.path));
       }
       if (std::optional<Field> f = h.find("tag")) {
@@ -725,12 +721,11 @@ class Parser : public strict::Reader {
     log.level = read_string(*level);
     // spdlog::level::from_str maps every unknown name to `off`, silently
     // disabling logging, so only names it really knows get through.
-    static constexpr std::array<std::string_view, 9> kLevels = {
-        "trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"};
+    static constexpr std::array<std::string_view, 9> kLevels = {"trace", "debug", "info",     "warn", "warning",
+                                                                "err",   "error", "critical", "off"};
     if (std::find(kLevels.begin(), kLevels.end(), log.level) == kLevels.end()) {
       fail(level->path, level->line,
-           "unknown level " + quote(log.level) +
-               "; expected one of trace, debug, info, warn, error, critical, off");
+           "unknown level " + quote(log.level) + "; expected one of trace, debug, info, warn, error, critical, off");
     }
   }
 
@@ -738,14 +733,13 @@ class Parser : public strict::Reader {
   void check_name(const Field& f, const std::string& value, std::size_t max_len, Allowed allowed,
                   const char* allowed_text) const {
     if (value.empty() || value.size() > max_len) {
-      fail(f.path, f.line,
-           "must be 1.." + std::to_string(max_len) + " bytes, got " + std::to_string(value.size()));
+      fail(f.path, f.line, "must be 1.." + std::to_string(max_len) + " bytes, got " + std::to_string(value.size()));
     }
     for (std::size_t i = 0; i < value.size(); ++i) {
       if (!allowed(value[i])) {
         fail(f.path, f.line,
-             "invalid character " + quote(value.substr(i, 1)) + " at byte " + std::to_string(i) +
-                 " of " + quote(value) + "; allowed: " + allowed_text);
+             "invalid character " + quote(value.substr(i, 1)) + " at byte " + std::to_string(i) + " of " +
+                 quote(value) + "; allowed: " + allowed_text);
       }
     }
   }
@@ -809,13 +803,11 @@ void check_memory(const Config& c, std::uint64_t available, std::string_view sou
                         std::to_string(n.rings / kMiB) + " MiB for " + std::to_string(c.lcores.workers.size()) +
                         " worker(s) x 4 classes x " + std::to_string(c.rings.size) + " payloads of up to " +
                         std::to_string(c.limits.max_payload_bytes) + " bytes, guard tables " +
-                        std::to_string(n.tables / kMiB) + " MiB), more than the " +
-                        std::to_string(available / kMiB) +
+                        std::to_string(n.tables / kMiB) + " MiB), more than the " + std::to_string(available / kMiB) +
                         " MiB this machine has; lower rings.size, limits.max_payload_bytes or limits.replay_senders");
 }
 
-Config parse_config(std::string_view yaml_text, std::string_view source_name,
-                    std::string_view base_dir) {
+Config parse_config(std::string_view yaml_text, std::string_view source_name, std::string_view base_dir) {
   const std::string source(source_name);
   return strict::guarded<ConfigError>(source, [&] {
     Config c = Parser(source).parse(yaml_text, base_dir);
@@ -829,8 +821,7 @@ Config load_config(const std::string& path) {
   // for ever (issue 17); it is refused below, as is anything not a regular file.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    throw ConfigError(path, "", 0,
-                      "cannot open config file: " + std::system_category().message(errno));
+    throw ConfigError(path, "", 0, "cannot open config file: " + std::system_category().message(errno));
   }
   std::string text;
   int read_errno = 0;
@@ -858,8 +849,7 @@ Config load_config(const std::string& path) {
   }
   ::close(fd);
   if (read_errno != 0) {
-    throw ConfigError(path, "", 0,
-                      "cannot read config file: " + std::system_category().message(read_errno));
+    throw ConfigError(path, "", 0, "cannot read config file: " + std::system_category().message(read_errno));
   }
   if (text.size() > kMaxFileBytes) {
     throw ConfigError(path, "", 0, "config file is larger than 1 MiB");

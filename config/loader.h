@@ -38,8 +38,7 @@ class ConfigError : public strict::Error {
 // Parses and validates `yaml_text`. `source_name` only labels errors;
 // `base_dir` is copied into Config::base_dir for resolve_path. Throws only
 // ConfigError, whatever the bytes (including invalid UTF-8 and NULs).
-Config parse_config(std::string_view yaml_text, std::string_view source_name,
-                    std::string_view base_dir);
+Config parse_config(std::string_view yaml_text, std::string_view source_name, std::string_view base_dir);
 
 // Reads `path` and parses it with parse_config. Config::base_dir becomes the
 // absolute directory holding the file, so relative key paths keep working if

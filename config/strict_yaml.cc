@@ -22,8 +22,7 @@ constexpr std::size_t kMaxEchoChars = 48;
 // (short names need a closer match, see unknown_message).
 constexpr std::size_t kMaxSuggestDistance = 2;
 
-std::string format_what(const std::string& source, const std::string& field, int line,
-                        const std::string& message) {
+std::string format_what(const std::string& source, const std::string& field, int line, const std::string& message) {
   std::string out = source;
   if (line > 0) out += ":" + std::to_string(line);
   out += ": ";
@@ -39,13 +38,10 @@ class DocumentStarts : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
   void OnMapEnd() override {}
 
   std::vector<YAML::Mark> marks;
@@ -86,14 +82,12 @@ std::string format_bound(double v) {
   return buf.data();
 }
 
-std::string unknown_message(const std::string& name,
-                            std::initializer_list<std::string_view> known) {
+std::string unknown_message(const std::string& name, std::initializer_list<std::string_view> known) {
   std::string message = "unknown field " + quote(name);
   std::string_view best;
   std::size_t best_distance = kMaxSuggestDistance + 1;
   for (std::string_view k : known) {
-    const std::size_t gap =
-        k.size() > name.size() ? k.size() - name.size() : name.size() - k.size();
+    const std::size_t gap = k.size() > name.size() ? k.size() - name.size() : name.size() - k.size();
     if (gap > kMaxSuggestDistance) continue;  // also keeps huge keys cheap
     const std::size_t d = edit_distance(name, k);
     // Two edits turn `foo` into `log`; only suggest when most of the
@@ -190,9 +184,7 @@ std::string join(const std::string& path, std::string_view name) {
   return path.empty() ? std::string(name) : path + "." + std::string(name);
 }
 
-std::string indexed(const std::string& path, std::size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
+std::string indexed(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 UintParse parse_uint(std::string_view s, std::uint64_t& out) {
   bool negative = false;
@@ -309,8 +301,7 @@ std::uint64_t Reader::read_uint64(const Field& f, std::uint64_t lo, std::uint64_
   }
   if (value < lo || value > hi) {
     fail(f.path, f.line,
-         "out of range: got " + quote(v.Scalar()) + ", must be " + std::to_string(lo) + ".." +
-             std::to_string(hi));
+         "out of range: got " + quote(v.Scalar()) + ", must be " + std::to_string(lo) + ".." + std::to_string(hi));
   }
   return value;
 }
@@ -333,8 +324,7 @@ double Reader::read_number(const Field& f, double lo, double hi) const {
   }
   if (!representable || !std::isfinite(value) || value < lo || value > hi) {
     fail(f.path, f.line,
-         "out of range: got " + quote(v.Scalar()) + ", must be " + format_bound(lo) + ".." +
-             format_bound(hi));
+         "out of range: got " + quote(v.Scalar()) + ", must be " + format_bound(lo) + ".." + format_bound(hi));
   }
   return value;
 }
@@ -357,8 +347,7 @@ Map::Map(const Reader& reader, const YAML::Node& node, std::string path, int lin
     }
     for (const Field& seen : fields_) {
       if (seen.path == field_path) {
-        reader_.fail(field_path, key_line,
-                     "duplicate field (first set on line " + std::to_string(seen.line) + ")");
+        reader_.fail(field_path, key_line, "duplicate field (first set on line " + std::to_string(seen.line) + ")");
       }
     }
     fields_.push_back(Field{field_path, key_line, it->second});

@@ -116,8 +116,7 @@ class Reader {
   // Reads an unsigned integer of type T and checks it against [lo, hi]
   // (which must lie within T).
   template <typename T>
-  T read_uint(const Field& f, std::uint64_t lo = 0,
-              std::uint64_t hi = std::numeric_limits<T>::max()) const {
+  T read_uint(const Field& f, std::uint64_t lo = 0, std::uint64_t hi = std::numeric_limits<T>::max()) const {
     static_assert(std::is_unsigned_v<T>);
     return static_cast<T>(read_uint64(f, lo, hi));
   }
@@ -141,8 +140,7 @@ class Map {
   // commented out) is a map without fields rather than an error.
   Map(const Reader& reader, const YAML::Node& node, std::string path, int line,
       std::initializer_list<std::string_view> known, bool null_is_empty);
-  Map(const Reader& reader, const Field& field, std::initializer_list<std::string_view> known,
-      bool null_is_empty)
+  Map(const Reader& reader, const Field& field, std::initializer_list<std::string_view> known, bool null_is_empty)
       : Map(reader, field.value, field.path, field.line, known, null_is_empty) {}
 
   std::optional<Field> find(std::string_view name) const;

@@ -196,8 +196,8 @@ struct FromProto {
         break;
       case pb::Message::kIndirectPing: {
         const pb::IndirectPing& p = m.indirect_ping();
-        out.emplace_back(IndirectPing{p.seq_no(), p.target(), addr(p.target_addr()),
-                                      p.want_nack(), p.source(), addr(p.source_addr())});
+        out.emplace_back(IndirectPing{p.seq_no(), p.target(), addr(p.target_addr()), p.want_nack(), p.source(),
+                                      addr(p.source_addr())});
         break;
       }
       case pb::Message::kNack:
@@ -205,8 +205,7 @@ struct FromProto {
         break;
       case pb::Message::kAlive: {
         const pb::Alive& p = m.alive();
-        out.emplace_back(Alive{p.incarnation(), p.node(), addr(p.addr()), tags(p.tags()),
-                               p.protocol_version()});
+        out.emplace_back(Alive{p.incarnation(), p.node(), addr(p.addr()), tags(p.tags()), p.protocol_version()});
         break;
       }
       case pb::Message::kSuspect:
@@ -220,16 +219,26 @@ struct FromProto {
         break;
       case pb::Message::kSyncRequest: {
         const pb::SyncRequest& p = m.sync_request();
-        out.emplace_back(SyncRequest{p.seq_no(), p.source(), p.join(), p.part(), p.parts(),
-                                     members(p.members()), p.digest(),
-                                     {p.buckets().begin(), p.buckets().end()}, p.view_size()});
+        out.emplace_back(SyncRequest{p.seq_no(),
+                                     p.source(),
+                                     p.join(),
+                                     p.part(),
+                                     p.parts(),
+                                     members(p.members()),
+                                     p.digest(),
+                                     {p.buckets().begin(), p.buckets().end()},
+                                     p.view_size()});
         break;
       }
       case pb::Message::kSyncResponse: {
         const pb::SyncResponse& p = m.sync_response();
-        out.emplace_back(
-            SyncResponse{p.seq_no(), p.source(), p.part(), p.parts(), members(p.members()),
-                         p.digest(), {p.buckets().begin(), p.buckets().end()}});
+        out.emplace_back(SyncResponse{p.seq_no(),
+                                      p.source(),
+                                      p.part(),
+                                      p.parts(),
+                                      members(p.members()),
+                                      p.digest(),
+                                      {p.buckets().begin(), p.buckets().end()}});
         break;
       }
       case pb::Message::kUserData:
@@ -358,12 +367,18 @@ std::size_t serialize_append(const pb::Compound& pc, std::vector<std::uint8_t>& 
 
 const char* decode_error_name(DecodeError e) {
   switch (e) {
-    case DecodeError::kNone: return "none";
-    case DecodeError::kTooLarge: return "too_large";
-    case DecodeError::kMalformed: return "malformed";
-    case DecodeError::kEmptyMessage: return "empty_message";
-    case DecodeError::kBadAddress: return "bad_address";
-    case DecodeError::kBadStatus: return "bad_status";
+    case DecodeError::kNone:
+      return "none";
+    case DecodeError::kTooLarge:
+      return "too_large";
+    case DecodeError::kMalformed:
+      return "malformed";
+    case DecodeError::kEmptyMessage:
+      return "empty_message";
+    case DecodeError::kBadAddress:
+      return "bad_address";
+    case DecodeError::kBadStatus:
+      return "bad_status";
   }
   return "unknown";
 }

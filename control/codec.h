@@ -19,11 +19,11 @@ namespace gw::cp {
 
 enum class DecodeError : std::uint8_t {
   kNone = 0,
-  kTooLarge,       // more bytes than protobuf can parse in one call
-  kMalformed,      // not a valid gw.proto.Compound
-  kEmptyMessage,   // a Message with no body set
-  kBadAddress,     // ip not 0/4/16 bytes, or port > 65535
-  kBadStatus,      // MemberStatus outside the known values
+  kTooLarge,      // more bytes than protobuf can parse in one call
+  kMalformed,     // not a valid gw.proto.Compound
+  kEmptyMessage,  // a Message with no body set
+  kBadAddress,    // ip not 0/4/16 bytes, or port > 65535
+  kBadStatus,     // MemberStatus outside the known values
 };
 
 const char* decode_error_name(DecodeError e);

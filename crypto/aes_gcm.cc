@@ -44,12 +44,18 @@ const Manager& manager() {
 
 const char* arch_name(IMB_ARCH a) {
   switch (a) {
-    case IMB_ARCH_NOAESNI: return "no-aesni";
-    case IMB_ARCH_SSE: return "sse";
-    case IMB_ARCH_AVX: return "avx";
-    case IMB_ARCH_AVX2: return "avx2";
-    case IMB_ARCH_AVX512: return "avx512";
-    default: return "none";
+    case IMB_ARCH_NOAESNI:
+      return "no-aesni";
+    case IMB_ARCH_SSE:
+      return "sse";
+    case IMB_ARCH_AVX:
+      return "avx";
+    case IMB_ARCH_AVX2:
+      return "avx2";
+    case IMB_ARCH_AVX512:
+      return "avx512";
+    default:
+      return "none";
   }
 }
 
@@ -69,16 +75,15 @@ bool ipsecmb_gcm_expand(const std::uint8_t* key, IpsecMbGcm* out) noexcept {
   return true;
 }
 
-void ipsecmb_gcm_seal(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad,
-                      std::size_t aad_len, const std::uint8_t* in, std::size_t len, std::uint8_t* out,
-                      std::uint8_t* tag) noexcept {
+void ipsecmb_gcm_seal(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
+                      const std::uint8_t* in, std::size_t len, std::uint8_t* out, std::uint8_t* tag) noexcept {
   gcm_context_data ctx;  // per call, on the stack: the key is shared read-only
   const auto enc = reinterpret_cast<aes_gcm_enc_dec_t>(k.enc);
   enc(reinterpret_cast<const gcm_key_data*>(k.key_data), &ctx, out, in, len, nonce12, aad, aad_len, tag, 16);
 }
 
-bool ipsecmb_gcm_open(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad,
-                      std::size_t aad_len, std::uint8_t* data, std::size_t len, const std::uint8_t* tag) noexcept {
+bool ipsecmb_gcm_open(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
+                      std::uint8_t* data, std::size_t len, const std::uint8_t* tag) noexcept {
   // One pass decrypts and computes the tag; it is compared afterwards in
   // constant time, and a forgery's decryption is wiped.
   gcm_context_data ctx;

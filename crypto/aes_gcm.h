@@ -29,9 +29,9 @@ enum class AesGcmImpl : std::uint8_t {
 // The precomputed key (round keys and GHASH powers) and the two functions a
 // key calls. Opaque here so that only aes_gcm.cc includes intel-ipsec-mb.h.
 struct IpsecMbGcm {
-  using EncDec = void (*)(const void* key, void* ctx, std::uint8_t* out, const std::uint8_t* in,
-                          std::uint64_t len, const std::uint8_t* iv, const std::uint8_t* aad,
-                          std::uint64_t aad_len, std::uint8_t* tag, std::uint64_t tag_len);
+  using EncDec = void (*)(const void* key, void* ctx, std::uint8_t* out, const std::uint8_t* in, std::uint64_t len,
+                          const std::uint8_t* iv, const std::uint8_t* aad, std::uint64_t aad_len, std::uint8_t* tag,
+                          std::uint64_t tag_len);
   // Sized and aligned as ipsec-mb 1.3's struct gcm_key_data (aes_gcm.cc checks).
   alignas(64) std::uint8_t key_data[1024];
   EncDec enc = nullptr;
@@ -47,15 +47,14 @@ bool ipsecmb_gcm_expand(const std::uint8_t* key, IpsecMbGcm* out) noexcept;
 
 // Seals `len` bytes of `in` to `out` (may equal `in`) and writes the 16-byte
 // tag at `tag`. `k` must have been expanded.
-void ipsecmb_gcm_seal(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad,
-                      std::size_t aad_len, const std::uint8_t* in, std::size_t len, std::uint8_t* out,
-                      std::uint8_t* tag) noexcept;
+void ipsecmb_gcm_seal(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
+                      const std::uint8_t* in, std::size_t len, std::uint8_t* out, std::uint8_t* tag) noexcept;
 
 // Opens `len` ciphertext bytes in place and checks them against the 16-byte
 // `tag` in constant time. On failure the buffer is wiped (nothing
 // unauthenticated stays readable) and false is returned.
-bool ipsecmb_gcm_open(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad,
-                      std::size_t aad_len, std::uint8_t* data, std::size_t len, const std::uint8_t* tag) noexcept;
+bool ipsecmb_gcm_open(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
+                      std::uint8_t* data, std::size_t len, const std::uint8_t* tag) noexcept;
 
 // Wipes the expanded key (ipsec-mb's imb_clear_mem, which the compiler may
 // not elide).

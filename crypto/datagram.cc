@@ -2,9 +2,8 @@
 
 namespace gw::crypto {
 
-std::size_t seal_datagram(const Key& key, const SealParams& params, NonceSource& nonces,
-                          const std::uint8_t* plaintext, std::size_t len, std::uint8_t* out,
-                          std::size_t out_cap) noexcept {
+std::size_t seal_datagram(const Key& key, const SealParams& params, NonceSource& nonces, const std::uint8_t* plaintext,
+                          std::size_t len, std::uint8_t* out, std::size_t out_cap) noexcept {
   if (len > kMaxPlaintextBytes) return 0;
   const std::size_t total = kHeaderBytes + len + kTagBytes;
   if (total > out_cap) return 0;

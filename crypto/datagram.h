@@ -22,8 +22,7 @@ inline constexpr std::size_t kMaxPlaintextBytes = 0xFFFF - kTagBytes;
 
 // Writes header + sealed `plaintext` to `out` and returns the datagram length,
 // or 0 if it does not fit in `out_cap` or exceeds kMaxPlaintextBytes.
-std::size_t seal_datagram(const Key& key, const SealParams& params, NonceSource& nonces,
-                          const std::uint8_t* plaintext, std::size_t len, std::uint8_t* out,
-                          std::size_t out_cap) noexcept;
+std::size_t seal_datagram(const Key& key, const SealParams& params, NonceSource& nonces, const std::uint8_t* plaintext,
+                          std::size_t len, std::uint8_t* out, std::size_t out_cap) noexcept;
 
 }  // namespace gw::crypto

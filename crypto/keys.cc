@@ -23,9 +23,7 @@ constexpr std::string_view kMacLabel = "gossipgw/mac1/v1";
 constexpr std::string_view kAeadLabel = "gossipgw/aead/v1";
 constexpr std::string_view kClusterLabel = "gossipgw/cluster-id/v1";
 
-const unsigned char* bytes(std::string_view s) noexcept {
-  return reinterpret_cast<const unsigned char*>(s.data());
-}
+const unsigned char* bytes(std::string_view s) noexcept { return reinterpret_cast<const unsigned char*>(s.data()); }
 
 // Keyed BLAKE2b of a label: one derived secret per purpose.
 template <std::size_t N>
@@ -48,9 +46,7 @@ std::string octal_mode(mode_t mode) {
 
 bool init() noexcept { return sodium_init() >= 0; }
 
-bool aes256gcm_available() noexcept {
-  return ipsecmb_gcm_available() || crypto_aead_aes256gcm_is_available() == 1;
-}
+bool aes256gcm_available() noexcept { return ipsecmb_gcm_available() || crypto_aead_aes256gcm_is_available() == 1; }
 
 std::uint64_t derive_cluster_id(std::string_view cluster_name) noexcept {
   crypto_generichash_state st;
@@ -66,8 +62,7 @@ std::uint64_t derive_cluster_id(std::string_view cluster_name) noexcept {
 
 std::uint32_t derive_key_id(const KeyBytes& key) noexcept {
   const auto d = derive<crypto_generichash_BYTES_MIN>(key, kKeyIdLabel);
-  return (std::uint32_t{d[0]} << 24) | (std::uint32_t{d[1]} << 16) | (std::uint32_t{d[2]} << 8) |
-         std::uint32_t{d[3]};
+  return (std::uint32_t{d[0]} << 24) | (std::uint32_t{d[1]} << 16) | (std::uint32_t{d[2]} << 8) | std::uint32_t{d[3]};
 }
 
 Key::Key(const KeyBytes& key, Suite suite, AesGcmImpl impl)
@@ -143,24 +138,24 @@ Receiver receiver_of(const std::uint8_t* ip, std::size_t ip_len, std::uint16_t p
   return r;
 }
 
-void Key::seal(const std::uint8_t* header, const Nonce& nonce, const std::uint8_t* plaintext,
-               std::size_t len, std::uint8_t* out, const Receiver& to) const noexcept {
+void Key::seal(const std::uint8_t* header, const Nonce& nonce, const std::uint8_t* plaintext, std::size_t len,
+               std::uint8_t* out, const Receiver& to) const noexcept {
   AdBuffer ad;
   build_ad(header, to, ad);
   unsigned long long out_len = 0;
   if (suite_ == Suite::kAes256Gcm && aes_impl_ == AesGcmImpl::kIpsecMb) {
     ipsecmb_gcm_seal(gcm_, nonce.data(), ad.data(), ad.size(), plaintext, len, out, out + len);
   } else if (suite_ == Suite::kAes256Gcm) {
-    crypto_aead_aes256gcm_encrypt_afternm(out, &out_len, plaintext, len, ad.data(), ad.size(),
-                                          nullptr, nonce.data(), &aes_state_);
+    crypto_aead_aes256gcm_encrypt_afternm(out, &out_len, plaintext, len, ad.data(), ad.size(), nullptr, nonce.data(),
+                                          &aes_state_);
   } else {
-    crypto_aead_chacha20poly1305_ietf_encrypt(out, &out_len, plaintext, len, ad.data(), ad.size(),
-                                              nullptr, nonce.data(), aead_key_.data());
+    crypto_aead_chacha20poly1305_ietf_encrypt(out, &out_len, plaintext, len, ad.data(), ad.size(), nullptr,
+                                              nonce.data(), aead_key_.data());
   }
 }
 
-bool Key::open_in_place(const std::uint8_t* header, const Nonce& nonce, std::uint8_t* data,
-                        std::size_t len, const Receiver& me) const noexcept {
+bool Key::open_in_place(const std::uint8_t* header, const Nonce& nonce, std::uint8_t* data, std::size_t len,
+                        const Receiver& me) const noexcept {
   if (len < kTagBytes) return false;
   AdBuffer ad;
   build_ad(header, me, ad);
@@ -170,11 +165,11 @@ bool Key::open_in_place(const std::uint8_t* header, const Nonce& nonce, std::uin
     const std::size_t n = len - kTagBytes;
     rc = ipsecmb_gcm_open(gcm_, nonce.data(), ad.data(), ad.size(), data, n, data + n) ? 0 : -1;
   } else if (suite_ == Suite::kAes256Gcm) {
-    rc = crypto_aead_aes256gcm_decrypt_afternm(data, &out_len, nullptr, data, len, ad.data(),
-                                               ad.size(), nonce.data(), &aes_state_);
+    rc = crypto_aead_aes256gcm_decrypt_afternm(data, &out_len, nullptr, data, len, ad.data(), ad.size(), nonce.data(),
+                                               &aes_state_);
   } else {
-    rc = crypto_aead_chacha20poly1305_ietf_decrypt(data, &out_len, nullptr, data, len, ad.data(),
-                                                   ad.size(), nonce.data(), aead_key_.data());
+    rc = crypto_aead_chacha20poly1305_ietf_decrypt(data, &out_len, nullptr, data, len, ad.data(), ad.size(),
+                                                   nonce.data(), aead_key_.data());
   }
   return rc == 0;
 }
@@ -266,8 +261,7 @@ std::uint32_t write_key_file(const std::string& path, bool overwrite) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) throw KeyError(where + ": cannot create: " + errno_text(errno));
-  bool ok = ::fchmod(fd, 0600) == 0 &&
-            ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) &&
+  bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) &&
             ::fsync(fd) == 0;
   const int write_errno = errno;
   ::close(fd);

@@ -91,15 +91,15 @@ class alignas(64) Key {
   // Seals `len` bytes of `plaintext` into `out` (len + kTagBytes bytes),
   // authenticating the kHeaderBytes at `header` and the receiver `to`.
   // `out` may equal `plaintext`.
-  void seal(const std::uint8_t* header, const Nonce& nonce, const std::uint8_t* plaintext,
-            std::size_t len, std::uint8_t* out, const Receiver& to) const noexcept;
+  void seal(const std::uint8_t* header, const Nonce& nonce, const std::uint8_t* plaintext, std::size_t len,
+            std::uint8_t* out, const Receiver& to) const noexcept;
 
   // Opens `len` bytes (ciphertext || tag) in place, as receiver `me`; on
   // success the first len - kTagBytes bytes are the plaintext. On failure
   // (tampered, or sealed for another receiver) returns false and the buffer
   // content is unspecified.
-  bool open_in_place(const std::uint8_t* header, const Nonce& nonce, std::uint8_t* data,
-                     std::size_t len, const Receiver& me) const noexcept;
+  bool open_in_place(const std::uint8_t* header, const Nonce& nonce, std::uint8_t* data, std::size_t len,
+                     const Receiver& me) const noexcept;
 
  private:
   std::uint32_t id_ = 0;

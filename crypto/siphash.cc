@@ -101,9 +101,8 @@ void batch_generic(const SipKey* const* keys, const std::uint8_t* const* in, std
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f,avx512vl"))) void batch_avx512(const SipKey* const* keys,
-                                                               const std::uint8_t* const* in,
-                                                               std::uint64_t* out, std::size_t n) noexcept {
+__attribute__((target("avx512f,avx512vl"))) void batch_avx512(const SipKey* const* keys, const std::uint8_t* const* in,
+                                                              std::uint64_t* out, std::size_t n) noexcept {
   batch_body(keys, in, out, n);
 }
 

@@ -64,8 +64,8 @@ struct SipState {
 
 // SipHash-2-4 of the 40 bytes at `in` (five whole words, then the length block).
 inline std::uint64_t siphash24_40(const SipKey& k, const std::uint8_t* in) noexcept {
-  detail::SipState s{k.k0 ^ 0x736f6d6570736575ULL, k.k1 ^ 0x646f72616e646f6dULL,
-                     k.k0 ^ 0x6c7967656e657261ULL, k.k1 ^ 0x7465646279746573ULL};
+  detail::SipState s{k.k0 ^ 0x736f6d6570736575ULL, k.k1 ^ 0x646f72616e646f6dULL, k.k0 ^ 0x6c7967656e657261ULL,
+                     k.k1 ^ 0x7465646279746573ULL};
   for (int i = 0; i < 5; ++i) s.absorb(load_le64(in + 8 * i));
   s.absorb(std::uint64_t{40} << 56);  // no tail bytes: the last block is the length alone
   s.v2 ^= 0xff;

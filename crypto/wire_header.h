@@ -80,11 +80,11 @@ struct WireHeader {
 // the others mean "claims to be ours but is inconsistent" (malformed).
 enum class HeaderStatus : std::uint8_t {
   kOk,
-  kTooShort,     // fewer than kHeaderBytes bytes: unkeyed
-  kBadMagic,     // unkeyed
-  kBadVersion,   // unkeyed: another version is another protocol to us
-  kBadField,     // unknown class or suite, reserved bits set: malformed
-  kBadLength,    // payload_len disagrees with the datagram, or too short for a tag
+  kTooShort,    // fewer than kHeaderBytes bytes: unkeyed
+  kBadMagic,    // unkeyed
+  kBadVersion,  // unkeyed: another version is another protocol to us
+  kBadField,    // unknown class or suite, reserved bits set: malformed
+  kBadLength,   // payload_len disagrees with the datagram, or too short for a tag
 };
 
 namespace detail {

@@ -385,8 +385,9 @@ Classifier::Classifier(const std::vector<ClassifierRule>& rules, bool builtins, 
     const std::size_t at = first_operator + c.rules_done;
     const std::string budget = std::to_string(compile_budget_ms) + " ms (classifier.compile_budget_ms)";
     if (at < all.size()) {
-      throw ClassifierError(all[at].name, "classifier rule '" + all[at].name + "': Hyperscan did not compile it within " +
-                                              budget + "; simplify the pattern (smaller {n,m} bounds, fewer "
+      throw ClassifierError(all[at].name, "classifier rule '" + all[at].name +
+                                              "': Hyperscan did not compile it within " + budget +
+                                              "; simplify the pattern (smaller {n,m} bounds, fewer "
                                               "alternations inside repeats)");
     }
     throw ClassifierError("", "classifier: the rules compiled one by one, but not together within " + budget +
@@ -395,8 +396,8 @@ Classifier::Classifier(const std::vector<ClassifierRule>& rules, bool builtins, 
   if (!c.error.empty()) {
     if (c.bad_rule >= 0 && static_cast<std::size_t>(c.bad_rule) < all.size()) {
       const std::string& name = all[static_cast<std::size_t>(c.bad_rule)].name;
-      throw ClassifierError(name, "classifier rule '" + name + "': " +
-                                      (c.alone ? "Hyperscan rejects the pattern: " : "") + c.error);
+      throw ClassifierError(
+          name, "classifier rule '" + name + "': " + (c.alone ? "Hyperscan rejects the pattern: " : "") + c.error);
     }
     throw ClassifierError("", "classifier database: " + c.error);
   }

@@ -43,8 +43,7 @@ const std::vector<ClassifierRule>& builtin_classifier_rules();
 
 class ClassifierError : public std::runtime_error {
  public:
-  ClassifierError(std::string rule, const std::string& message)
-      : std::runtime_error(message), rule_(std::move(rule)) {}
+  ClassifierError(std::string rule, const std::string& message) : std::runtime_error(message), rule_(std::move(rule)) {}
   // The rule at fault ("" when the error is not about one rule).
   const std::string& rule() const noexcept { return rule_; }
 

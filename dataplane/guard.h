@@ -93,7 +93,6 @@ std::uint64_t unix_time_ns() noexcept;
 // Builds the tables from cfg.limits and a scratch from `classifier` (null
 // when classifier.enabled is false). `seed` keys the table hashes. Allocates;
 // call at start, never on the data path.
-void setup_guard(LcoreGuard& g, const config::Config& cfg, const Classifier* classifier,
-                 std::uint64_t seed);
+void setup_guard(LcoreGuard& g, const config::Config& cfg, const Classifier* classifier, std::uint64_t seed);
 
 }  // namespace gw::dp

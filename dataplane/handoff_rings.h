@@ -39,10 +39,8 @@ class HandoffRings final : public HandoffSource {
     if (once_) once_->age(now_s, 64);
   }
 
-
   std::size_t worker_count() const noexcept override { return rings_.size(); }
-  std::size_t dequeue(std::size_t worker, crypto::PriorityClass cls, Handoff* out,
-                      std::size_t max) noexcept override {
+  std::size_t dequeue(std::size_t worker, crypto::PriorityClass cls, Handoff* out, std::size_t max) noexcept override {
     const std::size_t n = ring(worker, cls)->pop(out, max);
     for (std::size_t i = 0; i < n; ++i) out[i].cls = cls;
     if (once_) {

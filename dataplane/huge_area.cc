@@ -12,7 +12,7 @@ HugeArea::HugeArea(std::size_t bytes) : size_(bytes) {
   if (bytes == 0) throw std::bad_alloc();
   if (bytes < kHugePage) {
     // Small (tests, fuzzers, tiny configs): the heap, no system call.
-    data_ = ::operator new(bytes, std::align_val_t{kSmallAlign});
+    data_ = ::operator new (bytes, std::align_val_t{kSmallAlign});
     std::memset(data_, 0, bytes);
     return;
   }
@@ -53,7 +53,7 @@ void HugeArea::release() noexcept {
   if (map_ != nullptr) {
     munmap(map_, map_bytes_);
   } else if (data_ != nullptr) {
-    ::operator delete(data_, std::align_val_t{kSmallAlign});
+    ::operator delete (data_, std::align_val_t{kSmallAlign});
   }
   map_ = nullptr;
   data_ = nullptr;

@@ -11,8 +11,8 @@
 //   4. Key id (and its suite) in the keyring: unknown-key. One key id, one key.
 //   5. Header MAC (SipHash): bad-mac. Nothing below is reachable without a key.
 //   6. Replay pre-check, read-only: header timestamp outside the window of
-//      our clock: stale; before this gateway started: before-start; nonce seen or older than the sender's window: replay.
-//      A header whose AEAD already failed on this lcore: auth-retry.
+//      our clock: stale; before this gateway started: before-start; nonce seen or older than the sender's window:
+//      replay. A header whose AEAD already failed on this lcore: auth-retry.
 //   7. Per-source token bucket (known members get a larger budget), asked
 //      read-only: rate-limited.
 //   8. AEAD open in place: bad-auth (and the header's nonce is remembered as

@@ -24,9 +24,7 @@ inline constexpr std::uint32_t kIpv6Header = 40;
 inline constexpr std::uint32_t kUdpHeader = 8;
 inline constexpr std::uint8_t kProtoUdp = 17;
 
-inline std::uint16_t be16(const std::uint8_t* p) noexcept {
-  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
+inline std::uint16_t be16(const std::uint8_t* p) noexcept { return static_cast<std::uint16_t>((p[0] << 8) | p[1]); }
 // Raw loads in memory order, compared against constants laid out the same way.
 inline std::uint32_t load32(const std::uint8_t* p) noexcept {
   std::uint32_t v = 0;
@@ -51,10 +49,8 @@ constexpr std::uint16_t raw16(std::uint16_t v) noexcept {
 }
 // Bytes 12..14 of an untagged IPv4 frame without options (EtherType 0x0800,
 // version 4, IHL 5) as load32() reads them; the fourth byte (TOS) is masked.
-inline constexpr std::uint32_t kEthIpv4Ihl5 =
-    std::endian::native == std::endian::little ? 0x0045'0008u : 0x0800'4500u;
-inline constexpr std::uint32_t kEthIpv4Mask =
-    std::endian::native == std::endian::little ? 0x00FF'FFFFu : 0xFFFF'FF00u;
+inline constexpr std::uint32_t kEthIpv4Ihl5 = std::endian::native == std::endian::little ? 0x0045'0008u : 0x0800'4500u;
+inline constexpr std::uint32_t kEthIpv4Mask = std::endian::native == std::endian::little ? 0x00FF'FFFFu : 0xFFFF'FF00u;
 // The header's magic and version (bytes 0..4) as load64() reads them.
 inline constexpr std::uint64_t kMagicVersionMask =
     std::endian::native == std::endian::little ? 0x0000'00FF'FFFF'FFFFULL : 0xFFFF'FFFF'FF00'0000ULL;
@@ -118,7 +114,7 @@ inline Endpoint UdpView::from() const noexcept {
 // loop, and the result struct then round-trips through the stack (a
 // store-forwarding stall per packet that cost more than the checks).
 [[gnu::always_inline]] inline Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame,
-                                                 std::uint32_t len, UdpView* out) noexcept {
+                                                  std::uint32_t len, UdpView* out) noexcept {
   using namespace ladder_detail;
   // Fast path: untagged IPv4 without options, UDP to our address and port,
   // not a fragment; the field checks folded into one branch. Anything else
@@ -134,7 +130,8 @@ inline Endpoint UdpView::from() const noexcept {
       const std::uint32_t udp_len = be16(frame + 38);
       if (total >= kIpv4MinHeader + kUdpHeader && total <= len - kEthHeader && udp_len >= kUdpHeader &&
           udp_len <= total - kIpv4MinHeader) [[likely]] {
-        if (martian_v4(frame + 26, local)) [[unlikely]] return Verdict::kMartian;
+        if (martian_v4(frame + 26, local)) [[unlikely]]
+          return Verdict::kMartian;
         out->payload_offset = kEthHeader + kIpv4MinHeader + kUdpHeader;
         out->payload_len = udp_len - kUdpHeader;
         out->src_ip = frame + 26;
@@ -211,8 +208,8 @@ inline Endpoint UdpView::from() const noexcept {
   return Verdict::kAccepted;
 }
 
-[[gnu::always_inline]] inline LadderResult ladder_front(const LadderConfig& cfg, std::uint8_t* frame,
-                                                         std::uint32_t len, LadderFront* out) noexcept {
+[[gnu::always_inline]] inline LadderResult ladder_front(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len,
+                                                        LadderFront* out) noexcept {
   LadderResult r;
   UdpView udp;  // in registers; copied to `out` only for packets that name our key
   r.verdict = parse_l2_l4(cfg.local, frame, len, &udp);
@@ -224,8 +221,8 @@ inline Endpoint UdpView::from() const noexcept {
   // Cheapest first: magic and version (else unkeyed), then the cluster id
   // (else foreign, whatever the rest of the header holds), before the rest
   // of the header is parsed.
-  if (plen < crypto::kHeaderBytes || (ladder_detail::load64(dgram) & ladder_detail::kMagicVersionMask) !=
-                                         ladder_detail::kMagicVersion) {
+  if (plen < crypto::kHeaderBytes ||
+      (ladder_detail::load64(dgram) & ladder_detail::kMagicVersionMask) != ladder_detail::kMagicVersion) {
     r.verdict = Verdict::kUnkeyed;
     r.plaintext_offset = off;  // the classifier names what it is
     r.plaintext_len = plen;
@@ -275,7 +272,7 @@ inline Endpoint UdpView::from() const noexcept {
 }
 
 [[gnu::always_inline]] inline LadderResult ladder_back(const LadderConfig& cfg, LadderState& st,
-                                                        const LadderFront& f) noexcept {
+                                                       const LadderFront& f) noexcept {
   LadderResult r;
   crypto::WireHeader h;
   // Parsed (and found consistent) by ladder_front; only the fields are read again.
@@ -351,8 +348,8 @@ inline Endpoint UdpView::from() const noexcept {
   return r;
 }
 
-[[gnu::always_inline]] inline LadderResult run_ladder(const LadderConfig& cfg, LadderState& st,
-                                                       std::uint8_t* frame, std::uint32_t len) noexcept {
+[[gnu::always_inline]] inline LadderResult run_ladder(const LadderConfig& cfg, LadderState& st, std::uint8_t* frame,
+                                                      std::uint32_t len) noexcept {
   LadderFront f;
   const LadderResult r = ladder_front(cfg, frame, len, &f);
   if (r.verdict != Verdict::kAccepted) return r;

@@ -8,12 +8,12 @@ namespace gw::dp {
 
 PayloadRing::PayloadRing(std::uint32_t capacity, std::uint32_t max_payload) {
   if (capacity == 0 || capacity > kMaxCapacity || (capacity & (capacity - 1)) != 0) {
-    throw std::invalid_argument("payload ring capacity must be a power of two in 1.." +
-                                std::to_string(kMaxCapacity) + ", got " + std::to_string(capacity));
+    throw std::invalid_argument("payload ring capacity must be a power of two in 1.." + std::to_string(kMaxCapacity) +
+                                ", got " + std::to_string(capacity));
   }
   if (max_payload == 0 || max_payload > kMaxPayload) {
-    throw std::invalid_argument("payload ring records must hold 1.." + std::to_string(kMaxPayload) +
-                                " bytes, got " + std::to_string(max_payload));
+    throw std::invalid_argument("payload ring records must hold 1.." + std::to_string(kMaxPayload) + " bytes, got " +
+                                std::to_string(max_payload));
   }
   mask_ = capacity - 1;
   max_payload_ = max_payload;

@@ -189,8 +189,7 @@ class PayloadRing {
   static constexpr std::uint32_t kSkip = UINT32_MAX;
 
   static constexpr std::uint32_t record_lines(std::uint32_t len) noexcept {
-    return static_cast<std::uint32_t>((kDataOffset + ((std::size_t{len} + 15) & ~std::size_t{15}) + kLine - 1) /
-                                      kLine);
+    return static_cast<std::uint32_t>((kDataOffset + ((std::size_t{len} + 15) & ~std::size_t{15}) + kLine - 1) / kLine);
   }
   std::uint8_t* line_at(std::uint32_t line) const noexcept { return base_ + std::size_t{line} * kLine; }
 
@@ -203,9 +202,11 @@ class PayloadRing {
     std::memcpy(&ends, reinterpret_cast<const std::uint8_t*>(&from) + offsetof(Endpoint, ip_len), sizeof ends);
     auto* out = reinterpret_cast<__m128i*>(s);
     _mm_stream_si128(out, _mm_loadu_si128(reinterpret_cast<const __m128i*>(from.ip.data())));
-    _mm_stream_si128(out + 1, _mm_set_epi32(0, static_cast<int>(len), static_cast<int>(key_id), static_cast<int>(ends)));
-    _mm_stream_si128(out + 2, _mm_set_epi64x(static_cast<long long>((std::uint64_t{stamp.timestamp} << 32) | stamp.counter),
-                                             static_cast<long long>(stamp.epoch)));
+    _mm_stream_si128(out + 1,
+                     _mm_set_epi32(0, static_cast<int>(len), static_cast<int>(key_id), static_cast<int>(ends)));
+    _mm_stream_si128(out + 2,
+                     _mm_set_epi64x(static_cast<long long>((std::uint64_t{stamp.timestamp} << 32) | stamp.counter),
+                                    static_cast<long long>(stamp.epoch)));
 #else
     PayloadSlot h;
     h.from = from;

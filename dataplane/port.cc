@@ -85,7 +85,8 @@ PortState start_port(const PortPlan& plan) {
 
   rte_eth_dev_info info{};
   int rc = rte_eth_dev_info_get(plan.port_id, &info);
-  if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": cannot read device info: " + dpdk_error(rc));
+  if (rc != 0)
+    throw SetupError("port " + std::to_string(plan.port_id) + ": cannot read device info: " + dpdk_error(rc));
   if (plan.queues > info.max_rx_queues || plan.queues > info.max_tx_queues) {
     throw SetupError("lcores.workers: " + std::to_string(plan.queues) + " workers need as many queues, but " +
                      info.driver_name + " offers " + std::to_string(info.max_rx_queues) + " rx / " +
@@ -115,9 +116,8 @@ PortState start_port(const PortPlan& plan) {
 
   rte_eth_conf conf{};
   // Spread sources over workers by the UDP 4-tuple where the port can.
-  const std::uint64_t rss_hf = info.flow_type_rss_offloads & (RTE_ETH_RSS_NONFRAG_IPV4_UDP |
-                                                                RTE_ETH_RSS_NONFRAG_IPV6_UDP |
-                                                                RTE_ETH_RSS_IP);
+  const std::uint64_t rss_hf =
+      info.flow_type_rss_offloads & (RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_UDP | RTE_ETH_RSS_IP);
   if (plan.queues > 1 && rss_hf != 0) {
     // UDP hashes the 4-tuple, so one source's packets stay on one worker
     // (its token bucket and replay windows live there); RTE_ETH_RSS_IP keeps
@@ -132,9 +132,10 @@ PortState start_port(const PortPlan& plan) {
   } else if (plan.queues > 1) {
     // Virtual devices (net_pcap, net_ring, net_memif) hash nothing: each rx
     // queue gets what its own source feeds it, e.g. one rx_pcap= per queue.
-    spdlog::warn("port {} ({}): no RSS (driver offers hash fields {:#x}); {} rx queues each get only what the "
-                 "device puts on them",
-                 plan.port_id, info.driver_name, info.flow_type_rss_offloads, plan.queues);
+    spdlog::warn(
+        "port {} ({}): no RSS (driver offers hash fields {:#x}); {} rx queues each get only what the "
+        "device puts on them",
+        plan.port_id, info.driver_name, info.flow_type_rss_offloads, plan.queues);
   }
   rc = rte_eth_dev_configure(plan.port_id, plan.queues, plan.queues, &conf);
   if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": configure failed: " + dpdk_error(rc));
@@ -142,7 +143,8 @@ PortState start_port(const PortPlan& plan) {
   std::uint16_t rxd = plan.rx_descriptors;
   std::uint16_t txd = plan.tx_descriptors;
   rc = rte_eth_dev_adjust_nb_rx_tx_desc(plan.port_id, &rxd, &txd);
-  if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": descriptor counts refused: " + dpdk_error(rc));
+  if (rc != 0)
+    throw SetupError("port " + std::to_string(plan.port_id) + ": descriptor counts refused: " + dpdk_error(rc));
 
   const int socket = std::max(rte_eth_dev_socket_id(plan.port_id), 0);
   for (std::uint16_t q = 0; q < plan.queues; ++q) {
@@ -156,18 +158,22 @@ PortState start_port(const PortPlan& plan) {
     }
     state.pools.push_back(pool);
     rc = rte_eth_rx_queue_setup(plan.port_id, q, rxd, static_cast<unsigned>(socket), nullptr, pool);
-    if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": rx queue " + std::to_string(q) + ": " + dpdk_error(rc));
+    if (rc != 0)
+      throw SetupError("port " + std::to_string(plan.port_id) + ": rx queue " + std::to_string(q) + ": " +
+                       dpdk_error(rc));
     rc = rte_eth_tx_queue_setup(plan.port_id, q, txd, static_cast<unsigned>(socket), nullptr);
-    if (rc != 0) throw SetupError("port " + std::to_string(plan.port_id) + ": tx queue " + std::to_string(q) + ": " + dpdk_error(rc));
+    if (rc != 0)
+      throw SetupError("port " + std::to_string(plan.port_id) + ": tx queue " + std::to_string(q) + ": " +
+                       dpdk_error(rc));
   }
 
   // The control lcore's transmit buffers: its own pool, so a receive flood
   // can never starve what the protocol must send (leave, acks).
-  state.tx_pool = rte_pktmbuf_pool_create(("gw_txpool_p" + std::to_string(plan.port_id)).c_str(),
-                                          plan.tx_mbufs, 64, kMbufPrivSize, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
+  state.tx_pool = rte_pktmbuf_pool_create(("gw_txpool_p" + std::to_string(plan.port_id)).c_str(), plan.tx_mbufs, 64,
+                                          kMbufPrivSize, RTE_MBUF_DEFAULT_BUF_SIZE, socket);
   if (state.tx_pool == nullptr) {
-    throw SetupError("cannot allocate " + std::to_string(plan.tx_mbufs) + " transmit buffers: " +
-                     rte_strerror(rte_errno) + "; give EAL more memory (-m)");
+    throw SetupError("cannot allocate " + std::to_string(plan.tx_mbufs) +
+                     " transmit buffers: " + rte_strerror(rte_errno) + "; give EAL more memory (-m)");
   }
   rte_ether_addr mac{};
   if (rte_eth_macaddr_get(plan.port_id, &mac) == 0) std::copy(mac.addr_bytes, mac.addr_bytes + 6, state.mac.begin());

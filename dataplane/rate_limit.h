@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "dataplane/huge_area.h"
 #include "dataplane/api/snapshot.h"
+#include "dataplane/huge_area.h"
 
 namespace gw::dp {
 

@@ -32,9 +32,9 @@
 #include <cstring>
 #include <memory>
 
-#include "dataplane/huge_area.h"
 #include "crypto/wire_header.h"
 #include "dataplane/hash.h"
+#include "dataplane/huge_area.h"
 
 namespace gw::dp {
 
@@ -214,8 +214,7 @@ class FailedHeaders {
     std::uint64_t used = 0;  // 0: empty; else use order
   };
   std::size_t set_of(const ReplayKey& k, std::uint32_t counter) const noexcept {
-    return static_cast<std::size_t>(mix64(k.epoch ^ seed_ ^ (std::uint64_t{k.key_id} << 32 | counter))) &
-           (kSets - 1);
+    return static_cast<std::size_t>(mix64(k.epoch ^ seed_ ^ (std::uint64_t{k.key_id} << 32 | counter))) & (kSets - 1);
   }
   std::uint64_t seed_ = 0;
   std::uint64_t tick_ = 0;

@@ -30,7 +30,7 @@ struct WorkerWiring {
   LadderConfig ladder;  // keys come from `snapshots`
   SnapshotExchange* snapshots = nullptr;
   HandoffRings* rings = nullptr;
-  rte_ring* tx_ring = nullptr;  // worker 0 transmits what the control lcore queues
+  rte_ring* tx_ring = nullptr;             // worker 0 transmits what the control lcore queues
   const Classifier* classifier = nullptr;  // null: classifier.enabled is false
   const std::atomic<bool>* stop = nullptr;
   const std::atomic<bool>* link_down = nullptr;

@@ -27,7 +27,7 @@ struct TxQueueCounters {
 struct TxCounters {
   std::uint64_t tx_packets = 0;
   std::uint64_t tx_bytes = 0;
-  std::uint64_t tx_drop_nic = 0;          // the NIC queue refused them
+  std::uint64_t tx_drop_nic = 0;           // the NIC queue refused them
   std::uint64_t tx_broadcast_unknown = 0;  // no learned MAC: sent to ff:ff:ff:ff:ff:ff
 };
 

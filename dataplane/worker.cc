@@ -43,8 +43,8 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   LcoreGuard& g = w.guard;
   std::uint16_t scan_cap = 0;
   if (g.classifier != nullptr) {
-    scan_cap = g.max_scans_per_burst != 0 && g.max_scans_per_burst < n ? static_cast<std::uint16_t>(g.max_scans_per_burst)
-                                                                        : n;
+    scan_cap =
+        g.max_scans_per_burst != 0 && g.max_scans_per_burst < n ? static_cast<std::uint16_t>(g.max_scans_per_burst) : n;
   }
   struct Unkeyed {
     const std::uint8_t* payload;
@@ -74,8 +74,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     }
     // Initialised in place and read field by field, so the compiler keeps it
     // in registers (a copy of the whole struct stalled on store forwarding).
-    const LadderResult r =
-        ladder_front(w.ladder, rte_pktmbuf_mtod(m, std::uint8_t*), m->data_len, &keyed[keyed_count]);
+    const LadderResult r = ladder_front(w.ladder, rte_pktmbuf_mtod(m, std::uint8_t*), m->data_len, &keyed[keyed_count]);
     if (r.verdict == Verdict::kAccepted) {
       keyed_mbuf[keyed_count++] = m;
       continue;
@@ -83,8 +82,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     // Unkeyed floods are counted once a burst, from unkeyed_count.
     if (r.verdict == Verdict::kUnkeyed) {
       if (unkeyed_count < scan_cap) {
-        unkeyed[unkeyed_count] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset),
-                                  r.plaintext_len};
+        unkeyed[unkeyed_count] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset), r.plaintext_len};
       }
       ++unkeyed_count;
       continue;
@@ -130,8 +128,8 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     if (w.tx.ring != nullptr) w.tx.neighbors.learn(r.from, rte_pktmbuf_mtod_offset(m, const std::uint8_t*, 6));
     // The buffer stays here; its plaintext travels.
     const auto c = static_cast<std::size_t>(r.cls);
-    if (w.rings[c]->push(rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset), r.plaintext_len,
-                         r.from, r.key_id, r.stamp)) {
+    if (w.rings[c]->push(rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset), r.plaintext_len, r.from,
+                         r.key_id, r.stamp)) {
       ++class_count[c];
     } else {
       w.counters.count(Verdict::kRingFull);

@@ -50,7 +50,7 @@ struct alignas(64) WorkerContext {
   // here by the next copy (the snapshot's own copy is wiped when retired).
   crypto::Keyring keys;
   std::array<PayloadRing*, crypto::kClassCount> rings{};  // to the control lcore, per class
-  const std::atomic<bool>* stop = nullptr;  // set by the control lcore
+  const std::atomic<bool>* stop = nullptr;                // set by the control lcore
   // Set by the control lcore while the port's link is down (a memif peer
   // that went away): the worker leaves the driver's queues alone until then.
   const std::atomic<bool>* link_down = nullptr;

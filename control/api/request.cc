@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 namespace gw::cp::api {
 namespace {
@@ -182,8 +182,8 @@ Request parse_object(const Json& j) {
   if (cmd == "log-level") {
     only_fields(j, {"cmd", "level"});
     const std::string level = field_string(j, "level", true);
-    static constexpr std::array<std::string_view, 7> kLevels = {"trace", "debug", "info", "warn",
-                                                                 "error", "critical", "off"};
+    static constexpr std::array<std::string_view, 7> kLevels = {"trace", "debug",    "info", "warn",
+                                                                "error", "critical", "off"};
     if (std::find(kLevels.begin(), kLevels.end(), level) == kLevels.end()) {
       throw Invalid{"level must be trace, debug, info, warn, error, critical or off"};
     }
@@ -210,8 +210,8 @@ Request parse_object(const Json& j) {
     }
     const std::string level = field_string(j, "level", false);
     if (!level.empty()) {
-      static constexpr std::array<std::string_view, 6> kLevels = {"trace", "debug", "info", "warn", "error",
-                                                                   "critical"};
+      static constexpr std::array<std::string_view, 6> kLevels = {"trace", "debug", "info",
+                                                                  "warn",  "error", "critical"};
       if (std::find(kLevels.begin(), kLevels.end(), level) == kLevels.end()) {
         throw Invalid{"level must be trace, debug, info, warn, error or critical"};
       }
@@ -220,8 +220,9 @@ Request parse_object(const Json& j) {
     return r;
   }
   throw Invalid{printable(cmd) && cmd.size() <= 32
-                    ? "unknown cmd '" + cmd + "' (members, stats, keys, join, leave, tags, log-level, info, "
-                                              "force-leave, monitor)"
+                    ? "unknown cmd '" + cmd +
+                          "' (members, stats, keys, join, leave, tags, log-level, info, "
+                          "force-leave, monitor)"
                     : std::string("unknown cmd (members, stats, keys, join, leave, tags, log-level, info, "
                                   "force-leave, monitor)")};
 }

@@ -77,7 +77,7 @@ struct ForceLeaveRequest {
   std::string node;
 };
 struct MonitorRequest {
-  std::uint64_t since = 0;    // lines with a larger sequence number
+  std::uint64_t since = 0;     // lines with a larger sequence number
   std::string level = "info";  // and at least this level
 };
 

@@ -176,9 +176,9 @@ struct ApiServer::Conn {
 namespace {
 
 std::uint64_t now_ms() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 }  // namespace
@@ -238,8 +238,8 @@ void ApiServer::run() {
       } else if (c.reading && !c.done && t >= c.deadline_ms) {
         // The whole line must arrive within kReadTimeoutMs of accept.
         counters_.rejected_read.fetch_add(1, std::memory_order_relaxed);
-        (void)write_all(c.fd, error_reply("request not complete within " + std::to_string(kReadTimeoutMs) + " ms") +
-                                  "\n");
+        (void)write_all(c.fd,
+                        error_reply("request not complete within " + std::to_string(kReadTimeoutMs) + " ms") + "\n");
         c.done = true;
       }
       if (!c.out.empty()) {
@@ -327,7 +327,8 @@ void ApiServer::read_from(Conn& c) {
     const std::size_t take = nl != nullptr ? static_cast<std::size_t>(nl - buf.data()) : static_cast<std::size_t>(n);
     if (c.line.size() + take > kMaxRequestBytes) {
       counters_.rejected_too_large.fetch_add(1, std::memory_order_relaxed);
-      (void)write_all(c.fd, error_reply("request too large (limit " + std::to_string(kMaxRequestBytes) + " bytes)", kStatusBadInput) +
+      (void)write_all(c.fd, error_reply("request too large (limit " + std::to_string(kMaxRequestBytes) + " bytes)",
+                                        kStatusBadInput) +
                                 "\n");
       // Read (and discard) what the client is still sending, bounded, so that
       // closing with unread data does not reset the connection before the

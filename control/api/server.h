@@ -37,11 +37,11 @@ class ApiError : public std::runtime_error {
 
 struct ServerCounters {
   std::atomic<std::uint64_t> connections{0};
-  std::atomic<std::uint64_t> requests{0};         // complete lines handed to the control lcore
+  std::atomic<std::uint64_t> requests{0};  // complete lines handed to the control lcore
   std::atomic<std::uint64_t> rejected_too_large{0};
-  std::atomic<std::uint64_t> rejected_read{0};    // closed or timed out before a full line
-  std::atomic<std::uint64_t> timed_out{0};        // the control lcore did not answer in time
-  std::atomic<std::uint64_t> evicted{0};          // closed to make room while still sending its line
+  std::atomic<std::uint64_t> rejected_read{0};  // closed or timed out before a full line
+  std::atomic<std::uint64_t> timed_out{0};      // the control lcore did not answer in time
+  std::atomic<std::uint64_t> evicted{0};        // closed to make room while still sending its line
 };
 
 class ApiServer {

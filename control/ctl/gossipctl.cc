@@ -97,8 +97,8 @@ std::uint64_t estimate_memory_mb(const gw::config::Config& cfg) {
 std::string default_file_prefix(const gw::config::Config& cfg) {
   std::string prefix = "gossipgw-" + cfg.node.name;
   for (char& c : prefix) {
-    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                       c == '_' || c == '-';
+    const bool plain =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!plain) c = '_';
   }
   return prefix;
@@ -157,7 +157,8 @@ gw::config::Config check_config(const std::string& path) {
   gw::config::Config cfg = gw::config::load_config(path);
   (void)gw::config::load_keyring(cfg);  // every key file: present, 32 bytes, mode 0600, no duplicates
   // The persisted keyring the gateway would load instead (if there is one).
-  if (!cfg.control.state_dir.empty()) (void)gw::cp::load_keyring_state(cfg.control.state_dir, gw::config::resolve_suite(cfg));
+  if (!cfg.control.state_dir.empty())
+    (void)gw::cp::load_keyring_state(cfg.control.state_dir, gw::config::resolve_suite(cfg));
   // The ladder's inputs, and the classifier as gossipgw compiles it at start
   // (bounded by classifier.compile_budget_ms): a rule too costly to compile
   // fails here too.
@@ -230,7 +231,7 @@ Json call_raw(const std::string& socket_path, const Json& request) {
 int reply_status(const Json& j) {
   if (j.value("ok", false)) return 0;
   return j.contains("status") && j["status"].is_number_integer() && j["status"].get<int>() == kExitUsage ? kExitUsage
-                                                                                                          : kExitRuntime;
+                                                                                                         : kExitRuntime;
 }
 
 // Sends one request line, returns the reply object; throws RemoteError for
@@ -283,10 +284,11 @@ void print_members_detailed(const Json& reply) {
   for (const Json& m : reply["members"]) {
     const std::string addr = cell(m["address"]);
     std::printf("%s%s\n", cell(m["name"]).c_str(), m.value("self", false) ? " (self)" : "");
-    std::printf("  address:     %s:%s\n", addr.find(':') != std::string::npos ? ("[" + addr + "]").c_str() : addr.c_str(),
+    std::printf("  address:     %s:%s\n",
+                addr.find(':') != std::string::npos ? ("[" + addr + "]").c_str() : addr.c_str(),
                 cell(m["port"]).c_str());
-    std::printf("  state:       %s for %s s%s\n", cell(m["state"]).c_str(), cell(m.value("state_age_s", Json(0))).c_str(),
-                m.value("probation", false) ? " (on probation)" : "");
+    std::printf("  state:       %s for %s s%s\n", cell(m["state"]).c_str(),
+                cell(m.value("state_age_s", Json(0))).c_str(), m.value("probation", false) ? " (on probation)" : "");
     std::printf("  incarnation: %s\n", cell(m["incarnation"]).c_str());
     std::printf("  protocol:    %s\n", cell(m.value("protocol_version", Json(0))).c_str());
     if (m.contains("heard_s_ago")) std::printf("  heard:       %s s ago\n", cell(m["heard_s_ago"]).c_str());
@@ -372,14 +374,16 @@ int main(int argc, char** argv) {
   CLI::App* config = sub(&app, "config", "check a gateway config; derive gossipgw's EAL arguments from it");
   config->require_subcommand(1);
   std::string check_path;
-  CLI::App* check = sub(config, "check",
-                        "validate the config, load every key file and compile the classifier as gossipgw would; print 'ok' and the "
-                        "memory it needs, or the error (exit 2)");
+  CLI::App* check =
+      sub(config, "check",
+          "validate the config, load every key file and compile the classifier as gossipgw would; print 'ok' and the "
+          "memory it needs, or the error (exit 2)");
   check->add_option("--config", check_path, "gateway YAML config")->required();
 
   EalOptions eal;
-  CLI::App* eal_cmd = sub(config, "eal-args",
-                          "print gossipgw's EAL arguments for the config, one per line (lcores, memory, devices, file prefix)");
+  CLI::App* eal_cmd =
+      sub(config, "eal-args",
+          "print gossipgw's EAL arguments for the config, one per line (lcores, memory, devices, file prefix)");
   eal_cmd->add_option("--config", eal.config_path, "gateway YAML config")->required();
   eal_cmd->add_flag("--no-huge", eal.no_huge, "run from ordinary pages (--no-huge -m 512 or the config's estimate)");
   eal_cmd->add_option("--vdev", eal.vdevs, "virtual device spec, e.g. net_pcap0,rx_pcap=in.pcap (repeatable)")
@@ -391,7 +395,8 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   eal_cmd->add_option("--file-prefix", eal.file_prefix, "EAL file prefix (default gossipgw-<node name>)");
-  eal_cmd->add_option("--memory-mb", eal.memory_mb, "memory for EAL in MiB (default: estimated from the config, >= 512)")
+  eal_cmd
+      ->add_option("--memory-mb", eal.memory_mb, "memory for EAL in MiB (default: estimated from the config, >= 512)")
       ->check(CLI::Range(std::uint64_t{64}, std::uint64_t{1} << 20));
 
   // ---- a running gateway ----
@@ -480,8 +485,8 @@ int main(int argc, char** argv) {
       // The gateway's too, when one answers (a version command needs no gateway).
       try {
         const Json g = call(socket_path, Json{{"cmd", "info"}});
-        j["gateway"] = {{"version", g.value("version", "")}, {"commit", g.value("commit", "")},
-                        {"node", g.value("node", "")}};
+        j["gateway"] = {
+            {"version", g.value("version", "")}, {"commit", g.value("commit", "")}, {"node", g.value("node", "")}};
       } catch (const std::exception&) {
       }
       if (as_json) {
@@ -523,15 +528,18 @@ int main(int argc, char** argv) {
       const std::uint64_t eal_mb = estimate_memory_mb(cfg);
       if (as_json) {
         print_json(Json{{"config", check_path},
-                        {"memory", {{"process_bytes", need.total()}, {"rings_bytes", need.rings},
-                                    {"tables_bytes", need.tables}, {"eal_mb", eal_mb}}}});
+                        {"memory",
+                         {{"process_bytes", need.total()},
+                          {"rings_bytes", need.rings},
+                          {"tables_bytes", need.tables},
+                          {"eal_mb", eal_mb}}}});
       } else {
-        std::printf("ok: needs %llu MiB of process memory (hand-off rings %llu MiB, guard tables %llu MiB) and "
-                    "%llu MiB of EAL memory (packet pools and EAL: -m or hugepages, see config eal-args)\n",
-                    static_cast<unsigned long long>((need.total() + kMiB - 1) / kMiB),
-                    static_cast<unsigned long long>((need.rings + kMiB - 1) / kMiB),
-                    static_cast<unsigned long long>((need.tables + kMiB - 1) / kMiB),
-                    static_cast<unsigned long long>(eal_mb));
+        std::printf(
+            "ok: needs %llu MiB of process memory (hand-off rings %llu MiB, guard tables %llu MiB) and "
+            "%llu MiB of EAL memory (packet pools and EAL: -m or hugepages, see config eal-args)\n",
+            static_cast<unsigned long long>((need.total() + kMiB - 1) / kMiB),
+            static_cast<unsigned long long>((need.rings + kMiB - 1) / kMiB),
+            static_cast<unsigned long long>((need.tables + kMiB - 1) / kMiB), static_cast<unsigned long long>(eal_mb));
       }
     } else if (*eal_cmd) {
       const std::vector<std::string> args = eal_args(eal);
@@ -584,7 +592,8 @@ int main(int argc, char** argv) {
           std::string lacking;
           for (const Json& n : k["lacking"]) lacking += (lacking.empty() ? "" : ",") + cell(n);
           rows.push_back({cell(k["id"]), "[" + cell(k["held_by"]) + "/" + cell(k["members"]) + "]",
-                          "[" + cell(k["primary_on"]) + "/" + cell(k["members"]) + "]", lacking.empty() ? "-" : lacking});
+                          "[" + cell(k["primary_on"]) + "/" + cell(k["members"]) + "]",
+                          lacking.empty() ? "-" : lacking});
         }
         print_table({"KEY", "HELD BY", "PRIMARY ON", "LACKING"}, rows);
         std::string missing;
@@ -599,7 +608,8 @@ int main(int argc, char** argv) {
       } else {
         std::vector<std::vector<std::string>> rows;
         for (const Json& k : reply["keys"]) {
-          rows.push_back({cell(k["id"]), k["primary"].get<bool>() ? "yes" : "", cell(k["suite"]), cell(k["members_using"])});
+          rows.push_back(
+              {cell(k["id"]), k["primary"].get<bool>() ? "yes" : "", cell(k["suite"]), cell(k["members_using"])});
         }
         print_table({"KEY", "PRIMARY", "SUITE", "MEMBERS USING"}, rows);
         std::printf("%s live member(s); %s not heard from yet\n", cell(reply["live_members"]).c_str(),
@@ -616,7 +626,8 @@ int main(int argc, char** argv) {
         req["id"] = key_id;
       }
       if (cluster_wide) {
-        if (key_primary) throw std::invalid_argument("--primary with --cluster: install everywhere, then 'keys use --cluster'");
+        if (key_primary)
+          throw std::invalid_argument("--primary with --cluster: install everywhere, then 'keys use --cluster'");
         req["scope"] = "cluster";
         // The whole outcome is printed either way; "ok" is the exit status.
         const Json reply = call_raw(socket_path, req);
@@ -662,7 +673,8 @@ int main(int argc, char** argv) {
         Json t = Json::object();
         for (const std::string& kv : tag_args) {
           const std::size_t eq = kv.find('=');
-          if (eq == std::string::npos || eq == 0) throw std::invalid_argument("tags set: expected K=V, got '" + kv + "'");
+          if (eq == std::string::npos || eq == 0)
+            throw std::invalid_argument("tags set: expected K=V, got '" + kv + "'");
           t[kv.substr(0, eq)] = kv.substr(eq + 1);
         }
         req["op"] = "set";

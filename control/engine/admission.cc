@@ -5,17 +5,11 @@
 namespace gw::cp::engine {
 
 TokenBucket::TokenBucket(std::uint32_t rate_per_s, std::uint32_t burst, std::uint64_t now_ns)
-    : rate_(rate_per_s),
-      burst_(burst),
-      scaled_tokens_(static_cast<std::uint64_t>(burst) * kScale),
-      last_ns_(now_ns) {}
+    : rate_(rate_per_s), burst_(burst), scaled_tokens_(static_cast<std::uint64_t>(burst) * kScale), last_ns_(now_ns) {}
 
-Admission::Admission(std::uint32_t rate_per_s, std::uint32_t burst,
-                     std::vector<std::string> prefixes, std::vector<Tag> required_tags,
-                     std::uint64_t now_ns)
-    : bucket_(rate_per_s, burst, now_ns),
-      prefixes_(std::move(prefixes)),
-      required_tags_(std::move(required_tags)) {}
+Admission::Admission(std::uint32_t rate_per_s, std::uint32_t burst, std::vector<std::string> prefixes,
+                     std::vector<Tag> required_tags, std::uint64_t now_ns)
+    : bucket_(rate_per_s, burst, now_ns), prefixes_(std::move(prefixes)), required_tags_(std::move(required_tags)) {}
 
 void TokenBucket::refill(std::uint64_t now_ns) {
   // Clock did not advance (or went back): nothing to add.
@@ -33,9 +27,8 @@ void TokenBucket::refill(std::uint64_t now_ns) {
 
 bool Admission::policy_allows(const std::string& name, const std::vector<Tag>& tags) const {
   if (!prefixes_.empty()) {
-    const bool match = std::any_of(prefixes_.begin(), prefixes_.end(), [&](const std::string& p) {
-      return name.compare(0, p.size(), p) == 0;
-    });
+    const bool match = std::any_of(prefixes_.begin(), prefixes_.end(),
+                                   [&](const std::string& p) { return name.compare(0, p.size(), p) == 0; });
     if (!match) return false;
   }
   for (const Tag& required : required_tags_) {
@@ -44,8 +37,7 @@ bool Admission::policy_allows(const std::string& name, const std::vector<Tag>& t
   return true;
 }
 
-AdmitVerdict Admission::admit(const std::string& name, const std::vector<Tag>& tags,
-                              std::uint64_t now_ns) {
+AdmitVerdict Admission::admit(const std::string& name, const std::vector<Tag>& tags, std::uint64_t now_ns) {
   if (!policy_allows(name, tags)) return AdmitVerdict::kPolicy;
   return bucket_.take(now_ns) ? AdmitVerdict::kAdmit : AdmitVerdict::kRateLimited;
 }

@@ -10,8 +10,7 @@ namespace gw::cp::engine {
 
 class Awareness {
  public:
-  explicit Awareness(std::uint32_t max_multiplier)
-      : max_(max_multiplier == 0 ? 1 : max_multiplier) {}
+  explicit Awareness(std::uint32_t max_multiplier) : max_(max_multiplier == 0 ? 1 : max_multiplier) {}
 
   // Raise on failures (positive), lower on successful probes (negative).
   void apply_delta(int delta) {

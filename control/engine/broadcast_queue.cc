@@ -144,16 +144,15 @@ PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls) 
       const std::uint64_t new_inc = message_incarnation(msg);
       const std::uint64_t old_inc = message_incarnation(old.msg);
       // Older incarnation, or a weaker claim about the same one: the queued entry wins.
-      if (new_inc < old_inc ||
-          (new_inc == old_inc && state_strength(msg) < state_strength(old.msg))) {
+      if (new_inc < old_inc || (new_inc == old_inc && state_strength(msg) < state_strength(old.msg))) {
         ++superseded_;
         return PushResult::kSuperseded;
       }
     }
     // Keep an urgent entry urgent: a refutation replaced by a newer Alive is
     // still the news that cancels a suspicion.
-    if (old.cls == PriorityClass::kUrgent && key.first == Kind::kMember &&
-        state_strength(old.msg) == 0 && state_strength(msg) == 0)
+    if (old.cls == PriorityClass::kUrgent && key.first == Kind::kMember && state_strength(old.msg) == 0 &&
+        state_strength(msg) == 0)
       cls = PriorityClass::kUrgent;
     erase(slot);
     insert(key, std::move(msg), cls);
@@ -181,8 +180,7 @@ PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls) 
   return PushResult::kQueued;
 }
 
-PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t transmit_limit,
-                                   Compound& out) {
+PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t transmit_limit, Compound& out) {
   PriorityClass highest = PriorityClass::kBulk;
   taken_.clear();
   std::size_t left = budget_bytes;

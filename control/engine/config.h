@@ -17,18 +17,18 @@ inline constexpr std::uint64_t kSecond = 1'000 * kMillisecond;
 
 struct EngineConfig {
   // --- identity ---
-  std::string name;              // unique member name; required, no default
-  Address addr;                  // our gossip endpoint as others should reach it; required
-  std::vector<Tag> tags;         // our metadata carried in Alive; default none
-  std::uint32_t protocol_version = 1;  // carried in Alive; default 1
+  std::string name;                       // unique member name; required, no default
+  Address addr;                           // our gossip endpoint as others should reach it; required
+  std::vector<Tag> tags;                  // our metadata carried in Alive; default none
+  std::uint32_t protocol_version = 1;     // carried in Alive; default 1
   std::uint64_t initial_incarnation = 0;  // a restarted member may start above its
                                           // old tombstone; default 0 (it refutes instead)
 
   // --- failure detection (SWIM + Lifeguard) ---
-  std::uint64_t probe_interval_ns = 1 * kSecond;   // one probe per interval; LAN 1 s
+  std::uint64_t probe_interval_ns = 1 * kSecond;        // one probe per interval; LAN 1 s
   std::uint64_t probe_timeout_ns = 500 * kMillisecond;  // direct ack wait; LAN 500 ms
-  std::uint32_t indirect_checks = 3;        // helpers asked on a missed ack (k); LAN 3
-  std::uint32_t awareness_max_multiplier = 8;  // local health score cap; LAN 8
+  std::uint32_t indirect_checks = 3;                    // helpers asked on a missed ack (k); LAN 3
+  std::uint32_t awareness_max_multiplier = 8;           // local health score cap; LAN 8
   // Probe targets from a ring shared by all: the view in name order, where
   // in round r (probe_interval_ns of wall time) the member at position i
   // probes position i + 1 + r mod (L - 1), at a phase of i / L of the
@@ -39,9 +39,9 @@ struct EngineConfig {
   // health score above 0, or fewer than 3 members, probing falls back to
   // SWIM's randomised round-robin. false = always that. true
   bool probe_ring = true;
-  std::uint32_t suspicion_mult = 4;         // min suspicion = mult*log10(N)*interval; LAN 4
+  std::uint32_t suspicion_mult = 4;              // min suspicion = mult*log10(N)*interval; LAN 4
   std::uint32_t suspicion_max_timeout_mult = 6;  // max suspicion = this*min; LAN 6
-  std::uint32_t max_pending_relays = 1024;  // indirect probes we run for others; 1024
+  std::uint32_t max_pending_relays = 1024;       // indirect probes we run for others; 1024
   // Lifeguard counts a helper's missing nack against our own health only if the
   // helper has been live in our view this long (or half as long as we have
   // been running, if that is shorter): in a storm of short-lived members, a
@@ -77,28 +77,28 @@ struct EngineConfig {
 
   // --- dissemination ---
   std::uint64_t gossip_interval_ns = 200 * kMillisecond;  // LAN 200 ms
-  std::uint32_t gossip_nodes = 3;           // random peers per gossip round; LAN 3
-  std::uint64_t gossip_to_the_dead_ns = 30 * kSecond;  // keep gossiping to the newly dead; 30 s
-  std::uint32_t retransmit_mult = 4;        // transmits = mult*ceil(log10(N+1)); LAN 4
-  std::uint32_t max_broadcasts = 1024;      // broadcast queue entries, at least (the bound
-                                            // also grows with the member table: one entry
-                                            // per member fits); 1024
-  std::uint32_t max_packet_bytes = 1400;    // encoded Compound bytes per datagram; 1400
+  std::uint32_t gossip_nodes = 3;                         // random peers per gossip round; LAN 3
+  std::uint64_t gossip_to_the_dead_ns = 30 * kSecond;     // keep gossiping to the newly dead; 30 s
+  std::uint32_t retransmit_mult = 4;                      // transmits = mult*ceil(log10(N+1)); LAN 4
+  std::uint32_t max_broadcasts = 1024;                    // broadcast queue entries, at least (the bound
+                                                          // also grows with the member table: one entry
+                                                          // per member fits); 1024
+  std::uint32_t max_packet_bytes = 1400;                  // encoded Compound bytes per datagram; 1400
 
   // --- anti-entropy ---
   std::uint64_t push_pull_interval_ns = 30 * kSecond;  // base sync interval, scaled up past 32 members; LAN 30 s
-  std::uint32_t max_concurrent_syncs = 8;   // syncs in flight: ours awaiting an answer plus
-                                            // multi-part ones we are receiving; 8
-  std::uint32_t sync_answer_rate = 10;      // sync requests answered per second; 10
-  std::uint32_t sync_answer_burst = 20;     // answer token bucket depth; 20
-  std::uint64_t sync_timeout_ns = 10 * kSecond;  // an incomplete sync frees its slot after
-                                                 // this; 10 s
-  std::uint32_t join_answer_rate = 50;      // join syncs answered per second, apart from the
-                                            // periodic ones (a joiner needs the whole view
-                                            // at once; the egress shaper paces the bytes); 50
-  std::uint32_t join_answer_burst = 100;    // join answer token bucket depth; 100
-  std::uint64_t join_retry_min_ns = 2 * kSecond;   // first retry of an unanswered join; 2 s
-  std::uint64_t join_retry_max_ns = 60 * kSecond;  // retries back off to this, for ever; 60 s
+  std::uint32_t max_concurrent_syncs = 8;              // syncs in flight: ours awaiting an answer plus
+                                                       // multi-part ones we are receiving; 8
+  std::uint32_t sync_answer_rate = 10;                 // sync requests answered per second; 10
+  std::uint32_t sync_answer_burst = 20;                // answer token bucket depth; 20
+  std::uint64_t sync_timeout_ns = 10 * kSecond;        // an incomplete sync frees its slot after
+                                                       // this; 10 s
+  std::uint32_t join_answer_rate = 50;                 // join syncs answered per second, apart from the
+                                                       // periodic ones (a joiner needs the whole view
+                                                       // at once; the egress shaper paces the bytes); 50
+  std::uint32_t join_answer_burst = 100;               // join answer token bucket depth; 100
+  std::uint64_t join_retry_min_ns = 2 * kSecond;       // first retry of an unanswered join; 2 s
+  std::uint64_t join_retry_max_ns = 60 * kSecond;      // retries back off to this, for ever; 60 s
   // A periodic sync sends at most this many bytes per second of its interval
   // (each way), as a rotating window of the table: anti-entropy costs the same
   // per member at any N. Join syncs send the whole view (max_sync_bytes).
@@ -121,27 +121,27 @@ struct EngineConfig {
   std::uint64_t tombstone_ttl_ns = 300 * kSecond;  // Dead/Left kept this long; 5 min
                                                    // (then a 16-byte trace, the graveyard,
                                                    // keeps refusing their stale gossip)
-  std::uint32_t max_graveyard = 0;          // graveyard traces; 0 = max_members
-  std::uint32_t max_members = 65536;        // member table entries incl. tombstones; 65536
+  std::uint32_t max_graveyard = 0;                 // graveyard traces; 0 = max_members
+  std::uint32_t max_members = 65536;               // member table entries incl. tombstones; 65536
   // Largest believable rise of a member's incarnation in one message; default 2^40.
   // Hosts may start at Unix seconds (about 2^31 today), so a restart after years
   // away must still pass; a larger jump is corrupt or hostile and is dropped.
   // Claims within this distance of UINT64_MAX are dropped for every member, so a
   // refutation (heard + 1) can never overflow. Must be in [1, 2^63].
   std::uint64_t max_incarnation_jump = 1ULL << 40;
-  std::uint32_t max_tag_bytes = 512;        // sum of key+value bytes of one member; 512
-  std::uint32_t max_events = 4096;          // undrained events kept; oldest dropped; 4096
-  std::uint32_t max_outbox = 4096;          // undrained datagrams kept; newest dropped; 4096
+  std::uint32_t max_tag_bytes = 512;  // sum of key+value bytes of one member; 512
+  std::uint32_t max_events = 4096;    // undrained events kept; oldest dropped; 4096
+  std::uint32_t max_outbox = 4096;    // undrained datagrams kept; newest dropped; 4096
 
   // --- admission of new members ---
-  std::uint32_t admit_rate = 100;           // never-seen members admitted per second; 100
-  std::uint32_t admit_burst = 200;          // token bucket depth; 200 (members over the
-                                            // rate wait, up to max_pending_admissions, and
-                                            // are admitted as tokens come; names in the
-                                            // answer to our own join are not rate-limited)
-  std::uint32_t max_pending_admissions = 4096;  // waiting for an admission token; 4096
+  std::uint32_t admit_rate = 100;                  // never-seen members admitted per second; 100
+  std::uint32_t admit_burst = 200;                 // token bucket depth; 200 (members over the
+                                                   // rate wait, up to max_pending_admissions, and
+                                                   // are admitted as tokens come; names in the
+                                                   // answer to our own join are not rate-limited)
+  std::uint32_t max_pending_admissions = 4096;     // waiting for an admission token; 4096
   std::vector<std::string> allowed_name_prefixes;  // empty = any name; default empty
-  std::vector<Tag> required_tags;           // all must be present; empty = none; default empty
+  std::vector<Tag> required_tags;                  // all must be present; empty = none; default empty
 
   // Presets. Each leaves identity (name, addr, tags) empty for the caller.
   static EngineConfig lan();

@@ -21,8 +21,8 @@ std::size_t tag_bytes(const std::vector<Tag>& tags) {
 // bounds must leave room for refutation: a zero jump would freeze every member,
 // and one near UINT64_MAX would leave no believable incarnation at all.
 EngineConfig sanitized(EngineConfig c) {
-  for (std::uint64_t* d : {&c.probe_interval_ns, &c.probe_timeout_ns, &c.gossip_interval_ns,
-                           &c.push_pull_interval_ns, &c.sync_timeout_ns, &c.join_retry_min_ns})
+  for (std::uint64_t* d : {&c.probe_interval_ns, &c.probe_timeout_ns, &c.gossip_interval_ns, &c.push_pull_interval_ns,
+                           &c.sync_timeout_ns, &c.join_retry_min_ns})
     if (*d == 0) *d = kMillisecond;
   c.join_retry_max_ns = std::max(c.join_retry_max_ns, c.join_retry_min_ns);
   if (c.max_incarnation_jump == 0) c.max_incarnation_jump = EngineConfig{}.max_incarnation_jump;
@@ -36,21 +36,18 @@ EngineConfig sanitized(EngineConfig c) {
 Engine::Engine(EngineConfig config, std::uint64_t seed, std::uint64_t now_ns)
     : config_(sanitized(std::move(config))),
       rng_(seed),
-      table_(std::max<std::uint32_t>(config_.max_members, 1), config_.max_graveyard,
-             config_.tombstone_ttl_ns),
+      table_(std::max<std::uint32_t>(config_.max_members, 1), config_.max_graveyard, config_.tombstone_ttl_ns),
       probes_(config_.max_pending_relays, config_.max_members),
       broadcasts_(config_.max_broadcasts),
-      syncs_(config_.max_concurrent_syncs, config_.sync_timeout_ns, config_.sync_answer_rate,
-             config_.sync_answer_burst, config_.max_sync_bytes, config_.max_packet_bytes, now_ns,
-             config_.join_answer_rate, config_.join_answer_burst),
-      admission_(config_.admit_rate, config_.admit_burst, config_.allowed_name_prefixes,
-                 config_.required_tags, now_ns),
+      syncs_(config_.max_concurrent_syncs, config_.sync_timeout_ns, config_.sync_answer_rate, config_.sync_answer_burst,
+             config_.max_sync_bytes, config_.max_packet_bytes, now_ns, config_.join_answer_rate,
+             config_.join_answer_burst),
+      admission_(config_.admit_rate, config_.admit_burst, config_.allowed_name_prefixes, config_.required_tags, now_ns),
       awareness_(config_.awareness_max_multiplier) {
   Member me;
   me.name = config_.name;
   me.incarnation = config_.initial_incarnation;
-  me.set_profile(config_.addr,
-                 tag_bytes(config_.tags) <= config_.max_tag_bytes ? config_.tags : std::vector<Tag>{},
+  me.set_profile(config_.addr, tag_bytes(config_.tags) <= config_.max_tag_bytes ? config_.tags : std::vector<Tag>{},
                  config_.protocol_version);
   me.state_change_ns = now_ns;
   table_.insert(std::move(me));
@@ -111,8 +108,7 @@ std::optional<std::uint32_t> Engine::suspicion_confirmations(const std::string& 
   return s->confirmations();
 }
 
-std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& exclude,
-                                             bool include_suspect) {
+std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& exclude, bool include_suspect) {
   std::vector<std::string> out;
   if (k == 0) return out;
   auto usable = [&](const std::string& name) {
@@ -164,12 +160,11 @@ bool Engine::in_storm(std::uint64_t now_ns) const {
 void Engine::note_arrival(std::uint64_t now_ns) {
   if (config_.surge_min_arrivals == 0 || config_.surge_window_ns == 0) return;
   arrivals_.push_back(now_ns);
-  while (!arrivals_.empty() && now_ns - arrivals_.front() > config_.surge_window_ns)
-    arrivals_.pop_front();
+  while (!arrivals_.empty() && now_ns - arrivals_.front() > config_.surge_window_ns) arrivals_.pop_front();
   // A member that is starting, and the cluster with it, sees everybody arrive.
   if (now_ns - std::min(now_ns, self().live_since_ns) < config_.probation_ns) return;
-  const std::size_t need = std::max<std::size_t>(
-      config_.surge_min_arrivals, table_.live_count() * config_.surge_arrival_pct / 100);
+  const std::size_t need =
+      std::max<std::size_t>(config_.surge_min_arrivals, table_.live_count() * config_.surge_arrival_pct / 100);
   if (arrivals_.size() < need) return;
   if (!in_surge(now_ns)) ++counters_.surges;
   surge_until_ns_ = now_ns + config_.surge_window_ns;
@@ -235,8 +230,7 @@ void Engine::promote_probationers(std::uint64_t now_ns) {
   // Two queues, each in time order because each has one delay: the end of a
   // probation, and the look again a probe interval after a proof ping.
   for (;;) {
-    auto* due = !probationers_.empty() && probationers_.front().first <= now_ns ? &probationers_
-                                                                                : nullptr;
+    auto* due = !probationers_.empty() && probationers_.front().first <= now_ns ? &probationers_ : nullptr;
     if (!proof_checks_.empty() && proof_checks_.front().first <= now_ns &&
         (due == nullptr || proof_checks_.front().first < due->front().first))
       due = &proof_checks_;
@@ -333,8 +327,7 @@ void Engine::send(const Address& to, PriorityClass cls, Compound messages, bool 
     const std::size_t used = estimated_size(messages);
     if (used < config_.max_packet_bytes) {
       const std::size_t before = messages.size();
-      const PriorityClass best =
-          broadcasts_.take(config_.max_packet_bytes - used, retransmit_limit(), messages);
+      const PriorityClass best = broadcasts_.take(config_.max_packet_bytes - used, retransmit_limit(), messages);
       if (messages.size() > before && best < cls) cls = best;
     }
   }
@@ -355,19 +348,28 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
     std::visit(
         [&](const auto& m) {
           using T = std::decay_t<decltype(m)>;
-          if constexpr (std::is_same_v<T, Ping>) on_ping(from, m, now_ns);
-          else if constexpr (std::is_same_v<T, Ack>) on_ack(m, now_ns);
-          else if constexpr (std::is_same_v<T, IndirectPing>) on_indirect_ping(from, m, now_ns);
-          else if constexpr (std::is_same_v<T, Nack>) on_nack(m);
-          else if constexpr (std::is_same_v<T, Alive>) apply_alive(m, now_ns);
-          else if constexpr (std::is_same_v<T, Suspect>) apply_suspect(m, now_ns);
+          if constexpr (std::is_same_v<T, Ping>)
+            on_ping(from, m, now_ns);
+          else if constexpr (std::is_same_v<T, Ack>)
+            on_ack(m, now_ns);
+          else if constexpr (std::is_same_v<T, IndirectPing>)
+            on_indirect_ping(from, m, now_ns);
+          else if constexpr (std::is_same_v<T, Nack>)
+            on_nack(m);
+          else if constexpr (std::is_same_v<T, Alive>)
+            apply_alive(m, now_ns);
+          else if constexpr (std::is_same_v<T, Suspect>)
+            apply_suspect(m, now_ns);
           else if constexpr (std::is_same_v<T, Dead>)
             apply_dead(m.incarnation, m.node, m.from, MemberStatus::kDead, now_ns);
           else if constexpr (std::is_same_v<T, Leave>)
             apply_dead(m.incarnation, m.node, m.node, MemberStatus::kLeft, now_ns);
-          else if constexpr (std::is_same_v<T, SyncRequest>) on_sync_request(from, m, now_ns);
-          else if constexpr (std::is_same_v<T, SyncResponse>) on_sync_response(m, now_ns);
-          else on_user_data(m);
+          else if constexpr (std::is_same_v<T, SyncRequest>)
+            on_sync_request(from, m, now_ns);
+          else if constexpr (std::is_same_v<T, SyncResponse>)
+            on_sync_response(m, now_ns);
+          else
+            on_user_data(m);
         },
         msg);
   }
@@ -446,8 +448,7 @@ void Engine::on_ping(const Address& from, const Ping& m, std::uint64_t now_ns) {
     return;
   }
   // It pinged us itself: alive now.
-  if (Member* src = table_.find(m.source); src != nullptr && !src->is_tombstone())
-    src->heard_ns = now_ns;
+  if (Member* src = table_.find(m.source); src != nullptr && !src->is_tombstone()) src->heard_ns = now_ns;
   const Address& to = m.source_addr.empty() ? from : m.source_addr;
   Compound msgs{Ack{m.seq_no, config_.name}};
   // Buddy rule, both ways: a member we suspect, or hold dead or left, is
@@ -483,8 +484,7 @@ void Engine::on_indirect_ping(const Address& from, const IndirectPing& m, std::u
     return;
   }
   ++counters_.relay_started;
-  send(target, PriorityClass::kProbe,
-       Compound{Ping{seq, m.target, config_.name, config_.addr}}, true);
+  send(target, PriorityClass::kProbe, Compound{Ping{seq, m.target, config_.name, config_.addr}}, true);
 }
 
 void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
@@ -551,8 +551,7 @@ void Engine::on_nack(const Nack& m) {
     return;
   }
   // Only the helpers that count for our health count their nacks.
-  if (std::find(probe->counted_helpers.begin(), probe->counted_helpers.end(), m.source) !=
-      probe->counted_helpers.end())
+  if (std::find(probe->counted_helpers.begin(), probe->counted_helpers.end(), m.source) != probe->counted_helpers.end())
     ++probe->nacks;
   probe->awaiting_nack.erase(helper);
   ++counters_.probe_nack_received;
@@ -573,8 +572,7 @@ bool Engine::far_future(std::uint64_t incarnation, const Member* known) const {
   const std::uint64_t jump = config_.max_incarnation_jump;
   // Near the top of the range: refuting it (heard + 1) would overflow.
   if (incarnation > UINT64_MAX - jump) return true;
-  return known != nullptr && incarnation > known->incarnation &&
-         incarnation - known->incarnation > jump;
+  return known != nullptr && incarnation > known->incarnation && incarnation - known->incarnation > jump;
 }
 
 void Engine::refute(std::uint64_t heard_incarnation) {
@@ -625,8 +623,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     if (leaving_) return;
     // A newer incarnation of "us" (our previous life), or ours with other
     // metadata: refute by out-numbering it.
-    if (a.incarnation > me.incarnation ||
-        (a.incarnation == me.incarnation && a.tags != me.tags()))
+    if (a.incarnation > me.incarnation || (a.incarnation == me.incarnation && a.tags != me.tags()))
       refute(a.incarnation);
     return;
   }
@@ -643,11 +640,9 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
       ++counters_.admission_drop_table_full;
       return;
     }
-    const AdmitVerdict verdict = from_join
-                                     ? (admission_.policy_allows(a.node, a.tags)
-                                            ? AdmitVerdict::kAdmit
-                                            : AdmitVerdict::kPolicy)
-                                     : admission_.admit(a.node, a.tags, now_ns);
+    const AdmitVerdict verdict =
+        from_join ? (admission_.policy_allows(a.node, a.tags) ? AdmitVerdict::kAdmit : AdmitVerdict::kPolicy)
+                  : admission_.admit(a.node, a.tags, now_ns);
     switch (verdict) {
       case AdmitVerdict::kPolicy:
         ++counters_.admission_drop_policy;
@@ -682,8 +677,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
     if (m->probation) {
       ++counters_.probation_started;
       probationers_.emplace_back(now_ns + config_.probation_ns, a.node);
-      if (inbound_from_ != nullptr && !inbound_from_->empty() &&
-          introducers_.size() < config_.max_members)
+      if (inbound_from_ != nullptr && !inbound_from_->empty() && introducers_.size() < config_.max_members)
         introducers_[m->name.id()] = *inbound_from_;
       return;
     }
@@ -788,8 +782,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
   std::uint32_t k = config_.suspicion_mult > 2 ? config_.suspicion_mult - 2 : 0;
   // Too few members to expect k independent confirmations.
   if (n < k + 2) k = 0;
-  const std::uint64_t min_ns =
-      suspicion_min_timeout(config_.suspicion_mult, n, config_.probe_interval_ns);
+  const std::uint64_t min_ns = suspicion_min_timeout(config_.suspicion_mult, n, config_.probe_interval_ns);
   const std::uint64_t max_ns = config_.suspicion_max_timeout_mult * min_ns;
   suspicions_.start(s.node, Suspicion(s.from, k, min_ns, max_ns, now_ns));
   // On others' word: if their verdict has not reached us by the time it
@@ -810,8 +803,8 @@ std::optional<std::string> Engine::hearsay_target(std::uint64_t now_ns) {
     // a storm: our own failed probe would bury it at once (finish_probe_failed),
     // on one path where the accusers' verdict took several; the storm's own
     // probes of newcomers (young_target) look for the dead among them.
-    if (m == nullptr || m->status != MemberStatus::kSuspect || m->incarnation != c.incarnation ||
-        s == nullptr || s->confirmers().contains(config_.name) || (young(*m, now_ns) && in_storm(now_ns)))
+    if (m == nullptr || m->status != MemberStatus::kSuspect || m->incarnation != c.incarnation || s == nullptr ||
+        s->confirmers().contains(config_.name) || (young(*m, now_ns) && in_storm(now_ns)))
       continue;
     return c.name.str();
   }
@@ -841,16 +834,15 @@ void Engine::confirm_to_accusers(const Suspect& s) {
   queue_broadcast(s.node, s, PriorityClass::kGossip);
 }
 
-void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
-                        const std::string& from, MemberStatus status, std::uint64_t now_ns) {
+void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from,
+                        MemberStatus status, std::uint64_t now_ns) {
   Member* m = table_.find(node);
   // Unknown member: news of its death overtook news of its life (or we never
   // admitted it). Nothing to bury, but a trace in the graveyard, so that the
   // Alive still on its way cannot bring it in after the others buried it.
   if (m == nullptr) {
     ++counters_.update_drop_unknown;
-    if (node != config_.name && !node.empty() && node.size() <= kMaxNameBytes &&
-        !far_future(incarnation, nullptr))
+    if (node != config_.name && !node.empty() && node.size() <= kMaxNameBytes && !far_future(incarnation, nullptr))
       table_.bury(node, incarnation);
     return;
   }
@@ -890,8 +882,7 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
       // one with it in its view; a death is gossiped only by those who knew).
       if (status == MemberStatus::kDead && (inbound_from_ == nullptr || intro->second != *inbound_from_)) {
         ++counters_.probation_death_told;
-        send(intro->second, PriorityClass::kUrgent, Compound{Dead{incarnation, node, config_.name}},
-             false);
+        send(intro->second, PriorityClass::kUrgent, Compound{Dead{incarnation, node, config_.name}}, false);
       }
       introducers_.erase(intro);
     }
@@ -922,13 +913,12 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node,
     // acts on who it was, and relays are nearly all of a death's
     // transmissions (N x retransmit_limit), a third of whose bytes the
     // name was.
-    queue_broadcast(node, Dead{incarnation, node, from == config_.name ? from : std::string{}},
-                    PriorityClass::kUrgent);
+    queue_broadcast(node, Dead{incarnation, node, from == config_.name ? from : std::string{}}, PriorityClass::kUrgent);
   }
 }
 
-void Engine::merge(const std::vector<MemberState>& members, const std::string& from,
-                   std::uint64_t now_ns, bool from_join) {
+void Engine::merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
+                   bool from_join) {
   for (const MemberState& s : members) {
     switch (s.status) {
       case MemberStatus::kAlive:
@@ -958,9 +948,8 @@ void Engine::merge(const std::vector<MemberState>& members, const std::string& f
 // ---------------------------------------------------------------- sync
 
 template <typename Sync>
-void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view,
-                       std::uint64_t digest, const std::vector<std::uint8_t>* only,
-                       const std::vector<std::uint32_t>& buckets) {
+void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view, std::uint64_t digest,
+                       const std::vector<std::uint8_t>* only, const std::vector<std::uint32_t>& buckets) {
   // A joiner gets (and sends) the whole view, up to max_sync_bytes: at a
   // follow-up, its view repairs what the responder missed (an epidemic misses
   // a few members per thousand joins; windows take many intervals to come
@@ -971,20 +960,16 @@ void Engine::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool 
   // would grow as N / log N), and a large table is covered over several syncs.
   std::size_t cap = config_.max_sync_bytes;
   if (config_.sync_bytes_per_sec > 0) {
-    const std::uint64_t window =
-        config_.sync_bytes_per_sec * (sync_interval() / kMillisecond) / 1000;
-    cap = static_cast<std::size_t>(std::clamp<std::uint64_t>(
-        window, config_.max_packet_bytes, config_.max_sync_bytes));
+    const std::uint64_t window = config_.sync_bytes_per_sec * (sync_interval() / kMillisecond) / 1000;
+    cap = static_cast<std::size_t>(std::clamp<std::uint64_t>(window, config_.max_packet_bytes, config_.max_sync_bytes));
   }
   // Changes since the last interval lead the window (a delta sync). A joiner
   // gets every live member and tombstones within the periodic window's bytes
   // (after a storm there are thousands of dead phantoms; it needs the living).
   const std::uint64_t since = last_now_ns_ > sync_interval() ? last_now_ns_ - sync_interval() : 0;
   SyncManager::Window w =
-      whole_view ? syncs_.build_join_view(table_, config_.name, config_.max_packet_bytes,
-                                          config_.max_sync_bytes, cap)
-                 : syncs_.build_window(table_, config_.name, config_.max_packet_bytes, cap, since,
-                                       only);
+      whole_view ? syncs_.build_join_view(table_, config_.name, config_.max_packet_bytes, config_.max_sync_bytes, cap)
+                 : syncs_.build_window(table_, config_.name, config_.max_packet_bytes, cap, since, only);
   const auto parts = static_cast<std::uint32_t>(w.parts.size());
   for (std::uint32_t i = 0; i < parts; ++i) {
     Sync msg;
@@ -1040,8 +1025,7 @@ void Engine::on_sync_request(const Address& from, const SyncRequest& m, std::uin
       const std::uint64_t ours = table_.view_digest();
       if (ours == m.digest) {
         ++counters_.sync_digest_equal;
-        send(from, PriorityClass::kBulk,
-             Compound{SyncResponse{m.seq_no, config_.name, 0, 1, {}, ours, {}}}, false);
+        send(from, PriorityClass::kBulk, Compound{SyncResponse{m.seq_no, config_.name, 0, 1, {}, ours, {}}}, false);
         return;
       }
       const std::size_t differing = compare_buckets(m.buckets);
@@ -1091,8 +1075,7 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
       ++counters_.sync_drop_oversize;
       return;
   }
-  const bool join_answer =
-      std::find(join_seqs_.begin(), join_seqs_.end(), m.seq_no) != join_seqs_.end();
+  const bool join_answer = std::find(join_seqs_.begin(), join_seqs_.end(), m.seq_no) != join_seqs_.end();
   // Joined once an answer is in (SyncManager::answered: all parts, or the last
   // and all but a few): an answer cut short would leave our view short of
   // whole ranges of members; the join retry asks again. A follow-up counts
@@ -1121,16 +1104,16 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
       followup_joins_ = kFollowupJoins;
       followup_attempts_ = 0;
       next_followup_ns_ = now_ns + config_.join_retry_min_ns + rng_.uniform(config_.join_retry_min_ns);
-      next_sync_ns_ = std::min(next_sync_ns_, now_ns + 8 * config_.join_retry_min_ns +
-                                                  rng_.uniform(4 * config_.join_retry_min_ns));
+      next_sync_ns_ =
+          std::min(next_sync_ns_, now_ns + 8 * config_.join_retry_min_ns + rng_.uniform(4 * config_.join_retry_min_ns));
     }
   }
   merge(m.members, m.source, now_ns, join_answer);
   // Our digest-only sync, wholly answered: if the views still differ after
   // their window, they lack something of ours, so a second sync carries our
   // window to them (and brings another of theirs).
-  const auto asked = std::find_if(digest_seqs_.begin(), digest_seqs_.end(),
-                                  [&](const DigestSync& d) { return d.seq_no == m.seq_no; });
+  const auto asked =
+      std::find_if(digest_seqs_.begin(), digest_seqs_.end(), [&](const DigestSync& d) { return d.seq_no == m.seq_no; });
   if (asked == digest_seqs_.end()) return;
   asked->partial = true;
   if (!m.buckets.empty() && m.buckets.size() <= kMaxSyncBuckets) asked->theirs = m.buckets;
@@ -1148,8 +1131,7 @@ void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
   // digests (they answer with what still differs, or the digest alone).
   if (compare_buckets(theirs) > 0) {
     ++counters_.sync_bucket_windows;
-    send_sync<SyncRequest>(peer->addr(), seq, false, false, table_.view_digest(), &bucket_differ_,
-                           bucket_ours_);
+    send_sync<SyncRequest>(peer->addr(), seq, false, false, table_.view_digest(), &bucket_differ_, bucket_ours_);
     return;
   }
   send_sync<SyncRequest>(peer->addr(), seq, false, false);
@@ -1168,12 +1150,10 @@ std::size_t Engine::sync_bucket_count() const {
   if (live <= 2 * kMembersPerSyncBucket) return 0;
   // What fits in one datagram beside the request's other fields.
   constexpr std::size_t kRequestOverhead = 64 + kMaxNameBytes;
-  const std::size_t room = config_.max_packet_bytes > kRequestOverhead
-                               ? (config_.max_packet_bytes - kRequestOverhead) / 4
-                               : 0;
+  const std::size_t room =
+      config_.max_packet_bytes > kRequestOverhead ? (config_.max_packet_bytes - kRequestOverhead) / 4 : 0;
   const std::size_t cap = std::bit_floor(std::min(kMaxSyncBuckets, room));
-  const std::size_t want =
-      std::bit_ceil((live + kMembersPerSyncBucket - 1) / kMembersPerSyncBucket);
+  const std::size_t want = std::bit_ceil((live + kMembersPerSyncBucket - 1) / kMembersPerSyncBucket);
   const std::size_t n = std::min(want, cap);
   return n >= 2 ? n : 0;
 }
@@ -1185,9 +1165,8 @@ void Engine::start_sync(std::uint64_t now_ns) {
   // most newcomers are gone, and a sync sent there repairs nothing); in
   // steady state nobody is young and the choice is uniform.
   std::vector<std::string> peer = random_peers(4, {});
-  const auto settled = std::find_if(peer.begin(), peer.end(), [&](const std::string& p) {
-    return !young(*table_.find(p), now_ns);
-  });
+  const auto settled =
+      std::find_if(peer.begin(), peer.end(), [&](const std::string& p) { return !young(*table_.find(p), now_ns); });
   if (settled != peer.end()) std::iter_swap(peer.begin(), settled);
   if (peer.size() > 1) peer.resize(1);
   // Reconnect (as Serf does): a partition leaves both sides thinking the other
@@ -1228,7 +1207,14 @@ void Engine::sync_with(const Address& to, std::uint64_t now_ns) {
   digest_seqs_.push_back({seq, {}});
   table_.bucket_digests(sync_bucket_count(), bucket_ours_);
   send(to, PriorityClass::kBulk,
-       Compound{SyncRequest{seq, config_.name, false, 0, 1, {}, table_.view_digest(), bucket_ours_,
+       Compound{SyncRequest{seq,
+                            config_.name,
+                            false,
+                            0,
+                            1,
+                            {},
+                            table_.view_digest(),
+                            bucket_ours_,
                             static_cast<std::uint32_t>(table_.live_count())}},
        false);
 }
@@ -1277,8 +1263,7 @@ void Engine::send_join(std::uint64_t now_ns) {
   // an older round is still welcome).
   const std::size_t keep = (kMaxSeeds + 1) * kJoinRoundsRemembered;
   if (join_seqs_.size() > keep)
-    join_seqs_.erase(join_seqs_.begin(),
-                     join_seqs_.end() - static_cast<std::ptrdiff_t>(keep));
+    join_seqs_.erase(join_seqs_.begin(), join_seqs_.end() - static_cast<std::ptrdiff_t>(keep));
   // Capped exponential backoff, for ever (a node started before its seeds
   // joins when they come up), with +-25 % jitter so that refused joiners do
   // not come back in step.
@@ -1313,8 +1298,7 @@ void Engine::forget_newcomer_at(std::size_t i) {
   if (Member* m = table_.find_id(newcomers_[i])) m->newcomer_slot = 0;
   if (i + 1 != newcomers_.size()) {
     newcomers_[i] = newcomers_.back();
-    if (Member* moved = table_.find_id(newcomers_[i]))
-      moved->newcomer_slot = static_cast<std::uint32_t>(i + 1);
+    if (Member* moved = table_.find_id(newcomers_[i])) moved->newcomer_slot = static_cast<std::uint32_t>(i + 1);
   }
   newcomers_.pop_back();
 }
@@ -1393,8 +1377,7 @@ void Engine::start_probe(std::uint64_t now_ns) {
   ++counters_.probe_started;
   Compound msgs{Ping{p.seq_no, m.name, config_.name, config_.addr}};
   // Buddy system (Lifeguard): tell a suspected member so at once, so it can refute.
-  if (m.status == MemberStatus::kSuspect)
-    msgs.emplace_back(Suspect{m.incarnation, m.name, config_.name});
+  if (m.status == MemberStatus::kSuspect) msgs.emplace_back(Suspect{m.incarnation, m.name, config_.name});
   send(m.addr(), PriorityClass::kProbe, std::move(msgs), true);
 }
 
@@ -1416,9 +1399,7 @@ void Engine::send_indirect_probes(std::uint64_t now_ns) {
   for (const std::string& h : helpers) {
     ++counters_.probe_indirect_sent;
     send(table_.find(h)->addr(), PriorityClass::kProbe,
-         Compound{IndirectPing{p.seq_no, p.target, target->addr(), true, config_.name,
-                               config_.addr}},
-         true);
+         Compound{IndirectPing{p.seq_no, p.target, target->addr(), true, config_.name, config_.addr}}, true);
   }
 }
 
@@ -1477,8 +1458,7 @@ std::optional<std::uint32_t> Engine::send_proof_ping(const Member& m) {
   if (proof_seqs_.size() >= config_.max_members) return std::nullopt;
   const std::uint32_t seq = next_seq_++;
   proof_seqs_[m.name.id()] = seq;
-  send(m.addr(), PriorityClass::kProbe, Compound{Ping{seq, m.name, config_.name, config_.addr}},
-       false);
+  send(m.addr(), PriorityClass::kProbe, Compound{Ping{seq, m.name, config_.name, config_.addr}}, false);
   return seq;
 }
 
@@ -1505,8 +1485,7 @@ void Engine::expire_last_pings(std::uint64_t now_ns) {
     Member* m = table_.find(lp.name);
     // Gone, buried, or refuted meanwhile (a newer life is a newer question):
     // no verdict of ours.
-    if (m == nullptr || m->is_tombstone() || m->probation || m->incarnation != lp.incarnation)
-      continue;
+    if (m == nullptr || m->is_tombstone() || m->probation || m->incarnation != lp.incarnation) continue;
     // It answered (this ping, a probe of ours) or pinged us since: alive.
     if (m->heard_ns >= lp.sent_ns) {
       ++counters_.young_last_acks;
@@ -1602,8 +1581,7 @@ void Engine::gossip(std::uint64_t now_ns) {
     // Nothing (left) to disseminate: no empty datagrams.
     if (broadcasts_.empty()) break;
     Compound msgs;
-    const PriorityClass cls =
-        broadcasts_.take(config_.max_packet_bytes, retransmit_limit(), msgs);
+    const PriorityClass cls = broadcasts_.take(config_.max_packet_bytes, retransmit_limit(), msgs);
     if (msgs.empty()) break;
     send(table_.find(peer)->addr(), cls, std::move(msgs), false);
   }
@@ -1630,8 +1608,7 @@ void Engine::after_own_stall(std::uint64_t now_ns) {
 
 void Engine::tick(std::uint64_t now_ns) {
   // Due a while ago and not run since (neither tick nor message): stalled.
-  if (due_ns_ != 0 && due_ns_ != UINT64_MAX &&
-      now_ns > std::max(due_ns_, last_now_ns_) + config_.probe_interval_ns)
+  if (due_ns_ != 0 && due_ns_ != UINT64_MAX && now_ns > std::max(due_ns_, last_now_ns_) + config_.probe_interval_ns)
     after_own_stall(now_ns);
   last_now_ns_ = std::max(last_now_ns_, now_ns);
   expire_relays(now_ns);
@@ -1668,8 +1645,8 @@ void Engine::tick(std::uint64_t now_ns) {
     if (it->partial && !syncs_.awaiting(it->seq_no)) {
       it = digest_seqs_.erase(it);
       ++counters_.sync_incomplete_retries;
-      next_sync_ns_ = std::min(next_sync_ns_, now_ns + config_.join_retry_min_ns +
-                                                  rng_.uniform(config_.join_retry_min_ns));
+      next_sync_ns_ =
+          std::min(next_sync_ns_, now_ns + config_.join_retry_min_ns + rng_.uniform(config_.join_retry_min_ns));
     } else {
       ++it;
     }
@@ -1678,8 +1655,7 @@ void Engine::tick(std::uint64_t now_ns) {
   // Follow-ups until kFollowupJoins whole answers are in (a lost part, and the
   // same members would be missing from every view a follow-up brings: parts
   // are in name order), within kMaxFollowupAttempts.
-  if (followup_joins_ > 0 && now_ns >= next_followup_ns_ &&
-      followup_attempts_ >= kMaxFollowupAttempts) {
+  if (followup_joins_ > 0 && now_ns >= next_followup_ns_ && followup_attempts_ >= kMaxFollowupAttempts) {
     followup_joins_ = 0;
     next_followup_ns_ = UINT64_MAX;
   }
@@ -1709,8 +1685,7 @@ void Engine::tick(std::uint64_t now_ns) {
   // In a storm, push-pull at the base interval (not scaled with N): members
   // that missed some deaths get them from a peer's recent changes within
   // seconds of the storm's end rather than minutes.
-  if (in_storm(now_ns))
-    next_sync_ns_ = std::min(next_sync_ns_, now_ns + config_.push_pull_interval_ns);
+  if (in_storm(now_ns)) next_sync_ns_ = std::min(next_sync_ns_, now_ns + config_.push_pull_interval_ns);
   if (now_ns >= next_sync_ns_) {
     if (!leaving_) start_sync(now_ns);
     next_sync_ns_ = now_ns + sync_interval();
@@ -1721,8 +1696,8 @@ void Engine::tick(std::uint64_t now_ns) {
 }
 
 std::uint64_t Engine::next_deadline() const {
-  std::uint64_t t = std::min({next_probe_ns_, next_gossip_ns_, next_sync_ns_,
-                              table_.next_expiry(), syncs_.next_expiry()});
+  std::uint64_t t =
+      std::min({next_probe_ns_, next_gossip_ns_, next_sync_ns_, table_.next_expiry(), syncs_.next_expiry()});
   if (!joined_) t = std::min(t, next_join_ns_);
   if (followup_joins_ > 0) t = std::min(t, next_followup_ns_);
   if (!pending_admissions_.empty()) t = std::min(t, admission_.next_token_ns());
@@ -1752,8 +1727,7 @@ void Engine::leave(std::uint64_t now_ns) {
 bool Engine::leave_done() const {
   if (!leaving_) return false;
   // Transmitted enough (retired from the queue), or nobody left to tell.
-  return !broadcasts_.contains({BroadcastQueue::Kind::kMember, config_.name}) ||
-         table_.live_count() <= 1;
+  return !broadcasts_.contains({BroadcastQueue::Kind::kMember, config_.name}) || table_.live_count() <= 1;
 }
 
 bool Engine::set_tags(std::vector<Tag> tags, std::uint64_t /*now_ns*/) {
@@ -1767,22 +1741,20 @@ bool Engine::set_tags(std::vector<Tag> tags, std::uint64_t /*now_ns*/) {
 }
 
 void Engine::send_user_data(std::string data, std::uint64_t /*now_ns*/) {
-  broadcasts_.push({BroadcastQueue::Kind::kUserData, config_.name},
-                   UserData{config_.name, std::move(data)}, PriorityClass::kGossip);
+  broadcasts_.push({BroadcastQueue::Kind::kUserData, config_.name}, UserData{config_.name, std::move(data)},
+                   PriorityClass::kGossip);
 }
 
 std::vector<Outgoing> Engine::take_outbox() { return std::exchange(outbox_, {}); }
 
 std::vector<MemberEvent> Engine::take_events() {
-  std::vector<MemberEvent> out(std::make_move_iterator(events_.begin()),
-                               std::make_move_iterator(events_.end()));
+  std::vector<MemberEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
   events_.clear();
   return out;
 }
 
 std::vector<UserData> Engine::take_user_data() {
-  std::vector<UserData> out(std::make_move_iterator(user_data_.begin()),
-                            std::make_move_iterator(user_data_.end()));
+  std::vector<UserData> out(std::make_move_iterator(user_data_.begin()), std::make_move_iterator(user_data_.end()));
   user_data_.clear();
   return out;
 }

@@ -49,7 +49,7 @@ struct MemberEvent {
 };
 
 struct Counters {
-  std::array<std::uint64_t, kMessageTypes> msg_in = {};   // by Message alternative
+  std::array<std::uint64_t, kMessageTypes> msg_in = {};  // by Message alternative
   std::array<std::uint64_t, kMessageTypes> msg_out = {};
   std::uint64_t packets_in = 0;
   std::uint64_t packets_out = 0;
@@ -57,38 +57,38 @@ struct Counters {
   std::uint64_t events_drop_full = 0;
   std::array<std::uint64_t, kPriorityClasses> broadcast_drop = {};  // by class dropped
   std::uint64_t broadcast_superseded = 0;
-  std::uint64_t admission_drop_rate = 0;     // over the rate with the waiting list full
-  std::uint64_t admission_deferred = 0;      // over the rate: waiting for a token
-  std::uint64_t alive_drop_graveyard = 0;    // stale Alive about a member whose tombstone expired
-  std::uint64_t graveyard_evictions = 0;     // oldest graveyard traces forgotten (bound)
+  std::uint64_t admission_drop_rate = 0;   // over the rate with the waiting list full
+  std::uint64_t admission_deferred = 0;    // over the rate: waiting for a token
+  std::uint64_t alive_drop_graveyard = 0;  // stale Alive about a member whose tombstone expired
+  std::uint64_t graveyard_evictions = 0;   // oldest graveyard traces forgotten (bound)
   std::uint64_t admission_drop_policy = 0;
   std::uint64_t admission_drop_table_full = 0;
-  std::uint64_t alive_drop_tombstone = 0;  // stale Alive about a Dead/Left member
-  std::uint64_t update_drop_stale = 0;     // older incarnation about a live member
-  std::uint64_t update_drop_unknown = 0;   // Suspect/Dead/Leave about an unknown member
+  std::uint64_t alive_drop_tombstone = 0;    // stale Alive about a Dead/Left member
+  std::uint64_t update_drop_stale = 0;       // older incarnation about a live member
+  std::uint64_t update_drop_unknown = 0;     // Suspect/Dead/Leave about an unknown member
   std::uint64_t update_drop_far_future = 0;  // incarnation beyond max_incarnation_jump
-  std::uint64_t conflict_self_name = 0;    // an Alive with our name at another address
-  std::uint64_t conflict_address = 0;      // a live member's name at another address, not newer
+  std::uint64_t conflict_self_name = 0;      // an Alive with our name at another address
+  std::uint64_t conflict_address = 0;        // a live member's name at another address, not newer
   std::uint64_t tags_drop_too_large = 0;
   std::uint64_t alive_drop_no_addr = 0;
-  std::uint64_t alive_drop_bad_name = 0;   // empty or longer than kMaxNameBytes
+  std::uint64_t alive_drop_bad_name = 0;  // empty or longer than kMaxNameBytes
   std::uint64_t refutations = 0;
   std::uint64_t suspicions = 0;
-  std::uint64_t young_declared_dead = 0;  // newcomers that failed a probe in a storm: dead at once
-  std::uint64_t young_last_pings = 0;     // ... whose probe no helper could vouch for: pinged once more first
-  std::uint64_t young_last_acks = 0;      // ... that answered it: alive, no verdict
-  std::uint64_t probation_started = 0;   // newcomers admitted on probation (storm or surge)
-  std::uint64_t surges = 0;              // arrival surges recognised (probation for arrivals)
-  std::uint64_t gossip_eager = 0;        // gossip rounds brought forward for news of a death
-  std::uint64_t own_stalls = 0;          // ticks that came a probe interval late: we were stalled
+  std::uint64_t young_declared_dead = 0;    // newcomers that failed a probe in a storm: dead at once
+  std::uint64_t young_last_pings = 0;       // ... whose probe no helper could vouch for: pinged once more first
+  std::uint64_t young_last_acks = 0;        // ... that answered it: alive, no verdict
+  std::uint64_t probation_started = 0;      // newcomers admitted on probation (storm or surge)
+  std::uint64_t surges = 0;                 // arrival surges recognised (probation for arrivals)
+  std::uint64_t gossip_eager = 0;           // gossip rounds brought forward for news of a death
+  std::uint64_t own_stalls = 0;             // ticks that came a probe interval late: we were stalled
   std::uint64_t probe_abandoned_stall = 0;  // probes whose deadlines passed while we were stalled
-  std::uint64_t probation_promoted = 0;  // ... that lived through it and joined the view
-  std::uint64_t probation_died = 0;      // ... that died on probation (never in the view)
+  std::uint64_t probation_promoted = 0;     // ... that lived through it and joined the view
+  std::uint64_t probation_died = 0;         // ... that died on probation (never in the view)
   std::uint64_t probation_proof_pings = 0;  // proof-of-life pings sent to probationers
   std::uint64_t probation_proof_acks = 0;   // ... answered
   std::uint64_t probation_unproven = 0;     // ... unanswered kProofPings times: declared dead (also in probation_died)
-  std::uint64_t probation_death_told = 0;  // ... whose death we told the member that told us of it
-  std::uint64_t probation_forgotten = 0; // ... never proved alive: forgotten, no verdict
+  std::uint64_t probation_death_told = 0;   // ... whose death we told the member that told us of it
+  std::uint64_t probation_forgotten = 0;    // ... never proved alive: forgotten, no verdict
   std::uint64_t stale_corrections = 0;  // datagrams answering stale news: our Dead/Leave, our Suspect, the newer Alive
   std::uint64_t suspicion_confirmations = 0;
   std::uint64_t deaths = 0;
@@ -115,20 +115,20 @@ struct Counters {
   std::uint64_t sync_started = 0;
   std::uint64_t sync_reconnects = 0;  // syncs sent to a member we consider failed
   std::uint64_t sync_answered = 0;
-  std::uint64_t sync_digest_equal = 0;     // periodic syncs that found both views the same
-  std::uint64_t sync_digest_differ = 0;    // ... that did not, after the responder's window
-  std::uint64_t sync_bucket_windows = 0;   // sync windows of the differing buckets only
-  std::uint64_t sync_whole_views = 0;      // periodic syncs answered with the whole view (far behind)
+  std::uint64_t sync_digest_equal = 0;        // periodic syncs that found both views the same
+  std::uint64_t sync_digest_differ = 0;       // ... that did not, after the responder's window
+  std::uint64_t sync_bucket_windows = 0;      // sync windows of the differing buckets only
+  std::uint64_t sync_whole_views = 0;         // periodic syncs answered with the whole view (far behind)
   std::uint64_t sync_incomplete_retries = 0;  // our digest syncs that timed out with parts missing, retried
-  std::uint64_t join_answered = 0;     // join syncs answered (also in sync_answered)
-  std::uint64_t join_drop_rate = 0;    // join syncs over the join answer rate (the joiner retries)
-  std::uint64_t join_retries = 0;      // join rounds that had no answer and were sent again
-  std::uint64_t join_followups = 0;    // whole-view syncs with other members after joining
+  std::uint64_t join_answered = 0;            // join syncs answered (also in sync_answered)
+  std::uint64_t join_drop_rate = 0;           // join syncs over the join answer rate (the joiner retries)
+  std::uint64_t join_retries = 0;             // join rounds that had no answer and were sent again
+  std::uint64_t join_followups = 0;           // whole-view syncs with other members after joining
   std::uint64_t sync_drop_concurrency = 0;
   std::uint64_t sync_drop_rate = 0;
   std::uint64_t sync_drop_unsolicited = 0;
   std::uint64_t sync_drop_oversize = 0;  // a received sync over max_sync_bytes or its part count
-  std::uint64_t sync_bytes_out = 0;  // estimated encoded bytes of sync parts sent
+  std::uint64_t sync_bytes_out = 0;      // estimated encoded bytes of sync parts sent
   std::uint64_t user_data_in = 0;
 };
 
@@ -265,10 +265,10 @@ class Engine {
   void apply_suspect(const Suspect& s, std::uint64_t now_ns);
   // Our own failed probe confirmed a suspicion we held: the accusers are told.
   void confirm_to_accusers(const Suspect& s);
-  void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from,
-                  MemberStatus status, std::uint64_t now_ns);
-  void merge(const std::vector<MemberState>& members, const std::string& from,
-             std::uint64_t now_ns, bool from_join = false);
+  void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from, MemberStatus status,
+                  std::uint64_t now_ns);
+  void merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
+             bool from_join = false);
   void refute(std::uint64_t heard_incarnation);
   // Queues our Dead/Leave about tombstoned `m` as a reply to the current sender.
   void correct(const Member& m, bool accused = false);
@@ -306,9 +306,8 @@ class Engine {
   // `only`: the buckets to send (differing_buckets), null or empty = all;
   // `buckets`: our bucket digests, sent with the digest (on every part of a
   // request, on the first part of a response).
-  void send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view,
-                 std::uint64_t digest = 0, const std::vector<std::uint8_t>* only = nullptr,
-                 const std::vector<std::uint32_t>& buckets = {});
+  void send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view, std::uint64_t digest = 0,
+                 const std::vector<std::uint8_t>* only = nullptr, const std::vector<std::uint32_t>& buckets = {});
   // How many buckets our periodic syncs compare (0 = the whole digest only).
   std::size_t sync_bucket_count() const;
   // Our bucket digests beside a peer's (`theirs`, as a sync carried them):
@@ -323,8 +322,7 @@ class Engine {
   const Member& self() const;
   // Up to k distinct random peers (not us, not `exclude`): Alive ones, and
   // Suspect ones too if `include_suspect`.
-  std::vector<std::string> random_peers(std::size_t k, const std::string& exclude,
-                                        bool include_suspect = false);
+  std::vector<std::string> random_peers(std::size_t k, const std::string& exclude, bool include_suspect = false);
   // Up to k indirect-probe helpers: Alive, not `target`, the longest-known of a
   // random sample (in a storm of short-lived members, the established ones).
   std::vector<std::string> probe_helpers(std::size_t k, const std::string& target);

@@ -105,8 +105,7 @@ void IdentityPool::release_name(std::uint32_t id) {
 
 std::uint64_t IdentityPool::profile_hash(const Address& addr, const std::vector<Tag>& tags,
                                          std::uint32_t protocol_version) {
-  std::uint64_t h = fnv1a(std::string_view(reinterpret_cast<const char*>(addr.ip.data()),
-                                           addr.ip.size()));
+  std::uint64_t h = fnv1a(std::string_view(reinterpret_cast<const char*>(addr.ip.data()), addr.ip.size()));
   h = (h ^ addr.port) * 0x100000001b3ULL;
   h = (h ^ protocol_version) * 0x100000001b3ULL;
   for (const Tag& t : tags) {

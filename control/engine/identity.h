@@ -54,8 +54,7 @@ class IdentityPool {
   std::size_t names_in_use() const { return names_.size() - 1 - free_names_.size(); }
 
   // ---- profiles ----
-  std::uint32_t intern_profile(const Address& addr, const std::vector<Tag>& tags,
-                               std::uint32_t protocol_version);
+  std::uint32_t intern_profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version);
   void retain_profile(std::uint32_t id) {
     if (id != kNone) ++profiles_[id].refs;
   }
@@ -81,8 +80,7 @@ class IdentityPool {
     std::uint64_t hash = 0;
     std::uint32_t refs = 0;
   };
-  static std::uint64_t profile_hash(const Address& addr, const std::vector<Tag>& tags,
-                                    std::uint32_t protocol_version);
+  static std::uint64_t profile_hash(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version);
 
   // The name index: open addressing over the names' FNV-1a hashes (linear
   // probing, at most half full, backward-shift deletion). A lookup is one
@@ -90,7 +88,7 @@ class IdentityPool {
   // compare; std::unordered_map spent a modulo and a node chase on top, and
   // was 13 % of the simulator's time at 10,000 members.
   struct NameSlot {
-    std::uint32_t tag = 0;  // the hash's upper 32 bits
+    std::uint32_t tag = 0;     // the hash's upper 32 bits
     std::uint32_t id = kNone;  // kNone: empty
   };
   std::size_t home(std::uint64_t hash) const { return static_cast<std::size_t>(hash) & (name_slots_.size() - 1); }

@@ -9,8 +9,7 @@ namespace {
 bool is_live(MemberStatus s) { return s == MemberStatus::kAlive || s == MemberStatus::kSuspect; }
 
 // Expiry order: time, then name.
-bool expiry_before(const std::pair<std::uint64_t, std::uint32_t>& a,
-                   const std::pair<std::uint64_t, std::uint32_t>& b) {
+bool expiry_before(const std::pair<std::uint64_t, std::uint32_t>& a, const std::pair<std::uint64_t, std::uint32_t>& b) {
   if (a.first != b.first) return a.first < b.first;
   return identities().name(a.second) < identities().name(b.second);
 }
@@ -85,18 +84,14 @@ std::optional<std::uint64_t> MemberTable::buried(std::string_view name) const {
   return it->second;
 }
 
-std::size_t MemberTable::lower_bound(const std::vector<std::uint32_t>& list,
-                                     std::string_view name) const {
-  const auto it = std::lower_bound(list.begin(), list.end(), name,
-                                   [&](std::uint32_t s, std::string_view n) {
-                                     return std::string_view(slots_[s].name.str()) < n;
-                                   });
+std::size_t MemberTable::lower_bound(const std::vector<std::uint32_t>& list, std::string_view name) const {
+  const auto it = std::lower_bound(list.begin(), list.end(), name, [&](std::uint32_t s, std::string_view n) {
+    return std::string_view(slots_[s].name.str()) < n;
+  });
   return static_cast<std::size_t>(it - list.begin());
 }
 
-std::size_t MemberTable::view_lower_bound(std::string_view name) const {
-  return lower_bound(view_, name);
-}
+std::size_t MemberTable::view_lower_bound(std::string_view name) const { return lower_bound(view_, name); }
 
 void MemberTable::list_add(std::vector<std::uint32_t>& list, std::uint32_t slot) {
   const std::size_t pos = lower_bound(list, slots_[slot].name.str());
@@ -131,8 +126,7 @@ Member* MemberTable::insert(Member m) {
   }
   Member& e = slots_[slot];
   const std::uint32_t id = e.name.id();
-  if (id >= slot_of_.size())
-    slot_of_.resize(std::max<std::size_t>(identities().name_capacity(), id + 1), 0);
+  if (id >= slot_of_.size()) slot_of_.resize(std::max<std::size_t>(identities().name_capacity(), id + 1), 0);
   slot_of_[id] = slot + 1;
   list_add(in_view(e) ? view_ : rest_, slot);
   return &e;
@@ -224,9 +218,9 @@ std::size_t MemberTable::expire_tombstones(std::uint64_t now_ns) {
 }
 
 std::size_t MemberTable::bytes() const {
-  return slots_.size() * sizeof(Member) + free_.capacity() * 4 + slot_of_.capacity() * 4 +
-         view_.capacity() * 4 + rest_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 40 +
-         graveyard_.bucket_count() * 8 + graveyard_order_.size() * 8;
+  return slots_.size() * sizeof(Member) + free_.capacity() * 4 + slot_of_.capacity() * 4 + view_.capacity() * 4 +
+         rest_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 40 + graveyard_.bucket_count() * 8 +
+         graveyard_order_.size() * 8;
 }
 
 }  // namespace gw::cp::engine

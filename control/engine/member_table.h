@@ -40,7 +40,7 @@ struct Member {
   std::uint64_t incarnation = 0;
   std::uint64_t state_change_ns = 0;  // when `status` last changed
   std::uint64_t live_since_ns = 0;    // when it last became live (admitted, or back from a tombstone)
-  std::uint64_t heard_ns = 0;  // last direct proof of life: an ack to our probe, its ping
+  std::uint64_t heard_ns = 0;         // last direct proof of life: an ack to our probe, its ping
   // The engine's bookkeeping: 1 + its index in the engine's newcomer list, 0 if none.
   std::uint32_t newcomer_slot = 0;
   MemberStatus status = MemberStatus::kAlive;
@@ -56,9 +56,7 @@ struct Member {
   void set_profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t pv) {
     profile = Profile(addr, tags, pv);
   }
-  bool is_tombstone() const {
-    return status == MemberStatus::kDead || status == MemberStatus::kLeft;
-  }
+  bool is_tombstone() const { return status == MemberStatus::kDead || status == MemberStatus::kLeft; }
 };
 static_assert(sizeof(Member) <= 48, "a member table entry stays compact (issue 16)");
 
@@ -72,9 +70,7 @@ class MemberTable {
         graveyard_capacity_(graveyard_capacity != 0 ? graveyard_capacity : max_members) {}
 
   Member* find(std::string_view name) { return find_id(identities().find_name(name)); }
-  const Member* find(std::string_view name) const {
-    return const_cast<MemberTable*>(this)->find(name);
-  }
+  const Member* find(std::string_view name) const { return const_cast<MemberTable*>(this)->find(name); }
   Member* find(const Name& name) { return find_id(name.id()); }
   const Member* find(const Name& name) const { return const_cast<MemberTable*>(this)->find(name); }
   Member* find_id(std::uint32_t name_id) {
@@ -175,8 +171,7 @@ class MemberTable {
   template <typename Fn>
   bool walk(std::size_t v, std::size_t r, std::size_t v_end, std::size_t r_end, Fn&& fn) const {
     while (v < v_end || r < r_end) {
-      const bool from_view =
-          r >= r_end || (v < v_end && slots_[view_[v]].name.str() < slots_[rest_[r]].name.str());
+      const bool from_view = r >= r_end || (v < v_end && slots_[view_[v]].name.str() < slots_[rest_[r]].name.str());
       const Member& m = slots_[from_view ? view_[v++] : rest_[r++]];
       if (!fn(m)) return false;
     }
@@ -195,8 +190,8 @@ class MemberTable {
 
   std::uint32_t max_members_;
   std::uint64_t tombstone_ttl_ns_;
-  std::deque<Member> slots_;          // never moves; freed slots are reused
-  std::vector<std::uint32_t> free_;   // free slots
+  std::deque<Member> slots_;            // never moves; freed slots are reused
+  std::vector<std::uint32_t> free_;     // free slots
   std::vector<std::uint32_t> slot_of_;  // by name id: slot + 1, 0 = not here
   // Every entry is in one of two arrays of slots in name order: the view
   // (live, probation excepted) and the rest (tombstones and probationers).

@@ -46,9 +46,7 @@ class IpBytes {
   const std::uint8_t* end() const { return b_.data() + len_; }
   std::uint8_t& operator[](std::size_t i) { return b_[i]; }
   std::uint8_t operator[](std::size_t i) const { return b_[i]; }
-  bool operator==(const IpBytes& o) const {
-    return len_ == o.len_ && std::equal(begin(), end(), o.begin());
-  }
+  bool operator==(const IpBytes& o) const { return len_ == o.len_ && std::equal(begin(), end(), o.begin()); }
   std::strong_ordering operator<=>(const IpBytes& o) const {
     return std::lexicographical_compare_three_way(begin(), end(), o.begin(), o.end());
   }
@@ -171,7 +169,7 @@ struct SyncResponse {
   std::uint32_t part = 0;
   std::uint32_t parts = 0;
   std::vector<MemberState> members;
-  std::uint64_t digest = 0;  // the responder's view digest; 0 = none
+  std::uint64_t digest = 0;                 // the responder's view digest; 0 = none
   std::vector<std::uint32_t> buckets = {};  // its bucket digests, when the request had them
   bool operator==(const SyncResponse&) const = default;
 };
@@ -183,8 +181,8 @@ struct UserData {
 };
 
 // Alternative order = gw.proto.Message oneof field number - 1.
-using Message = std::variant<Ping, Ack, IndirectPing, Nack, Alive, Suspect, Dead, Leave,
-                             SyncRequest, SyncResponse, UserData>;
+using Message =
+    std::variant<Ping, Ack, IndirectPing, Nack, Alive, Suspect, Dead, Leave, SyncRequest, SyncResponse, UserData>;
 
 // What one datagram carries: several messages piggybacked together.
 using Compound = std::vector<Message>;

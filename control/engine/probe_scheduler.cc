@@ -13,8 +13,7 @@ void ProbeScheduler::rebuild(const MemberTable& table, const std::string& self, 
   index_ = 0;
 }
 
-std::optional<std::string> ProbeScheduler::next_target(const MemberTable& table,
-                                                       const std::string& self, Rng& rng) {
+std::optional<std::string> ProbeScheduler::next_target(const MemberTable& table, const std::string& self, Rng& rng) {
   // At most one reshuffle per call: after it every entry is valid, so the walk ends.
   bool rebuilt = false;
   for (;;) {

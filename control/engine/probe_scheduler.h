@@ -49,8 +49,7 @@ class ProbeScheduler {
       : max_relays_(max_relays), max_list_(max_members) {}
 
   // Next member to probe, skipping ourselves, tombstones and forgotten names.
-  std::optional<std::string> next_target(const MemberTable& table, const std::string& self,
-                                         Rng& rng);
+  std::optional<std::string> next_target(const MemberTable& table, const std::string& self, Rng& rng);
 
   // A member became live: give it a random slot among those not yet probed this
   // round, so it is probed within the round (memberlist does the same).
@@ -82,7 +81,7 @@ class ProbeScheduler {
   std::vector<Name> list_;
   std::size_t index_ = 0;
   std::optional<Probe> current_;
-  std::map<std::uint32_t, Relay> relays_;  // by the seq_no of our ping to the target
+  std::map<std::uint32_t, Relay> relays_;                              // by the seq_no of our ping to the target
   std::set<std::pair<std::uint64_t, std::uint32_t>> relay_deadlines_;  // (deadline, seq) of each relay
 };
 

@@ -6,31 +6,27 @@
 namespace gw::cp::engine {
 
 std::uint64_t suspicion_min_timeout(std::uint32_t mult, std::size_t n, std::uint64_t interval_ns) {
-  const double node_scale =
-      std::max(1.0, std::log10(std::max(1.0, static_cast<double>(n))));
+  const double node_scale = std::max(1.0, std::log10(std::max(1.0, static_cast<double>(n))));
   // Millisecond resolution like memberlist, which keeps the result exact enough
   // and identical across runs.
-  const double ms = static_cast<double>(mult) * node_scale *
-                    static_cast<double>(interval_ns / 1'000'000ULL);
+  const double ms = static_cast<double>(mult) * node_scale * static_cast<double>(interval_ns / 1'000'000ULL);
   return static_cast<std::uint64_t>(ms) * 1'000'000ULL;
 }
 
-std::uint64_t suspicion_timeout(std::uint64_t min_ns, std::uint64_t max_ns,
-                                std::uint32_t confirmations, std::uint32_t expected) {
+std::uint64_t suspicion_timeout(std::uint64_t min_ns, std::uint64_t max_ns, std::uint32_t confirmations,
+                                std::uint32_t expected) {
   // No independent confirmations to wait for: the minimum is all we can justify.
   if (expected < 1 || max_ns <= min_ns) return min_ns;
   const std::uint32_t c = std::min(confirmations, expected);
-  const double frac = std::log(static_cast<double>(c) + 1.0) /
-                      std::log(static_cast<double>(expected) + 1.0);
-  const double raw =
-      static_cast<double>(max_ns) - frac * static_cast<double>(max_ns - min_ns);
+  const double frac = std::log(static_cast<double>(c) + 1.0) / std::log(static_cast<double>(expected) + 1.0);
+  const double raw = static_cast<double>(max_ns) - frac * static_cast<double>(max_ns - min_ns);
   // Millisecond rounding as in memberlist keeps the values stable.
   const auto ms = static_cast<std::uint64_t>(std::floor(raw / 1e6));
   return std::max<std::uint64_t>(min_ns, ms * 1000000ULL);
 }
 
-Suspicion::Suspicion(std::string from, std::uint32_t expected, std::uint64_t min_ns,
-                     std::uint64_t max_ns, std::uint64_t start_ns)
+Suspicion::Suspicion(std::string from, std::uint32_t expected, std::uint64_t min_ns, std::uint64_t max_ns,
+                     std::uint64_t start_ns)
     : from_(std::move(from)),
       expected_(expected),
       min_ns_(min_ns),
@@ -96,9 +92,7 @@ void SuspicionSet::hold_all(std::uint64_t t) {
   }
 }
 
-std::uint64_t SuspicionSet::earliest() const {
-  return by_deadline_.empty() ? UINT64_MAX : by_deadline_.begin()->first;
-}
+std::uint64_t SuspicionSet::earliest() const { return by_deadline_.empty() ? UINT64_MAX : by_deadline_.begin()->first; }
 
 std::vector<std::string> SuspicionSet::due(std::uint64_t now_ns) const {
   std::vector<std::string> out;

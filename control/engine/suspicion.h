@@ -17,14 +17,14 @@ namespace gw::cp::engine {
 std::uint64_t suspicion_min_timeout(std::uint32_t mult, std::size_t n, std::uint64_t interval_ns);
 
 // The shrinking timeout for `confirmations` out of `expected`.
-std::uint64_t suspicion_timeout(std::uint64_t min_ns, std::uint64_t max_ns,
-                                std::uint32_t confirmations, std::uint32_t expected);
+std::uint64_t suspicion_timeout(std::uint64_t min_ns, std::uint64_t max_ns, std::uint32_t confirmations,
+                                std::uint32_t expected);
 
 class Suspicion {
  public:
   // `from` is the accuser that started it; it does not count as a confirmation.
-  Suspicion(std::string from, std::uint32_t expected, std::uint64_t min_ns,
-            std::uint64_t max_ns, std::uint64_t start_ns);
+  Suspicion(std::string from, std::uint32_t expected, std::uint64_t min_ns, std::uint64_t max_ns,
+            std::uint64_t start_ns);
 
   // True if `from` is a new independent confirmation (then re-gossip it).
   bool confirm(const std::string& from);

@@ -11,8 +11,7 @@ std::uint64_t push_pull_scale(std::uint64_t base_ns, std::size_t n) {
   constexpr double kThreshold = 32;
   // Small clusters sync at the base interval.
   if (n <= static_cast<std::size_t>(kThreshold)) return base_ns;
-  const double mult =
-      std::ceil(std::log2(static_cast<double>(n)) - std::log2(kThreshold)) + 1.0;
+  const double mult = std::ceil(std::log2(static_cast<double>(n)) - std::log2(kThreshold)) + 1.0;
   return static_cast<std::uint64_t>(mult) * base_ns;
 }
 
@@ -20,8 +19,7 @@ MemberState to_member_state(const Member& m) {
   return MemberState{m.name, m.addr(), m.incarnation, m.status, m.tags()};
 }
 
-std::size_t differing_buckets(const std::vector<std::uint32_t>& ours,
-                              const std::vector<std::uint32_t>& theirs,
+std::size_t differing_buckets(const std::vector<std::uint32_t>& ours, const std::vector<std::uint32_t>& theirs,
                               std::vector<std::uint8_t>& differ) {
   differ.clear();
   if (ours.size() != theirs.size()) return 0;
@@ -38,10 +36,8 @@ namespace {
 // Fills a window part by part under a byte cap (estimated encoded sizes).
 class WindowBuilder {
  public:
-  WindowBuilder(SyncManager::Window& w, const std::string& self, std::size_t part_bytes,
-                std::size_t max_bytes)
-      : w_(w), part_bytes_(part_bytes), max_bytes_(max_bytes),
-        overhead_(estimated_sync_overhead(self.size())) {}
+  WindowBuilder(SyncManager::Window& w, const std::string& self, std::size_t part_bytes, std::size_t max_bytes)
+      : w_(w), part_bytes_(part_bytes), max_bytes_(max_bytes), overhead_(estimated_sync_overhead(self.size())) {}
 
   // False when the cap is reached (the member is not added).
   bool add(MemberState s) {
@@ -75,8 +71,8 @@ class WindowBuilder {
 // the window filled up (the cursor then marks where the next window goes on;
 // a completed pass starts over next time).
 template <typename Pick>
-bool rotating_pass(const MemberTable& table, const std::string& self, std::string& cursor,
-                   WindowBuilder& b, Pick&& pick) {
+bool rotating_pass(const MemberTable& table, const std::string& self, std::string& cursor, WindowBuilder& b,
+                   Pick&& pick) {
   std::string stop_at;
   table.for_each_from(cursor, [&](const Member& m) {
     if (m.name == self || !pick(m)) return true;
@@ -92,9 +88,8 @@ bool rotating_pass(const MemberTable& table, const std::string& self, std::strin
 
 }  // namespace
 
-SyncManager::Window SyncManager::build_window(const MemberTable& table, const std::string& self,
-                                              std::size_t part_bytes, std::size_t max_bytes,
-                                              std::uint64_t recent_since_ns,
+SyncManager::Window SyncManager::build_window(const MemberTable& table, const std::string& self, std::size_t part_bytes,
+                                              std::size_t max_bytes, std::uint64_t recent_since_ns,
                                               const std::vector<std::uint8_t>* only) {
   Window w;
   WindowBuilder b(w, self, part_bytes, max_bytes);
@@ -103,8 +98,7 @@ SyncManager::Window SyncManager::build_window(const MemberTable& table, const st
   const bool filtered = only != nullptr && !only->empty();
   // Outside the buckets asked for: as if not in the table (never recent).
   auto skip = [&](const Member& m) {
-    return filtered &&
-           !(*only)[MemberTable::bucket_of(identities().name_hash(m.name.id()), only->size())];
+    return filtered && !(*only)[MemberTable::bucket_of(identities().name_hash(m.name.id()), only->size())];
   };
   auto recent = [&](const Member& m) { return delta && m.state_change_ns >= recent_since_ns; };
   // Recent changes first: what a peer is most likely to have missed. Live
@@ -112,9 +106,8 @@ SyncManager::Window SyncManager::build_window(const MemberTable& table, const st
   // checked (a peer that buried it answers with the death at once), and in a
   // storm the recent tombstones alone would fill the window. Each part
   // rotates on its own, so a large recent set is covered over several syncs.
-  if (!rotating_pass(table, self, recent_live_cursor_, b, [&](const Member& m) {
-        return recent(m) && !m.is_tombstone() && !m.probation && !skip(m);
-      }))
+  if (!rotating_pass(table, self, recent_live_cursor_, b,
+                     [&](const Member& m) { return recent(m) && !m.is_tombstone() && !m.probation && !skip(m); }))
     return w;
   if (!rotating_pass(table, self, recent_dead_cursor_, b,
                      [&](const Member& m) { return recent(m) && m.is_tombstone() && !skip(m); }))
@@ -123,17 +116,15 @@ SyncManager::Window SyncManager::build_window(const MemberTable& table, const st
   return w;
 }
 
-SyncManager::Window SyncManager::build_join_view(const MemberTable& table,
-                                                 const std::string& self, std::size_t part_bytes,
-                                                 std::size_t max_bytes,
+SyncManager::Window SyncManager::build_join_view(const MemberTable& table, const std::string& self,
+                                                 std::size_t part_bytes, std::size_t max_bytes,
                                                  std::size_t tombstone_bytes) {
   Window w;
   WindowBuilder b(w, self, part_bytes, max_bytes);
   if (const Member* me = table.find(self)) b.add(to_member_state(*me));
   // Every live member, from the start of the table (a joiner needs them all).
   std::string from_start;
-  if (!rotating_pass(table, self, from_start, b,
-                     [](const Member& m) { return !m.is_tombstone() && !m.probation; }))
+  if (!rotating_pass(table, self, from_start, b, [](const Member& m) { return !m.is_tombstone() && !m.probation; }))
     return w;
   // Then tombstones, within their own budget, rotating across joins.
   b.set_cap(std::min(max_bytes, w.bytes + tombstone_bytes));
@@ -161,8 +152,8 @@ bool SyncManager::answered(std::uint32_t seq_no) const {
   return missing * kEnoughParts <= p.parts;
 }
 
-SyncManager::Answer SyncManager::on_response(std::uint32_t seq_no, std::uint32_t part,
-                                             std::uint32_t parts, std::size_t bytes) {
+SyncManager::Answer SyncManager::on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts,
+                                             std::size_t bytes) {
   auto it = pending_.find(seq_no);
   // Not a sync of ours (or it timed out): unsolicited state is not merged.
   if (it == pending_.end()) return Answer::kUnsolicited;
@@ -183,9 +174,8 @@ SyncManager::Answer SyncManager::on_response(std::uint32_t seq_no, std::uint32_t
   return Answer::kMerge;
 }
 
-SyncManager::Serve SyncManager::on_request(const std::string& source, std::uint32_t seq_no,
-                                           std::uint32_t parts, std::size_t bytes,
-                                           std::uint64_t now_ns, bool join) {
+SyncManager::Serve SyncManager::on_request(const std::string& source, std::uint32_t seq_no, std::uint32_t parts,
+                                           std::size_t bytes, std::uint64_t now_ns, bool join) {
   const auto key = std::make_pair(source, seq_no);
   auto it = receiving_.find(key);
   if (it != receiving_.end()) {

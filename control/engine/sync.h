@@ -39,8 +39,7 @@ MemberState to_member_state(const Member& m);
 // The buckets (MemberTable::bucket_digests) in which two views differ: one
 // flag per bucket into `differ` (its storage reused), empty when the counts
 // differ (nothing can be compared). Returns how many differ.
-std::size_t differing_buckets(const std::vector<std::uint32_t>& ours,
-                              const std::vector<std::uint32_t>& theirs,
+std::size_t differing_buckets(const std::vector<std::uint32_t>& ours, const std::vector<std::uint32_t>& theirs,
                               std::vector<std::uint8_t>& differ);
 
 class SyncManager {
@@ -48,9 +47,8 @@ class SyncManager {
   // `max_bytes`/`part_bytes`: the per-sync and per-part byte caps (max_sync_bytes,
   // max_packet_bytes), which also bound what we accept.
   SyncManager(std::uint32_t max_concurrent, std::uint64_t timeout_ns, std::uint32_t answer_rate,
-              std::uint32_t answer_burst, std::size_t max_bytes, std::size_t part_bytes,
-              std::uint64_t now_ns, std::uint32_t join_answer_rate = 0,
-              std::uint32_t join_answer_burst = 0)
+              std::uint32_t answer_burst, std::size_t max_bytes, std::size_t part_bytes, std::uint64_t now_ns,
+              std::uint32_t join_answer_rate = 0, std::uint32_t join_answer_burst = 0)
       : max_concurrent_(max_concurrent),
         timeout_ns_(timeout_ns),
         max_bytes_(max_bytes),
@@ -72,18 +70,15 @@ class SyncManager {
   // For a joiner: ourselves, every live member (up to `max_bytes`), then
   // tombstones within `tombstone_bytes` more (rotating): after a storm the
   // table holds thousands of dead phantoms, and a joiner needs the living.
-  Window build_join_view(const MemberTable& table, const std::string& self,
-                         std::size_t part_bytes, std::size_t max_bytes,
-                         std::size_t tombstone_bytes);
+  Window build_join_view(const MemberTable& table, const std::string& self, std::size_t part_bytes,
+                         std::size_t max_bytes, std::size_t tombstone_bytes);
 
   // Ourselves first, then the members whose state changed at or after
   // `recent_since_ns` (a delta: deaths and joins a peer may have missed), then
   // the rotating rest of the table. With `only` (differing_buckets, not
   // empty), the members of the flagged buckets only.
-  Window build_window(const MemberTable& table, const std::string& self,
-                      std::size_t part_bytes, std::size_t max_bytes,
-                      std::uint64_t recent_since_ns = UINT64_MAX,
-                      const std::vector<std::uint8_t>* only = nullptr);
+  Window build_window(const MemberTable& table, const std::string& self, std::size_t part_bytes, std::size_t max_bytes,
+                      std::uint64_t recent_since_ns = UINT64_MAX, const std::vector<std::uint8_t>* only = nullptr);
 
   // Room for one more sync (ours or answered) now?
   bool has_capacity() const { return in_flight() < max_concurrent_; }
@@ -109,8 +104,7 @@ class SyncManager {
   // answers one of ours, kUnsolicited if not (or no longer), kOversize if it
   // breaks the size caps or an earlier part did.
   enum class Answer : std::uint8_t { kMerge, kUnsolicited, kOversize };
-  Answer on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts,
-                     std::size_t bytes);
+  Answer on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts, std::size_t bytes);
 
   // A request part of `bytes`: kNew (merge and answer), kKnown (a later part:
   // merge only), kBusy (over the concurrency cap), kRateLimited (over the answer
@@ -120,8 +114,8 @@ class SyncManager {
   // storm is paced by that rate and by the egress shaper, and a periodic sync
   // cannot starve a joiner (nor a joiner the periodic syncs).
   enum class Serve : std::uint8_t { kNew, kKnown, kBusy, kRateLimited, kOversize };
-  Serve on_request(const std::string& source, std::uint32_t seq_no, std::uint32_t parts,
-                   std::size_t bytes, std::uint64_t now_ns, bool join = false);
+  Serve on_request(const std::string& source, std::uint32_t seq_no, std::uint32_t parts, std::size_t bytes,
+                   std::uint64_t now_ns, bool join = false);
 
   void expire(std::uint64_t now_ns);
   std::uint64_t next_expiry() const;
@@ -136,9 +130,7 @@ class SyncManager {
     bool last_seen = false;      // (ours) the answer's last part has arrived
   };
   // A single part over the caps, or announcing more parts than a sync can have.
-  bool oversize_part(std::uint32_t parts, std::size_t bytes) const {
-    return parts > max_parts_ || bytes > max_bytes_;
-  }
+  bool oversize_part(std::uint32_t parts, std::size_t bytes) const { return parts > max_parts_ || bytes > max_bytes_; }
 
   std::uint32_t max_concurrent_;
   std::uint64_t timeout_ns_;
@@ -146,11 +138,11 @@ class SyncManager {
   std::uint32_t max_parts_;
   TokenBucket answers_;
   TokenBucket join_answers_;
-  std::string cursor_;  // first member of the next window
-  std::string recent_live_cursor_;  // ... of its recent live members
-  std::string recent_dead_cursor_;  // ... of its recent tombstones
-  std::string join_dead_cursor_;    // tombstones of the next join view
-  std::map<std::uint32_t, Pending> pending_;                             // ours, by seq
+  std::string cursor_;                                                  // first member of the next window
+  std::string recent_live_cursor_;                                      // ... of its recent live members
+  std::string recent_dead_cursor_;                                      // ... of its recent tombstones
+  std::string join_dead_cursor_;                                        // tombstones of the next join view
+  std::map<std::uint32_t, Pending> pending_;                            // ours, by seq
   std::map<std::pair<std::string, std::uint32_t>, Pending> receiving_;  // theirs, multi-part
 };
 

@@ -40,8 +40,8 @@ engine::EngineConfig engine_config(const config::Config& cfg, const dp::LocalEnd
   return e;
 }
 
-EngineHost::Options engine_plan(const config::Config& cfg, engine::EngineConfig engine,
-                                const dp::LadderConfig& ladder, dp::SnapshotExchange& snapshots) {
+EngineHost::Options engine_plan(const config::Config& cfg, engine::EngineConfig engine, const dp::LadderConfig& ladder,
+                                dp::SnapshotExchange& snapshots) {
   EngineHost::Options o;
   o.engine = std::move(engine);
   o.shaper.bytes_per_sec = cfg.membership.egress_bytes_per_sec;

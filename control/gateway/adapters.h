@@ -22,8 +22,8 @@ engine::EngineConfig engine_config(const config::Config& cfg, const dp::LocalEnd
 
 // The engine host: `engine`, the seeds, the egress shaper, and the keys of
 // `snapshots` (so a rotation reaches the workers and the host at once).
-EngineHost::Options engine_plan(const config::Config& cfg, engine::EngineConfig engine,
-                                const dp::LadderConfig& ladder, dp::SnapshotExchange& snapshots);
+EngineHost::Options engine_plan(const config::Config& cfg, engine::EngineConfig engine, const dp::LadderConfig& ladder,
+                                dp::SnapshotExchange& snapshots);
 
 // The control loop: its idle back-off (dataplane.idle_backoff_us) and the
 // leave's bound (membership.leave_timeout_ms).

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <variant>
 
 #include "control/api/request.h"
@@ -24,9 +24,7 @@ constexpr const char* kStateNames[] = {"alive", "suspect", "dead", "left"};
 
 const char* state_name(engine::MemberStatus s) { return kStateNames[static_cast<std::size_t>(s) & 3]; }
 
-const char* suite_name(crypto::Suite s) {
-  return s == crypto::Suite::kAes256Gcm ? "aes-256-gcm" : "chacha20-poly1305";
-}
+const char* suite_name(crypto::Suite s) { return s == crypto::Suite::kAes256Gcm ? "aes-256-gcm" : "chacha20-poly1305"; }
 
 std::string ok_reply(Json j) {
   Json out;
@@ -42,8 +40,7 @@ bool has_tag(const engine::Member& m, const std::pair<std::string, std::string>&
 
 }  // namespace
 
-std::unique_ptr<DataplaneSnapshot> snapshot_with_members(const DataplaneSnapshot& current,
-                                                         const engine::Engine& eng) {
+std::unique_ptr<DataplaneSnapshot> snapshot_with_members(const DataplaneSnapshot& current, const engine::Engine& eng) {
   auto next = std::make_unique<DataplaneSnapshot>();
   next->keys = current.keys;
   next->key_material = current.key_material;
@@ -108,8 +105,8 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
     return;
   }
   const std::string err = ctx_.host->start_cluster_key_change(
-      *cluster_change, now_ns, unix_s, [this, reply, list = cluster_change->op == cp::KeyChange::Op::kList](
-                                              const cp::EngineHost::KeyOpOutcome& o) {
+      *cluster_change, now_ns, unix_s,
+      [this, reply, list = cluster_change->op == cp::KeyChange::Op::kList](const cp::EngineHost::KeyOpOutcome& o) {
         Json j;
         j["scope"] = "cluster";
         if (list) {
@@ -282,9 +279,9 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
     if (!err.empty()) return refuse(err);
     const std::uint64_t version = ctx_.snapshots->current().version;
     ++counters_.key_changes;
-    spdlog::info("key {} of {} through the control API", cp::key_op_name(change.op),
-                 api::key_id_text(change.op == cp::KeyChange::Op::kInstall ? crypto::derive_key_id(change.key)
-                                                                           : change.id));
+    spdlog::info(
+        "key {} of {} through the control API", cp::key_op_name(change.op),
+        api::key_id_text(change.op == cp::KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id));
     Json j;
     j["snapshot"] = version;
     Json ids = Json::array();

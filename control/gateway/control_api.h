@@ -21,9 +21,9 @@ namespace gw::dp {
 
 struct ControlApiCounters {
   std::uint64_t requests = 0;
-  std::uint64_t bad_requests = 0;  // did not parse or validate
-  std::uint64_t failed = 0;        // valid, but refused (e.g. removing the primary key)
-  std::uint64_t key_changes = 0;   // snapshots published for a key change (node scope)
+  std::uint64_t bad_requests = 0;         // did not parse or validate
+  std::uint64_t failed = 0;               // valid, but refused (e.g. removing the primary key)
+  std::uint64_t key_changes = 0;          // snapshots published for a key change (node scope)
   std::uint64_t cluster_key_changes = 0;  // cluster-wide key changes started
 };
 

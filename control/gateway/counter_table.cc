@@ -13,7 +13,8 @@ namespace {
 // ---- the families (docs/metrics.md lists them; their names are stable) ----
 
 // Workers.
-constexpr Family kRxPackets{"gossipgw_rx_packets_total", "counter", "Packets received on the worker's rx queue (packets)"};
+constexpr Family kRxPackets{"gossipgw_rx_packets_total", "counter",
+                            "Packets received on the worker's rx queue (packets)"};
 constexpr Family kVerdictPackets{"gossipgw_verdict_packets_total", "counter",
                                  "Received packets by check-ladder verdict: accepted or the drop reason (packets)"};
 constexpr Family kReplayExpired{"gossipgw_replay_windows_expired_total", "counter",
@@ -29,7 +30,8 @@ constexpr Family kUnkeyedPackets{"gossipgw_unkeyed_packets_total", "counter",
                                  "operator rules, unmatched, unscanned) (packets)"};
 constexpr Family kTxPackets{"gossipgw_tx_packets_total", "counter", "Datagrams transmitted (packets)"};
 constexpr Family kTxBytes{"gossipgw_tx_bytes_total", "counter", "Bytes transmitted, Ethernet header included (bytes)"};
-constexpr Family kTxNicDropped{"gossipgw_tx_nic_dropped_total", "counter", "Datagrams the NIC's tx queue refused (packets)"};
+constexpr Family kTxNicDropped{"gossipgw_tx_nic_dropped_total", "counter",
+                               "Datagrams the NIC's tx queue refused (packets)"};
 constexpr Family kTxBroadcast{"gossipgw_tx_broadcast_unknown_mac_total", "counter",
                               "Datagrams sent to the broadcast MAC because the peer's MAC was not known yet (packets)"};
 constexpr Family kRxBursts{"gossipgw_rx_bursts_total", "counter", "Non-empty rx bursts (bursts)"};
@@ -61,7 +63,8 @@ constexpr Family kTxQueue{"gossipgw_tx_queue_datagrams_total", "counter",
 constexpr Family kIncarnation{"gossipgw_incarnation", "gauge", "This member's incarnation number"};
 constexpr Family kLiveMembers{"gossipgw_live_members", "gauge",
                               "Alive or suspect members in our view, ourselves included (members)"};
-constexpr Family kHealthScore{"gossipgw_health_score", "gauge", "Lifeguard local health multiplier score (0 = healthy)"};
+constexpr Family kHealthScore{"gossipgw_health_score", "gauge",
+                              "Lifeguard local health multiplier score (0 = healthy)"};
 constexpr Family kProbeRtt{"gossipgw_probe_rtt_seconds", "histogram",
                            "Round trip of our direct probes, ping sent to ack received (seconds)"};
 constexpr Family kProbeUnmatched{"gossipgw_probe_unmatched_total", "counter",
@@ -78,10 +81,10 @@ constexpr Family kSenderKeysResets{"gossipgw_sender_keys_resets_total", "counter
 
 template <class S>
 struct Field {
-  std::string_view key;       // in the stats JSON
+  std::string_view key;  // in the stats JSON
   std::uint64_t S::*member;
   const Family* family;
-  std::string_view labels;    // fixed labels of the series, beside the context's (lcore, class)
+  std::string_view labels;  // fixed labels of the series, beside the context's (lcore, class)
 };
 
 constexpr Field<TxCounters> kTxFields[] = {
@@ -103,14 +106,20 @@ static_assert(std::size(kTxQueueFields) * sizeof(std::uint64_t) == sizeof(TxQueu
               "a TxQueueCounters field is not exported");
 
 // The shaper's counters per class (label class).
-constexpr Family kEgressSent{"gossipgw_egress_sent_datagrams_total", "counter", "Datagrams the egress shaper let out (datagrams)"};
-constexpr Family kEgressSentBytes{"gossipgw_egress_sent_bytes_total", "counter", "Bytes the egress shaper let out (bytes)"};
-constexpr Family kEgressDeferred{"gossipgw_egress_deferred_total", "counter", "Datagrams that waited for budget (datagrams)"};
+constexpr Family kEgressSent{"gossipgw_egress_sent_datagrams_total", "counter",
+                             "Datagrams the egress shaper let out (datagrams)"};
+constexpr Family kEgressSentBytes{"gossipgw_egress_sent_bytes_total", "counter",
+                                  "Bytes the egress shaper let out (bytes)"};
+constexpr Family kEgressDeferred{"gossipgw_egress_deferred_total", "counter",
+                                 "Datagrams that waited for budget (datagrams)"};
 constexpr Family kEgressDropped{"gossipgw_egress_dropped_total", "counter",
                                 "Datagrams dropped from the full egress queue (datagrams)"};
-constexpr Family kEgressRefused{"gossipgw_egress_refused_total", "counter", "Datagrams the transmit path refused (datagrams)"};
-constexpr Family kEgressDepth{"gossipgw_egress_queue_depth", "gauge", "Datagrams waiting in the egress queue now (datagrams)"};
-constexpr Family kEgressDepthMax{"gossipgw_egress_queue_depth_max", "gauge", "Most datagrams ever waiting in the egress queue"};
+constexpr Family kEgressRefused{"gossipgw_egress_refused_total", "counter",
+                                "Datagrams the transmit path refused (datagrams)"};
+constexpr Family kEgressDepth{"gossipgw_egress_queue_depth", "gauge",
+                              "Datagrams waiting in the egress queue now (datagrams)"};
+constexpr Family kEgressDepthMax{"gossipgw_egress_queue_depth_max", "gauge",
+                                 "Most datagrams ever waiting in the egress queue"};
 constexpr Field<cp::ShaperClassCounters> kShaperFields[] = {
     {"sent", &cp::ShaperClassCounters::sent, &kEgressSent, ""},
     {"sent_bytes", &cp::ShaperClassCounters::sent_bytes, &kEgressSentBytes, ""},
@@ -228,7 +237,8 @@ constexpr Family kIncompleteRetries{"gossipgw_engine_sync_incomplete_retries_tot
                                     "(syncs)"};
 constexpr Family kSyncBytes{"gossipgw_engine_sync_sent_bytes_total", "counter",
                             "Estimated encoded bytes of sync parts sent (bytes)"};
-constexpr Family kUserData{"gossipgw_engine_user_data_received_total", "counter", "User data messages received (messages)"};
+constexpr Family kUserData{"gossipgw_engine_user_data_received_total", "counter",
+                           "User data messages received (messages)"};
 constexpr Family kGraveyardEvictions{"gossipgw_engine_graveyard_evictions_total", "counter",
                                      "Oldest graveyard traces forgotten at the graveyard bound (traces)"};
 constexpr Family kStaleCorrections{"gossipgw_engine_stale_corrections_total", "counter",
@@ -305,7 +315,8 @@ constexpr Field<EC> kEngineFields[] = {
     {"sync_answered", &EC::sync_answered, &ef::kSyncRequests, R"(outcome="answered")"},
     {"sync_drop_concurrency", &EC::sync_drop_concurrency, &ef::kSyncRequests, R"(outcome="refused_concurrency")"},
     {"sync_drop_rate", &EC::sync_drop_rate, &ef::kSyncRequests, R"(outcome="refused_rate")"},
-    {"sync_drop_unsolicited", &EC::sync_drop_unsolicited, &ef::kIgnored, R"(type="sync_response",reason="unsolicited")"},
+    {"sync_drop_unsolicited", &EC::sync_drop_unsolicited, &ef::kIgnored,
+     R"(type="sync_response",reason="unsolicited")"},
     {"sync_bytes_out", &EC::sync_bytes_out, &ef::kSyncBytes, ""},
     {"user_data_in", &EC::user_data_in, &ef::kUserData, ""},
     {"ack_drop_unsolicited", &EC::ack_drop_unsolicited, &ef::kIgnored, R"(type="ack",reason="unsolicited")"},
@@ -382,7 +393,8 @@ constexpr LabelledSection kLabelledSections[] = {
       "DPDK telemetry: refused (series the telemetry library refused to add; stays 0) (series)"},
      "result"},
     {"keyring_state",
-     {"gossipgw_keyring_state_total", "counter", "Keyring persisted to control.state_dir: writes, write_errors (writes)"},
+     {"gossipgw_keyring_state_total", "counter",
+      "Keyring persisted to control.state_dir: writes, write_errors (writes)"},
      "result"},
     {"hosts_file",
      {"gossipgw_hosts_file_total", "counter",
@@ -397,28 +409,39 @@ struct KeyedSeries {
   Family family;
 };
 constexpr KeyedSeries kKeyedSeries[] = {
-    {"snapshots", "version",
+    {"snapshots",
+     "version",
      {"gossipgw_snapshot_version", "gauge", "Version of the keys and known-members snapshot published to the workers"}},
-    {"snapshots", "retained",
+    {"snapshots",
+     "retained",
      {"gossipgw_snapshots_retained", "gauge", "Snapshots kept until every worker has moved past them (snapshots)"}},
-    {"process", "start_time_unix",
+    {"process",
+     "start_time_unix",
      {"gossipgw_process_start_time_seconds", "gauge", "When the gateway process started (Unix seconds)"}},
-    {"port", "link_up",
+    {"port",
+     "link_up",
      {"gossipgw_port_link_up", "gauge", "1 while the port's link is up; the workers do not poll it while 0"}},
-    {"port", "link_down_events",
+    {"port",
+     "link_down_events",
      {"gossipgw_port_link_down_total", "counter",
       "Times the port's link went down after being seen (a memif peer gone, a cable) (events)"}},
     // The NIC's: they count unlike things (a sum would be meaningless).
     {"nic", "rx_packets", {"gossipgw_nic_rx_packets_total", "counter", "Packets the NIC received (packets)"}},
     {"nic", "tx_packets", {"gossipgw_nic_tx_packets_total", "counter", "Packets the NIC sent (packets)"}},
-    {"nic", "rx_missed",
+    {"nic",
+     "rx_missed",
      {"gossipgw_nic_rx_missed_total", "counter",
       "Packets the NIC dropped because no rx descriptor was free: workers too slow (imissed) (packets)"}},
-    {"nic", "rx_errors", {"gossipgw_nic_rx_errors_total", "counter", "Erroneous packets the NIC received (ierrors) (packets)"}},
-    {"nic", "rx_nombuf",
+    {"nic",
+     "rx_errors",
+     {"gossipgw_nic_rx_errors_total", "counter", "Erroneous packets the NIC received (ierrors) (packets)"}},
+    {"nic",
+     "rx_nombuf",
      {"gossipgw_nic_rx_nombuf_total", "counter",
       "Receive buffer allocation failures: mbuf pool exhausted (rx_nombuf) (events)"}},
-    {"nic", "tx_errors", {"gossipgw_nic_tx_errors_total", "counter", "Packets the NIC failed to send (oerrors) (packets)"}},
+    {"nic",
+     "tx_errors",
+     {"gossipgw_nic_tx_errors_total", "counter", "Packets the NIC failed to send (oerrors) (packets)"}},
 };
 
 constexpr const char* kStatusNames[] = {"alive", "suspect", "dead", "left"};
@@ -558,8 +581,8 @@ class Walk {
     put("msg_unknown", c.msg_unknown, kMessageUnknown, "");
     put("handoff_drop_replay", c.once_refused[static_cast<std::size_t>(Once::kReplay)], kHandoffDropped,
         label("reason", "replay"));
-    put("handoff_drop_replay_table_full", c.once_refused[static_cast<std::size_t>(Once::kTableFull)],
-        kHandoffDropped, label("reason", "replay_table_full"));
+    put("handoff_drop_replay_table_full", c.once_refused[static_cast<std::size_t>(Once::kTableFull)], kHandoffDropped,
+        label("reason", "replay_table_full"));
     std::uint64_t mismatch = 0;
     for (const std::uint64_t n : c.class_drop_mismatch) mismatch += n;
     v_.number("class_drop_mismatch", mismatch);
@@ -573,7 +596,8 @@ class Walk {
     counter("health_score", m.health_score, kHealthScore, "");
     probe_rtt(m.probe_rtt);
     v_.open("members_by_state");
-    for (std::size_t s = 0; s < 4; ++s) counter(kStatusNames[s], m.by_state[s], kMembers, "", label("state", kStatusNames[s]));
+    for (std::size_t s = 0; s < 4; ++s)
+      counter(kStatusNames[s], m.by_state[s], kMembers, "", label("state", kStatusNames[s]));
     v_.close();
     if (m.has_members) {
       v_.open_array("members");
@@ -659,8 +683,8 @@ class Walk {
               join(label("direction", "out"), label("type", type)));
     }
     for (std::size_t k = 0; k < c.broadcast_drop.size(); ++k) {
-      counter(std::string("broadcast_drop_") + std::string(kClassNames[k]), c.broadcast_drop[k],
-              ef::kBroadcastsDropped, "", label("class", kClassNames[k]));
+      counter(std::string("broadcast_drop_") + std::string(kClassNames[k]), c.broadcast_drop[k], ef::kBroadcastsDropped,
+              "", label("class", kClassNames[k]));
     }
     fields(c, kEngineFields, "", true);
     v_.close();
@@ -701,7 +725,8 @@ class Walk {
       sum.rx_total += w.counters.rx_total;
       for (std::size_t v = 0; v < kVerdictCount; ++v) sum.verdicts[v] += w.counters.verdicts[v];
       for (std::size_t c = 0; c < 4; ++c) sum.accepted_by_class[c] += w.counters.accepted_by_class[c];
-      for (std::size_t i = 0; i < sum.unkeyed_by_rule.size(); ++i) sum.unkeyed_by_rule[i] += w.counters.unkeyed_by_rule[i];
+      for (std::size_t i = 0; i < sum.unkeyed_by_rule.size(); ++i)
+        sum.unkeyed_by_rule[i] += w.counters.unkeyed_by_rule[i];
       sum.unkeyed_unscanned += w.counters.unkeyed_unscanned;
       sum.replay_table_expired += w.counters.replay_table_expired;
       sum.ratelimit_table_evict += w.counters.ratelimit_table_evict;

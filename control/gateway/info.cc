@@ -4,16 +4,14 @@
 
 #include <cstdio>
 
+#include "config/keys.h"
 #include "control/host/control_loop.h"
 #include "control/version.h"
-#include "config/keys.h"
 #include "crypto/aes_gcm.h"
 
 namespace gw::cp {
 
-const char* suite_text(crypto::Suite s) {
-  return s == crypto::Suite::kAes256Gcm ? "aes256gcm" : "chacha20poly1305";
-}
+const char* suite_text(crypto::Suite s) { return s == crypto::Suite::kAes256Gcm ? "aes256gcm" : "chacha20poly1305"; }
 
 std::string info_json(const InfoSources& s) {
   const config::Config& cfg = *s.cfg;

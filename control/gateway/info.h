@@ -22,7 +22,7 @@ struct InfoSources {
   std::uint32_t started_unix_s = 0;
   std::string driver;  // the port's PMD
   std::size_t workers = 0;
-  std::string keyring_source;  // cluster.keys, or the state file the keyring came from
+  std::string keyring_source;        // cluster.keys, or the state file the keyring came from
   const EngineHost* host = nullptr;  // null: membership disabled
   const dp::SnapshotExchange* snapshots = nullptr;
   const dp::HandoffRings* rings = nullptr;

@@ -9,11 +9,11 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 
-#include <CLI/CLI.hpp>
 #include <sodium.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <csignal>
@@ -93,7 +93,6 @@ void install_signal_handlers(unsigned stop_bound_s) {
 constexpr unsigned kStopMarginS = 7;
 
 constexpr unsigned kTxRingSize = 4096;
-
 
 // Only a directory named like EAL's own (.../dpdk/<prefix>) is removed.
 void remove_runtime_dir(const std::string& dir) {
@@ -226,9 +225,8 @@ int main(int argc, char** argv) {
     ladder = gw::dp::ladder_config(cfg);
     // The restart watermark (docs/ladder.md): nothing sealed before this
     // start is accepted, whatever an earlier run of this gateway accepted.
-    ladder.not_before_s = opt.freeze_clock != 0
-                              ? static_cast<std::uint32_t>(opt.freeze_clock)
-                              : static_cast<std::uint32_t>(gw::dp::unix_time_ns() / 1'000'000'000ULL);
+    ladder.not_before_s = opt.freeze_clock != 0 ? static_cast<std::uint32_t>(opt.freeze_clock)
+                                                : static_cast<std::uint32_t>(gw::dp::unix_time_ns() / 1'000'000'000ULL);
     classifier = gw::dp::make_classifier(cfg);
     if (cfg.membership.enabled) engine_config = gw::cp::engine_config(cfg, ladder.local);
   } catch (const std::exception& e) {
@@ -271,9 +269,9 @@ int main(int argc, char** argv) {
   {
     const unsigned main_lcore = rte_get_main_lcore();
     if (cfg.lcores.control != main_lcore) {
-      status = fail(kExitUsage, "lcores.control: " + std::to_string(cfg.lcores.control) +
-                                    " is not the EAL main lcore " + std::to_string(main_lcore) +
-                                    " (set it with --main-lcore or the first lcore in -l)");
+      status =
+          fail(kExitUsage, "lcores.control: " + std::to_string(cfg.lcores.control) + " is not the EAL main lcore " +
+                               std::to_string(main_lcore) + " (set it with --main-lcore or the first lcore in -l)");
     }
     for (unsigned lc : cfg.lcores.workers) {
       if (status == 0 && (!rte_lcore_is_enabled(lc) || lc == main_lcore)) {
@@ -311,7 +309,8 @@ int main(int argc, char** argv) {
             cfg.limits.max_payload_bytes - static_cast<std::uint32_t>(gw::crypto::kTagBytes));
         tx_ring = rte_ring_create("gw_tx", kTxRingSize, static_cast<int>(rte_socket_id()),
                                   RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
-        if (tx_ring == nullptr) throw gw::dp::SetupError(std::string("cannot create the transmit ring: ") + rte_strerror(rte_errno));
+        if (tx_ring == nullptr)
+          throw gw::dp::SetupError(std::string("cannot create the transmit ring: ") + rte_strerror(rte_errno));
       } catch (const gw::dp::SetupError& e) {
         // A port that does not exist, cannot take the config's queues or
         // descriptors, or memory EAL was not given: restarting cannot fix it.
@@ -357,14 +356,13 @@ int main(int argc, char** argv) {
         rte_exit(kExitRuntime, "gossipgw: cannot allocate the control lcore's replay table: %s\n", e.what());
       }
 
-      spdlog::info("cluster '{}' node '{}' on {} port {} ({}), {} worker(s), {} key(s)",
-                   cfg.cluster.name, cfg.node.name, port.driver, port.port_id,
-                   cfg.node.address + ":" + std::to_string(cfg.node.port), workers.size(), keyring.size());
+      spdlog::info("cluster '{}' node '{}' on {} port {} ({}), {} worker(s), {} key(s)", cfg.cluster.name,
+                   cfg.node.name, port.driver, port.port_id, cfg.node.address + ":" + std::to_string(cfg.node.port),
+                   workers.size(), keyring.size());
       // Which code does the AEAD (issue 19): ipsec-mb's AES-256-GCM picks its
       // instruction set from the CPU flags; libsodium runs ChaCha20-Poly1305.
-      spdlog::info("suite {}; aes256gcm: {}; chacha20poly1305: {}",
-                   gw::cp::suite_text(gw::config::resolve_suite(cfg)), gw::crypto::aes256gcm_impl_name(),
-                   gw::crypto::chacha20poly1305_impl_name());
+      spdlog::info("suite {}; aes256gcm: {}; chacha20poly1305: {}", gw::cp::suite_text(gw::config::resolve_suite(cfg)),
+                   gw::crypto::aes256gcm_impl_name(), gw::crypto::chacha20poly1305_impl_name());
       if (keyring_source != "cluster.keys") {
         char primary_id[9];
         std::snprintf(primary_id, sizeof primary_id, "%08x", keyring.primary()->id());
@@ -447,7 +445,8 @@ int main(int argc, char** argv) {
         }
         if (cfg.metrics.telemetry) extra.push_back({"telemetry", {{"refused", gw::dp::telemetry_refused()}}});
         extra.push_back({"process", {{"start_time_unix", started_unix_s}}});
-        extra.push_back({"port", {{"link_up", link_watch.up() ? 1 : 0}, {"link_down_events", link_watch.down_events()}}});
+        extra.push_back(
+            {"port", {{"link_up", link_watch.up() ? 1 : 0}, {"link_down_events", link_watch.down_events()}}});
         // The NIC's own counters: what it dropped before any worker saw it.
         rte_eth_stats es{};
         if (rte_eth_stats_get(port.port_id, &es) == 0) {
@@ -496,8 +495,8 @@ int main(int argc, char** argv) {
       auto live_snapshot = [&](bool include_members) {
         std::vector<gw::dp::WorkerStats> live;
         for (const auto& w : workers) {
-          live.push_back({w->lcore, w->queue, w->counters, w->tx.counters,
-                          classifier ? &classifier->rule_names() : nullptr});
+          live.push_back(
+              {w->lcore, w->queue, w->counters, w->tx.counters, classifier ? &classifier->rule_names() : nullptr});
         }
         return gw::dp::counter_snapshot(std::move(live), main_lcore, loop.counters(), tx_queue.counters(), host.get(),
                                         include_members, extra_sections());
@@ -593,8 +592,8 @@ int main(int argc, char** argv) {
 
       std::vector<gw::dp::WorkerStats> stats;
       for (const auto& w : workers) {
-        stats.push_back({w->lcore, w->queue, w->counters, w->tx.counters,
-                         classifier ? &classifier->rule_names() : nullptr});
+        stats.push_back(
+            {w->lcore, w->queue, w->counters, w->tx.counters, classifier ? &classifier->rule_names() : nullptr});
       }
       const std::string json = gw::dp::stats_json(stats, main_lcore, loop.counters(), tx_queue.counters(), host.get(),
                                                   false, true, extra_sections());

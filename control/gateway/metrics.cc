@@ -67,7 +67,9 @@ std::string prometheus_text(const std::vector<MetricFamily>& families) {
 
 void MetricsPublisher::set_build_info(const std::string& version, const std::string& commit) {
   std::lock_guard<std::mutex> lock(mu_);
-  build_info_ = MetricFamily{"gossipgw_build_info", "gauge", "Always 1: the version and git commit of the binary",
+  build_info_ = MetricFamily{"gossipgw_build_info",
+                             "gauge",
+                             "Always 1: the version and git commit of the binary",
                              {{"version=\"" + version + "\",commit=\"" + commit + "\"", 1, ""}}};
   for (char& c : build_info_.samples[0].labels) {
     if (c == '\\' || c == '\n') c = '_';  // keep the exposition format valid whatever git says
@@ -94,8 +96,7 @@ MetricsPublisher::View MetricsPublisher::latest() const {
   return view_;
 }
 
-PrometheusServer::PrometheusServer(const MetricsPublisher& publisher, const std::string& address,
-                                   std::uint16_t port)
+PrometheusServer::PrometheusServer(const MetricsPublisher& publisher, const std::string& address, std::uint16_t port)
     : server_(std::make_unique<httplib::Server>()) {
   server_->Get("/metrics", [&publisher](const httplib::Request&, httplib::Response& res) {
     const MetricsPublisher::View v = publisher.latest();
@@ -264,8 +265,9 @@ std::uint64_t telemetry_refused() { return g_refused.load(std::memory_order_rela
 bool register_telemetry(const MetricsPublisher* publisher, std::string node_name) {
   g_publisher = publisher;
   g_node = std::move(node_name);
-  int rc = rte_telemetry_register_cmd("/gossipgw/metrics", tel_metrics,
-                                      "Every gossipgw series, one entry each, named family/label/value/...; param: page (0.._pages-1)");
+  int rc = rte_telemetry_register_cmd(
+      "/gossipgw/metrics", tel_metrics,
+      "Every gossipgw series, one entry each, named family/label/value/...; param: page (0.._pages-1)");
   rc |= rte_telemetry_register_cmd("/gossipgw/totals", tel_totals,
                                    "Every gossipgw metric family summed over its series (lcores, classes, ...)");
   rc |= rte_telemetry_register_cmd("/gossipgw/info", tel_info, "Node name and when counters were last published");

@@ -56,8 +56,7 @@ std::size_t ControlLoop::poll_once(std::uint64_t now_ns) {
 }
 
 void ControlLoop::run(const StopControl& stop) {
-  while (options_.defer_until_inputs_idle && !stop.inputs_idle() &&
-         !stop.requested->load(std::memory_order_relaxed)) {
+  while (options_.defer_until_inputs_idle && !stop.inputs_idle() && !stop.requested->load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (host_ != nullptr) host_->start(monotonic_ns(), unix_seconds());

@@ -29,8 +29,8 @@ bool EgressShaper::make_room(std::size_t cls, std::size_t len) {
   return queued_bytes_ + len <= config_.queue_bytes;
 }
 
-bool EgressShaper::submit(const dp::Endpoint& to, crypto::PriorityClass cls, const std::uint8_t* data,
-                          std::size_t len, std::uint64_t now_ns) {
+bool EgressShaper::submit(const dp::Endpoint& to, crypto::PriorityClass cls, const std::uint8_t* data, std::size_t len,
+                          std::uint64_t now_ns) {
   const auto c = static_cast<std::size_t>(cls);
   if (queued_bytes_ + len > config_.queue_bytes && !make_room(c, len)) {
     ++counters_[c].dropped;  // nothing lower to give way: the newcomer waits no more

@@ -29,13 +29,13 @@ struct ShaperConfig {
 };
 
 struct ShaperClassCounters {
-  std::uint64_t sent = 0;        // datagrams handed to the transmit path
+  std::uint64_t sent = 0;  // datagrams handed to the transmit path
   std::uint64_t sent_bytes = 0;
-  std::uint64_t deferred = 0;    // datagrams that had to wait (for budget or for higher classes)
-  std::uint64_t dropped = 0;     // evicted or refused for want of queue space
-  std::uint64_t refused = 0;     // the transmit path refused them (see tx_queue)
-  std::uint64_t depth = 0;       // datagrams waiting now
-  std::uint64_t depth_max = 0;   // most ever waiting
+  std::uint64_t deferred = 0;   // datagrams that had to wait (for budget or for higher classes)
+  std::uint64_t dropped = 0;    // evicted or refused for want of queue space
+  std::uint64_t refused = 0;    // the transmit path refused them (see tx_queue)
+  std::uint64_t depth = 0;      // datagrams waiting now
+  std::uint64_t depth_max = 0;  // most ever waiting
 };
 
 class EgressShaper {

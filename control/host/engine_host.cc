@@ -32,12 +32,13 @@ EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t no
       shaper_(options_.shaper, sink, now_ns),
       engine_(std::make_unique<engine::Engine>(options_.engine, options_.rng_seed, now_ns)),
       sealed_(crypto::kHeaderBytes + 0xFFFF),
-      key_change_({options_.snapshots, options_.keys, options_.suite, options_.started_unix_ns}, *engine_,
-                  [this](const engine::Address& to, std::span<const std::uint8_t> plain, std::uint64_t now,
-                         std::uint32_t unix_s) {
-                    return seal_and_submit(to, crypto::PriorityClass::kUrgent, plain, now, unix_s) == Sent::kQueued;
-                  },
-                  counters_) {}
+      key_change_(
+          {options_.snapshots, options_.keys, options_.suite, options_.started_unix_ns}, *engine_,
+          [this](const engine::Address& to, std::span<const std::uint8_t> plain, std::uint64_t now,
+                 std::uint32_t unix_s) {
+            return seal_and_submit(to, crypto::PriorityClass::kUrgent, plain, now, unix_s) == Sent::kQueued;
+          },
+          counters_) {}
 
 void EngineHost::start(std::uint64_t now_ns, std::uint32_t unix_s) {
   if (!options_.seeds.empty()) {
@@ -89,8 +90,8 @@ void EngineHost::poll(std::uint64_t now_ns, std::uint32_t unix_s) {
   // backing off to join_retry_max_ns, and counts join_retries).
   if (!engine_->joined() && engine_->join_attempts() > join_rounds_logged_) {
     join_rounds_logged_ = engine_->join_attempts();
-    spdlog::warn("join: no answer from {} seed(s) after {} round(s); retrying with backoff",
-                 options_.seeds.size(), join_rounds_logged_ - 1);
+    spdlog::warn("join: no answer from {} seed(s) after {} round(s); retrying with backoff", options_.seeds.size(),
+                 join_rounds_logged_ - 1);
   }
   flush(now_ns, unix_s);
   if (!key_change_.idle()) key_change_.tick(now_ns, unix_s);
@@ -117,7 +118,8 @@ EngineHost::Sent EngineHost::seal_and_submit(const engine::Address& to, crypto::
     return Sent::kNotSealed;
   }
   // Bound to its receiver (issue 17): only `to` can open it.
-  const crypto::SealParams params{options_.cluster_id, cls, unix_s, crypto::receiver_of(to.ip.data(), to.ip.size(), to.port)};
+  const crypto::SealParams params{options_.cluster_id, cls, unix_s,
+                                  crypto::receiver_of(to.ip.data(), to.ip.size(), to.port)};
   const std::size_t n =
       crypto::seal_datagram(*key, params, nonces_, plain.data(), plain.size(), sealed_.data(), sealed_.size());
   if (n == 0) {

@@ -31,10 +31,10 @@ namespace gw::cp {
 // The key command counters are the cluster key-change protocol's
 // (ClusterKeyChange counts into them); the stats report them with the rest.
 struct EngineHostCounters : KeyCommandCounters {
-  std::uint64_t sealed = 0;            // datagrams sealed and queued for transmit
-  std::uint64_t drop_encode = 0;       // an outbox entry that would not encode
-  std::uint64_t drop_no_primary = 0;   // no primary key to seal with
-  std::uint64_t sender_keys_reset = 0; // the sender -> key table filled up and was cleared
+  std::uint64_t sealed = 0;             // datagrams sealed and queued for transmit
+  std::uint64_t drop_encode = 0;        // an outbox entry that would not encode
+  std::uint64_t drop_no_primary = 0;    // no primary key to seal with
+  std::uint64_t sender_keys_reset = 0;  // the sender -> key table filled up and was cleared
 };
 
 // Round trips of our direct probes (ping sent to its ack received), as seen
@@ -42,7 +42,7 @@ struct EngineHostCounters : KeyCommandCounters {
 struct ProbeRtt {
   // Upper bounds of the histogram's buckets, in microseconds; one more
   // bucket (+Inf) after the last.
-  static constexpr std::array<std::uint64_t, 11> kBoundsUs = {500,   1000,   2000,   5000,   10000, 20000,
+  static constexpr std::array<std::uint64_t, 11> kBoundsUs = {500,   1000,   2000,   5000,   10000,  20000,
                                                               50000, 100000, 200000, 500000, 1000000};
   std::array<std::uint64_t, kBoundsUs.size() + 1> buckets{};  // per bucket (not cumulative)
   std::uint64_t sum_us = 0;

@@ -30,8 +30,7 @@ ClusterKeyChange::ClusterKeyChange(Options options, const engine::Engine& engine
   next_request_id_ = options_.started_unix_ns;
 }
 
-std::string ClusterKeyChange::start(const KeyChange& change, std::uint64_t now_ns, std::uint32_t unix_s,
-                                    Done done) {
+std::string ClusterKeyChange::start(const KeyChange& change, std::uint64_t now_ns, std::uint32_t unix_s, Done done) {
   if (options_.snapshots == nullptr) return "key changes are not available on this gateway";
   if (ops_.size() >= kMaxInFlight) return "too many cluster-wide key changes in flight; retry shortly";
   if (change.op == KeyChange::Op::kInstall && change.primary) {
@@ -124,11 +123,16 @@ void ClusterKeyChange::on_command(const KeyCommandMsg& c, const engine::Address&
   if (seen == applied_commands_.end() &&
       (before_start || (newest != newest_command_.end() && c.request_id <= newest->second))) {
     ++counters_.key_commands_stale;
-    spdlog::warn("key {} of {} from member {} refused: issued before this node started or already superseded "
-                 "(request {:016x})",
-                 key_op_name(c.change.op), key_id_hex(c.change), c.origin, c.request_id);
-    results_out_.emplace_back(from, KeyResultMsg{c.request_id, engine_.name(), false,
-                                                 "stale command (issued before this node started, or replayed)", {}, 0});
+    spdlog::warn(
+        "key {} of {} from member {} refused: issued before this node started or already superseded "
+        "(request {:016x})",
+        key_op_name(c.change.op), key_id_hex(c.change), c.origin, c.request_id);
+    results_out_.emplace_back(from, KeyResultMsg{c.request_id,
+                                                 engine_.name(),
+                                                 false,
+                                                 "stale command (issued before this node started, or replayed)",
+                                                 {},
+                                                 0});
     return;
   }
   if (seen != applied_commands_.end()) {

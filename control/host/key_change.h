@@ -25,10 +25,10 @@
 namespace gw::cp {
 
 struct KeyCommandCounters {
-  std::uint64_t key_commands_sent = 0;     // cluster-wide key commands sent (retries included)
-  std::uint64_t key_commands_applied = 0;  // received from another member and applied
-  std::uint64_t key_commands_refused = 0;  // received, valid, but the change was refused
-  std::uint64_t key_commands_repeated = 0; // a retry of a command already applied: answered again
+  std::uint64_t key_commands_sent = 0;      // cluster-wide key commands sent (retries included)
+  std::uint64_t key_commands_applied = 0;   // received from another member and applied
+  std::uint64_t key_commands_refused = 0;   // received, valid, but the change was refused
+  std::uint64_t key_commands_repeated = 0;  // a retry of a command already applied: answered again
   std::uint64_t key_results_received = 0;
   std::uint64_t key_results_unsolicited = 0;  // for no request of ours, or from a non-target
   // Key commands ignored (not applied, not answered) because their sender is
@@ -67,8 +67,8 @@ class ClusterKeyChange {
   using Done = std::function<void(const Outcome&)>;
   // Seals `plain` (an encoded key command or result) for `to` in the urgent
   // class and queues it; false when it was not queued.
-  using Send = std::function<bool(const engine::Address& to, std::span<const std::uint8_t> plain,
-                                  std::uint64_t now_ns, std::uint32_t unix_s)>;
+  using Send = std::function<bool(const engine::Address& to, std::span<const std::uint8_t> plain, std::uint64_t now_ns,
+                                  std::uint32_t unix_s)>;
 
   // Retries to members that have not answered, and the overall deadline.
   static constexpr std::uint64_t kRetryNs = 500'000'000ULL;

@@ -17,10 +17,14 @@ std::string hex_id(std::uint32_t id) {
 
 const char* key_op_name(KeyChange::Op op) {
   switch (op) {
-    case KeyChange::Op::kInstall: return "install";
-    case KeyChange::Op::kUse: return "use";
-    case KeyChange::Op::kRemove: return "remove";
-    case KeyChange::Op::kList: return "list";
+    case KeyChange::Op::kInstall:
+      return "install";
+    case KeyChange::Op::kUse:
+      return "use";
+    case KeyChange::Op::kRemove:
+      return "remove";
+    case KeyChange::Op::kList:
+      return "list";
   }
   return "unknown";
 }

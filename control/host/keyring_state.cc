@@ -75,7 +75,8 @@ std::optional<StoredKeyring> load_keyring_state(const std::string& dir, crypto::
     if ((st.st_mode & 077) != 0) {
       throw crypto::KeyError("keyring state '" + path + "': readable by group or others (chmod 600 it)");
     }
-    if (st.st_size > static_cast<off_t>(kMaxFileBytes)) throw crypto::KeyError("keyring state '" + path + "': too large");
+    if (st.st_size > static_cast<off_t>(kMaxFileBytes))
+      throw crypto::KeyError("keyring state '" + path + "': too large");
     char buf[4096];
     for (;;) {
       const ssize_t n = ::read(fd, buf, sizeof buf);

@@ -6,10 +6,14 @@ namespace gw::cp {
 
 const char* event_kind_name(engine::EventKind k) {
   switch (k) {
-    case engine::EventKind::kJoin: return "join";
-    case engine::EventKind::kLeave: return "leave";
-    case engine::EventKind::kFailed: return "failed";
-    case engine::EventKind::kUpdate: return "update";
+    case engine::EventKind::kJoin:
+      return "join";
+    case engine::EventKind::kLeave:
+      return "leave";
+    case engine::EventKind::kFailed:
+      return "failed";
+    case engine::EventKind::kUpdate:
+      return "update";
   }
   return "unknown";
 }

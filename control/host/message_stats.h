@@ -13,14 +13,22 @@ namespace gw::cp {
 
 // Order follows the `Message.body` oneof in proto/gossip.proto.
 enum class MsgType : std::uint8_t {
-  kPing, kAck, kIndirectPing, kNack, kAlive, kSuspect, kDead, kLeave,
-  kSyncRequest, kSyncResponse, kUserData,
+  kPing,
+  kAck,
+  kIndirectPing,
+  kNack,
+  kAlive,
+  kSuspect,
+  kDead,
+  kLeave,
+  kSyncRequest,
+  kSyncResponse,
+  kUserData,
 };
 inline constexpr std::size_t kMsgTypeCount = 11;
 inline constexpr std::array<std::string_view, kMsgTypeCount> kMsgCounterNames = {
-    "msg_ping",    "msg_ack",  "msg_indirect_ping", "msg_nack",
-    "msg_alive",   "msg_suspect", "msg_dead",       "msg_leave",
-    "msg_sync_request", "msg_sync_response", "msg_user_data",
+    "msg_ping", "msg_ack",   "msg_indirect_ping", "msg_nack",          "msg_alive",     "msg_suspect",
+    "msg_dead", "msg_leave", "msg_sync_request",  "msg_sync_response", "msg_user_data",
 };
 
 struct ControlCounters {

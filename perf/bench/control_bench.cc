@@ -26,8 +26,8 @@
 //   sync_equal     the same with our own digest: views equal, short answer
 //   user_data      64 bytes of user data from a member
 //
-// Member-event log lines are off (spdlog at warn). Prints one line per type: "type=ping members=1000 msgs_per_s=812345 ns_per_msg=1231
-// sent_per_msg=1.00", the median of R runs (default 5).
+// Member-event log lines are off (spdlog at warn). Prints one line per type: "type=ping members=1000 msgs_per_s=812345
+// ns_per_msg=1231 sent_per_msg=1.00", the median of R runs (default 5).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -57,9 +57,9 @@ constexpr std::uint32_t kUnixS = 1'800'000'000U;
 constexpr std::size_t kPollEvery = 32;  // payloads between EngineHost::poll, as a control-lcore pass
 
 Address member_addr(std::size_t i) {
-  return Address{{10, static_cast<std::uint8_t>(1 + (i >> 16)), static_cast<std::uint8_t>(i >> 8),
-                  static_cast<std::uint8_t>(i)},
-                 7946};
+  return Address{
+      {10, static_cast<std::uint8_t>(1 + (i >> 16)), static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i)},
+      7946};
 }
 std::string member_name(std::size_t i) { return "member-" + std::to_string(i); }
 
@@ -104,7 +104,8 @@ struct Host {
     host = std::make_unique<gw::cp::EngineHost>(o, sink, kStartNs);
     host->start(kStartNs, kUnixS);
     for (std::size_t i = 0; i < b.members; ++i) {
-      host->engine().handle(member_addr(i), {gw::cp::engine::Alive{1, member_name(i), member_addr(i), {}, 1}}, kStartNs);
+      host->engine().handle(member_addr(i), {gw::cp::engine::Alive{1, member_name(i), member_addr(i), {}, 1}},
+                            kStartNs);
     }
     host->poll(kStartNs, kUnixS);
     sink.sent = 0;
@@ -200,8 +201,7 @@ int main(int argc, char** argv) {
     } else if (a == "--repeats" && v && parse_size(v, 1, 100, &x)) {
       b.repeats = static_cast<int>(x);
     } else if (a == "--suite" && v && (std::strcmp(v, "aes256gcm") == 0 || std::strcmp(v, "chacha20poly1305") == 0)) {
-      b.suite = std::strcmp(v, "aes256gcm") == 0 ? gw::crypto::Suite::kAes256Gcm
-                                                  : gw::crypto::Suite::kChaCha20Poly1305;
+      b.suite = std::strcmp(v, "aes256gcm") == 0 ? gw::crypto::Suite::kAes256Gcm : gw::crypto::Suite::kChaCha20Poly1305;
     } else {
       return usage(argv[0]);
     }
@@ -266,35 +266,47 @@ int main(int argc, char** argv) {
   const std::vector<Type> types = {
       {"ping", repeat([&b](std::size_t i) {
          return one(sender(b, i), Message{gw::cp::engine::Ping{static_cast<std::uint32_t>(i + 1), "gw",
-                                                          member_name(sender(b, i)), member_addr(sender(b, i))}});
-       }), nullptr},
+                                                               member_name(sender(b, i)), member_addr(sender(b, i))}});
+       }),
+       nullptr},
       {"ack", repeat([&b](std::size_t i) {
-         return one(sender(b, i), Message{gw::cp::engine::Ack{static_cast<std::uint32_t>(i + 1), member_name(sender(b, i))}});
-       }), nullptr},
+         return one(sender(b, i),
+                    Message{gw::cp::engine::Ack{static_cast<std::uint32_t>(i + 1), member_name(sender(b, i))}});
+       }),
+       nullptr},
       {"nack", repeat([&b](std::size_t i) {
-         return one(sender(b, i), Message{gw::cp::engine::Nack{static_cast<std::uint32_t>(i + 1), member_name(sender(b, i))}});
-       }), nullptr},
+         return one(sender(b, i),
+                    Message{gw::cp::engine::Nack{static_cast<std::uint32_t>(i + 1), member_name(sender(b, i))}});
+       }),
+       nullptr},
       {"indirect_ping", indirect, nullptr},
       {"indirect_ping_served", indirect, serve_all},
       {"alive", repeat([&b](std::size_t i) {
          const std::size_t m = sender(b, i);
          return one(m, Message{gw::cp::engine::Alive{2 + i / b.members, member_name(m), member_addr(m), {}, 1}});
-       }), nullptr},
+       }),
+       nullptr},
       {"suspect", once_each([&b](std::size_t i) {
-         return one(sender(b, i), Message{gw::cp::engine::Suspect{1, member_name(other(b, i)), member_name(sender(b, i))}});
-       }), nullptr},
+         return one(sender(b, i),
+                    Message{gw::cp::engine::Suspect{1, member_name(other(b, i)), member_name(sender(b, i))}});
+       }),
+       nullptr},
       {"dead", once_each([&b](std::size_t i) {
-         return one(sender(b, i), Message{gw::cp::engine::Dead{1, member_name(other(b, i)), member_name(sender(b, i))}});
-       }), nullptr},
+         return one(sender(b, i),
+                    Message{gw::cp::engine::Dead{1, member_name(other(b, i)), member_name(sender(b, i))}});
+       }),
+       nullptr},
       {"leave", once_each([&b](std::size_t i) {
          return one(sender(b, i), Message{gw::cp::engine::Leave{1, member_name(sender(b, i))}});
-       }), nullptr},
+       }),
+       nullptr},
       {"sync_request", sync(false), nullptr},
       {"sync_request_served", sync(false), serve_all},
       {"sync_equal_served", sync(true), serve_all},
       {"user_data", repeat([&b](std::size_t i) {
          return one(sender(b, i), Message{gw::cp::engine::UserData{member_name(sender(b, i)), std::string(64, 'u')}});
-       }), nullptr},
+       }),
+       nullptr},
   };
 
   for (const Type& t : types) {

@@ -20,11 +20,11 @@
 // it); the copy is included and costs a few ns against the AEAD's hundreds.
 #include <algorithm>
 #include <chrono>
-#include <exception>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -50,7 +50,8 @@ const gw::crypto::Receiver& bench_receiver() {
 
 int usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s [--frame-size BYTES] [--suite aes256gcm|chacha20poly1305] [--impl best|ipsec-mb|libsodium] [--seconds S]\n"
+               "usage: %s [--frame-size BYTES] [--suite aes256gcm|chacha20poly1305] [--impl best|ipsec-mb|libsodium] "
+               "[--seconds S]\n"
                "       %s --pcap FILE --key FILE [--suite ...] [--seconds S]\n"
                "  AEAD-opens the payload of an IPv4 gossipgw frame of BYTES (default 1400),\n"
                "  or every datagram of FILE sealed with the key in FILE, in a loop for S\n"
@@ -79,7 +80,8 @@ double open_loop(const gw::crypto::Key& key, const std::vector<std::vector<std::
       const auto& h = headers[next];
       next = next + 1 == datagrams.size() ? 0 : next + 1;
       std::memcpy(work.data(), d.data(), d.size());
-      if (key.open_in_place(work.data(), h.nonce, work.data() + gw::crypto::kHeaderBytes, h.payload_len, bench_receiver())) {
+      if (key.open_in_place(work.data(), h.nonce, work.data() + gw::crypto::kHeaderBytes, h.payload_len,
+                            bench_receiver())) {
         ++opened;
       } else {
         ++failed;
@@ -105,8 +107,7 @@ int main(int argc, char** argv) {
   std::string impl_name = "best";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if ((a == "--frame-size" || a == "--suite" || a == "--seconds" || a == "--pcap" || a == "--key" ||
-         a == "--impl") &&
+    if ((a == "--frame-size" || a == "--suite" || a == "--seconds" || a == "--pcap" || a == "--key" || a == "--impl") &&
         i + 1 < argc) {
       const std::string v = argv[++i];
       if (a == "--frame-size") frame = std::strtoul(v.c_str(), nullptr, 10);
@@ -180,14 +181,16 @@ int main(int argc, char** argv) {
       if (h.key_id != id || h.suite != suite || !key.verify_header_mac(d.data())) continue;
       // Only datagrams that open: the floor measures accepts.
       std::vector<std::uint8_t> probe = d;
-      if (!key.open_in_place(probe.data(), h.nonce, probe.data() + gw::crypto::kHeaderBytes, h.payload_len, bench_receiver())) continue;
+      if (!key.open_in_place(probe.data(), h.nonce, probe.data() + gw::crypto::kHeaderBytes, h.payload_len,
+                             bench_receiver()))
+        continue;
       bytes += h.payload_len;
       headers.push_back(h);
       datagrams.push_back(std::move(d));
     }
     if (datagrams.empty()) {
-      std::fprintf(stderr, "crypto_floor: no datagram of %s opens with the key in %s (suite %s)\n",
-                   pcap_path.c_str(), key_path.c_str(), suite_name.c_str());
+      std::fprintf(stderr, "crypto_floor: no datagram of %s opens with the key in %s (suite %s)\n", pcap_path.c_str(),
+                   key_path.c_str(), suite_name.c_str());
       return 1;
     }
     const double mpps = open_loop(key, datagrams, headers, seconds);
@@ -213,8 +216,8 @@ int main(int argc, char** argv) {
   params.cluster_id = gw::crypto::derive_cluster_id("bench");
   params.timestamp = 1700000000;
   params.to = bench_receiver();
-  const std::size_t n = gw::crypto::seal_datagram(key, params, nonces, pt.data(), pt.size(), sealed.data(),
-                                                  sealed.size());
+  const std::size_t n =
+      gw::crypto::seal_datagram(key, params, nonces, pt.data(), pt.size(), sealed.data(), sealed.size());
   if (n != sealed.size()) {
     std::fprintf(stderr, "crypto_floor: seal failed\n");
     return 1;

@@ -82,8 +82,7 @@ std::string format_ip(const IpAddr& ip) {
   return buf;
 }
 
-std::uint16_t internet_checksum(const std::uint8_t* data, std::size_t len,
-                                std::uint32_t initial) noexcept {
+std::uint16_t internet_checksum(const std::uint8_t* data, std::size_t len, std::uint32_t initial) noexcept {
   std::uint64_t sum = initial;
   std::size_t i = 0;
   for (; i + 1 < len; i += 2) sum += load_be16(data + i);
@@ -130,11 +129,10 @@ Frame build_tcp_syn_frame(const Flow& flow, std::uint32_t seq) {
   store_be16(t + 2, flow.dst_port);
   store_be16(t + 4, static_cast<std::uint16_t>(seq >> 16));
   store_be16(t + 6, static_cast<std::uint16_t>(seq));
-  t[12] = 5 << 4;   // data offset: 5 words
-  t[13] = 0x02;     // SYN
+  t[12] = 5 << 4;  // data offset: 5 words
+  t[13] = 0x02;    // SYN
   store_be16(t + 14, 64240);
-  store_be16(t + 16, internet_checksum(t, kTcpHeaderBytes,
-                                       pseudo_header_sum(flow, kIpProtoTcp, kTcpHeaderBytes)));
+  store_be16(t + 16, internet_checksum(t, kTcpHeaderBytes, pseudo_header_sum(flow, kIpProtoTcp, kTcpHeaderBytes)));
   pad_to_minimum(f);
   return f;
 }
@@ -167,11 +165,11 @@ Frame build_arp_request(const Flow& flow) {
   const std::size_t at = f.size();
   f.resize(at + 28, 0);
   std::uint8_t* a = f.data() + at;
-  store_be16(a, 1);               // hardware: Ethernet
+  store_be16(a, 1);  // hardware: Ethernet
   store_be16(a + 2, kEtherTypeIpv4);
   a[4] = 6;
   a[5] = 4;
-  store_be16(a + 6, 1);           // request
+  store_be16(a + 6, 1);  // request
   std::memcpy(a + 8, flow.src_mac.data(), 6);
   const std::size_t ip_at = flow.dst.v6 ? 12 : 0;
   std::memcpy(a + 14, flow.src.bytes.data() + ip_at, 4);

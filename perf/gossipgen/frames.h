@@ -55,9 +55,7 @@ inline constexpr std::size_t l4_offset(bool v6) noexcept {
   return kEthHeaderBytes + (v6 ? kIpv6HeaderBytes : kIpv4HeaderBytes);
 }
 // Bytes of Ethernet + IP + UDP headers in front of a UDP payload.
-inline constexpr std::size_t udp_payload_offset(bool v6) noexcept {
-  return l4_offset(v6) + kUdpHeaderBytes;
-}
+inline constexpr std::size_t udp_payload_offset(bool v6) noexcept { return l4_offset(v6) + kUdpHeaderBytes; }
 
 // The addresses of one IP flow.
 struct Flow {
@@ -71,8 +69,7 @@ struct Flow {
 };
 
 // RFC 1071 one's-complement sum folded to 16 bits and inverted.
-std::uint16_t internet_checksum(const std::uint8_t* data, std::size_t len,
-                                std::uint32_t initial = 0) noexcept;
+std::uint16_t internet_checksum(const std::uint8_t* data, std::size_t len, std::uint32_t initial = 0) noexcept;
 
 // Recomputes the IPv4 header checksum of the 20-byte header at `frame[14]`.
 // `frame` must hold at least 34 bytes.

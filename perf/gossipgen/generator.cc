@@ -14,26 +14,50 @@ namespace gw::perf {
 namespace {
 
 constexpr std::array<std::string_view, kKindCount> kKindNames = {
-    "valid",          "valid_secondary", "foreign",         "unknown_key",
-    "forged_header",  "forged_tag",      "forged_ciphertext", "unkeyed_random",
-    "unkeyed_short",  "unkeyed_version", "unkeyed_memberlist", "not_gossip",
-    "malformed",      "replayed",        "stale",           "flood",
-    "wrong_receiver", "martian",         "class_abuse",       "drain",
+    "valid",
+    "valid_secondary",
+    "foreign",
+    "unknown_key",
+    "forged_header",
+    "forged_tag",
+    "forged_ciphertext",
+    "unkeyed_random",
+    "unkeyed_short",
+    "unkeyed_version",
+    "unkeyed_memberlist",
+    "not_gossip",
+    "malformed",
+    "replayed",
+    "stale",
+    "flood",
+    "wrong_receiver",
+    "martian",
+    "class_abuse",
+    "drain",
     "drain_spoofed",
 };
 
 constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
-    "accepted",          "drop_not_gossip",      "drop_malformed", "drop_unkeyed",
-    "drop_foreign_cluster", "drop_unknown_key", "drop_bad_mac",   "drop_stale",
-    "drop_replay",       "drop_rate_limited",    "drop_bad_auth",  "drop_wrong_receiver",
-    "drop_martian",      "drop_auth_retry",
+    "accepted",         "drop_not_gossip",     "drop_malformed", "drop_unkeyed",    "drop_foreign_cluster",
+    "drop_unknown_key", "drop_bad_mac",        "drop_stale",     "drop_replay",     "drop_rate_limited",
+    "drop_bad_auth",    "drop_wrong_receiver", "drop_martian",   "drop_auth_retry",
 };
 
 constexpr std::array<std::string_view, kUnkeyedLabelCount> kUnkeyedLabels = {
-    "memberlist_ping",     "memberlist_indirect_ping", "memberlist_ack",  "memberlist_suspect",
-    "memberlist_alive",    "memberlist_dead",          "memberlist_push_pull", "memberlist_compound",
-    "serf",                "memberlist_compressed",    "memberlist_nack", "memberlist_err",
-    "weave_mesh",          "unmatched",
+    "memberlist_ping",
+    "memberlist_indirect_ping",
+    "memberlist_ack",
+    "memberlist_suspect",
+    "memberlist_alive",
+    "memberlist_dead",
+    "memberlist_push_pull",
+    "memberlist_compound",
+    "serf",
+    "memberlist_compressed",
+    "memberlist_nack",
+    "memberlist_err",
+    "weave_mesh",
+    "unmatched",
 };
 constexpr std::size_t kUnmatched = kUnkeyedLabelCount - 1;
 // The gateway's minimum classifier.scan_bytes: signatures look no further.
@@ -42,12 +66,11 @@ constexpr std::size_t kScanBytes = 64;
 constexpr std::size_t kReplaySources = 64;
 
 constexpr std::array<std::string_view, kMsgTypeCount> kMsgTypeNames = {
-    "ping",  "ack",   "indirect_ping", "nack",         "alive",        "suspect",
-    "dead",  "leave", "sync_request",  "sync_response", "user_data",
+    "ping", "ack",   "indirect_ping", "nack",          "alive",     "suspect",
+    "dead", "leave", "sync_request",  "sync_response", "user_data",
 };
 
-constexpr std::array<std::string_view, crypto::kClassCount> kClassNames = {
-    "urgent", "probe", "gossip", "bulk"};
+constexpr std::array<std::string_view, crypto::kClassCount> kClassNames = {"urgent", "probe", "gossip", "bulk"};
 
 constexpr std::size_t kUnkeyedRandomMaxBytes = 300;
 constexpr std::size_t kForgedPayloadMaxBytes = 300;
@@ -139,8 +162,7 @@ class Generator {
     for (const auto& p : o.corpus) {
       // A payload starting with our magic would not be unkeyed; one that does
       // not fit a frame for this family cannot be replayed as is.
-      const bool ours = p.size() >= 4 && std::equal(crypto::kWireMagic.begin(),
-                                                    crypto::kWireMagic.end(), p.begin());
+      const bool ours = p.size() >= 4 && std::equal(crypto::kWireMagic.begin(), crypto::kWireMagic.end(), p.begin());
       if (!ours && p.size() <= max_udp_payload) corpus_.push_back(&p);
     }
   }
@@ -180,8 +202,7 @@ class Generator {
     do {
       f.src.bytes[last] = static_cast<std::uint8_t>(rng_.range(1, 254));
     } while (f.src == f.dst);
-    f.src_mac = {0x02, 0x00, f.src.bytes[last - 3], f.src.bytes[last - 2], f.src.bytes[last - 1],
-                 f.src.bytes[last]};
+    f.src_mac = {0x02, 0x00, f.src.bytes[last - 3], f.src.bytes[last - 2], f.src.bytes[last - 1], f.src.bytes[last]};
     f.src_port = static_cast<std::uint16_t>(rng_.range(1024, 65535));
     f.ip_id = ip_id_++;
     return f;
@@ -207,9 +228,8 @@ class Generator {
   }
 
   void fill_tags(google::protobuf::RepeatedPtrField<proto::Tag>* tags) {
-    static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kTags = {{
-        {"role", "control-plane"}, {"role", "worker"}, {"zone", "eu-west-1a"},
-        {"rack", "r17"}, {"dc", "fra1"}}};
+    static constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kTags = {
+        {{"role", "control-plane"}, {"role", "worker"}, {"zone", "eu-west-1a"}, {"rack", "r17"}, {"dc", "fra1"}}};
     const std::size_t n = rng_.below(3);
     for (std::size_t i = 0; i < n; ++i) {
       const auto& [k, v] = kTags[rng_.below(kTags.size())];
@@ -354,14 +374,12 @@ class Generator {
   }
 
   // Largest payload_len (ciphertext + tag) that fits one frame.
-  std::size_t frame_payload_room() const {
-    return kMaxFrameBytes - udp_payload_offset(v6_) - crypto::kHeaderBytes;
-  }
+  std::size_t frame_payload_room() const { return kMaxFrameBytes - udp_payload_offset(v6_) - crypto::kHeaderBytes; }
 
   // A sealed datagram of 1-4 random messages. `plaintext_target` (0: natural
   // size) pads it with a user_data message.
-  Sealed seal(const crypto::Key& key, std::uint64_t cluster_id, std::size_t plaintext_target,
-              bool count_types, std::optional<std::uint32_t> timestamp = std::nullopt) {
+  Sealed seal(const crypto::Key& key, std::uint64_t cluster_id, std::size_t plaintext_target, bool count_types,
+              std::optional<std::uint32_t> timestamp = std::nullopt) {
     proto::Compound c;
     const std::size_t n = rng_.range(1, 4);
     for (std::size_t i = 0; i < n; ++i) {
@@ -400,10 +418,9 @@ class Generator {
     params.cls = s.cls;
     params.timestamp = timestamp.value_or(o_.timestamp);
     params.to = for_other_ ? other_receiver_ : receiver_;
-    const std::size_t len =
-        crypto::seal_datagram(key, params, nonce_override_ != nullptr ? *nonce_override_ : next_nonces(),
-                              reinterpret_cast<const std::uint8_t*>(plain.data()),
-                              plain.size(), s.datagram.data(), s.datagram.size());
+    const std::size_t len = crypto::seal_datagram(
+        key, params, nonce_override_ != nullptr ? *nonce_override_ : next_nonces(),
+        reinterpret_cast<const std::uint8_t*>(plain.data()), plain.size(), s.datagram.data(), s.datagram.size());
     if (len != s.datagram.size()) throw GenError("internal error: sealing failed");
     return s;
   }
@@ -425,9 +442,7 @@ class Generator {
     return std::min(want, kMaxFrameBytes - off);
   }
 
-  Sealed seal_valid(const crypto::Key& key) {
-    return seal(key, cluster_id_, sized_plaintext(), true);
-  }
+  Sealed seal_valid(const crypto::Key& key) { return seal(key, cluster_id_, sized_plaintext(), true); }
   Sealed seal_other(const crypto::Key& key, std::uint64_t cluster_id) {
     return seal(key, cluster_id, sized_plaintext(), false);
   }
@@ -437,8 +452,8 @@ class Generator {
       crypto::KeyBytes kb{};
       rng_.fill(kb.data(), kb.size());
       crypto::Key k(kb, o_.suite);
-      const bool ours = std::any_of(keys_.begin(), keys_.end(),
-                                    [&](const crypto::Key& mine) { return mine.id() == k.id(); });
+      const bool ours =
+          std::any_of(keys_.begin(), keys_.end(), [&](const crypto::Key& mine) { return mine.id() == k.id(); });
       if (!ours) return k;
     }
   }
@@ -560,11 +575,11 @@ class Generator {
       }
       case Kind::kMartian: {
         Flow f = flow();
-        static constexpr std::array<std::string_view, 5> kV4 = {"255.255.255.255", "224.0.0.1", "0.0.0.0",
-                                                               "127.0.0.1", ""};
+        static constexpr std::array<std::string_view, 5> kV4 = {"255.255.255.255", "224.0.0.1", "0.0.0.0", "127.0.0.1",
+                                                                ""};
         static constexpr std::array<std::string_view, 5> kV6 = {"ff02::1", "ff05::2", "::", "::1", ""};
-        static constexpr std::array<std::string_view, 5> kNames = {"broadcast", "multicast", "unspecified",
-                                                                  "loopback", "own_address"};
+        static constexpr std::array<std::string_view, 5> kNames = {"broadcast", "multicast", "unspecified", "loopback",
+                                                                   "own_address"};
         const std::size_t v = rng_.below(kNames.size());
         f.src = kNames[v] == "own_address" ? o_.dst_ip : *parse_ip(v6_ ? kV6[v] : kV4[v]);
         p.variant = kNames[v];
@@ -593,9 +608,8 @@ class Generator {
       case Kind::kForgedCiphertext: {
         std::vector<std::uint8_t> d = seal_other(keys_[0], cluster_id_).datagram;
         const std::size_t tag_at = d.size() - crypto::kTagBytes;
-        const std::size_t at = k == Kind::kForgedTag
-                                   ? tag_at + rng_.below(crypto::kTagBytes)
-                                   : crypto::kHeaderBytes + rng_.below(tag_at - crypto::kHeaderBytes);
+        const std::size_t at = k == Kind::kForgedTag ? tag_at + rng_.below(crypto::kTagBytes)
+                                                     : crypto::kHeaderBytes + rng_.below(tag_at - crypto::kHeaderBytes);
         d[at] ^= static_cast<std::uint8_t>(1U << rng_.below(8));
         p.variant = k == Kind::kForgedTag ? "tag_bit" : "ciphertext_bit";
         p.frame = build_udp_frame(flow(), d);
@@ -714,10 +728,9 @@ class Generator {
 
   void make_malformed(Packet& p) {
     std::vector<MalformedVariant> variants = {
-        MalformedVariant::kEthTruncated,  MalformedVariant::kIpTruncated,
-        MalformedVariant::kL4Truncated,   MalformedVariant::kIpLengthOver,
-        MalformedVariant::kUdpLengthOver, MalformedVariant::kUdpLengthUnder,
-        MalformedVariant::kHeaderLength,  MalformedVariant::kHeaderField,
+        MalformedVariant::kEthTruncated, MalformedVariant::kIpTruncated,   MalformedVariant::kL4Truncated,
+        MalformedVariant::kIpLengthOver, MalformedVariant::kUdpLengthOver, MalformedVariant::kUdpLengthUnder,
+        MalformedVariant::kHeaderLength, MalformedVariant::kHeaderField,
     };
     // IHL and fragments have no IPv6 analogue the gateway must call malformed
     // (a fragment header is another next-header, not UDP).
@@ -794,8 +807,7 @@ class Generator {
     Frame f = build_udp_frame(flow(), seal_other(keys_[0], cluster_id_).datagram);
     // End of the IP packet (frames carrying a datagram are never padded, but
     // do not rely on it).
-    const std::size_t ip_end =
-        v6_ ? l4 + load_be16(f.data() + ip_at + 4) : ip_at + load_be16(f.data() + ip_at + 2);
+    const std::size_t ip_end = v6_ ? l4 + load_be16(f.data() + ip_at + 4) : ip_at + load_be16(f.data() + ip_at + 2);
     switch (v) {
       case MalformedVariant::kEthTruncated:
         f.resize(rng_.range(1, kEthHeaderBytes - 1));
@@ -858,16 +870,16 @@ class Generator {
   Rng rng_;
   crypto::NonceSource nonces_;
   std::vector<crypto::NonceSource> extra_nonces_;
-  crypto::Receiver receiver_;        // the gateway: what sealed packets are bound to
-  crypto::Receiver other_receiver_;  // another member (wrong_receiver)
-  bool for_other_ = false;           // seal() binds to other_receiver_
-  bool abuse_ = false;               // seal() makes class_abuse content under an urgent header
-  std::vector<std::uint8_t> drain_dgram_;  // the one tampered datagram the drain kind repeats
+  crypto::Receiver receiver_;                                // the gateway: what sealed packets are bound to
+  crypto::Receiver other_receiver_;                          // another member (wrong_receiver)
+  bool for_other_ = false;                                   // seal() binds to other_receiver_
+  bool abuse_ = false;                                       // seal() makes class_abuse content under an urgent header
+  std::vector<std::uint8_t> drain_dgram_;                    // the one tampered datagram the drain kind repeats
   crypto::NonceSource drain_nonces_{0xD7A1D7A1D7A1D7A1ULL};  // its sender's epoch
   static constexpr std::size_t kSpoofedDrainDatagrams = 16;
   std::vector<std::vector<std::uint8_t>> spoofed_dgrams_;  // drain_spoofed's, sealed on first use
   crypto::NonceSource spoofed_nonces_{0x5B00F5B00F5B00F5ULL};
-  crypto::NonceSource* nonce_override_ = nullptr;           // seal() uses it when set
+  crypto::NonceSource* nonce_override_ = nullptr;  // seal() uses it when set
   std::size_t epoch_turn_ = 0;
   std::vector<crypto::Key> keys_;
   std::uint64_t cluster_id_;
@@ -899,8 +911,7 @@ void check_options(const GenOptions& o) {
   std::uint64_t total = 0;
   for (const std::uint32_t n : o.mix) total += n;
   if (total > kMaxPackets) {
-    throw GenError("too many packets: " + std::to_string(total) + " (at most " +
-                   std::to_string(kMaxPackets) + ")");
+    throw GenError("too many packets: " + std::to_string(total) + " (at most " + std::to_string(kMaxPackets) + ")");
   }
   if (o.cluster.empty()) throw GenError("no cluster name");
   if (o.keys.empty()) throw GenError("no key: give at least one");
@@ -915,8 +926,8 @@ void check_options(const GenOptions& o) {
   if (count(Kind::kReplayed) > 0 && count(Kind::kValid) == 0) {
     throw GenError("replayed needs valid packets to copy");
   }
-  if (count(Kind::kStale) > 0 && (o.timestamp <= o.replay_window_s + 3601 ||
-                                  o.timestamp > UINT32_MAX - o.replay_window_s - 3601)) {
+  if (count(Kind::kStale) > 0 &&
+      (o.timestamp <= o.replay_window_s + 3601 || o.timestamp > UINT32_MAX - o.replay_window_s - 3601)) {
     throw GenError("stale needs a timestamp more than an hour plus the replay window from either end");
   }
   if (o.src_ip && o.src_ip->v6 != o.dst_ip.v6) {
@@ -926,8 +937,7 @@ void check_options(const GenOptions& o) {
   if (count(Kind::kUnkeyedMemberlist) > 0) {
     const std::size_t room = kMaxFrameBytes - udp_payload_offset(o.dst_ip.v6);
     const bool usable = std::any_of(o.corpus.begin(), o.corpus.end(), [&](const auto& p) {
-      const bool ours = p.size() >= 4 &&
-                        std::equal(crypto::kWireMagic.begin(), crypto::kWireMagic.end(), p.begin());
+      const bool ours = p.size() >= 4 && std::equal(crypto::kWireMagic.begin(), crypto::kWireMagic.end(), p.begin());
       return !ours && p.size() <= room;
     });
     if (!usable) throw GenError("unkeyed_memberlist needs a corpus with usable UDP payloads (--corpus)");
@@ -1121,16 +1131,20 @@ std::size_t unkeyed_label(const std::uint8_t* payload, std::size_t len) noexcept
   };
   // A msgpack fixmap whose first key is a short string starting with a
   // capital: how Go's msgpack codec writes memberlist's message structs.
-  const auto go_map = [&](std::size_t i) {
-    return at(i, 0x81, 0x8f) && at(i + 1, 0xa1, 0xbf) && at(i + 2, 'A', 'Z');
-  };
+  const auto go_map = [&](std::size_t i) { return at(i, 0x81, 0x8f) && at(i + 1, 0xa1, 0xbf) && at(i + 2, 'A', 'Z'); };
   static constexpr char kWeave[] = "weave";
   if (n >= 7 && std::equal(kWeave, kWeave + 5, payload) && at(5, 1, 2) && at(6, 1, 2)) return 12;
   // hasCrc (12): four bytes of CRC32 in front of the message.
   const std::size_t m = at(0, 0x0c, 0x0c) ? 5 : 0;
   if (m >= n) return kUnmatched;
   switch (payload[m]) {
-    case 0: case 1: case 2: case 3: case 4: case 5: case 6:
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+    case 6:
       return go_map(m + 1) ? payload[m] : kUnmatched;
     case 7: {  // compound: count, count uint16 lengths, first message
       if (!at(m + 1, 1, 16)) return kUnmatched;

@@ -71,8 +71,7 @@ gw::crypto::Suite suite_from_name(const std::string& name) {
   if (name == "aes256gcm") return gw::crypto::Suite::kAes256Gcm;
   if (name == "chacha20poly1305") return gw::crypto::Suite::kChaCha20Poly1305;
   // auto, as the gateway resolves it.
-  return gw::crypto::aes256gcm_available() ? gw::crypto::Suite::kAes256Gcm
-                                           : gw::crypto::Suite::kChaCha20Poly1305;
+  return gw::crypto::aes256gcm_available() ? gw::crypto::Suite::kAes256Gcm : gw::crypto::Suite::kChaCha20Poly1305;
 }
 
 gw::perf::IpAddr ip_flag(const std::string& flag, const std::string& text) {
@@ -119,9 +118,15 @@ gw::perf::GenOptions resolve(const Flags& f) {
       if (!k.primary) key_files.push_back(gw::config::resolve_path(cfg, k.file));
     }
     switch (cfg.cluster.suite) {
-      case gw::config::SuiteChoice::kAuto: suite_name = "auto"; break;
-      case gw::config::SuiteChoice::kAes256Gcm: suite_name = "aes256gcm"; break;
-      case gw::config::SuiteChoice::kChaCha20Poly1305: suite_name = "chacha20poly1305"; break;
+      case gw::config::SuiteChoice::kAuto:
+        suite_name = "auto";
+        break;
+      case gw::config::SuiteChoice::kAes256Gcm:
+        suite_name = "aes256gcm";
+        break;
+      case gw::config::SuiteChoice::kChaCha20Poly1305:
+        suite_name = "chacha20poly1305";
+        break;
     }
     dst_ip = cfg.node.address;
     dst_port = cfg.node.port;
@@ -187,8 +192,7 @@ int main(int argc, char** argv) {
   app.add_option("--timestamp", f.timestamp, "header and pcap time, Unix seconds");
   app.add_option("--corpus", f.corpus, "pcap whose UDP payloads unkeyed_memberlist replays");
   app.add_option("--foreign-cluster", f.foreign_cluster, "cluster name of foreign packets");
-  app.add_option("--max-payload", f.max_payload,
-                 "gateway payload limit in bytes (default: config's limits, else 1400)")
+  app.add_option("--max-payload", f.max_payload, "gateway payload limit in bytes (default: config's limits, else 1400)")
       ->check(CLI::Range(std::size_t{64}, std::size_t{9000}));
   app.add_option("--nonce-epochs", f.nonce_epochs,
                  "sender nonce epochs used in turn by sealed packets (default 1; benchmarks: many)")

@@ -84,8 +84,7 @@ void PcapWriter::close() {
   if (failed) throw PcapError(path_ + ": write failed");
 }
 
-void write_pcap(const std::string& path, const std::vector<Frame>& frames,
-                std::uint32_t unix_seconds) {
+void write_pcap(const std::string& path, const std::vector<Frame>& frames, std::uint32_t unix_seconds) {
   PcapWriter w(path, unix_seconds);
   for (const Frame& f : frames) w.write(f);
   w.close();
@@ -110,8 +109,13 @@ PcapContents read_pcap(const std::string& path) {
 std::vector<std::vector<std::uint8_t>> read_udp_payloads(const std::string& path) {
   const PcapContents pc = read_pcap(path);
   switch (pc.linktype) {
-    case DLT_EN10MB: case DLT_NULL: case DLT_LOOP: case DLT_RAW:
-    case DLT_IPV4: case DLT_IPV6: case DLT_LINUX_SLL:
+    case DLT_EN10MB:
+    case DLT_NULL:
+    case DLT_LOOP:
+    case DLT_RAW:
+    case DLT_IPV4:
+    case DLT_IPV6:
+    case DLT_LINUX_SLL:
       break;
     default:
       throw PcapError(path + ": unsupported link type " + std::to_string(pc.linktype) +

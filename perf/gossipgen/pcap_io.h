@@ -40,8 +40,7 @@ class PcapWriter {
 };
 
 // All of `frames` through a PcapWriter.
-void write_pcap(const std::string& path, const std::vector<Frame>& frames,
-                std::uint32_t unix_seconds);
+void write_pcap(const std::string& path, const std::vector<Frame>& frames, std::uint32_t unix_seconds);
 
 // Reads every frame of a pcap (captured bytes only) and its link type.
 struct PcapContents {

@@ -21,12 +21,10 @@ int main(int argc, char** argv) {
   app.add_option("--scenario", scenario_path, "scenario YAML file")->required();
   app.add_option("--out", out_dir, "output directory (created)")->required();
   auto* seed_opt = app.add_option("--seed", seed, "override the scenario's seed");
-  app.add_option("--scale", scale, "multiply member/phantom/failure counts")
-      ->check(CLI::Range(0.0001, 1000.0));
+  app.add_option("--scale", scale, "multiply member/phantom/failure counts")->check(CLI::Range(0.0001, 1000.0));
   app.add_flag("--progress", progress, "print each sample to stderr");
   bool decode = false;
-  app.add_flag("--decode", decode,
-               "decode each datagram's codec bytes at the receiver (same results, slower)");
+  app.add_flag("--decode", decode, "decode each datagram's codec bytes at the receiver (same results, slower)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -55,10 +53,9 @@ int main(int argc, char** argv) {
   gw::sim::SampleHook hook;
   if (progress)
     hook = [&](const gw::sim::Sample& s) {
-      const double wall =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-      std::cerr << "t=" << s.t_s << "s wall=" << wall << "s up=" << s.up << " view=" << s.view_min
-                << ".." << s.view_max << " egress=" << s.egress_bytes_per_member_s << "B/s\n";
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+      std::cerr << "t=" << s.t_s << "s wall=" << wall << "s up=" << s.up << " view=" << s.view_min << ".." << s.view_max
+                << " egress=" << s.egress_bytes_per_member_s << "B/s\n";
     };
   const gw::sim::Results r = gw::sim::run_scenario(sc, hook);
   const std::vector<std::string> bad = gw::sim::check_expectations(sc, r);
@@ -69,11 +66,10 @@ int main(int argc, char** argv) {
   std::ofstream(dir / "timeseries.csv") << gw::sim::to_csv(r);
   std::ofstream(dir / "plot.svg") << gw::sim::to_svg(r);
   for (const auto& [name, svg] : gw::sim::to_svgs(r)) std::ofstream(dir / name) << svg;
-  std::cout << sc.name << ": " << r.members << " members, " << r.duration_s << " s simulated in "
-            << r.perf.wall_s << " s wall (" << static_cast<std::uint64_t>(r.perf.sim_events_per_s)
-            << " events/s); egress mean " << r.egress_bytes_per_s.mean << " B/s, p99 "
-            << r.egress_bytes_per_s.p99 << "; false positives " << r.false_positives
-            << "; resurrections " << r.resurrections << "; urgent drops " << r.urgent_drops
+  std::cout << sc.name << ": " << r.members << " members, " << r.duration_s << " s simulated in " << r.perf.wall_s
+            << " s wall (" << static_cast<std::uint64_t>(r.perf.sim_events_per_s) << " events/s); egress mean "
+            << r.egress_bytes_per_s.mean << " B/s, p99 " << r.egress_bytes_per_s.p99 << "; false positives "
+            << r.false_positives << "; resurrections " << r.resurrections << "; urgent drops " << r.urgent_drops
             << "; converged " << (r.converged_at_end ? "yes" : "no") << '\n';
   for (const std::string& b : bad) std::cerr << "gossipsim: expectation failed: " << b << '\n';
   return bad.empty() ? 0 : 1;

@@ -17,11 +17,20 @@ std::string xml_escape(const std::string& in) {
   std::string out;
   for (char c : in) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -62,9 +71,14 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
                  {"link_fraction_max", r.link_fraction_max}};
   nlohmann::json det = nlohmann::json::array();
   for (const Detection& d : r.detections)
-    det.push_back({{"node", d.node}, {"failed_at_s", d.failed_at_s}, {"first_s", d.first_s},
-                   {"p99_s", d.p99_s}, {"all_s", d.all_s}, {"observers", d.observers},
-                   {"detected", d.detected}, {"unaware", d.unaware}});
+    det.push_back({{"node", d.node},
+                   {"failed_at_s", d.failed_at_s},
+                   {"first_s", d.first_s},
+                   {"p99_s", d.p99_s},
+                   {"all_s", d.all_s},
+                   {"observers", d.observers},
+                   {"detected", d.detected},
+                   {"unaware", d.unaware}});
   j["detection"] = {{"failures", det},
                     {"observers", r.detection_observers},
                     {"times_detected", r.detection_times_s.size()},
@@ -83,15 +97,17 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
   j["zombies_at_end"] = r.zombies_at_end;
   nlohmann::json zombies = nlohmann::json::array();
   for (const Zombie& z : r.zombies)
-    zombies.push_back({{"observer", z.observer}, {"node", z.node}, {"suspect", z.suspect},
-                       {"incarnation", z.incarnation}, {"since_s", z.since_s},
-                       {"departed_s", z.departed_s}, {"observer_health", z.observer_health},
+    zombies.push_back({{"observer", z.observer},
+                       {"node", z.node},
+                       {"suspect", z.suspect},
+                       {"incarnation", z.incarnation},
+                       {"since_s", z.since_s},
+                       {"departed_s", z.departed_s},
+                       {"observer_health", z.observer_health},
                        {"observer_in_storm", z.observer_in_storm}});
   j["zombies"] = zombies;
   j["joins_after_departure"] = r.joins_after_departure;
-  j["drops"] = {{"broadcast_by_class", r.broadcast_drops},
-                {"urgent", r.urgent_drops},
-                {"outbox_full", r.outbox_drops}};
+  j["drops"] = {{"broadcast_by_class", r.broadcast_drops}, {"urgent", r.urgent_drops}, {"outbox_full", r.outbox_drops}};
   j["convergence"] = {{"converged_at_end", r.converged_at_end},
                       {"final_view_min", r.final_view_min},
                       {"final_view_max", r.final_view_max},
@@ -146,12 +162,11 @@ std::string to_csv(const Results& r) {
        "egress_bytes_per_member_s,egress_payload_bytes_per_member_s,egress_packets_per_member_s,"
        "link_fraction_max,member_events,suspicions,refutations,converged\n";
   for (const Sample& s : r.series)
-    o << fmt(s.t_s) << ',' << s.up << ',' << s.phantoms_up << ',' << s.expected_view << ','
-      << fmt(s.view_mean) << ',' << s.view_min << ',' << fmt(s.view_median) << ',' << s.view_max
-      << ',' << fmt(s.table_mean) << ',' << fmt(s.egress_bytes_per_member_s) << ','
-      << fmt(s.egress_payload_bytes_per_member_s) << ',' << fmt(s.egress_packets_per_member_s)
-      << ',' << fmt(s.link_fraction_max) << ',' << s.member_events << ',' << s.suspicions << ','
-      << s.refutations << ',' << (s.converged ? 1 : 0) << '\n';
+    o << fmt(s.t_s) << ',' << s.up << ',' << s.phantoms_up << ',' << s.expected_view << ',' << fmt(s.view_mean) << ','
+      << s.view_min << ',' << fmt(s.view_median) << ',' << s.view_max << ',' << fmt(s.table_mean) << ','
+      << fmt(s.egress_bytes_per_member_s) << ',' << fmt(s.egress_payload_bytes_per_member_s) << ','
+      << fmt(s.egress_packets_per_member_s) << ',' << fmt(s.link_fraction_max) << ',' << s.member_events << ','
+      << s.suspicions << ',' << s.refutations << ',' << (s.converged ? 1 : 0) << '\n';
   return o.str();
 }
 
@@ -192,11 +207,11 @@ struct Chart {
   std::string x_title;
   std::string y_title;
   std::vector<Series> series;
-  std::vector<Marker> markers;   // bands and vertical lines along x
-  double h_line = -1;            // a horizontal reference line (e.g. the budget), -1: none
-  double y_max = -1;             // fixed top of the y axis, -1: from the data
+  std::vector<Marker> markers;  // bands and vertical lines along x
+  double h_line = -1;           // a horizontal reference line (e.g. the budget), -1: none
+  double y_max = -1;            // fixed top of the y axis, -1: from the data
   std::string h_label;
-  std::string empty_note;        // shown when there is nothing to draw
+  std::string empty_note;  // shown when there is nothing to draw
 };
 
 constexpr double kLeft = 90, kWidth = 800, kHeight = 200, kPanelHeight = 300;
@@ -221,42 +236,41 @@ void draw(std::ostringstream& o, const Chart& c, double top) {
   const auto px = [&](double x) { return kLeft + kWidth * x / xmax; };
   const auto py = [&](double y) { return y0 + kHeight - kHeight * y / ymax; };
 
-  o << "<text x='" << kLeft << "' y='" << top + 16 << "' font-size='14' font-weight='bold'>"
-    << xml_escape(c.title) << "</text>\n";
+  o << "<text x='" << kLeft << "' y='" << top + 16 << "' font-size='14' font-weight='bold'>" << xml_escape(c.title)
+    << "</text>\n";
   // Markers under the data: bands shaded, moments as dashed lines, labelled.
   for (const Marker& m : c.markers) {
     const bool band = m.end_s > m.start_s;
-    const std::string color = m.label.rfind("partition", 0) == 0 ? "#fc9"
+    const std::string color = m.label.rfind("partition", 0) == 0  ? "#fc9"
                               : m.label.rfind("phantoms", 0) == 0 ? "#ccf"
-                                                                    : "#999";
+                                                                  : "#999";
     if (band)
-      o << "<rect x='" << fmt(px(m.start_s)) << "' y='" << y0 << "' width='"
-        << fmt(px(m.end_s) - px(m.start_s)) << "' height='" << kHeight << "' fill='" << color
-        << "' fill-opacity='0.45'/>\n";
+      o << "<rect x='" << fmt(px(m.start_s)) << "' y='" << y0 << "' width='" << fmt(px(m.end_s) - px(m.start_s))
+        << "' height='" << kHeight << "' fill='" << color << "' fill-opacity='0.45'/>\n";
     else
-      o << "<line x1='" << fmt(px(m.start_s)) << "' x2='" << fmt(px(m.start_s)) << "' y1='" << y0
-        << "' y2='" << y0 + kHeight << "' stroke='#555' stroke-dasharray='4,3'/>\n";
-    o << "<text x='" << fmt(px(m.start_s) + 3) << "' y='" << y0 + kHeight - 4
-      << "' font-size='10' fill='#444'>" << xml_escape(m.label) << "</text>\n";
+      o << "<line x1='" << fmt(px(m.start_s)) << "' x2='" << fmt(px(m.start_s)) << "' y1='" << y0 << "' y2='"
+        << y0 + kHeight << "' stroke='#555' stroke-dasharray='4,3'/>\n";
+    o << "<text x='" << fmt(px(m.start_s) + 3) << "' y='" << y0 + kHeight - 4 << "' font-size='10' fill='#444'>"
+      << xml_escape(m.label) << "</text>\n";
   }
   o << "<rect x='" << kLeft << "' y='" << y0 << "' width='" << kWidth << "' height='" << kHeight
     << "' fill='none' stroke='#888'/>\n";
   for (double v = 0; v <= ymax + ystep / 2; v += ystep) {
-    o << "<line x1='" << kLeft - 4 << "' x2='" << kLeft + kWidth << "' y1='" << fmt(py(v))
-      << "' y2='" << fmt(py(v)) << "' stroke='#eee'/>\n";
-    o << "<text x='" << kLeft - 6 << "' y='" << fmt(py(v) + 4) << "' font-size='11' text-anchor='end'>"
-      << tick_label(v) << "</text>\n";
+    o << "<line x1='" << kLeft - 4 << "' x2='" << kLeft + kWidth << "' y1='" << fmt(py(v)) << "' y2='" << fmt(py(v))
+      << "' stroke='#eee'/>\n";
+    o << "<text x='" << kLeft - 6 << "' y='" << fmt(py(v) + 4) << "' font-size='11' text-anchor='end'>" << tick_label(v)
+      << "</text>\n";
   }
   for (double v = 0; v <= xmax + xstep / 2; v += xstep)
-    o << "<text x='" << fmt(px(v)) << "' y='" << y0 + kHeight + 14
-      << "' font-size='11' text-anchor='middle'>" << tick_label(v) << "</text>\n";
-  o << "<text x='" << kLeft + kWidth / 2 << "' y='" << y0 + kHeight + 32
-    << "' font-size='12' text-anchor='middle'>" << xml_escape(c.x_title) << "</text>\n";
+    o << "<text x='" << fmt(px(v)) << "' y='" << y0 + kHeight + 14 << "' font-size='11' text-anchor='middle'>"
+      << tick_label(v) << "</text>\n";
+  o << "<text x='" << kLeft + kWidth / 2 << "' y='" << y0 + kHeight + 32 << "' font-size='12' text-anchor='middle'>"
+    << xml_escape(c.x_title) << "</text>\n";
   o << "<text transform='translate(" << kLeft - 58 << "," << y0 + kHeight / 2
     << ") rotate(-90)' font-size='12' text-anchor='middle'>" << xml_escape(c.y_title) << "</text>\n";
   if (c.h_line >= 0) {
-    o << "<line x1='" << kLeft << "' x2='" << kLeft + kWidth << "' y1='" << fmt(py(c.h_line))
-      << "' y2='" << fmt(py(c.h_line)) << "' stroke='#c00' stroke-dasharray='6,3'/>\n";
+    o << "<line x1='" << kLeft << "' x2='" << kLeft + kWidth << "' y1='" << fmt(py(c.h_line)) << "' y2='"
+      << fmt(py(c.h_line)) << "' stroke='#c00' stroke-dasharray='6,3'/>\n";
     o << "<text x='" << kLeft + kWidth - 4 << "' y='" << fmt(py(c.h_line) - 4)
       << "' font-size='11' fill='#c00' text-anchor='end'>" << xml_escape(c.h_label) << "</text>\n";
   }
@@ -269,8 +283,8 @@ void draw(std::ostringstream& o, const Chart& c, double top) {
       << (s.dashed ? " stroke-dasharray='5,3'" : "") << " points='";
     for (const auto& [x, y] : s.points) o << fmt(px(x)) << ',' << fmt(py(y)) << ' ';
     o << "'/>\n";
-    o << "<text x='" << lx << "' y='" << y0 + 14 << "' font-size='11' fill='" << s.color << "'>"
-      << xml_escape(s.label) << "</text>\n";
+    o << "<text x='" << lx << "' y='" << y0 + 14 << "' font-size='11' fill='" << s.color << "'>" << xml_escape(s.label)
+      << "</text>\n";
     lx += 12 + 6.5 * static_cast<double>(s.label.size());
   }
   if (!any && !c.empty_note.empty())
@@ -296,23 +310,19 @@ Series over_time(const Results& r, const std::string& label, const std::string& 
 
 std::vector<Chart> charts(const Results& r) {
   std::vector<Chart> out;
-  Chart views = chart("view size: live members in steady members' views", "time (s)", "members",
-                      r.markers);
-  views.series = {
-      over_time(r, "truly alive (expected view)", "#2a2",
-                [](const Sample& s) { return static_cast<double>(s.expected_view); }),
-      over_time(r, "min", "#c33", [](const Sample& s) { return static_cast<double>(s.view_min); }),
-      over_time(r, "median", "#36c", [](const Sample& s) { return s.view_median; }),
-      over_time(r, "max", "#c8c", [](const Sample& s) { return static_cast<double>(s.view_max); })};
+  Chart views = chart("view size: live members in steady members' views", "time (s)", "members", r.markers);
+  views.series = {over_time(r, "truly alive (expected view)", "#2a2",
+                            [](const Sample& s) { return static_cast<double>(s.expected_view); }),
+                  over_time(r, "min", "#c33", [](const Sample& s) { return static_cast<double>(s.view_min); }),
+                  over_time(r, "median", "#36c", [](const Sample& s) { return s.view_median; }),
+                  over_time(r, "max", "#c8c", [](const Sample& s) { return static_cast<double>(s.view_max); })};
   out.push_back(views);
 
-  Chart egress = chart("egress per member (mean over members up)", "time (s)",
-                       "bytes/s per member", r.markers);
+  Chart egress = chart("egress per member (mean over members up)", "time (s)", "bytes/s per member", r.markers);
   egress.series = {
-      over_time(r, "wire (header + tag incl.)", "#36c",
-                [](const Sample& s) { return s.egress_bytes_per_member_s; }),
-      over_time(r, "codec payload", "#999",
-                [](const Sample& s) { return s.egress_payload_bytes_per_member_s; }, true)};
+      over_time(r, "wire (header + tag incl.)", "#36c", [](const Sample& s) { return s.egress_bytes_per_member_s; }),
+      over_time(
+          r, "codec payload", "#999", [](const Sample& s) { return s.egress_payload_bytes_per_member_s; }, true)};
   if (r.egress_budget_bytes_per_s > 0) {
     egress.h_line = r.egress_budget_bytes_per_s;
     egress.h_label = "budget " + tick_label(r.egress_budget_bytes_per_s) + " B/s";
@@ -324,8 +334,7 @@ std::vector<Chart> charts(const Results& r) {
                      "count per " + tick_label(interval) + " s interval", r.markers);
   susp.series = {
       over_time(r, "suspicions", "#c60", [](const Sample& s) { return static_cast<double>(s.suspicions); }),
-      over_time(r, "refutations", "#396",
-                [](const Sample& s) { return static_cast<double>(s.refutations); })};
+      over_time(r, "refutations", "#396", [](const Sample& s) { return static_cast<double>(s.refutations); })};
   out.push_back(susp);
 
   Chart det = chart("failure detection: CDF over observers (all tracked failures)",
@@ -337,8 +346,8 @@ std::vector<Chart> charts(const Results& r) {
   // Over every observer that should detect: short of 100% if some never did.
   const double all = static_cast<double>(std::max<std::uint64_t>(r.detection_observers, t.size()));
   if (!t.empty()) {
-    Series cdf{"detected (of " + std::to_string(r.detection_observers) + " observer-failures)", "#36c",
-               {{0.0, 0.0}}, false};
+    Series cdf{
+        "detected (of " + std::to_string(r.detection_observers) + " observer-failures)", "#36c", {{0.0, 0.0}}, false};
     for (std::size_t k = 0; k < t.size(); ++k) {
       cdf.points.emplace_back(t[k], 100.0 * static_cast<double>(k) / all);
       cdf.points.emplace_back(t[k], 100.0 * static_cast<double>(k + 1) / all);
@@ -382,7 +391,6 @@ std::vector<std::pair<std::string, std::string>> to_svgs(const Results& r) {
   return out;
 }
 
-
 namespace {
 
 // One scale-N run's figures, read from its result.json.
@@ -401,8 +409,7 @@ double field(const nlohmann::json& j, const std::string& label, std::initializer
   std::string where;
   for (const char* key : path) {
     where += where.empty() ? key : std::string(".") + key;
-    if (!at->is_object() || !at->contains(key))
-      throw std::runtime_error(label + ": no field " + where);
+    if (!at->is_object() || !at->contains(key)) throw std::runtime_error(label + ": no field " + where);
     at = &(*at)[key];
   }
   if (!at->is_number()) throw std::runtime_error(label + ": " + where + " is not a number");
@@ -415,14 +422,13 @@ ScalePoint scale_point(const std::string& label, const nlohmann::json& j) {
   p.egress_mean = field(j, label, {"egress", "bytes_per_member_s", "mean"});
   p.egress_p99 = field(j, label, {"egress", "bytes_per_member_s", "p99"});
   p.egress_max = field(j, label, {"egress", "bytes_per_member_s", "max"});
-  p.egress_without_failures = p.egress_mean -
-                              field(j, label, {"egress", "by_type", "suspect", "bytes_per_member_s"}) -
+  p.egress_without_failures = p.egress_mean - field(j, label, {"egress", "by_type", "suspect", "bytes_per_member_s"}) -
                               field(j, label, {"egress", "by_type", "dead", "bytes_per_member_s"});
   p.packets_mean = field(j, label, {"egress", "packets_per_member_s", "mean"});
   p.packets_p99 = field(j, label, {"egress", "packets_per_member_s", "p99"});
   p.packets_max = field(j, label, {"egress", "packets_per_member_s", "max"});
-  const nlohmann::json& failures = j.contains("detection") ? j["detection"].value("failures", nlohmann::json::array())
-                                                           : nlohmann::json::array();
+  const nlohmann::json& failures =
+      j.contains("detection") ? j["detection"].value("failures", nlohmann::json::array()) : nlohmann::json::array();
   if (failures.empty()) throw std::runtime_error(label + ": no tracked failures (detection.failures)");
   for (const nlohmann::json& f : failures) {
     p.detect_first += field(f, label, {"first_s"});
@@ -463,8 +469,7 @@ std::string scaling_svg(const std::vector<std::pair<std::string, nlohmann::json>
   egress.series = {against_n(ps, "mean", "#36c", &ScalePoint::egress_mean),
                    against_n(ps, "p99", "#c8c", &ScalePoint::egress_p99),
                    against_n(ps, "max", "#c33", &ScalePoint::egress_max),
-                   against_n(ps, "mean without suspect and dead", "#2a2", &ScalePoint::egress_without_failures,
-                             true)};
+                   against_n(ps, "mean without suspect and dead", "#2a2", &ScalePoint::egress_without_failures, true)};
   if (!ps.empty()) {
     egress.h_line = 1.5 * ps.front().egress_mean;
     egress.h_label = "1.5 x the mean at N = " + tick_label(ps.front().n);

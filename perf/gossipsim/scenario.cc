@@ -64,17 +64,48 @@ class Reader : public config::strict::Reader {
 
 void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
   const Map m(r, field,
-              {"preset", "probe_interval_ms", "probe_timeout_ms", "indirect_checks",
-               "awareness_max_multiplier", "suspicion_mult", "suspicion_max_timeout_mult",
-               "gossip_interval_ms", "gossip_nodes", "gossip_to_the_dead_s", "retransmit_mult",
-               "max_broadcasts", "max_packet_bytes", "push_pull_interval_s", "max_concurrent_syncs",
-               "sync_answer_rate", "sync_answer_burst", "sync_timeout_s", "max_sync_bytes",
-               "tombstone_ttl_s", "max_members", "admit_rate", "admit_burst", "max_events",
-               "max_outbox", "helper_established_s", "join_answer_rate", "join_answer_burst",
-               "join_retry_min_ms", "join_retry_max_s", "max_graveyard", "max_pending_admissions",
-               "young_member_s", "sync_bytes_per_sec", "storm_newcomer_failures", "storm_window_s",
-               "probation_s", "surge_min_arrivals", "surge_arrival_pct", "surge_window_s",
-               "sync_digest", "probe_ring"},
+              {"preset",
+               "probe_interval_ms",
+               "probe_timeout_ms",
+               "indirect_checks",
+               "awareness_max_multiplier",
+               "suspicion_mult",
+               "suspicion_max_timeout_mult",
+               "gossip_interval_ms",
+               "gossip_nodes",
+               "gossip_to_the_dead_s",
+               "retransmit_mult",
+               "max_broadcasts",
+               "max_packet_bytes",
+               "push_pull_interval_s",
+               "max_concurrent_syncs",
+               "sync_answer_rate",
+               "sync_answer_burst",
+               "sync_timeout_s",
+               "max_sync_bytes",
+               "tombstone_ttl_s",
+               "max_members",
+               "admit_rate",
+               "admit_burst",
+               "max_events",
+               "max_outbox",
+               "helper_established_s",
+               "join_answer_rate",
+               "join_answer_burst",
+               "join_retry_min_ms",
+               "join_retry_max_s",
+               "max_graveyard",
+               "max_pending_admissions",
+               "young_member_s",
+               "sync_bytes_per_sec",
+               "storm_newcomer_failures",
+               "storm_window_s",
+               "probation_s",
+               "surge_min_arrivals",
+               "surge_arrival_pct",
+               "surge_window_s",
+               "sync_digest",
+               "probe_ring"},
               false);
   // The preset first: the other fields override it.
   if (const std::optional<Field> f = m.find("preset")) {
@@ -130,9 +161,8 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
 
 void load_network(const Reader& r, const Field& field, NetworkSpec& net) {
   const Map m(r, field,
-              {"latency_base_ms", "latency_jitter_ms", "loss", "egress_bytes_per_s",
-               "egress_burst_bytes", "egress_queue_bytes", "members_per_link",
-               "link_capacity_bytes_per_s"},
+              {"latency_base_ms", "latency_jitter_ms", "loss", "egress_bytes_per_s", "egress_burst_bytes",
+               "egress_queue_bytes", "members_per_link", "link_capacity_bytes_per_s"},
               false);
   r.set_millis(m, "latency_base_ms", net.latency_base_ns, 1e5);
   r.set_millis(m, "latency_jitter_ms", net.latency_jitter_ns, 1e5);
@@ -171,8 +201,7 @@ void load_failures(const Reader& r, const Field& list, Scenario& s) {
     r.fail(list.path, list.line, "expected a list, got " + config::strict::describe(list.value));
   }
   for (std::size_t i = 0; i < list.value.size(); ++i) {
-    const Map m(r, config::strict::element(list, i), {"at_s", "count", "leave", "restart_after_s"},
-                false);
+    const Map m(r, config::strict::element(list, i), {"at_s", "count", "leave", "restart_after_s"}, false);
     FailureSpec spec;
     const Field at = m.require("at_s");
     spec.at_ns = r.seconds(at);
@@ -228,10 +257,9 @@ void load_stalls(const Reader& r, const Field& field, StallSpec& st) {
 
 void load_expect(const Reader& r, const Field& field, ExpectSpec& e) {
   const Map m(r, field,
-              {"converged", "no_resurrection", "no_urgent_drop", "budget_respected",
-               "all_failures_detected", "max_false_positives", "join_converged_within_s",
-               "view_excess_max_fraction", "recovered_within_s", "restarts_alive_within_s",
-               "detection_all_within_s", "egress_bytes_per_member_max"},
+              {"converged", "no_resurrection", "no_urgent_drop", "budget_respected", "all_failures_detected",
+               "max_false_positives", "join_converged_within_s", "view_excess_max_fraction", "recovered_within_s",
+               "restarts_alive_within_s", "detection_all_within_s", "egress_bytes_per_member_max"},
               false);
   r.set_bool(m, "converged", e.converged);
   r.set_bool(m, "no_resurrection", e.no_resurrection);
@@ -239,8 +267,7 @@ void load_expect(const Reader& r, const Field& field, ExpectSpec& e) {
   r.set_bool(m, "budget_respected", e.budget_respected);
   r.set_bool(m, "all_failures_detected", e.all_failures_detected);
   if (const std::optional<Field> f = m.find("max_false_positives")) {
-    e.max_false_positives =
-        static_cast<std::int64_t>(r.read_uint<std::uint64_t>(*f, 0, 1'000'000'000'000ULL));
+    e.max_false_positives = static_cast<std::int64_t>(r.read_uint<std::uint64_t>(*f, 0, 1'000'000'000'000ULL));
   }
   r.set_number(m, "join_converged_within_s", e.join_converged_within_s, 0, 1e7);
   r.set_number(m, "view_excess_max_fraction", e.view_excess_max_fraction, 0, 1e6);
@@ -258,8 +285,8 @@ Scenario parse_scenario(const std::string& yaml, const std::string& origin) {
            "top level must be a map of fields, got " + config::strict::describe(root));
   }
   const Map top(r, root, "", config::strict::line_of(root),
-                {"name", "seed", "duration_s", "sample_interval_s", "measure_from_s", "engine",
-                 "members", "network", "failures", "phantoms", "partitions", "stalls", "expect"},
+                {"name", "seed", "duration_s", "sample_interval_s", "measure_from_s", "engine", "members", "network",
+                 "failures", "phantoms", "partitions", "stalls", "expect"},
                 false);
   Scenario s;
   s.name = r.read_string(top.require("name"));

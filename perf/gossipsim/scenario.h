@@ -29,11 +29,11 @@ struct NetworkSpec {
   double loss = 0.0;                            // per datagram, in [0, 1); default 0
   // Each member's egress shaper (control/host/egress_shaper.h), charged wire
   // bytes (codec bytes + gateway header + AEAD tag).
-  std::uint64_t egress_bytes_per_s = 0;         // per-node budget; 0 = unlimited
+  std::uint64_t egress_bytes_per_s = 0;                               // per-node budget; 0 = unlimited
   std::uint64_t egress_burst_bytes = cp::ShaperConfig{}.burst_bytes;  // bucket depth; gateway default
   std::uint64_t egress_queue_bytes = cp::ShaperConfig{}.queue_bytes;  // backlog before drops; gateway default
-  std::uint32_t members_per_link = 0;           // nodes sharing one uplink; 0 = none
-  std::uint64_t link_capacity_bytes_per_s = 0;  // that uplink's capacity (measured against)
+  std::uint32_t members_per_link = 0;                                 // nodes sharing one uplink; 0 = none
+  std::uint64_t link_capacity_bytes_per_s = 0;                        // that uplink's capacity (measured against)
 };
 
 struct FailureSpec {
@@ -46,9 +46,9 @@ struct FailureSpec {
 };
 
 struct PhantomSpec {
-  std::uint32_t count = 0;         // short-lived members that join and vanish
-  std::uint64_t start_ns = 0;      // first join
-  std::uint64_t over_ns = 0;       // joins spread evenly over this window
+  std::uint32_t count = 0;     // short-lived members that join and vanish
+  std::uint64_t start_ns = 0;  // first join
+  std::uint64_t over_ns = 0;   // joins spread evenly over this window
   std::uint64_t min_life_ns = 5'000'000'000ULL;
   std::uint64_t max_life_ns = 60'000'000'000ULL;
 };
@@ -60,27 +60,27 @@ struct PartitionSpec {
 };
 
 struct StallSpec {
-  double fraction = 0.0;            // of steady members that stall periodically
-  std::uint64_t duration_ns = 0;    // each stall
-  std::uint64_t period_ns = 0;      // stall start to stall start (random phase per node)
+  double fraction = 0.0;          // of steady members that stall periodically
+  std::uint64_t duration_ns = 0;  // each stall
+  std::uint64_t period_ns = 0;    // stall start to stall start (random phase per node)
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = UINT64_MAX;
 };
 
 // Properties the run must show; checked by check_expectations() and the CLI.
 struct ExpectSpec {
-  bool converged = false;          // all views exactly the live set at the end
+  bool converged = false;  // all views exactly the live set at the end
   bool no_resurrection = false;
   bool no_urgent_drop = false;
-  bool budget_respected = false;   // no node exceeded its egress budget
+  bool budget_respected = false;  // no node exceeded its egress budget
   bool all_failures_detected = false;
   std::int64_t max_false_positives = -1;  // -1: not checked
   // Each below: negative = not checked.
-  double join_converged_within_s = -1;   // convergence.after_last_join_s at most this
-  double view_excess_max_fraction = -1;  // storm.view_excess_max_fraction at most this
-  double recovered_within_s = -1;        // storm.recovered_after_last_phantom_s at most this
-  double restarts_alive_within_s = -1;   // restarts.all_alive_after_s at most this
-  double detection_all_within_s = -1;    // every tracked failure seen by all within this
+  double join_converged_within_s = -1;      // convergence.after_last_join_s at most this
+  double view_excess_max_fraction = -1;     // storm.view_excess_max_fraction at most this
+  double recovered_within_s = -1;           // storm.recovered_after_last_phantom_s at most this
+  double restarts_alive_within_s = -1;      // restarts.all_alive_after_s at most this
+  double detection_all_within_s = -1;       // every tracked failure seen by all within this
   double egress_bytes_per_member_max = -1;  // mean wire bytes/s per member at most this
 };
 

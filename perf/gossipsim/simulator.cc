@@ -4,8 +4,8 @@
 #include <malloc.h>
 
 #include <algorithm>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -22,80 +22,78 @@ namespace gw::sim {
 
 namespace {
 using CounterField = std::uint64_t cp::engine::Counters::*;
-constexpr std::array<CounterField, EngineTotals::kCount> kTotalFields = {
-    &cp::engine::Counters::sync_started,
-    &cp::engine::Counters::sync_answered,
-    &cp::engine::Counters::sync_digest_equal,
-    &cp::engine::Counters::sync_digest_differ,
-    &cp::engine::Counters::sync_bucket_windows,
-    &cp::engine::Counters::sync_whole_views,
-    &cp::engine::Counters::sync_incomplete_retries,
-    &cp::engine::Counters::sync_reconnects,
-    &cp::engine::Counters::join_followups,
-    &cp::engine::Counters::sync_bytes_out,
-    &cp::engine::Counters::probe_started,
-    &cp::engine::Counters::probe_failed,
-    &cp::engine::Counters::probe_newcomer,
-    &cp::engine::Counters::probe_hearsay,
-    &cp::engine::Counters::suspicions,
-    &cp::engine::Counters::suspicion_confirmations,
-    &cp::engine::Counters::deaths,
-    &cp::engine::Counters::young_declared_dead,
-    &cp::engine::Counters::young_last_pings,
-    &cp::engine::Counters::probation_started,
-    &cp::engine::Counters::probation_promoted,
-    &cp::engine::Counters::probation_died,
-    &cp::engine::Counters::probation_unproven,
-    &cp::engine::Counters::probation_forgotten,
-    &cp::engine::Counters::surges,
-    &cp::engine::Counters::gossip_eager,
-    &cp::engine::Counters::broadcast_superseded,
-    &cp::engine::Counters::admission_deferred,
-    &cp::engine::Counters::admission_drop_rate,
-    &cp::engine::Counters::own_stalls,
-    &cp::engine::Counters::probe_abandoned_stall,
-    &cp::engine::Counters::probe_outdated,
-    &cp::engine::Counters::probe_ack_direct,
-    &cp::engine::Counters::probe_ack_indirect,
-    &cp::engine::Counters::probe_indirect_sent};
+constexpr std::array<CounterField, EngineTotals::kCount> kTotalFields = {&cp::engine::Counters::sync_started,
+                                                                         &cp::engine::Counters::sync_answered,
+                                                                         &cp::engine::Counters::sync_digest_equal,
+                                                                         &cp::engine::Counters::sync_digest_differ,
+                                                                         &cp::engine::Counters::sync_bucket_windows,
+                                                                         &cp::engine::Counters::sync_whole_views,
+                                                                         &cp::engine::Counters::sync_incomplete_retries,
+                                                                         &cp::engine::Counters::sync_reconnects,
+                                                                         &cp::engine::Counters::join_followups,
+                                                                         &cp::engine::Counters::sync_bytes_out,
+                                                                         &cp::engine::Counters::probe_started,
+                                                                         &cp::engine::Counters::probe_failed,
+                                                                         &cp::engine::Counters::probe_newcomer,
+                                                                         &cp::engine::Counters::probe_hearsay,
+                                                                         &cp::engine::Counters::suspicions,
+                                                                         &cp::engine::Counters::suspicion_confirmations,
+                                                                         &cp::engine::Counters::deaths,
+                                                                         &cp::engine::Counters::young_declared_dead,
+                                                                         &cp::engine::Counters::young_last_pings,
+                                                                         &cp::engine::Counters::probation_started,
+                                                                         &cp::engine::Counters::probation_promoted,
+                                                                         &cp::engine::Counters::probation_died,
+                                                                         &cp::engine::Counters::probation_unproven,
+                                                                         &cp::engine::Counters::probation_forgotten,
+                                                                         &cp::engine::Counters::surges,
+                                                                         &cp::engine::Counters::gossip_eager,
+                                                                         &cp::engine::Counters::broadcast_superseded,
+                                                                         &cp::engine::Counters::admission_deferred,
+                                                                         &cp::engine::Counters::admission_drop_rate,
+                                                                         &cp::engine::Counters::own_stalls,
+                                                                         &cp::engine::Counters::probe_abandoned_stall,
+                                                                         &cp::engine::Counters::probe_outdated,
+                                                                         &cp::engine::Counters::probe_ack_direct,
+                                                                         &cp::engine::Counters::probe_ack_indirect,
+                                                                         &cp::engine::Counters::probe_indirect_sent};
 }  // namespace
 
-const std::array<const char*, EngineTotals::kCount> EngineTotals::kNames = {
-    "sync_started",
-    "sync_answered",
-    "sync_digest_equal",
-    "sync_digest_differ",
-    "sync_bucket_windows",
-    "sync_whole_views",
-    "sync_incomplete_retries",
-    "sync_reconnects",
-    "join_followups",
-    "sync_bytes_out",
-    "probe_started",
-    "probe_failed",
-    "probe_newcomer",
-    "probe_hearsay",
-    "suspicions",
-    "suspicion_confirmations",
-    "deaths",
-    "young_declared_dead",
-    "young_last_pings",
-    "probation_started",
-    "probation_promoted",
-    "probation_died",
-    "probation_unproven",
-    "probation_forgotten",
-    "surges",
-    "gossip_eager",
-    "broadcast_superseded",
-    "admission_deferred",
-    "admission_drop_rate",
-    "own_stalls",
-    "probe_abandoned_stall",
-    "probe_outdated",
-    "probe_ack_direct",
-    "probe_ack_indirect",
-    "probe_indirect_sent"};
+const std::array<const char*, EngineTotals::kCount> EngineTotals::kNames = {"sync_started",
+                                                                            "sync_answered",
+                                                                            "sync_digest_equal",
+                                                                            "sync_digest_differ",
+                                                                            "sync_bucket_windows",
+                                                                            "sync_whole_views",
+                                                                            "sync_incomplete_retries",
+                                                                            "sync_reconnects",
+                                                                            "join_followups",
+                                                                            "sync_bytes_out",
+                                                                            "probe_started",
+                                                                            "probe_failed",
+                                                                            "probe_newcomer",
+                                                                            "probe_hearsay",
+                                                                            "suspicions",
+                                                                            "suspicion_confirmations",
+                                                                            "deaths",
+                                                                            "young_declared_dead",
+                                                                            "young_last_pings",
+                                                                            "probation_started",
+                                                                            "probation_promoted",
+                                                                            "probation_died",
+                                                                            "probation_unproven",
+                                                                            "probation_forgotten",
+                                                                            "surges",
+                                                                            "gossip_eager",
+                                                                            "broadcast_superseded",
+                                                                            "admission_deferred",
+                                                                            "admission_drop_rate",
+                                                                            "own_stalls",
+                                                                            "probe_abandoned_stall",
+                                                                            "probe_outdated",
+                                                                            "probe_ack_direct",
+                                                                            "probe_ack_indirect",
+                                                                            "probe_indirect_sent"};
 
 void EngineTotals::add(const cp::engine::Counters& c) {
   for (std::size_t i = 0; i < kCount; ++i) values[i] += c.*kTotalFields[i];
@@ -244,8 +242,8 @@ struct Node {
   bool departed = false;  // crashed or leaving: it should leave every view
   bool stall_prone = false;
   bool stalled = false;
-  bool interrupted = false;  // went down inside the measured window
-  std::uint32_t lives = 0;   // starts so far
+  bool interrupted = false;            // went down inside the measured window
+  std::uint32_t lives = 0;             // starts so far
   std::uint64_t life_incarnation = 0;  // initial incarnation of the current life
   std::uint64_t departed_at = 0;
   std::uint64_t started_at = 0;  // of the current life
@@ -254,7 +252,7 @@ struct Node {
   std::uint64_t bytes_out = 0;    // wire
   std::uint64_t payload_out = 0;  // codec
   std::uint64_t packets_out = 0;
-  std::uint64_t bytes_mark = 0;    // at measure_from
+  std::uint64_t bytes_mark = 0;  // at measure_from
   std::uint64_t payload_mark = 0;
   std::uint64_t packets_mark = 0;
   bool marked = false;
@@ -279,9 +277,8 @@ struct TrackedFailure {
 std::string node_name(std::uint32_t i) { return "n-" + std::to_string(i); }
 
 Address node_addr(std::uint32_t i) {
-  return Address{{10, static_cast<std::uint8_t>(i >> 16), static_cast<std::uint8_t>(i >> 8),
-                  static_cast<std::uint8_t>(i)},
-                 kPort};
+  return Address{
+      {10, static_cast<std::uint8_t>(i >> 16), static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i)}, kPort};
 }
 
 std::optional<std::uint32_t> index_of(const std::string& name) {
@@ -314,9 +311,7 @@ void charge_types(std::array<TypeCount, kTypes>& t, const std::uint8_t* p, std::
     const std::size_t start = pos;
     std::uint64_t tag = 0;
     std::uint64_t len = 0;
-    if (!read_varint(p, n, pos, tag) || (tag & 7) != 2 || !read_varint(p, n, pos, len) ||
-        len > n - pos)
-      return;
+    if (!read_varint(p, n, pos, tag) || (tag & 7) != 2 || !read_varint(p, n, pos, len) || len > n - pos) return;
     const std::size_t body = pos;
     pos += len;
     if ((tag >> 3) != 1) continue;  // not a Message (a key command)
@@ -369,7 +364,10 @@ double heap_in_use() {
 class Simulator {
  public:
   Simulator(const Scenario& s, const SampleHook& hook)
-      : sc_(s), hook_(hook), rng_(s.seed * 0x9e3779b97f4a7c15ULL + 17), n_steady_(s.members),
+      : sc_(s),
+        hook_(hook),
+        rng_(s.seed * 0x9e3779b97f4a7c15ULL + 17),
+        n_steady_(s.members),
         nodes_(static_cast<std::size_t>(s.members) + s.phantoms.count) {
     r_.scenario = s.name;
     r_.seed = s.seed;
@@ -391,8 +389,7 @@ class Simulator {
     }
     now_ = sc_.duration_ns;
     finish();
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     r_.perf.wall_s = wall;
     if (wall > 0) {
       r_.perf.sim_events_per_s = static_cast<double>(r_.sim_events) / wall;
@@ -429,32 +426,49 @@ class Simulator {
       rng_.shuffle(order);
       for (std::uint32_t k = 0; k < n && k < n_steady_; ++k) {
         nodes_[order[k]].stall_prone = true;
-        push(sc_.stalls.start_ns + rng_.uniform(sc_.stalls.period_ns), Kind::kStallBegin,
-             order[k]);
+        push(sc_.stalls.start_ns + rng_.uniform(sc_.stalls.period_ns), Kind::kStallBegin, order[k]);
       }
     }
-    for (std::uint32_t f = 0; f < sc_.failures.size(); ++f)
-      push(sc_.failures[f].at_ns, Kind::kFailures, 0, f);
-    for (std::uint64_t t = 0; t <= sc_.duration_ns; t += sc_.sample_interval_ns)
-      push(t, Kind::kSample, 0);
+    for (std::uint32_t f = 0; f < sc_.failures.size(); ++f) push(sc_.failures[f].at_ns, Kind::kFailures, 0, f);
+    for (std::uint64_t t = 0; t <= sc_.duration_ns; t += sc_.sample_interval_ns) push(t, Kind::kSample, 0);
   }
 
   void dispatch(const Event& e) {
     switch (e.kind) {
-      case Kind::kStart: start(e.node); break;
-      case Kind::kDeliver: deliver(e.node, e.aux); break;
-      case Kind::kTick: on_tick(e.node); break;
-      case Kind::kRelease: on_release(e.node); break;
-      case Kind::kRestart: restart_batch(e.aux); break;
+      case Kind::kStart:
+        start(e.node);
+        break;
+      case Kind::kDeliver:
+        deliver(e.node, e.aux);
+        break;
+      case Kind::kTick:
+        on_tick(e.node);
+        break;
+      case Kind::kRelease:
+        on_release(e.node);
+        break;
+      case Kind::kRestart:
+        restart_batch(e.aux);
+        break;
       case Kind::kCrash:
         // A scheduled end (phantom lifetime, leave linger) of this life only.
         if (e.aux == nodes_[e.node].lives) crash(e.node);
         break;
-      case Kind::kLeave: leave(e.node); break;
-      case Kind::kStallBegin: stall_begin(e.node); break;
-      case Kind::kStallEnd: stall_end(e.node); break;
-      case Kind::kSample: sample(); break;
-      case Kind::kFailures: fail_members(sc_.failures[e.aux]); break;
+      case Kind::kLeave:
+        leave(e.node);
+        break;
+      case Kind::kStallBegin:
+        stall_begin(e.node);
+        break;
+      case Kind::kStallEnd:
+        stall_end(e.node);
+        break;
+      case Kind::kSample:
+        sample();
+        break;
+      case Kind::kFailures:
+        fail_members(sc_.failures[e.aux]);
+        break;
     }
   }
 
@@ -475,8 +489,7 @@ class Simulator {
     // Random steady members already up (not departed): earlier ones on a
     // first start, any other on a restart.
     const std::uint32_t pool = restart ? n_steady_ : std::min(i, n_steady_);
-    for (std::uint32_t tries = 0; seeds.size() < sc_.seeds && pool > 0 && tries < 8 * sc_.seeds;
-         ++tries) {
+    for (std::uint32_t tries = 0; seeds.size() < sc_.seeds && pool > 0 && tries < 8 * sc_.seeds; ++tries) {
       const auto j = static_cast<std::uint32_t>(rng_.uniform(pool));
       if (j == i || nodes_[j].state != State::kUp || nodes_[j].departed) continue;
       const Address a = node_addr(j);
@@ -515,8 +528,7 @@ class Simulator {
     if (!seeds.empty()) n.engine->join(seeds, now_);
     if (i >= n_steady_) {
       const PhantomSpec& ph = sc_.phantoms;
-      push(now_ + ph.min_life_ns + rng_.uniform(ph.max_life_ns - ph.min_life_ns + 1), Kind::kCrash,
-           i, n.lives);
+      push(now_ + ph.min_life_ns + rng_.uniform(ph.max_life_ns - ph.min_life_ns + 1), Kind::kCrash, i, n.lives);
     }
     after(i);
   }
@@ -530,8 +542,7 @@ class Simulator {
     for (std::uint32_t k = 0; k < f.count && k < candidates.size(); ++k) {
       const std::uint32_t i = candidates[k];
       nodes_[i].failure_slot = static_cast<std::int32_t>(failures_.size());
-      TrackedFailure t{i, now_, std::vector<std::uint64_t>(n_steady_, kNever),
-                       std::vector<bool>(n_steady_, false)};
+      TrackedFailure t{i, now_, std::vector<std::uint64_t>(n_steady_, kNever), std::vector<bool>(n_steady_, false)};
       // Who knew it as live when it failed: only they can detect its failure.
       const std::string name = node_name(i);
       for (std::uint32_t o = 0; o < n_steady_; ++o) {
@@ -562,8 +573,8 @@ class Simulator {
       crash(i);  // a leaving member still lingering stops now
       start(i);
     }
-    r_.markers.push_back(Marker{"restart " + std::to_string(batch.members.size()),
-                                static_cast<double>(now_) / kNsPerS, static_cast<double>(now_) / kNsPerS});
+    r_.markers.push_back(Marker{"restart " + std::to_string(batch.members.size()), static_cast<double>(now_) / kNsPerS,
+                                static_cast<double>(now_) / kNsPerS});
   }
 
   void mark_departed(Node& n) {
@@ -719,8 +730,8 @@ class Simulator {
   void mirror_refill(Node& n) {
     ShaperMirror& m = n.mirror;
     if (now_ <= m.last_ns) return;
-    const double earned = static_cast<double>(now_ - m.last_ns) *
-                          static_cast<double>(sc_.network.egress_bytes_per_s) / 1e9;
+    const double earned =
+        static_cast<double>(now_ - m.last_ns) * static_cast<double>(sc_.network.egress_bytes_per_s) / 1e9;
     m.tokens = std::min(m.tokens + earned, static_cast<double>(sc_.network.egress_burst_bytes));
     m.last_ns = now_;
   }
@@ -766,8 +777,7 @@ class Simulator {
       if (q.empty()) continue;
       if (rate == 0) break;
       mirror_refill(n);
-      const double need = std::min(static_cast<double>(q.front()),
-                                   static_cast<double>(sc_.network.egress_burst_bytes));
+      const double need = std::min(static_cast<double>(q.front()), static_cast<double>(sc_.network.egress_burst_bytes));
       const double deficit = need - n.mirror.tokens;
       wait = deficit <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(deficit * 1e9 / static_cast<double>(rate)));
       wait = std::max<std::uint64_t>(wait + 1, 1000);  // never a busy loop on rounding
@@ -790,8 +800,8 @@ class Simulator {
 
  public:
   // A datagram leaves member i's shaper now: onto the virtual network.
-  void on_wire(std::uint32_t i, const dp::Endpoint& to_ep, crypto::PriorityClass cls,
-               const std::uint8_t* data, std::size_t len) {
+  void on_wire(std::uint32_t i, const dp::Endpoint& to_ep, crypto::PriorityClass cls, const std::uint8_t* data,
+               std::size_t len) {
     Node& n = nodes_[i];
     SizeFifo& queue = n.mirror.queues[static_cast<std::size_t>(cls)];
     Compound messages = queue.empty() ? Compound{} : std::move(queue.front_item().messages);
@@ -943,8 +953,8 @@ class Simulator {
     // the bucket may leave. Measured on what reached the wire.
     const double burst = static_cast<double>(sc_.network.egress_burst_bytes);
     const double largest = static_cast<double>(r_.max_datagram_bytes + kWireOverheadBytes);
-    const double allowed = static_cast<double>(sc_.network.egress_bytes_per_s) * interval_s + burst +
-                           std::max(0.0, largest - burst);
+    const double allowed =
+        static_cast<double>(sc_.network.egress_bytes_per_s) * interval_s + burst + std::max(0.0, largest - burst);
     views_.clear();
     // Sync counters at the first sample of the measured window.
     const bool take_totals_mark = !totals_marked_ && now_ >= sc_.measure_from_ns;
@@ -969,8 +979,8 @@ class Simulator {
       prev_payload_[i] = n.payload_out;
       prev_packets_[i] = n.packets_out;
       if (now_ > 0) {
-        r_.egress_peak_interval_bytes_per_s = std::max(
-            r_.egress_peak_interval_bytes_per_s, static_cast<double>(n.interval_bytes) / interval_s);
+        r_.egress_peak_interval_bytes_per_s =
+            std::max(r_.egress_peak_interval_bytes_per_s, static_cast<double>(n.interval_bytes) / interval_s);
         if (sc_.network.egress_bytes_per_s > 0 && static_cast<double>(n.interval_bytes) > allowed + 1)
           ++r_.budget_violations;
       }
@@ -1035,8 +1045,7 @@ class Simulator {
     }
     s.member_events = interval_events_;
     interval_events_ = 0;
-    if (s.converged && r_.first_converged_s < 0 && now_ >= sc_.join_over_ns)
-      r_.first_converged_s = s.t_s;
+    if (s.converged && r_.first_converged_s < 0 && now_ >= sc_.join_over_ns) r_.first_converged_s = s.t_s;
     std::uint64_t heal = 0;
     for (const PartitionSpec& p : sc_.partitions) heal = std::max(heal, p.end_ns);
     if (heal > 0 && now_ >= heal && s.converged && r_.converged_after_heal_s < 0)
@@ -1048,8 +1057,7 @@ class Simulator {
       const std::int64_t excess = std::int64_t{s.view_max} - std::int64_t{s.expected_view};
       if (excess > r_.view_excess_max) {
         r_.view_excess_max = excess;
-        r_.view_excess_max_fraction =
-            s.expected_view > 0 ? static_cast<double>(excess) / s.expected_view : 0;
+        r_.view_excess_max_fraction = s.expected_view > 0 ? static_cast<double>(excess) / s.expected_view : 0;
       }
     }
     check_restarts();
@@ -1074,8 +1082,7 @@ class Simulator {
         r_.perf.heap_bytes_per_entry = heap / static_cast<double>(entries);
       }
     }
-    r_.table_bytes_per_member_est =
-        std::max(r_.table_bytes_per_member_est, s.table_mean * kTableEntryBytes);
+    r_.table_bytes_per_member_est = std::max(r_.table_bytes_per_member_est, s.table_mean * kTableEntryBytes);
     r_.series.push_back(s);
     if (hook_) hook_(s);
   }
@@ -1134,8 +1141,7 @@ class Simulator {
   void finish_markers() {
     if (sc_.phantoms.count > 0) {
       const double start = static_cast<double>(sc_.phantoms.start_ns) / kNsPerS;
-      const double end = last_phantom_death_ > 0 ? static_cast<double>(last_phantom_death_) / kNsPerS
-                                                 : r_.duration_s;
+      const double end = last_phantom_death_ > 0 ? static_cast<double>(last_phantom_death_) / kNsPerS : r_.duration_s;
       r_.markers.push_back(Marker{"phantoms", start, std::max(start, end)});
     }
     for (const PartitionSpec& p : sc_.partitions)
@@ -1168,9 +1174,9 @@ class Simulator {
     if (!bps.empty()) {
       const double per = static_cast<double>(bps.size()) * window_s;
       for (std::size_t t = 0; t < kTypes; ++t)
-        r_.egress_by_type[t] = TypeRate{static_cast<double>(types[t].packets) / per,
-                                        static_cast<double>(types[t].bytes) / per,
-                                        static_cast<double>(types[t].payload) / per};
+        r_.egress_by_type[t] =
+            TypeRate{static_cast<double>(types[t].packets) / per, static_cast<double>(types[t].bytes) / per,
+                     static_cast<double>(types[t].payload) / per};
     }
     r_.egress_budget_bytes_per_s = static_cast<double>(sc_.network.egress_bytes_per_s);
 
@@ -1221,10 +1227,8 @@ class Simulator {
     r_.detection_all_s = summarize(alls);
     for (const Detection& d : r_.detections) r_.detection_observers += d.observers;
 
-    const double member_hours =
-        static_cast<double>(observers.size()) * r_.duration_s / 3600.0;
-    if (member_hours > 0)
-      r_.false_positives_per_member_hour = static_cast<double>(r_.false_positives) / member_hours;
+    const double member_hours = static_cast<double>(observers.size()) * r_.duration_s / 3600.0;
+    if (member_hours > 0) r_.false_positives_per_member_hour = static_cast<double>(r_.false_positives) / member_hours;
 
     // Final views, and gone members that some steady view still holds live.
     const std::uint32_t expected = expected_view();
@@ -1244,10 +1248,11 @@ class Simulator {
         if (!j || *j >= nodes_.size() || nodes_[*j].departed || nodes_[*j].state != State::kUp) {
           ++r_.zombies_at_end;
           if (r_.zombies.size() < kMaxZombiesListed)
-            r_.zombies.push_back(Zombie{node_name(o), name, m.status == MemberStatus::kSuspect,
-                                        m.incarnation, static_cast<double>(m.state_change_ns) / kNsPerS,
-                                        j && *j < nodes_.size() ? static_cast<double>(nodes_[*j].departed_at) / kNsPerS : -1.0,
-                                        e.health_score(), e.in_storm(now_)});
+            r_.zombies.push_back(
+                Zombie{node_name(o), name, m.status == MemberStatus::kSuspect, m.incarnation,
+                       static_cast<double>(m.state_change_ns) / kNsPerS,
+                       j && *j < nodes_.size() ? static_cast<double>(nodes_[*j].departed_at) / kNsPerS : -1.0,
+                       e.health_score(), e.in_storm(now_)});
           exact = false;
         }
       });
@@ -1303,8 +1308,7 @@ class Simulator {
   std::vector<std::uint64_t> prev_bytes_ = std::vector<std::uint64_t>(nodes_.size(), 0);
   std::vector<std::uint64_t> prev_packets_ = std::vector<std::uint64_t>(nodes_.size(), 0);
   std::vector<std::uint64_t> prev_payload_ = std::vector<std::uint64_t>(nodes_.size(), 0);
-  std::vector<std::array<TypeCount, kTypes>> type_counts_ =
-      std::vector<std::array<TypeCount, kTypes>>(n_steady_);
+  std::vector<std::array<TypeCount, kTypes>> type_counts_ = std::vector<std::array<TypeCount, kTypes>>(n_steady_);
   std::vector<std::uint32_t> views_;
   std::vector<std::uint8_t> wire_;
   std::vector<Batch> batches_;
@@ -1345,9 +1349,8 @@ std::vector<std::string> check_expectations(const Scenario& s, const Results& r)
   const ExpectSpec& e = s.expect;
   if (e.converged && !r.converged_at_end)
     bad.push_back("converged: views at the end are " + std::to_string(r.final_view_min) + ".." +
-                  std::to_string(r.final_view_max) + ", expected exactly " +
-                  std::to_string(r.final_expected_view) + " (zombies " +
-                  std::to_string(r.zombies_at_end) + ")");
+                  std::to_string(r.final_view_max) + ", expected exactly " + std::to_string(r.final_expected_view) +
+                  " (zombies " + std::to_string(r.zombies_at_end) + ")");
   if (e.no_resurrection && (r.resurrections != 0 || r.zombies_at_end != 0))
     bad.push_back("no_resurrection: " + std::to_string(r.resurrections) + " resurrections, " +
                   std::to_string(r.zombies_at_end) + " zombies at the end");
@@ -1373,21 +1376,21 @@ std::vector<std::string> check_expectations(const Scenario& s, const Results& r)
          "restarts_alive_within_s: restarts.all_alive_after_s");
   if (e.view_excess_max_fraction >= 0 && r.view_excess_max_fraction > e.view_excess_max_fraction)
     bad.push_back("view_excess_max_fraction: " + std::to_string(r.view_excess_max_fraction) + " > " +
-                  std::to_string(e.view_excess_max_fraction) + " (view " +
-                  std::to_string(r.view_excess_max) + " over the expected)");
+                  std::to_string(e.view_excess_max_fraction) + " (view " + std::to_string(r.view_excess_max) +
+                  " over the expected)");
   if (e.detection_all_within_s >= 0) {
     for (const Detection& d : r.detections) {
       if (d.all_s >= 0 && d.all_s <= e.detection_all_within_s) continue;
       bad.push_back("detection_all_within_s: " + d.node + " failed at " + std::to_string(d.failed_at_s) +
-                    " s seen by all " + (d.all_s < 0 ? std::string("never") : "after " + std::to_string(d.all_s) + " s") +
-                    " (" + std::to_string(d.detected) + " of " + std::to_string(d.observers) + " observers)");
+                    " s seen by all " +
+                    (d.all_s < 0 ? std::string("never") : "after " + std::to_string(d.all_s) + " s") + " (" +
+                    std::to_string(d.detected) + " of " + std::to_string(d.observers) + " observers)");
     }
   }
   if (e.egress_bytes_per_member_max >= 0 && r.egress_bytes_per_s.mean > e.egress_bytes_per_member_max)
     bad.push_back("egress_bytes_per_member_max: mean " + std::to_string(r.egress_bytes_per_s.mean) +
                   " wire B/s per member > " + std::to_string(e.egress_bytes_per_member_max));
-  if (e.max_false_positives >= 0 &&
-      r.false_positives > static_cast<std::uint64_t>(e.max_false_positives))
+  if (e.max_false_positives >= 0 && r.false_positives > static_cast<std::uint64_t>(e.max_false_positives))
     bad.push_back("max_false_positives: " + std::to_string(r.false_positives) + " > " +
                   std::to_string(e.max_false_positives));
   return bad;

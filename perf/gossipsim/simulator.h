@@ -46,10 +46,10 @@ struct Detection {
   double failed_at_s = 0;
   double first_s = -1;  // -1: nobody detected it
   double p99_s = -1;
-  double all_s = -1;    // -1: some observer never detected it
+  double all_s = -1;            // -1: some observer never detected it
   std::uint32_t observers = 0;  // steady members up at the end (and since before it failed) that knew it live
   std::uint32_t detected = 0;
-  std::uint32_t unaware = 0;    // steady members up at the end that never knew it live
+  std::uint32_t unaware = 0;  // steady members up at the end that never knew it live
 };
 
 // A gone member still live in a steady member's view at the end.
@@ -58,30 +58,30 @@ struct Zombie {
   std::string node;
   bool suspect = false;
   std::uint64_t incarnation = 0;
-  double since_s = 0;     // when the observer's status for it last changed
-  double departed_s = 0;  // when it crashed or left
+  double since_s = 0;                 // when the observer's status for it last changed
+  double departed_s = 0;              // when it crashed or left
   std::uint32_t observer_health = 0;  // the observer's Lifeguard score at the end
   bool observer_in_storm = false;     // the observer's engine thinks it is in a storm
 };
 
 struct Sample {
   double t_s = 0;
-  std::uint32_t up = 0;            // members running (steady and phantom)
-  std::uint32_t expected_view = 0; // members up that have not left or failed
-  std::uint32_t phantoms_up = 0;   // phantoms running ("truly alive" beside the steady ones)
-  double view_mean = 0;            // live members as seen by steady members up
+  std::uint32_t up = 0;             // members running (steady and phantom)
+  std::uint32_t expected_view = 0;  // members up that have not left or failed
+  std::uint32_t phantoms_up = 0;    // phantoms running ("truly alive" beside the steady ones)
+  double view_mean = 0;             // live members as seen by steady members up
   std::uint32_t view_min = 0;
   double view_median = 0;
   std::uint32_t view_max = 0;
-  double table_mean = 0;           // member table entries incl. tombstones
+  double table_mean = 0;                         // member table entries incl. tombstones
   double egress_bytes_per_member_s = 0;          // wire bytes (header and tag included)
   double egress_payload_bytes_per_member_s = 0;  // codec bytes only
   double egress_packets_per_member_s = 0;
-  double link_fraction_max = 0;    // busiest shared link: gossip bytes / capacity
-  std::uint64_t member_events = 0; // engine events (join/leave/failed/update) in the interval
-  std::uint64_t suspicions = 0;    // engine counter deltas summed over all members, in the interval
+  double link_fraction_max = 0;     // busiest shared link: gossip bytes / capacity
+  std::uint64_t member_events = 0;  // engine events (join/leave/failed/update) in the interval
+  std::uint64_t suspicions = 0;     // engine counter deltas summed over all members, in the interval
   std::uint64_t refutations = 0;
-  bool converged = false;          // every steady view is exactly expected_view
+  bool converged = false;  // every steady view is exactly expected_view
 };
 
 // Traffic of one message type per steady member over the measured window. A
@@ -138,24 +138,24 @@ struct Results {
   Summary detection_first_s;  // over the failures that were detected
   Summary detection_p99_s;
   Summary detection_all_s;
-  std::uint32_t undetected = 0;  // failures some observer never marked
+  std::uint32_t undetected = 0;           // failures some observer never marked
   std::vector<double> detection_times_s;  // every observer's detection time, all failures
   std::uint64_t detection_observers = 0;  // sum of Detection::observers (detected or not)
 
-  std::uint64_t false_positives = 0;          // failed declarations about members up
-  std::uint64_t false_positives_healthy = 0;  // ... about members that never stall
+  std::uint64_t false_positives = 0;            // failed declarations about members up
+  std::uint64_t false_positives_healthy = 0;    // ... about members that never stall
   std::uint64_t false_positives_partition = 0;  // ... across an active partition
   // ... not across an active partition, but less than the longest suspicion
   // after one healed (verdicts from the split still running out or spreading)
   std::uint64_t false_positives_after_heal = 0;
   double false_positives_per_member_hour = 0;
-  std::uint64_t suspicions = 0;   // engine counters summed over all members
+  std::uint64_t suspicions = 0;  // engine counters summed over all members
   std::uint64_t refutations = 0;
   EngineTotals engine;
-  EngineTotals engine_measured;  // ... from the first sample of the measured window
-  std::uint64_t resurrections = 0;  // a gone member alive again where it was declared gone
-  std::uint64_t zombies_at_end = 0; // gone members still live in some steady view at the end
-  std::vector<Zombie> zombies;      // the first few of them
+  EngineTotals engine_measured;             // ... from the first sample of the measured window
+  std::uint64_t resurrections = 0;          // a gone member alive again where it was declared gone
+  std::uint64_t zombies_at_end = 0;         // gone members still live in some steady view at the end
+  std::vector<Zombie> zombies;              // the first few of them
   std::uint64_t joins_after_departure = 0;  // steady members first hearing of a gone member
 
   std::array<std::uint64_t, 4> broadcast_drops = {};  // engine counters by class (0 = urgent)
@@ -179,8 +179,8 @@ struct Results {
   double converged_after_last_join_s = -1;
 
   // Phantom storm: how far views overshot what is truly alive, and recovery.
-  std::int64_t view_excess_max = 0;       // max over samples of view_max - expected_view
-  double view_excess_max_fraction = 0;    // ... / expected_view at that sample
+  std::int64_t view_excess_max = 0;     // max over samples of view_max - expected_view
+  double view_excess_max_fraction = 0;  // ... / expected_view at that sample
   double last_phantom_death_s = -1;
   // From the last phantom's death until the first sample from which every later
   // sample is converged; -1 if never (or no phantoms).
@@ -196,13 +196,13 @@ struct Results {
   double link_fraction_mean = 0;
   double link_fraction_max = 0;
 
-  std::uint64_t table_entries_max = 0;     // largest member table seen
-  double table_bytes_per_member_est = 0;   // estimated engine table bytes per member (peak)
+  std::uint64_t table_entries_max = 0;    // largest member table seen
+  double table_bytes_per_member_est = 0;  // estimated engine table bytes per member (peak)
 
   std::uint64_t datagrams_sent = 0;
   std::uint64_t datagrams_delivered = 0;
-  std::uint64_t datagrams_lost = 0;  // random loss or partition
-  std::uint64_t datagrams_on_wire = 0;  // left a shaper
+  std::uint64_t datagrams_lost = 0;      // random loss or partition
+  std::uint64_t datagrams_on_wire = 0;   // left a shaper
   std::uint64_t bytes_sent = 0;          // wire bytes on the wire
   std::uint64_t payload_bytes_sent = 0;  // codec bytes of those
   std::uint64_t max_datagram_bytes = 0;  // codec bytes

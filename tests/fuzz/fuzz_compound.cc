@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (r.key_control) {
     const gw::cp::KeyControl& kc = *r.key_control;
     if (!r.messages.empty() || kc.command.has_value() == kc.result.has_value()) std::abort();
-    const auto again = gw::cp::decode(kc.command ? gw::cp::encode_key_command(*kc.command)
-                                                 : gw::cp::encode_key_result(*kc.result));
+    const auto again =
+        gw::cp::decode(kc.command ? gw::cp::encode_key_command(*kc.command) : gw::cp::encode_key_result(*kc.result));
     if (!again.ok() || !again.key_control || again.key_control->command != kc.command ||
         again.key_control->result != kc.result) {
       std::abort();

@@ -21,8 +21,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>

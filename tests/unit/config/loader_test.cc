@@ -29,9 +29,7 @@ constexpr std::string_view kMinimal =
     "node:\n"
     "  address: 10.0.0.1\n";
 
-std::string with_minimal(std::string_view extra) {
-  return std::string(kMinimal) + std::string(extra);
-}
+std::string with_minimal(std::string_view extra) { return std::string(kMinimal) + std::string(extra); }
 
 std::string host_name() {
   std::array<char, 256> buf{};
@@ -57,13 +55,12 @@ Rejection reject(std::string_view yaml) {
   return {"<accepted>", -1, "", ""};
 }
 
-#define EXPECT_REJECTED(yaml, want_field, want_line, want_text)  \
-  do {                                                           \
-    const Rejection r_ = reject(yaml);                           \
-    EXPECT_EQ(r_.field, want_field) << r_.what;                  \
-    EXPECT_EQ(r_.line, want_line) << r_.what;                    \
-    EXPECT_NE(r_.message.find(want_text), std::string::npos)     \
-        << "message lacks '" << (want_text) << "': " << r_.what; \
+#define EXPECT_REJECTED(yaml, want_field, want_line, want_text)                                                       \
+  do {                                                                                                                \
+    const Rejection r_ = reject(yaml);                                                                                \
+    EXPECT_EQ(r_.field, want_field) << r_.what;                                                                       \
+    EXPECT_EQ(r_.line, want_line) << r_.what;                                                                         \
+    EXPECT_NE(r_.message.find(want_text), std::string::npos) << "message lacks '" << (want_text) << "': " << r_.what; \
   } while (false)
 
 void expect_defaults_except_required(const Config& c) {
@@ -172,8 +169,8 @@ log:
 // together ask for tens of GiB; the loader computes the memory and refuses
 // what the machine cannot hold, saying how much is needed.
 TEST(ConfigLoader, MemoryTheConfigNeedsIsComputedAndRefusedWhenItCannotFit) {
-  Config c = parse_config(with_minimal("rings:\n  size: 1048576\nlimits:\n  max_payload_bytes: 1934\n"), kSource,
-                          kBaseDir);
+  Config c =
+      parse_config(with_minimal("rings:\n  size: 1048576\nlimits:\n  max_payload_bytes: 1934\n"), kSource, kBaseDir);
   const MemoryNeed n = memory_needed(c);
   // One worker, 4 classes, 1,048,578 records of 31 lines (48 + 1920 bytes).
   EXPECT_EQ(n.rings, 4ULL * 1048578ULL * 31ULL * 64ULL);
@@ -205,17 +202,14 @@ TEST(ConfigLoader, SuiteNames) {
 }
 
 TEST(ConfigLoader, EmptySectionMeansDefaults) {
-  const Config c =
-      parse_config(with_minimal("limits:\n  # max_payload_bytes: 9000\nlog:\n"), kSource, kBaseDir);
+  const Config c = parse_config(with_minimal("limits:\n  # max_payload_bytes: 9000\nlog:\n"), kSource, kBaseDir);
   EXPECT_EQ(c.limits.max_payload_bytes, 1400u);
   EXPECT_EQ(c.log.level, "info");
 }
 
 TEST(ConfigLoader, SpdlogLevelSpellingsAccepted) {
-  for (const char* level :
-       {"trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"}) {
-    const Config c =
-        parse_config(with_minimal(std::string("log: {level: ") + level + "}\n"), kSource, kBaseDir);
+  for (const char* level : {"trace", "debug", "info", "warn", "warning", "err", "error", "critical", "off"}) {
+    const Config c = parse_config(with_minimal(std::string("log: {level: ") + level + "}\n"), kSource, kBaseDir);
     EXPECT_EQ(c.log.level, level);
   }
 }
@@ -253,8 +247,7 @@ TEST(ConfigLoaderReject, YamlSyntaxErrorHasLine) {
 
 TEST(ConfigLoaderReject, SeveralDocuments) {
   // The second document starts at its `---` marker, line 7.
-  EXPECT_REJECTED(with_minimal("---\nlog: {level: info}\n"), "", 7,
-                  "expected one YAML document, found more");
+  EXPECT_REJECTED(with_minimal("---\nlog: {level: info}\n"), "", 7, "expected one YAML document, found more");
 }
 
 // yaml-cpp 0.7's LoadAll loops forever, allocating, on a stray flow token
@@ -314,13 +307,11 @@ TEST(ConfigLoaderReject, UnknownKeyWithUnprintableBytesIsEscaped) {
 
 TEST(ConfigLoaderReject, DuplicateKey) {
   EXPECT_REJECTED(with_minimal("node:\n  port: 1\n"), "node", 7, "first set on line 5");
-  EXPECT_REJECTED(with_minimal("rings:\n  size: 64\n  size: 128\n"), "rings.size", 9,
-                  "first set on line 8");
+  EXPECT_REJECTED(with_minimal("rings:\n  size: 64\n  size: 128\n"), "rings.size", 9, "first set on line 8");
 }
 
 TEST(ConfigLoaderReject, NonScalarKey) {
-  EXPECT_REJECTED(with_minimal("rings:\n  ? [a, b]\n  : 1\n"), "rings", 8,
-                  "expected a field name, got a list");
+  EXPECT_REJECTED(with_minimal("rings:\n  ? [a, b]\n  : 1\n"), "rings", 8, "expected a field name, got a list");
 }
 
 TEST(ConfigLoaderReject, StateDirMustBeAbsolute) {
@@ -334,8 +325,7 @@ TEST(ConfigLoaderReject, StateDirMustBeAbsolute) {
 // --- Wrong types -----------------------------------------------------------
 
 TEST(ConfigLoaderReject, StringWhereIntegerExpected) {
-  EXPECT_REJECTED(with_minimal("dataplane:\n  burst: lots\n"), "dataplane.burst", 8,
-                  "expected an integer, got 'lots'");
+  EXPECT_REJECTED(with_minimal("dataplane:\n  burst: lots\n"), "dataplane.burst", 8, "expected an integer, got 'lots'");
 }
 
 TEST(ConfigLoaderReject, QuotedNumberIsAString) {
@@ -344,8 +334,8 @@ TEST(ConfigLoaderReject, QuotedNumberIsAString) {
 }
 
 TEST(ConfigLoaderReject, FloatWhereIntegerExpected) {
-  EXPECT_REJECTED(with_minimal("limits:\n  max_payload_bytes: 1400.5\n"),
-                  "limits.max_payload_bytes", 8, "expected an integer, got '1400.5'");
+  EXPECT_REJECTED(with_minimal("limits:\n  max_payload_bytes: 1400.5\n"), "limits.max_payload_bytes", 8,
+                  "expected an integer, got '1400.5'");
 }
 
 TEST(ConfigLoaderReject, NullWhereIntegerExpected) {
@@ -356,51 +346,47 @@ TEST(ConfigLoaderReject, NullWhereIntegerExpected) {
 TEST(ConfigLoaderReject, MapWhereListExpected) {
   EXPECT_REJECTED(with_minimal("lcores:\n  workers:\n    first: 1\n"), "lcores.workers", 8,
                   "expected a list of lcore ids, got a map");
-  EXPECT_REJECTED("cluster:\n  name: demo\n  keys:\n    file: a.key\nnode: {address: 10.0.0.1}\n",
-                  "cluster.keys", 3, "expected a list of {file, primary} maps, got a map");
+  EXPECT_REJECTED("cluster:\n  name: demo\n  keys:\n    file: a.key\nnode: {address: 10.0.0.1}\n", "cluster.keys", 3,
+                  "expected a list of {file, primary} maps, got a map");
 }
 
 TEST(ConfigLoaderReject, ListOrScalarWhereMapExpected) {
-  EXPECT_REJECTED(with_minimal("dataplane: [1, 2]\n"), "dataplane", 7,
-                  "expected a map, got a list");
+  EXPECT_REJECTED(with_minimal("dataplane: [1, 2]\n"), "dataplane", 7, "expected a map, got a list");
   EXPECT_REJECTED(with_minimal("log: debug\n"), "log", 7, "expected a map, got 'debug'");
-  EXPECT_REJECTED("cluster:\n  name: demo\n  keys:\n    - a.key\nnode: {address: 10.0.0.1}\n",
-                  "cluster.keys[0]", 4, "expected a map, got 'a.key'");
+  EXPECT_REJECTED("cluster:\n  name: demo\n  keys:\n    - a.key\nnode: {address: 10.0.0.1}\n", "cluster.keys[0]", 4,
+                  "expected a map, got 'a.key'");
 }
 
 TEST(ConfigLoaderReject, ListWhereStringExpected) {
-  EXPECT_REJECTED("cluster:\n  name: [demo]\n  keys: [{file: k}]\nnode: {address: 10.0.0.1}\n",
-                  "cluster.name", 2, "expected a string, got a list");
+  EXPECT_REJECTED("cluster:\n  name: [demo]\n  keys: [{file: k}]\nnode: {address: 10.0.0.1}\n", "cluster.name", 2,
+                  "expected a string, got a list");
 }
 
 TEST(ConfigLoaderReject, NegativeForUnsigned) {
   EXPECT_REJECTED(with_minimal("lcores:\n  control: -1\n"), "lcores.control", 8,
                   "expected a non-negative integer, got '-1'");
-  EXPECT_REJECTED(with_minimal("lcores:\n  control: 0\n  workers: [1, -2]\n"), "lcores.workers[1]",
-                  9, "expected a non-negative integer, got '-2'");
+  EXPECT_REJECTED(with_minimal("lcores:\n  control: 0\n  workers: [1, -2]\n"), "lcores.workers[1]", 9,
+                  "expected a non-negative integer, got '-2'");
 }
 
 TEST(ConfigLoaderReject, OutOfIntegerTypeRange) {
   EXPECT_REJECTED(with_minimal("dataplane:\n  port_id: 65536\n"), "dataplane.port_id", 8,
                   "out of range: got '65536', must be 0..65535");
-  EXPECT_REJECTED(with_minimal("lcores:\n  control: 4294967296\n"), "lcores.control", 8,
-                  "must be 0..4294967295");
-  EXPECT_REJECTED(with_minimal("lcores:\n  control: 99999999999999999999999\n"), "lcores.control",
-                  8, "out of range: got '99999999999999999999999'");
+  EXPECT_REJECTED(with_minimal("lcores:\n  control: 4294967296\n"), "lcores.control", 8, "must be 0..4294967295");
+  EXPECT_REJECTED(with_minimal("lcores:\n  control: 99999999999999999999999\n"), "lcores.control", 8,
+                  "out of range: got '99999999999999999999999'");
 }
 
 TEST(ConfigLoaderReject, NonBoolean) {
   const std::string head = "cluster:\n  name: demo\n  keys:\n    - file: a.key\n      primary: ";
   const std::string tail = "\nnode: {address: 10.0.0.1}\n";
-  EXPECT_REJECTED(head + "yes please" + tail, "cluster.keys[0].primary", 5,
-                  "expected a boolean, got 'yes please'");
+  EXPECT_REJECTED(head + "yes please" + tail, "cluster.keys[0].primary", 5, "expected a boolean, got 'yes please'");
   const Rejection r = reject(head + "yes please" + tail);
   EXPECT_EQ(r.what, "test.yaml:5: cluster.keys[0].primary: expected a boolean, got 'yes please'");
   // YAML 1.1 spellings are not booleans here.
   EXPECT_REJECTED(head + "yes" + tail, "cluster.keys[0].primary", 5, "got 'yes'");
   EXPECT_REJECTED(head + "1" + tail, "cluster.keys[0].primary", 5, "got '1'");
-  EXPECT_REJECTED(head + "\"true\"" + tail, "cluster.keys[0].primary", 5,
-                  "got quoted string 'true'");
+  EXPECT_REJECTED(head + "\"true\"" + tail, "cluster.keys[0].primary", 5, "got quoted string 'true'");
 }
 
 // --- Missing required fields -------------------------------------------------
@@ -408,13 +394,11 @@ TEST(ConfigLoaderReject, NonBoolean) {
 TEST(ConfigLoaderReject, MissingRequired) {
   EXPECT_REJECTED("cluster:\n  keys: [{file: k}]\nnode: {address: 10.0.0.1}\n", "cluster.name", 1,
                   "required field missing");
-  EXPECT_REJECTED("cluster:\n  name: demo\nnode: {address: 10.0.0.1}\n", "cluster.keys", 1,
+  EXPECT_REJECTED("cluster:\n  name: demo\nnode: {address: 10.0.0.1}\n", "cluster.keys", 1, "required field missing");
+  EXPECT_REJECTED("cluster:\n  name: demo\n  keys: [{file: k}]\nnode:\n  port: 1\n", "node.address", 4,
                   "required field missing");
-  EXPECT_REJECTED("cluster:\n  name: demo\n  keys: [{file: k}]\nnode:\n  port: 1\n", "node.address",
-                  4, "required field missing");
   // A missing section has no line of its own.
-  EXPECT_REJECTED("cluster:\n  name: demo\n  keys: [{file: k}]\n", "node.address", 0,
-                  "required field missing");
+  EXPECT_REJECTED("cluster:\n  name: demo\n  keys: [{file: k}]\n", "node.address", 0, "required field missing");
   EXPECT_REJECTED("node: {address: 10.0.0.1}\n", "cluster.name", 0, "required field missing");
   EXPECT_REJECTED(
       "cluster:\n  name: demo\n  keys:\n    - primary: true\n"
@@ -453,8 +437,7 @@ TEST(ConfigLoaderReject, NumericRangesFromConfigH) {
     // node.port sits in a flow map on line 7; the others on line 8. The
     // duplicate `node` key is avoided by replacing the minimal node section.
     if (std::string_view(c.field) == "node.port") {
-      EXPECT_REJECTED(std::string("cluster:\n  name: demo\n  keys: [{file: k}]\n") + c.yaml,
-                      c.field, 4, c.text);
+      EXPECT_REJECTED(std::string("cluster:\n  name: demo\n  keys: [{file: k}]\n") + c.yaml, c.field, 4, c.text);
     } else {
       EXPECT_REJECTED(with_minimal(c.yaml), c.field, 8, c.text);
     }
@@ -466,8 +449,7 @@ TEST(ConfigLoaderReject, NumericRangesFromConfigH) {
 }
 
 TEST(ConfigLoaderReject, RingSizeNotPowerOfTwo) {
-  EXPECT_REJECTED(with_minimal("rings:\n  size: 1000\n"), "rings.size", 8,
-                  "must be a power of two, got 1000");
+  EXPECT_REJECTED(with_minimal("rings:\n  size: 1000\n"), "rings.size", 8, "must be a power of two, got 1000");
 }
 
 TEST(ConfigLoaderReject, ClusterName) {
@@ -479,14 +461,12 @@ TEST(ConfigLoaderReject, ClusterName) {
   EXPECT_REJECTED(file("\"de mo\""), "cluster.name", 3, "invalid character ' ' at byte 2");
   EXPECT_REJECTED(file("d\xc3\xa9mo"), "cluster.name", 3, "invalid character '\\xc3' at byte 1");
   EXPECT_REJECTED(file("a/b"), "cluster.name", 3, "invalid character '/'");
-  EXPECT_EQ(parse_config(file(std::string(64, 'a')), kSource, "").cluster.name,
-            std::string(64, 'a'));
+  EXPECT_EQ(parse_config(file(std::string(64, 'a')), kSource, "").cluster.name, std::string(64, 'a'));
 }
 
 TEST(ConfigLoaderReject, NodeName) {
   const auto file = [](const std::string& name) {
-    return "cluster: {name: demo, keys: [{file: k}]}\nnode:\n  address: 10.0.0.1\n  name: " + name +
-           "\n";
+    return "cluster: {name: demo, keys: [{file: k}]}\nnode:\n  address: 10.0.0.1\n  name: " + name + "\n";
   };
   EXPECT_REJECTED(file("\"\""), "node.name", 4, "must be 1..128 bytes, got 0");
   EXPECT_REJECTED(file(std::string(129, 'n')), "node.name", 4, "must be 1..128 bytes, got 129");
@@ -519,21 +499,19 @@ TEST(ConfigLoaderReject, DataplaneNeighbors) {
                   "expected a MAC address");
   EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: '02:00:00:00:00:0g'}"), "dataplane.neighbors[0].mac", 9,
                   "expected a MAC address");
-  EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: 'ff:ff:ff:ff:ff:ff'}"), "dataplane.neighbors[0].mac", 9,
-                  "unicast");
-  EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: '01:00:5e:00:00:01'}"), "dataplane.neighbors[0].mac", 9,
-                  "unicast");
+  EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: 'ff:ff:ff:ff:ff:ff'}"), "dataplane.neighbors[0].mac", 9, "unicast");
+  EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: '01:00:5e:00:00:01'}"), "dataplane.neighbors[0].mac", 9, "unicast");
   EXPECT_REJECTED(entry("{address: host.example, mac: '02:00:00:00:00:02'}"), "dataplane.neighbors[0].address", 9,
                   "expected an IPv4 or IPv6 address");
-  EXPECT_REJECTED(entry("{address: 10.0.0.2, mac: '02:00:00:00:00:02'}\n    - {address: 10.0.0.2, mac: '02:00:00:00:00:03'}"),
-                  "dataplane.neighbors[1].address", 10, "listed twice");
+  EXPECT_REJECTED(
+      entry("{address: 10.0.0.2, mac: '02:00:00:00:00:02'}\n    - {address: 10.0.0.2, mac: '02:00:00:00:00:03'}"),
+      "dataplane.neighbors[1].address", 10, "listed twice");
   EXPECT_REJECTED(entry("{address: 10.0.0.2}"), "dataplane.neighbors[0].mac", 9, "");
 }
 
 TEST(ConfigLoaderReject, NodeAddress) {
   const auto file = [](const std::string& address) {
-    return "cluster: {name: demo, keys: [{file: k}]}\nnode:\n  port: 7946\n  address: " + address +
-           "\n";
+    return "cluster: {name: demo, keys: [{file: k}]}\nnode:\n  port: 7946\n  address: " + address + "\n";
   };
   EXPECT_REJECTED(file("gw.example.com"), "node.address", 4, "expected an IPv4 or IPv6 address");
   EXPECT_REJECTED(file("10.0.0.256"), "node.address", 4, "got '10.0.0.256'");
@@ -548,13 +526,11 @@ TEST(ConfigLoaderReject, NodeAddress) {
 TEST(ConfigLoaderReject, Workers) {
   EXPECT_REJECTED(with_minimal("lcores:\n  workers: [1, 2, 1]\n"), "lcores.workers[2]", 8,
                   "lcore 1 is also lcores.workers[0]");
-  EXPECT_REJECTED(with_minimal("lcores:\n  control: 2\n  workers:\n    - 1\n    - 2\n"),
-                  "lcores.workers[1]", 11, "lcore 2 is lcores.control");
+  EXPECT_REJECTED(with_minimal("lcores:\n  control: 2\n  workers:\n    - 1\n    - 2\n"), "lcores.workers[1]", 11,
+                  "lcore 2 is lcores.control");
   // The default control lcore (0) counts too.
-  EXPECT_REJECTED(with_minimal("lcores:\n  workers: [0]\n"), "lcores.workers[0]", 8,
-                  "is lcores.control");
-  EXPECT_REJECTED(with_minimal("lcores:\n  workers: []\n"), "lcores.workers", 8,
-                  "must have 1..64 entries, got 0");
+  EXPECT_REJECTED(with_minimal("lcores:\n  workers: [0]\n"), "lcores.workers[0]", 8, "is lcores.control");
+  EXPECT_REJECTED(with_minimal("lcores:\n  workers: []\n"), "lcores.workers", 8, "must have 1..64 entries, got 0");
   std::string many = "lcores:\n  workers: [";
   for (unsigned i = 1; i <= 65; ++i) many += std::to_string(i) + (i < 65 ? ", " : "]\n");
   EXPECT_REJECTED(with_minimal(many), "lcores.workers", 8, "must have 1..64 entries, got 65");
@@ -570,11 +546,9 @@ TEST(ConfigLoaderReject, KeyCountAndPrimary) {
   EXPECT_REJECTED(file(nine), "cluster.keys", 4, "must have 1..8 entries, got 9");
   EXPECT_REJECTED(file("\n    - file: a\n      primary: true\n    - file: b\n      primary: true"),
                   "cluster.keys[1].primary", 8, "more than one primary key");
-  EXPECT_REJECTED(file("\n    - file: a\n    - file: b"), "cluster.keys", 4,
-                  "no key has primary: true");
+  EXPECT_REJECTED(file("\n    - file: a\n    - file: b"), "cluster.keys", 4, "no key has primary: true");
   // A lone key explicitly marked not primary leaves nothing to seal with.
-  EXPECT_REJECTED(file("\n    - file: a\n      primary: false"), "cluster.keys", 4,
-                  "no key has primary: true");
+  EXPECT_REJECTED(file("\n    - file: a\n      primary: false"), "cluster.keys", 4, "no key has primary: true");
   EXPECT_REJECTED(file("\n    - file: \"\""), "cluster.keys[0].file", 5, "must not be empty");
 }
 
@@ -582,18 +556,17 @@ TEST(ConfigLoaderReject, DuplicateKeyFiles) {
   const auto file = [](const std::string& keys) {
     return "node: {address: 10.0.0.1}\ncluster:\n  name: demo\n  keys:" + keys + "\n";
   };
-  EXPECT_REJECTED(file("\n    - file: a.key\n      primary: true\n    - file: a.key"),
-                  "cluster.keys[1].file", 7, "same key file as cluster.keys[0].file");
+  EXPECT_REJECTED(file("\n    - file: a.key\n      primary: true\n    - file: a.key"), "cluster.keys[1].file", 7,
+                  "same key file as cluster.keys[0].file");
   // Spelt differently, same file once resolved against base_dir.
   EXPECT_REJECTED(file("\n    - file: keys/a.key\n      primary: true\n    - file: ./keys/a.key"),
                   "cluster.keys[1].file", 7, "same key file as cluster.keys[0].file");
-  EXPECT_REJECTED(file("\n    - file: /etc/gossipgw/k\n      primary: true\n    - file: k"),
-                  "cluster.keys[1].file", 7, "same key file as cluster.keys[0].file");
+  EXPECT_REJECTED(file("\n    - file: /etc/gossipgw/k\n      primary: true\n    - file: k"), "cluster.keys[1].file", 7,
+                  "same key file as cluster.keys[0].file");
 }
 
 TEST(ConfigLoaderReject, LogLevel) {
-  EXPECT_REJECTED(with_minimal("log:\n  level: verbose\n"), "log.level", 8,
-                  "unknown level 'verbose'");
+  EXPECT_REJECTED(with_minimal("log:\n  level: verbose\n"), "log.level", 8, "unknown level 'verbose'");
   EXPECT_REJECTED(with_minimal("log:\n  level: INFO\n"), "log.level", 8, "unknown level 'INFO'");
 }
 
@@ -834,14 +807,14 @@ TEST(ConfigLoaderMembership, BadValuesNameTheField) {
                   "IPv6 in brackets");
   EXPECT_REJECTED(with_minimal("membership:\n  seeds: 10.0.0.2:7946\n"), "membership.seeds", 8, "expected a list");
   EXPECT_REJECTED(with_minimal("membership:\n  tags: [a, b]\n"), "membership.tags", 8, "expected a map");
-  EXPECT_REJECTED(with_minimal("membership:\n  tags: {role: " + std::string(300, 'x') + "}\n"),
-                  "membership.tags.role", 8, "at most 256 bytes");
+  EXPECT_REJECTED(with_minimal("membership:\n  tags: {role: " + std::string(300, 'x') + "}\n"), "membership.tags.role",
+                  8, "at most 256 bytes");
   EXPECT_REJECTED(with_minimal("membership:\n  leave_timeout_ms: 70000\n"), "membership.leave_timeout_ms", 8, "");
   EXPECT_REJECTED(with_minimal("membership:\n  enabled: yes\n"), "membership.enabled", 8, "boolean");
   EXPECT_REJECTED(with_minimal("membership:\n  allowed_name_prefixes: gw-\n"), "membership.allowed_name_prefixes", 8,
                   "expected a list");
-  EXPECT_REJECTED(with_minimal("membership:\n  allowed_name_prefixes: [\"\"]\n"),
-                  "membership.allowed_name_prefixes[0]", 8, "1..128 bytes");
+  EXPECT_REJECTED(with_minimal("membership:\n  allowed_name_prefixes: [\"\"]\n"), "membership.allowed_name_prefixes[0]",
+                  8, "1..128 bytes");
   EXPECT_REJECTED(with_minimal("membership:\n  admit_rate: 0\n"), "membership.admit_rate", 8, "");
   EXPECT_REJECTED(with_minimal("membership:\n  required_tags: [x]\n"), "membership.required_tags", 8, "expected a map");
 }
@@ -870,7 +843,6 @@ TEST(ConfigLoaderMembership, EgressBudget) {
   EXPECT_REJECTED(with_minimal("membership:\n  egress_burst_bytes: 10\n"), "membership.egress_burst_bytes", 8, "");
   EXPECT_REJECTED(with_minimal("membership:\n  egress_queue_bytes: -1\n"), "membership.egress_queue_bytes", 8, "");
 }
-
 
 // --- limits (replay, rate limits) and classifier --------------------------
 
@@ -991,11 +963,12 @@ TEST(ConfigLoaderGuard, BadRulesAreRejectedNamingTheRule) {
   EXPECT_NE(r.message.find("'broken_one'"), std::string::npos) << r.what;
   EXPECT_NE(r.message.find("Hyperscan rejects"), std::string::npos) << r.what;
   // A pattern that matches the empty buffer would count every packet.
-  r = reject(with_minimal("classifier:\n  rules:\n    - {name: ok, pattern: 'x'}\n    - {name: empty_match, pattern: 'a*'}\n"));
+  r = reject(with_minimal(
+      "classifier:\n  rules:\n    - {name: ok, pattern: 'x'}\n    - {name: empty_match, pattern: 'a*'}\n"));
   EXPECT_EQ(r.field, "classifier.rules[1].pattern") << r.what;
   EXPECT_NE(r.message.find("'empty_match'"), std::string::npos) << r.what;
-  EXPECT_REJECTED(with_minimal("classifier:\n  rules:\n    - {name: x, pattern: ''}\n"),
-                  "classifier.rules[0].pattern", 9, "1..1024 bytes");
+  EXPECT_REJECTED(with_minimal("classifier:\n  rules:\n    - {name: x, pattern: ''}\n"), "classifier.rules[0].pattern",
+                  9, "1..1024 bytes");
   EXPECT_REJECTED(with_minimal("classifier:\n  rules:\n    - {name: Bad-Name, pattern: x}\n"),
                   "classifier.rules[0].name", 9, "a-z, 0-9 and _");
   EXPECT_REJECTED(with_minimal("classifier:\n  rules:\n    - {name: unmatched, pattern: x}\n"),

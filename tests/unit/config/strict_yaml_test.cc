@@ -31,9 +31,14 @@ std::string number_error(const std::string& text, double lo, double hi, double* 
 
 TEST(StrictYaml, NumbersInDecimalNotation) {
   double v = 0;
-  for (const auto& [text, want] : std::initializer_list<std::pair<const char*, double>>{
-           {"0.25", 0.25}, {"1e-3", 0.001}, {"1E3", 1000}, {"5.", 5}, {".5", 0.5},
-           {"+2", 2}, {"007", 7}, {"2.5e+1", 25}}) {
+  for (const auto& [text, want] : std::initializer_list<std::pair<const char*, double>>{{"0.25", 0.25},
+                                                                                        {"1e-3", 0.001},
+                                                                                        {"1E3", 1000},
+                                                                                        {"5.", 5},
+                                                                                        {".5", 0.5},
+                                                                                        {"+2", 2},
+                                                                                        {"007", 7},
+                                                                                        {"2.5e+1", 25}}) {
     EXPECT_EQ(number_error(text, 0, 1e6, &v), "") << text;
     EXPECT_EQ(v, want) << text;
   }
@@ -43,8 +48,8 @@ TEST(StrictYaml, NumbersInDecimalNotation) {
 }
 
 TEST(StrictYaml, NotNumbers) {
-  for (const char* text : {"ten", "1e", ".", "e5", "0x10", "1_000", ".inf", "-.inf", ".nan", "nan", "inf",
-                           "1.2.3", "--1", "1e+"}) {
+  for (const char* text :
+       {"ten", "1e", ".", "e5", "0x10", "1_000", ".inf", "-.inf", ".nan", "nan", "inf", "1.2.3", "--1", "1e+"}) {
     EXPECT_EQ(number_error(text, 0, 1e6), std::string("t.yaml:1: value: expected a number, got '") + text + "'")
         << text;
   }

@@ -119,8 +119,7 @@ TEST(Codec, BitFlipsOfValidEncodingsNeverCrash) {
   for (int i = 0; i < 5000; ++i) {
     std::vector<std::uint8_t> b = good;
     for (std::uint64_t flips = rng.uniform(4) + 1; flips > 0; --flips)
-      b[static_cast<std::size_t>(rng.uniform(b.size()))] ^=
-          static_cast<std::uint8_t>(1u << rng.uniform(8));
+      b[static_cast<std::size_t>(rng.uniform(b.size()))] ^= static_cast<std::uint8_t>(1u << rng.uniform(8));
     const DecodeResult r = decode(b);
     if (!r.ok()) {
       ++rejected;
@@ -200,8 +199,8 @@ std::uint64_t random_u64(Rng& rng) {
 }
 
 MemberState random_state(Rng& rng) {
-  MemberState s{random_string(rng, 40), random_addr(rng), random_u64(rng),
-                static_cast<MemberStatus>(rng.uniform(4)), {}};
+  MemberState s{
+      random_string(rng, 40), random_addr(rng), random_u64(rng), static_cast<MemberStatus>(rng.uniform(4)), {}};
   for (std::uint64_t i = rng.uniform(4); i > 0; --i)
     s.tags.push_back({random_string(rng, 20), random_string(rng, 200)});
   // Non-empty ip: the codec writes the address of a MemberState always.
@@ -211,37 +210,42 @@ MemberState random_state(Rng& rng) {
 Message random_message(Rng& rng) {
   const auto u32 = [&] { return static_cast<std::uint32_t>(random_u64(rng)); };
   switch (rng.uniform(kMessageTypes)) {
-    case 0: return Ping{u32(), random_string(rng, 40), random_string(rng, 40), random_addr(rng)};
-    case 1: return Ack{u32(), random_string(rng, 300)};
+    case 0:
+      return Ping{u32(), random_string(rng, 40), random_string(rng, 40), random_addr(rng)};
+    case 1:
+      return Ack{u32(), random_string(rng, 300)};
     case 2:
-      return IndirectPing{u32(), random_string(rng, 40), random_addr(rng), rng.uniform(2) == 1,
-                          random_string(rng, 40), random_addr(rng)};
-    case 3: return Nack{u32(), random_string(rng, 40)};
+      return IndirectPing{
+          u32(),           random_string(rng, 40), random_addr(rng), rng.uniform(2) == 1, random_string(rng, 40),
+          random_addr(rng)};
+    case 3:
+      return Nack{u32(), random_string(rng, 40)};
     case 4: {
       Alive a{random_u64(rng), random_string(rng, 40), random_addr(rng), {}, u32()};
       for (std::uint64_t i = rng.uniform(5); i > 0; --i)
         a.tags.push_back({random_string(rng, 20), random_string(rng, 200)});
       return a;
     }
-    case 5: return Suspect{random_u64(rng), random_string(rng, 40), random_string(rng, 40)};
-    case 6: return Dead{random_u64(rng), random_string(rng, 40), random_string(rng, 40)};
-    case 7: return Leave{random_u64(rng), random_string(rng, 40)};
+    case 5:
+      return Suspect{random_u64(rng), random_string(rng, 40), random_string(rng, 40)};
+    case 6:
+      return Dead{random_u64(rng), random_string(rng, 40), random_string(rng, 40)};
+    case 7:
+      return Leave{random_u64(rng), random_string(rng, 40)};
     case 8: {
-      SyncRequest s{u32(), random_string(rng, 40), rng.uniform(2) == 1, u32(), u32(), {},
-                    rng.next(), {}};
+      SyncRequest s{u32(), random_string(rng, 40), rng.uniform(2) == 1, u32(), u32(), {}, rng.next(), {}};
       for (std::uint64_t i = rng.uniform(30); i > 0; --i) s.members.push_back(random_state(rng));
-      for (std::uint64_t i = rng.uniform(3) == 0 ? rng.uniform(300) : 0; i > 0; --i)
-        s.buckets.push_back(u32());
+      for (std::uint64_t i = rng.uniform(3) == 0 ? rng.uniform(300) : 0; i > 0; --i) s.buckets.push_back(u32());
       return s;
     }
     case 9: {
       SyncResponse s{u32(), random_string(rng, 40), u32(), u32(), {}, rng.next(), {}};
       for (std::uint64_t i = rng.uniform(30); i > 0; --i) s.members.push_back(random_state(rng));
-      for (std::uint64_t i = rng.uniform(3) == 0 ? rng.uniform(300) : 0; i > 0; --i)
-        s.buckets.push_back(u32());
+      for (std::uint64_t i = rng.uniform(3) == 0 ? rng.uniform(300) : 0; i > 0; --i) s.buckets.push_back(u32());
       return s;
     }
-    default: return UserData{random_string(rng, 40), random_string(rng, 3000)};
+    default:
+      return UserData{random_string(rng, 40), random_string(rng, 3000)};
   }
 }
 
@@ -266,9 +270,13 @@ TEST(Codec, EngineSizeEstimateIsAnUpperBound) {
 TEST(Codec, SyncOverheadEstimateIsAnUpperBound) {
   Rng rng(5);
   for (int i = 0; i < 500; ++i) {
-    SyncResponse s{static_cast<std::uint32_t>(rng.next()), random_string(rng, 60),
-                   static_cast<std::uint32_t>(rng.next()), static_cast<std::uint32_t>(rng.next()),
-                   {}, 0, {}};
+    SyncResponse s{static_cast<std::uint32_t>(rng.next()),
+                   random_string(rng, 60),
+                   static_cast<std::uint32_t>(rng.next()),
+                   static_cast<std::uint32_t>(rng.next()),
+                   {},
+                   0,
+                   {}};
     std::size_t est = estimated_sync_overhead(s.source.size());
     for (std::uint64_t n = rng.uniform(20); n > 0; --n) {
       s.members.push_back(random_state(rng));

@@ -86,7 +86,8 @@ TEST(CodecWire, MembershipCompoundBytesAreUnchanged) {
 TEST(CodecWire, KeyCommandBytesAreUnchanged) {
   EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kInstall))),
             "123908f8acd1918180c0bb1810011a20" + repeat("ab", 32) + "25be53f6ee2a0467772d31");
-  EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kUse))), "121708f8acd1918180c0bb18100225efbeadde2a0467772d31");
+  EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kUse))),
+            "121708f8acd1918180c0bb18100225efbeadde2a0467772d31");
   EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kRemove))),
             "121708f8acd1918180c0bb18100325efbeadde2a0467772d31");
   EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kList))), "121208f8acd1918180c0bb1810042a0467772d31");

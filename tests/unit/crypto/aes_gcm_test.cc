@@ -87,7 +87,8 @@ TEST_F(AesGcmTest, BothImplementationsMeetTheVectors) {
     ipsecmb_gcm_seal(k, iv.data(), aad.data(), aad.size(), pt.data(), pt.size(), out.data(), out.data() + pt.size());
     EXPECT_EQ(out, expect);
     std::vector<std::uint8_t> back = expect;
-    ASSERT_TRUE(ipsecmb_gcm_open(k, iv.data(), aad.data(), aad.size(), back.data(), pt.size(), back.data() + pt.size()));
+    ASSERT_TRUE(
+        ipsecmb_gcm_open(k, iv.data(), aad.data(), aad.size(), back.data(), pt.size(), back.data() + pt.size()));
     EXPECT_EQ(std::vector<std::uint8_t>(back.begin(), back.begin() + static_cast<long>(pt.size())), pt);
 
     // libsodium.

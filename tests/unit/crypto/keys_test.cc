@@ -77,9 +77,9 @@ TEST_F(CryptoTest, ADatagramSealedForOneReceiverDoesNotOpenAsAnother) {
     ASSERT_NE(a.tag, b.tag);
     const std::string msg = "for b";
     std::vector<std::uint8_t> buf(128);
-    const std::size_t n = seal_datagram(key, {1, PriorityClass::kGossip, 0, b}, nonces,
-                                        reinterpret_cast<const std::uint8_t*>(msg.data()), msg.size(), buf.data(),
-                                        buf.size());
+    const std::size_t n =
+        seal_datagram(key, {1, PriorityClass::kGossip, 0, b}, nonces, reinterpret_cast<const std::uint8_t*>(msg.data()),
+                      msg.size(), buf.data(), buf.size());
     WireHeader h;
     ASSERT_EQ(parse_header(buf.data(), n, &h), HeaderStatus::kOk);
     EXPECT_EQ(h.receiver, b.tag);
@@ -110,8 +110,7 @@ TEST_F(CryptoTest, SealOpenRoundTripInPlaceForEverySuite) {
     const std::string msg = "alive node-a incarnation 3";
     std::vector<std::uint8_t> buf(512);
     const SealParams params{derive_cluster_id("c"), PriorityClass::kUrgent, 1234, me()};
-    const std::size_t n = seal_datagram(key, params, nonces,
-                                        reinterpret_cast<const std::uint8_t*>(msg.data()),
+    const std::size_t n = seal_datagram(key, params, nonces, reinterpret_cast<const std::uint8_t*>(msg.data()),
                                         msg.size(), buf.data(), buf.size());
     ASSERT_EQ(n, kHeaderBytes + msg.size() + kTagBytes);
 
@@ -122,8 +121,7 @@ TEST_F(CryptoTest, SealOpenRoundTripInPlaceForEverySuite) {
     EXPECT_EQ(h.cls, PriorityClass::kUrgent);
     EXPECT_TRUE(key.verify_header_mac(buf.data()));
     // The ciphertext does not contain the plaintext.
-    EXPECT_EQ(std::string(buf.begin() + kHeaderBytes, buf.begin() + kHeaderBytes + msg.size())
-                  .find("alive"),
+    EXPECT_EQ(std::string(buf.begin() + kHeaderBytes, buf.begin() + kHeaderBytes + msg.size()).find("alive"),
               std::string::npos);
     ASSERT_TRUE(key.open_in_place(buf.data(), h.nonce, buf.data() + kHeaderBytes, h.payload_len, me()));
     EXPECT_EQ(std::string(buf.begin() + kHeaderBytes, buf.begin() + kHeaderBytes + msg.size()), msg);
@@ -136,9 +134,9 @@ TEST_F(CryptoTest, EveryTamperedByteIsRejected) {
     NonceSource nonces(1);
     const std::string msg = "ping seq 1";
     std::vector<std::uint8_t> good(256);
-    const std::size_t n = seal_datagram(key, {11, PriorityClass::kProbe, 5, me()}, nonces,
-                                        reinterpret_cast<const std::uint8_t*>(msg.data()),
-                                        msg.size(), good.data(), good.size());
+    const std::size_t n =
+        seal_datagram(key, {11, PriorityClass::kProbe, 5, me()}, nonces,
+                      reinterpret_cast<const std::uint8_t*>(msg.data()), msg.size(), good.data(), good.size());
     good.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       auto d = good;

@@ -7,8 +7,8 @@
 #include <sodium.h>
 
 #include <array>
-#include <iostream>
 #include <cstdint>
+#include <iostream>
 #include <random>
 #include <vector>
 

@@ -100,8 +100,8 @@ TEST(WireHeader, WrongMagicAndVersionAreTold) {
 
 TEST(WireHeader, UnknownClassSuiteOrReservedBitsAreBadField) {
   const auto good = datagram(sample_header(16), 16);
-  for (auto [offset, value] : std::vector<std::pair<std::size_t, std::uint8_t>>{
-           {5, 4}, {5, 0xFF}, {6, 0}, {6, 3}, {7, 1}, {7, 0x80}}) {
+  for (auto [offset, value] :
+       std::vector<std::pair<std::size_t, std::uint8_t>>{{5, 4}, {5, 0xFF}, {6, 0}, {6, 3}, {7, 1}, {7, 0x80}}) {
     auto d = good;
     d[offset] = value;
     WireHeader got;

@@ -22,7 +22,8 @@ using Bytes = std::vector<std::uint8_t>;
 
 Bytes hex(const std::string& h) {
   Bytes b;
-  for (std::size_t i = 0; i + 1 < h.size(); i += 2) b.push_back(static_cast<std::uint8_t>(std::stoul(h.substr(i, 2), nullptr, 16)));
+  for (std::size_t i = 0; i + 1 < h.size(); i += 2)
+    b.push_back(static_cast<std::uint8_t>(std::stoul(h.substr(i, 2), nullptr, 16)));
   return b;
 }
 
@@ -130,8 +131,7 @@ TEST(Classifier, ScansOnlyTheConfiguredPrefix) {
 }
 
 TEST(Classifier, BadRulesAreRejectedWithTheirName) {
-  const auto rejects = [](const std::vector<ClassifierRule>& rules, const std::string& rule,
-                          const std::string& text) {
+  const auto rejects = [](const std::vector<ClassifierRule>& rules, const std::string& rule, const std::string& text) {
     try {
       Classifier c(rules, true, 64);
       ADD_FAILURE() << "accepted rule " << rule;
@@ -245,9 +245,15 @@ TEST(Classifier, AgreesWithGossipgensIndependentDecode) {
       for (int e = 0; e < edits && !b.empty(); ++e) {
         const std::size_t at = rng() % std::min<std::size_t>(b.size(), 48);
         switch (rng() % 3) {
-          case 0: b[at] = static_cast<std::uint8_t>(rng()); break;
-          case 1: b[at] ^= static_cast<std::uint8_t>(1u << (rng() % 8)); break;
-          default: b.resize(at); break;
+          case 0:
+            b[at] = static_cast<std::uint8_t>(rng());
+            break;
+          case 1:
+            b[at] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
+            break;
+          default:
+            b.resize(at);
+            break;
         }
       }
     } else {

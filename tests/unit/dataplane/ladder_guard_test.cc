@@ -190,10 +190,10 @@ TEST_F(LadderGuardTest, TamperedSniffedDatagramsCostAMemberNothing) {
   for (int i = 0; i < 8; ++i) {
     const std::string text = "for another member";
     Bytes d(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
-    ASSERT_EQ(crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kUrgent, kNow, cfg_.local.receiver}, other,
-                                    reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), d.data(),
-                                    d.size()),
-              d.size());
+    ASSERT_EQ(
+        crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kUrgent, kNow, cfg_.local.receiver}, other,
+                              reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), d.data(), d.size()),
+        d.size());
     sniffed.push_back(d);
   }
   std::array<std::uint64_t, kVerdictCount> attack{};
@@ -347,8 +347,8 @@ TEST(ScanBudget, StartsFullOneTenthOfASecondDeepThenRefillsAtTheRate) {
   b.configure(1000);  // depth 100 scans
   const std::uint64_t t0 = 7 * kSecond;
   EXPECT_EQ(b.take(60, t0), 60u);
-  EXPECT_EQ(b.take(60, t0), 40u);  // only the rest of the depth
-  EXPECT_EQ(b.take(1, t0), 0u);    // empty, and time stands still
+  EXPECT_EQ(b.take(60, t0), 40u);             // only the rest of the depth
+  EXPECT_EQ(b.take(1, t0), 0u);               // empty, and time stands still
   EXPECT_EQ(b.take(10, t0 + 4'000'000), 4u);  // 4 ms at 1000/s: 4 scans
   EXPECT_EQ(b.take(10, t0 + 4'500'000), 0u);  // half a scan so far
   EXPECT_EQ(b.take(10, t0 + 5'000'000), 1u);

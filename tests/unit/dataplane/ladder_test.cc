@@ -87,9 +87,9 @@ class LadderTest : public ::testing::Test {
                PriorityClass cls = PriorityClass::kProbe) {
     const crypto::Key key(key_bytes(key_fill), crypto::Suite::kChaCha20Poly1305);
     Bytes out(crypto::kHeaderBytes + text.size() + crypto::kTagBytes);
-    const std::size_t n = crypto::seal_datagram(
-        key, {crypto::derive_cluster_id(cluster), cls, 1700000000, to_}, nonces_,
-        reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), out.data(), out.size());
+    const std::size_t n =
+        crypto::seal_datagram(key, {crypto::derive_cluster_id(cluster), cls, 1700000000, to_}, nonces_,
+                              reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), out.data(), out.size());
     EXPECT_EQ(n, out.size());
     return out;
   }
@@ -205,9 +205,14 @@ TEST_F(LadderTest, NoGatewayHeaderIsUnkeyed) {
 TEST_F(LadderTest, MartianSourcesAreDroppedAtParse) {
   for (const bool vlan : {false, true}) {
     const std::size_t src = 26 + (vlan ? 4 : 0);
-    for (const std::array<std::uint8_t, 4> ip : std::vector<std::array<std::uint8_t, 4>>{
-             {255, 255, 255, 255}, {224, 0, 0, 1}, {239, 1, 2, 3}, {240, 0, 0, 1}, {0, 0, 0, 0}, {0, 1, 2, 3},
-             {127, 0, 0, 1}, {10, 0, 0, 1}}) {
+    for (const std::array<std::uint8_t, 4> ip : std::vector<std::array<std::uint8_t, 4>>{{255, 255, 255, 255},
+                                                                                         {224, 0, 0, 1},
+                                                                                         {239, 1, 2, 3},
+                                                                                         {240, 0, 0, 1},
+                                                                                         {0, 0, 0, 0},
+                                                                                         {0, 1, 2, 3},
+                                                                                         {127, 0, 0, 1},
+                                                                                         {10, 0, 0, 1}}) {
       Bytes f = frame(sealed("martian"), false, kPort, vlan);
       std::copy(ip.begin(), ip.end(), f.begin() + static_cast<std::ptrdiff_t>(src));
       EXPECT_EQ(verdict(f), Verdict::kMartian) << int{ip[0]} << "." << int{ip[3]} << " vlan " << vlan;

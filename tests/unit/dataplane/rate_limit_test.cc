@@ -100,9 +100,9 @@ TEST(RateLimiter, TableIsBoundedEvictionsAreCountedAndAnEvictedSourceStartsFull)
   const auto first = v4(192, 168, 0, 1);
   EXPECT_EQ(drain(rl, first, false, 0), 3);
   for (int i = 0; i < 5000; ++i) {
-    rl.charge(v4(10, static_cast<std::uint8_t>(i >> 16), static_cast<std::uint8_t>(i >> 8),
-                 static_cast<std::uint8_t>(i)),
-              false, 0);
+    rl.charge(
+        v4(10, static_cast<std::uint8_t>(i >> 16), static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i)),
+        false, 0);
   }
   EXPECT_EQ(rl.size(), 64u);
   EXPECT_EQ(rl.evictions(), 5001u - 64u);

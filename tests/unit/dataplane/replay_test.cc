@@ -57,10 +57,18 @@ TEST(ReplayWindow, RingWrapsAroundWithoutLosingOrInventingBits) {
   for (int i = 0; i < 20000; ++i) {
     std::uint32_t c = 0;
     switch (rng() % 4) {
-      case 0: c = top + 1 + rng() % 200; break;                                 // forward
-      case 1: c = top - std::min<std::uint32_t>(top, rng() % kReplayWindow); break;  // reordered
-      case 2: c = top - std::min<std::uint32_t>(top, rng() % 40); break;        // recent duplicates
-      default: c = top + 1 + rng() % (3 * kReplayWindow); break;                // big jump
+      case 0:
+        c = top + 1 + rng() % 200;
+        break;  // forward
+      case 1:
+        c = top - std::min<std::uint32_t>(top, rng() % kReplayWindow);
+        break;  // reordered
+      case 2:
+        c = top - std::min<std::uint32_t>(top, rng() % 40);
+        break;  // recent duplicates
+      default:
+        c = top + 1 + rng() % (3 * kReplayWindow);
+        break;  // big jump
     }
     const bool too_old = c < top && top - c >= kReplayWindow;
     const bool want = !too_old && !seen.count(c);

@@ -27,8 +27,16 @@ class TxQueueTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const std::string prefix = "--file-prefix=gw-txqtest-" + std::to_string(getpid());
-    const char* argv[] = {"tx_queue_test", "-l",         "0",          "--no-huge",      "-m", "64",
-                          "--no-pci",      "--no-shconf", "--no-telemetry", prefix.c_str(),
+    const char* argv[] = {"tx_queue_test",
+                          "-l",
+                          "0",
+                          "--no-huge",
+                          "-m",
+                          "64",
+                          "--no-pci",
+                          "--no-shconf",
+                          "--no-telemetry",
+                          prefix.c_str(),
                           "--log-level=lib.eal:error"};
     ASSERT_GE(rte_eal_init(static_cast<int>(std::size(argv)), const_cast<char**>(argv)), 0);
   }
@@ -42,8 +50,8 @@ class TxQueueTest : public ::testing::Test {
     static int n = 0;
     const std::string tag = std::to_string(n++);
     // No per-lcore cache: the pool's count is exact after every free.
-    pool_ = rte_pktmbuf_pool_create(("txq_pool" + tag).c_str(), kPoolSize, 0, kMbufPrivSize,
-                                    RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+    pool_ = rte_pktmbuf_pool_create(("txq_pool" + tag).c_str(), kPoolSize, 0, kMbufPrivSize, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                    SOCKET_ID_ANY);
     ring_ = rte_ring_create(("txq_ring" + tag).c_str(), kRingSize, SOCKET_ID_ANY,
                             RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
     ASSERT_NE(pool_, nullptr);

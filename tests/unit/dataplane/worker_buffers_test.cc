@@ -30,14 +30,20 @@ class WorkerBuffers : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const std::string prefix = "--file-prefix=gw-wbtest-" + std::to_string(getpid());
-    const char* argv[] = {"worker_buffers_test", "-l",         "0",          "--no-huge",      "-m", "64",
-                          "--no-pci",            "--no-shconf", "--no-telemetry", prefix.c_str(),
+    const char* argv[] = {"worker_buffers_test",
+                          "-l",
+                          "0",
+                          "--no-huge",
+                          "-m",
+                          "64",
+                          "--no-pci",
+                          "--no-shconf",
+                          "--no-telemetry",
+                          prefix.c_str(),
                           "--log-level=lib.eal:error"};
     ASSERT_GE(rte_eal_init(static_cast<int>(std::size(argv)), const_cast<char**>(argv)), 0);
-    pool_a_ = rte_pktmbuf_pool_create("wb_pool_a", kPoolSize, kPoolCache, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                      SOCKET_ID_ANY);
-    pool_b_ = rte_pktmbuf_pool_create("wb_pool_b", kPoolSize, kPoolCache, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-                                      SOCKET_ID_ANY);
+    pool_a_ = rte_pktmbuf_pool_create("wb_pool_a", kPoolSize, kPoolCache, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+    pool_b_ = rte_pktmbuf_pool_create("wb_pool_b", kPoolSize, kPoolCache, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
     ASSERT_NE(pool_a_, nullptr);
     ASSERT_NE(pool_b_, nullptr);
   }

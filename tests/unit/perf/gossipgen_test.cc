@@ -96,7 +96,9 @@ struct Outcome {
 class Reference {
  public:
   explicit Reference(const GenOptions& o)
-      : dst_(o.dst_ip), port_(o.dst_port), cluster_id_(crypto::derive_cluster_id(o.cluster)),
+      : dst_(o.dst_ip),
+        port_(o.dst_port),
+        cluster_id_(crypto::derive_cluster_id(o.cluster)),
         max_payload_(o.max_payload) {
     for (std::size_t i = 0; i < o.keys.size(); ++i) ring_.add(crypto::Key(o.keys[i], o.suite), i == 0);
   }
@@ -188,18 +190,53 @@ class Reference {
       std::size_t t = 0;
       PriorityClass cls = PriorityClass::kBulk;
       switch (m.body_case()) {
-        case proto::Message::kPing: t = 0; cls = PriorityClass::kProbe; break;
-        case proto::Message::kAck: t = 1; cls = PriorityClass::kProbe; break;
-        case proto::Message::kIndirectPing: t = 2; cls = PriorityClass::kProbe; break;
-        case proto::Message::kNack: t = 3; cls = PriorityClass::kProbe; break;
-        case proto::Message::kAlive: t = 4; cls = PriorityClass::kGossip; break;
-        case proto::Message::kSuspect: t = 5; cls = PriorityClass::kGossip; break;
-        case proto::Message::kDead: t = 6; cls = PriorityClass::kUrgent; break;
-        case proto::Message::kLeave: t = 7; cls = PriorityClass::kUrgent; break;
-        case proto::Message::kSyncRequest: t = 8; cls = PriorityClass::kBulk; break;
-        case proto::Message::kSyncResponse: t = 9; cls = PriorityClass::kBulk; break;
-        case proto::Message::kUserData: t = 10; cls = PriorityClass::kGossip; break;
-        case proto::Message::BODY_NOT_SET: out.decode_error = true; break;
+        case proto::Message::kPing:
+          t = 0;
+          cls = PriorityClass::kProbe;
+          break;
+        case proto::Message::kAck:
+          t = 1;
+          cls = PriorityClass::kProbe;
+          break;
+        case proto::Message::kIndirectPing:
+          t = 2;
+          cls = PriorityClass::kProbe;
+          break;
+        case proto::Message::kNack:
+          t = 3;
+          cls = PriorityClass::kProbe;
+          break;
+        case proto::Message::kAlive:
+          t = 4;
+          cls = PriorityClass::kGossip;
+          break;
+        case proto::Message::kSuspect:
+          t = 5;
+          cls = PriorityClass::kGossip;
+          break;
+        case proto::Message::kDead:
+          t = 6;
+          cls = PriorityClass::kUrgent;
+          break;
+        case proto::Message::kLeave:
+          t = 7;
+          cls = PriorityClass::kUrgent;
+          break;
+        case proto::Message::kSyncRequest:
+          t = 8;
+          cls = PriorityClass::kBulk;
+          break;
+        case proto::Message::kSyncResponse:
+          t = 9;
+          cls = PriorityClass::kBulk;
+          break;
+        case proto::Message::kUserData:
+          t = 10;
+          cls = PriorityClass::kGossip;
+          break;
+        case proto::Message::BODY_NOT_SET:
+          out.decode_error = true;
+          break;
       }
       out.messages[t]++;
       if (static_cast<int>(cls) < static_cast<int>(most_urgent)) most_urgent = cls;
@@ -261,8 +298,8 @@ Totals check_all(const GenOptions& o, const std::vector<Packet>& packets) {
   Totals t;
   for (std::size_t i = 0; i < packets.size(); ++i) {
     const Packet& p = packets[i];
-    SCOPED_TRACE("packet " + std::to_string(i) + " kind " + std::string(kind_name(p.kind)) +
-                 " variant " + std::string(p.variant));
+    SCOPED_TRACE("packet " + std::to_string(i) + " kind " + std::string(kind_name(p.kind)) + " variant " +
+                 std::string(p.variant));
     EXPECT_LE(p.frame.size(), kMaxFrameBytes);
     EXPECT_EQ(p.verdict, expected_verdict(p.kind));
     const Outcome got = ref.classify(p.frame);
@@ -765,8 +802,8 @@ TEST(PcapIo, RealMemberlistCorpus) {
   // In corpus order: the first replayed payload is the corpus's first.
   for (const Packet& p : packets) {
     if (p.kind != Kind::kUnkeyedMemberlist) continue;
-    const std::vector<std::uint8_t> got(p.frame.begin() + 42, p.frame.begin() + 42 +
-                                        static_cast<long>(be16(p.frame.data() + 38) - 8));
+    const std::vector<std::uint8_t> got(p.frame.begin() + 42,
+                                        p.frame.begin() + 42 + static_cast<long>(be16(p.frame.data() + 38) - 8));
     EXPECT_EQ(got, payloads[0]);
     break;
   }
@@ -820,10 +857,16 @@ class BinaryTest : public ::testing::Test {
     crypto::write_key_file(k2_, false);
   }
   std::vector<std::string> explicit_args(const std::string& out) const {
-    return {"--cluster", "demo", "--key", k1_, "--key", k2_, "--suite", "chacha20poly1305",
-            "--dst-ip", "10.0.0.1", "--dst-port", "7946", "--out", out + ".pcap",
-            "--truth", out + ".json", "--mix", "valid=20,valid_secondary=5,malformed=20,foreign=5",
-            "--seed", "7"};
+    return {"--cluster",  "demo",
+            "--key",      k1_,
+            "--key",      k2_,
+            "--suite",    "chacha20poly1305",
+            "--dst-ip",   "10.0.0.1",
+            "--dst-port", "7946",
+            "--out",      out + ".pcap",
+            "--truth",    out + ".json",
+            "--mix",      "valid=20,valid_secondary=5,malformed=20,foreign=5",
+            "--seed",     "7"};
   }
   RunResult run(const std::vector<std::string>& args) { return run_gossipgen(args, dir_.file("stderr")); }
 
@@ -865,9 +908,9 @@ TEST_F(BinaryTest, BadOptionsExitWithStatus2AndOneLine) {
     EXPECT_EQ(r.err.rfind("gossipgen: ", 0), 0u) << r.err;
   }
   // valid_secondary with only one key.
-  const RunResult one_key = run({"--cluster", "demo", "--key", k1_, "--suite", "chacha20poly1305",
-                                 "--dst-ip", "10.0.0.1", "--dst-port", "7946", "--out", out + ".pcap",
-                                 "--truth", out + ".json", "--mix", "valid_secondary=1"});
+  const RunResult one_key =
+      run({"--cluster", "demo", "--key", k1_, "--suite", "chacha20poly1305", "--dst-ip", "10.0.0.1", "--dst-port",
+           "7946", "--out", out + ".pcap", "--truth", out + ".json", "--mix", "valid_secondary=1"});
   EXPECT_EQ(one_key.status, 2) << one_key.err;
   // Refused before any output was created.
   EXPECT_FALSE(fs::exists(out + ".pcap"));
@@ -910,8 +953,8 @@ TEST_F(BinaryTest, ConfigSuppliesClusterKeysAndDestination) {
          "node:\n  address: fd00::7\n  port: 8000\nlimits:\n  max_payload_bytes: 1200\n";
   }
   const std::string out = dir_.file("c");
-  const RunResult r = run({"--config", dir_.file("gw.yaml"), "--out", out + ".pcap", "--truth", out + ".json",
-                           "--mix", "valid=30,valid_secondary=10,malformed=60,forged_tag=5", "--size", "1514"});
+  const RunResult r = run({"--config", dir_.file("gw.yaml"), "--out", out + ".pcap", "--truth", out + ".json", "--mix",
+                           "valid=30,valid_secondary=10,malformed=60,forged_tag=5", "--size", "1514"});
   ASSERT_EQ(r.status, 0) << r.err;
 
   GenOptions o;
@@ -932,8 +975,8 @@ TEST_F(BinaryTest, ConfigSuppliesClusterKeysAndDestination) {
   EXPECT_EQ(t.verdicts[static_cast<std::size_t>(Verdict::kAccepted)], 40u);
 
   // An explicit flag overrides the config.
-  const RunResult r2 = run({"--config", dir_.file("gw.yaml"), "--dst-port", "9000", "--out", out + "2.pcap",
-                            "--truth", out + "2.json", "--mix", "valid=3"});
+  const RunResult r2 = run({"--config", dir_.file("gw.yaml"), "--dst-port", "9000", "--out", out + "2.pcap", "--truth",
+                            out + "2.json", "--mix", "valid=3"});
   ASSERT_EQ(r2.status, 0) << r2.err;
   for (const Frame& f : read_pcap(out + "2.pcap").frames) EXPECT_EQ(be16(f.data() + 54 + 2), 9000);
 }

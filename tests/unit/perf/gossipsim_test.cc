@@ -337,8 +337,8 @@ expect: {join_converged_within_s: 0, view_excess_max_fraction: 0, recovered_with
   const std::vector<std::string> bad = check_expectations(s, r);
   std::string all;
   for (const std::string& b : bad) all += b + "\n";
-  for (const char* field : {"view_excess_max_fraction", "restarts_alive_within_s",
-                            "detection_all_within_s", "egress_bytes_per_member_max"})
+  for (const char* field :
+       {"view_excess_max_fraction", "restarts_alive_within_s", "detection_all_within_s", "egress_bytes_per_member_max"})
     EXPECT_NE(all.find(field), std::string::npos) << field << " in:\n" << all;
 }
 
@@ -387,7 +387,8 @@ TEST(GossipSimScenario, BadValuesAreRejected) {
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nnetwork: {loss: 2}\n")
                 .find("test.yaml:4: network.loss: out of range: got '2', must be 0..0.99"),
             std::string::npos);
-  EXPECT_NE(load_error("name: x\nduration_s: ten\nmembers: {count: 3}\n").find("test.yaml:2: duration_s: expected a number, got 'ten'"),
+  EXPECT_NE(load_error("name: x\nduration_s: ten\nmembers: {count: 3}\n")
+                .find("test.yaml:2: duration_s: expected a number, got 'ten'"),
             std::string::npos);
   EXPECT_NE(load_error("name: x\nduration_s: 10\n").find("members: required"), std::string::npos);
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nengine: {preset: fast}\n")
@@ -396,31 +397,34 @@ TEST(GossipSimScenario, BadValuesAreRejected) {
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nengine: {probe_timeout_ms: 5000}\n")
                 .find("engine.probe_timeout_ns"),
             std::string::npos);
-  EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nstalls: {fraction: 0.1}\n")
-                .find("stalls.period_ms"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nstalls: {fraction: 0.1}\n").find("stalls.period_ms"),
+      std::string::npos);
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3, seed_mode: dns}\n")
                 .find("test.yaml:3: members.seed_mode: must be random or shared"),
             std::string::npos);
-  EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nfailures: [{at_s: 1, count: 1, restart_after_s: -1}]\n")
-                .find("test.yaml:4: failures[0].restart_after_s: out of range: got '-1', must be 0..10000000"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nfailures: [{at_s: 1, count: 1, restart_after_s: -1}]\n")
+          .find("test.yaml:4: failures[0].restart_after_s: out of range: got '-1', must be 0..10000000"),
+      std::string::npos);
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nexpect: {recovered_within: 5}\n")
                 .find("expect.recovered_within: unknown field"),
             std::string::npos);
   EXPECT_NE(load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nnetwork: {egress_burst_bytes: 10}\n")
                 .find("network.egress_burst_bytes: out of range: got '10', must be 1024..1000000000"),
             std::string::npos);
-  const Scenario ok = load("name: x\nduration_s: 10\nmembers: {count: 3, seed_mode: shared}\n"
-                           "failures: [{at_s: 1, count: 1, restart_after_s: 2}]\n"
-                           "expect: {join_converged_within_s: 5, egress_bytes_per_member_max: 2000}\n");
+  const Scenario ok = load(
+      "name: x\nduration_s: 10\nmembers: {count: 3, seed_mode: shared}\n"
+      "failures: [{at_s: 1, count: 1, restart_after_s: 2}]\n"
+      "expect: {join_converged_within_s: 5, egress_bytes_per_member_max: 2000}\n");
   EXPECT_EQ(ok.seed_mode, SeedMode::kShared);
   EXPECT_EQ(ok.failures[0].restart_after_ns, 2'000'000'000ULL);
   EXPECT_EQ(ok.expect.join_converged_within_s, 5);
   EXPECT_EQ(ok.expect.egress_bytes_per_member_max, 2000);
   EXPECT_EQ(load("name: x\nduration_s: 10\nmembers: {count: 3}\n").network.egress_burst_bytes, 64u << 10);
-  const Scenario eng = load("name: x\nduration_s: 10\nmembers: {count: 3}\n"
-                            "engine: {join_answer_rate: 5, join_retry_min_ms: 500, max_pending_admissions: 7}\n");
+  const Scenario eng = load(
+      "name: x\nduration_s: 10\nmembers: {count: 3}\n"
+      "engine: {join_answer_rate: 5, join_retry_min_ms: 500, max_pending_admissions: 7}\n");
   EXPECT_EQ(eng.engine.join_answer_rate, 5u);
   EXPECT_EQ(eng.engine.join_retry_min_ns, 500'000'000ULL);
   EXPECT_EQ(eng.engine.max_pending_admissions, 7u);
@@ -429,12 +433,9 @@ TEST(GossipSimScenario, BadValuesAreRejected) {
 // Found by fuzz_scenario: a null `name:` made yaml-cpp's TypedBadConversion
 // escape the loader. Every odd shape must be a ScenarioError naming the file.
 TEST(GossipSimScenario, NullScalarsAreScenarioErrorsNotYamlExceptions) {
-  for (const char* text : {"name:\nduration_s: 10\nmembers:\n  count: 3\n",
-                           "name: [a, b]\nduration_s: 10\n",
-                           "name: x\nduration_s:\n",
-                           "name: x\nduration_s: 10\nengine:\n  preset:\n",
-                           "name: x\nduration_s: 10\nengine:\n  preset: [lan]\n",
-                           "{? [a]: b}\n"}) {
+  for (const char* text : {"name:\nduration_s: 10\nmembers:\n  count: 3\n", "name: [a, b]\nduration_s: 10\n",
+                           "name: x\nduration_s:\n", "name: x\nduration_s: 10\nengine:\n  preset:\n",
+                           "name: x\nduration_s: 10\nengine:\n  preset: [lan]\n", "{? [a]: b}\n"}) {
     try {
       (void)load_scenario_string(text, "odd.yaml");
       ADD_FAILURE() << "accepted: " << text;
@@ -520,22 +521,25 @@ TEST(GossipSimScenario, OutOfRangeValuesAreNamed) {
   EXPECT_EQ(seeds.field, "members.seeds");
   EXPECT_EQ(seeds.line, 5);
   EXPECT_EQ(seeds.message, "out of range: got '17', must be 1..16");
-  const Rejection fraction = rejection(std::string(kMinimal) + "partitions:\n  - {start_s: 1, end_s: 2, fraction: 1}\n");
+  const Rejection fraction =
+      rejection(std::string(kMinimal) + "partitions:\n  - {start_s: 1, end_s: 2, fraction: 1}\n");
   EXPECT_EQ(fraction.field, "partitions[0].fraction");
   EXPECT_EQ(fraction.line, 5);
   EXPECT_EQ(fraction.message, "out of range: got '1', must be 0.001..0.999");
-  const Rejection late = rejection(std::string(kMinimal) + "failures:\n  - {at_s: 1, count: 1}\n  - {at_s: 10, count: 1}\n");
+  const Rejection late =
+      rejection(std::string(kMinimal) + "failures:\n  - {at_s: 1, count: 1}\n  - {at_s: 10, count: 1}\n");
   EXPECT_EQ(late.field, "failures[1].at_s");
   EXPECT_EQ(late.line, 6);
   EXPECT_EQ(late.message, "must be below duration_s");
-  const Rejection life = rejection(std::string(kMinimal) + "phantoms:\n  count: 5\n  min_life_s: 10\n  max_life_s: 5\n");
+  const Rejection life =
+      rejection(std::string(kMinimal) + "phantoms:\n  count: 5\n  min_life_s: 10\n  max_life_s: 5\n");
   EXPECT_EQ(life.field, "phantoms.max_life_s");
   EXPECT_EQ(life.line, 7);
   // Fractions of a second are numbers; the bound is in the unit written.
   EXPECT_EQ(load(std::string(kMinimal) + "sample_interval_s: 0.25\n").sample_interval_ns, 250'000'000ULL);
-  EXPECT_EQ(load(std::string(kMinimal) + "stalls: {fraction: 0.5, duration_ms: 1.5, period_ms: 1e3}\n")
-                .stalls.duration_ns,
-            1'500'000ULL);
+  EXPECT_EQ(
+      load(std::string(kMinimal) + "stalls: {fraction: 0.5, duration_ms: 1.5, period_ms: 1e3}\n").stalls.duration_ns,
+      1'500'000ULL);
 }
 
 TEST(GossipSimScenario, DuplicateFieldsAreRejected) {
@@ -559,8 +563,9 @@ TEST(GossipSimScenario, OnlyOneDocument) {
 }
 
 TEST(GossipSimScenario, ScaleMultipliesCounts) {
-  Scenario s = load("name: x\nduration_s: 10\nmembers: {count: 1000}\nphantoms: {count: 500}\n"
-                    "failures: [{at_s: 5, count: 10}]\n");
+  Scenario s = load(
+      "name: x\nduration_s: 10\nmembers: {count: 1000}\nphantoms: {count: 500}\n"
+      "failures: [{at_s: 5, count: 10}]\n");
   scale_scenario(s, 0.1);
   EXPECT_EQ(s.members, 100u);
   EXPECT_EQ(s.phantoms.count, 50u);
@@ -581,8 +586,7 @@ TEST(GossipSimScenario, ShippedScenariosLoad) {
 // Every shipped CI scenario holds its own `expect:` properties.
 TEST(GossipSimScenario, ShippedCiScenariosHoldTheirExpectations) {
   std::vector<std::filesystem::path> files;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(GOSSIPSIM_SCENARIOS) + "/ci"))
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(GOSSIPSIM_SCENARIOS) + "/ci"))
     if (entry.path().extension() == ".yaml") files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   EXPECT_GE(files.size(), 6u);

@@ -27,7 +27,8 @@ std::string error_of(std::string_view line) {
 // key wins in nlohmann). Duplicate keys are refused, at any depth.
 TEST(ApiRequest, DuplicateKeysAreRefused) {
   EXPECT_NE(error_of(R"({"cmd":"stats","cmd":"leave"})").find("duplicate key \"cmd\""), std::string::npos);
-  EXPECT_NE(error_of(R"({"cmd":"tags","op":"set","tags":{"a":"1","a":"2"}})").find("duplicate key \"a\""), std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"tags","op":"set","tags":{"a":"1","a":"2"}})").find("duplicate key \"a\""),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"cmd":"members","state":"alive","state":"dead"})").find("duplicate"), std::string::npos);
   // The same key in two different objects is fine.
   const ParseResult ok = parse_request(R"({"cmd":"members"})");
@@ -65,8 +66,7 @@ TEST(ApiRequest, Keys) {
   EXPECT_EQ(as<KeysRemoveRequest>(r).id, 0xffffffffu);
   EXPECT_NE(error_of(R"({"cmd":"keys","op":"use","id":"123"})").find("8 hex"), std::string::npos);
   EXPECT_NE(error_of(R"({"cmd":"keys","op":"use","id":12345678})").find("string"), std::string::npos);
-  EXPECT_NE(error_of(R"({"cmd":"keys","op":"use","id":"12345678","scope":"galaxy"})").find("scope"),
-            std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"keys","op":"use","id":"12345678","scope":"galaxy"})").find("scope"), std::string::npos);
   EXPECT_NE(error_of(R"({"cmd":"keys","op":"rotate"})").find("list, install, use or remove"), std::string::npos);
   EXPECT_NE(error_of(R"({"cmd":"keys"})").find("missing field 'op'"), std::string::npos);
   (void)as<KeysListRequest>(parse_request(R"({"cmd":"keys","op":"list"})"));

@@ -9,10 +9,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <vector>
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "control/api/request.h"
 #include "control/api/server.h"
@@ -61,12 +61,13 @@ std::string round_trip(const std::string& path, const std::string& payload) {
 // Plays the control lcore: serves until told to stop.
 class Serving {
  public:
-  explicit Serving(ApiServer& s) : thread_([this, &s] {
-    while (!stop_.load()) {
-      s.serve([](std::string_view line) { return "{\"ok\":true,\"echo\":" + std::to_string(line.size()) + "}"; });
-      std::this_thread::yield();
-    }
-  }) {}
+  explicit Serving(ApiServer& s)
+      : thread_([this, &s] {
+          while (!stop_.load()) {
+            s.serve([](std::string_view line) { return "{\"ok\":true,\"echo\":" + std::to_string(line.size()) + "}"; });
+            std::this_thread::yield();
+          }
+        }) {}
   ~Serving() {
     stop_ = true;
     thread_.join();

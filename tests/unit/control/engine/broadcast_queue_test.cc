@@ -25,14 +25,12 @@ TEST(BroadcastQueue, OneEntryPerMemberNewerOrStrongerReplaces) {
   // Older incarnation: superseded.
   EXPECT_EQ(q.push(member("a"), alive("a", 1), PriorityClass::kGossip), PushResult::kSuperseded);
   // Same incarnation, stronger state: Suspect > Alive.
-  EXPECT_EQ(q.push(member("a"), Suspect{2, "a", "x"}, PriorityClass::kGossip),
-            PushResult::kReplaced);
+  EXPECT_EQ(q.push(member("a"), Suspect{2, "a", "x"}, PriorityClass::kGossip), PushResult::kReplaced);
   // Same incarnation, weaker state: superseded.
   EXPECT_EQ(q.push(member("a"), alive("a", 2), PriorityClass::kGossip), PushResult::kSuperseded);
   // Dead > Suspect.
   EXPECT_EQ(q.push(member("a"), Dead{2, "a", "x"}, PriorityClass::kUrgent), PushResult::kReplaced);
-  EXPECT_EQ(q.push(member("a"), Suspect{2, "a", "y"}, PriorityClass::kGossip),
-            PushResult::kSuperseded);
+  EXPECT_EQ(q.push(member("a"), Suspect{2, "a", "y"}, PriorityClass::kGossip), PushResult::kSuperseded);
   // A newer incarnation beats even Dead (a restart).
   EXPECT_EQ(q.push(member("a"), alive("a", 3), PriorityClass::kGossip), PushResult::kReplaced);
   EXPECT_EQ(q.size(), 1u);
@@ -113,8 +111,7 @@ TEST(BroadcastQueue, NeverDropsUrgentWhileNonUrgentExists) {
   BroadcastQueue q(8);
   // Fill with urgent entries that are heavily transmitted and one fresh gossip.
   for (int i = 0; i < 7; ++i)
-    q.push(member("u" + std::to_string(i)), Dead{1, "u" + std::to_string(i), "x"},
-           PriorityClass::kUrgent);
+    q.push(member("u" + std::to_string(i)), Dead{1, "u" + std::to_string(i), "x"}, PriorityClass::kUrgent);
   for (int round = 0; round < 5; ++round) {
     Compound out;
     q.take(kBig, 100, out);
@@ -142,8 +139,7 @@ TEST(BroadcastQueue, NeverDropsUrgentWhileNonUrgentExists) {
 TEST(BroadcastQueue, RespectsByteBudget) {
   BroadcastQueue q(64);
   for (int i = 0; i < 50; ++i)
-    q.push(member("member-" + std::to_string(i)), alive("member-" + std::to_string(i), 1),
-           PriorityClass::kGossip);
+    q.push(member("member-" + std::to_string(i)), alive("member-" + std::to_string(i), 1), PriorityClass::kGossip);
   Compound out;
   q.take(300, 10, out);
   EXPECT_GT(out.size(), 0u);

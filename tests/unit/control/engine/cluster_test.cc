@@ -25,8 +25,7 @@ bool converged(SimNet& net, const std::vector<std::size_t>& live) {
 }
 
 // Runs until every node in `live` sees exactly `live` alive, or `limit_ns` passes.
-bool run_until_converged(SimNet& net, const std::vector<std::size_t>& live,
-                         std::uint64_t limit_ns) {
+bool run_until_converged(SimNet& net, const std::vector<std::size_t>& live, std::uint64_t limit_ns) {
   const std::uint64_t end = net.now() + limit_ns;
   while (!converged(net, live)) {
     if (net.now() >= end) return false;
@@ -46,8 +45,7 @@ std::vector<std::size_t> all_but(std::size_t n, std::size_t skip);
 // True once all have converged (within kConvergeBound).
 // With `join_all`, node i joins through every earlier node (so no gossip luck
 // is needed: for tests that switch periodic sync off).
-bool build_cluster(SimNet& net, std::size_t n, const EngineConfig& cfg, std::uint64_t seed,
-                   bool join_all = false) {
+bool build_cluster(SimNet& net, std::size_t n, const EngineConfig& cfg, std::uint64_t seed, bool join_all = false) {
   Rng pick(seed);
   net.add(cfg);
   for (std::size_t i = 1; i < n; ++i) {
@@ -117,16 +115,13 @@ TEST(Cluster, SilentNodeDetectedAsFailedByEveryMemberWithinSuspicionBound) {
   // Bound: the victim is probed within a few intervals (N members each probe one
   // member per interval), then the suspicion runs at most its max timeout, and
   // the Dead spreads within a few gossip rounds; health may stretch intervals.
-  const std::uint64_t max_suspicion = cfg.suspicion_max_timeout_mult *
-                                      suspicion_min_timeout(cfg.suspicion_mult, kNodes,
-                                                            cfg.probe_interval_ns);
+  const std::uint64_t max_suspicion =
+      cfg.suspicion_max_timeout_mult * suspicion_min_timeout(cfg.suspicion_mult, kNodes, cfg.probe_interval_ns);
   const std::uint64_t bound = 10 * cfg.probe_interval_ns + max_suspicion + 5 * kSecond;
   // Nobody may bury it before the minimum suspicion timeout has run.
-  const std::uint64_t min_suspicion =
-      suspicion_min_timeout(cfg.suspicion_mult, kNodes, cfg.probe_interval_ns);
+  const std::uint64_t min_suspicion = suspicion_min_timeout(cfg.suspicion_mult, kNodes, cfg.probe_interval_ns);
   net.run_for(min_suspicion);
-  for (std::size_t i : all_but(kNodes, victim))
-    EXPECT_NE(net.status(i, victim), MemberStatus::kDead) << "node " << i;
+  for (std::size_t i : all_but(kNodes, victim)) EXPECT_NE(net.status(i, victim), MemberStatus::kDead) << "node " << i;
   net.run_until(down_at + bound);
   for (std::size_t i : all_but(kNodes, victim)) {
     EXPECT_EQ(net.status(i, victim), MemberStatus::kDead) << "node " << i;
@@ -162,8 +157,7 @@ TEST(Cluster, FalselySuspectedLiveNodeRefutes) {
     EXPECT_EQ(net.status(i, target), MemberStatus::kAlive) << "node " << i;
     EXPECT_EQ(net.count_events(i, EventKind::kFailed, sim_name(target)), 0u) << "node " << i;
     if (i != target) {
-      EXPECT_EQ(net.engine(i).member(sim_name(target))->incarnation,
-                net.engine(target).incarnation());
+      EXPECT_EQ(net.engine(i).member(sim_name(target))->incarnation, net.engine(target).incarnation());
     }
   }
 }

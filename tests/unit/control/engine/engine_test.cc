@@ -14,8 +14,7 @@ namespace gw::cp::engine {
 namespace {
 
 Address addr(std::size_t i) {
-  return Address{{10, 1, static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i & 0xff)},
-                 7946};
+  return Address{{10, 1, static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i & 0xff)}, 7946};
 }
 std::string name(std::size_t i) { return "n" + std::to_string(i); }
 Alive alive(std::size_t i, std::uint64_t inc = 1, std::vector<Tag> tags = {}) {
@@ -83,18 +82,15 @@ struct Driver {
 
   // The first sync request (periodic only, if `periodic`) sent at or after
   // sent[from], with its index; {nullptr, sent.size()} if none.
-  std::pair<const SyncRequest*, std::size_t> sync_request_after(std::size_t from,
-                                                                bool periodic = false) const {
+  std::pair<const SyncRequest*, std::size_t> sync_request_after(std::size_t from, bool periodic = false) const {
     for (std::size_t i = from; i < sent.size(); ++i)
-      if (const SyncRequest* r = find_msg<SyncRequest>(sent[i]); r != nullptr && !(periodic && r->join))
-        return {r, i};
+      if (const SyncRequest* r = find_msg<SyncRequest>(sent[i]); r != nullptr && !(periodic && r->join)) return {r, i};
     return {nullptr, sent.size()};
   }
 
   // Runs second by second, every probe answered, for at most `within` or
   // until the next sync request goes out (see sync_request_after).
-  std::pair<const SyncRequest*, std::size_t> next_sync_request(std::uint64_t within,
-                                                               bool periodic = false) {
+  std::pair<const SyncRequest*, std::size_t> next_sync_request(std::uint64_t within, bool periodic = false) {
     const std::size_t from = sent.size();
     const std::uint64_t until = now + within;
     while (now < until) {
@@ -136,8 +132,7 @@ void join_with_view(Driver& d, std::size_t n) {
   const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
   ASSERT_NE(req, nullptr);
   std::vector<MemberState> view;
-  for (std::size_t i = 1; i <= n; ++i)
-    view.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
+  for (std::size_t i = 1; i <= n; ++i) view.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
   d.handle(1, {SyncResponse{req->seq_no, name(1), 0, 1, view}});
 }
 
@@ -243,11 +238,11 @@ TEST(Engine, EveryProbeReachesAVerdictWhileTheViewKeepsChanging) {
   const Counters c = d.e.counters();
   EXPECT_GT(c.probe_started, 50u);
   // Every probe answered, failed or stale; at most the last one still running.
-  const std::uint64_t verdicts = c.probe_ack_direct + c.probe_ack_indirect + c.probe_failed +
-                                 c.probe_outdated + c.probe_abandoned_stall;
+  const std::uint64_t verdicts =
+      c.probe_ack_direct + c.probe_ack_indirect + c.probe_failed + c.probe_outdated + c.probe_abandoned_stall;
   EXPECT_LE(c.probe_started - verdicts, 1u)
-      << c.probe_started << " started, " << c.probe_ack_direct << " acked, "
-      << c.probe_ack_indirect << " acked indirectly, " << c.probe_failed << " failed";
+      << c.probe_started << " started, " << c.probe_ack_direct << " acked, " << c.probe_ack_indirect
+      << " acked indirectly, " << c.probe_failed << " failed";
   EXPECT_GE(c.probe_failed, 5u);
 }
 
@@ -405,8 +400,7 @@ TEST(Engine, RelayTableIsBounded) {
   EngineConfig c = config();
   c.max_pending_relays = 2;
   Driver d(c);
-  for (std::uint32_t i = 0; i < 5; ++i)
-    d.handle(1, {IndirectPing{i, name(2), addr(2), true, name(1), addr(1)}});
+  for (std::uint32_t i = 0; i < 5; ++i) d.handle(1, {IndirectPing{i, name(2), addr(2), true, name(1), addr(1)}});
   EXPECT_EQ(d.e.counters().relay_started, 2u);
   EXPECT_EQ(d.e.counters().relay_drop_full, 3u);
 }
@@ -646,8 +640,7 @@ TEST(Engine, GossipGoesToGossipNodesPeersPerInterval) {
   std::set<Address> gossip_peers;
   std::uint64_t first_round = 0;
   d.run_until(kStart + kSecond, [&](const Outgoing& o) {
-    if (o.priority == PriorityClass::kGossip && find_msg<Ping>(o) == nullptr &&
-        find_msg<Ack>(o) == nullptr) {
+    if (o.priority == PriorityClass::kGossip && find_msg<Ping>(o) == nullptr && find_msg<Ack>(o) == nullptr) {
       if (first_round == 0) first_round = d.now;
       if (d.now == first_round) gossip_peers.insert(o.to);
     }
@@ -658,8 +651,7 @@ TEST(Engine, GossipGoesToGossipNodesPeersPerInterval) {
 TEST(Engine, GossipReachesSuspectsButIndirectProbesUseOnlyAliveHelpers) {
   Driver d(config());
   d.add_members(1, 4);
-  d.handle(9, {Suspect{1, name(1), name(9)}, Suspect{1, name(2), name(9)},
-               Suspect{1, name(3), name(9)}});
+  d.handle(9, {Suspect{1, name(1), name(9)}, Suspect{1, name(2), name(9)}, Suspect{1, name(3), name(9)}});
   // Every peer is suspected: gossip still goes out (to them).
   std::set<Address> gossiped;
   d.run_until(kStart + 500 * kMillisecond, [&](const Outgoing& o) {
@@ -711,10 +703,8 @@ TEST(Engine, BroadcastQueueGrowsWithTheTableAndUrgentNewsLeads) {
   const Outgoing& o = d.sent.back();
   EXPECT_EQ(o.priority, PriorityClass::kUrgent);
   ASSERT_GE(o.messages.size(), 3u);
-  EXPECT_TRUE(std::holds_alternative<Leave>(o.messages[1]) ||
-              std::holds_alternative<Dead>(o.messages[1]));
-  EXPECT_TRUE(std::holds_alternative<Leave>(o.messages[2]) ||
-              std::holds_alternative<Dead>(o.messages[2]));
+  EXPECT_TRUE(std::holds_alternative<Leave>(o.messages[1]) || std::holds_alternative<Dead>(o.messages[1]));
+  EXPECT_TRUE(std::holds_alternative<Leave>(o.messages[2]) || std::holds_alternative<Dead>(o.messages[2]));
 }
 
 TEST(Engine, UserDataIsGossipedAndDelivered) {
@@ -790,8 +780,7 @@ TEST(Engine, TombstonesBlockStaleAliveAndHigherIncarnationRejoins) {
   d.handle(3, {alive(2, 1)});
   EXPECT_EQ(d.e.member(name(2)), nullptr);
   EXPECT_EQ(d.e.counters().alive_drop_graveyard, 1u);
-  d.handle(3, {SyncRequest{7, name(3), false, 0, 1,
-                           {MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}}}}});
+  d.handle(3, {SyncRequest{7, name(3), false, 0, 1, {MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}}}}});
   EXPECT_EQ(d.e.member(name(2)), nullptr);
   EXPECT_EQ(d.e.counters().alive_drop_graveyard, 2u);
   EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(2)), joins_before);
@@ -824,7 +813,11 @@ TEST(Engine, AFailedMembersLeaveMarksItLeftAndNoSyncBringsItBack) {
   EXPECT_TRUE(leave_sent);
   // A peer that still holds the old life (alive or failed at incarnation 3)
   // syncs with us: it stays left.
-  d.handle(3, {SyncRequest{7, name(3), false, 0, 1,
+  d.handle(3, {SyncRequest{7,
+                           name(3),
+                           false,
+                           0,
+                           1,
                            {MemberState{name(1), addr(1), 3, MemberStatus::kAlive, {}},
                             MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}}}}});
   d.handle(3, {SyncRequest{8, name(3), false, 0, 1, {MemberState{name(1), addr(1), 3, MemberStatus::kDead, {}}}}});
@@ -892,7 +885,7 @@ TEST(Engine, AdmissionRateLimitDefersNewMembersAndKnownUpdatesPass) {
   c.admit_burst = 5;
   c.max_pending_admissions = 16;
   Driver d(c);
-  d.add_members(1, 21);  // 20 never-seen members at once
+  d.add_members(1, 21);               // 20 never-seen members at once
   EXPECT_EQ(d.e.table().size(), 6u);  // ourselves + the burst
   EXPECT_EQ(d.e.counters().admission_deferred, 15u);
   EXPECT_EQ(d.e.pending_admissions(), 15u);
@@ -927,8 +920,8 @@ TEST(Engine, AdmissionPolicyPrefixAndTags) {
   c.allowed_name_prefixes = {"n1"};
   c.required_tags = {{"cluster", "prod"}};
   Driver d(c);
-  d.handle(1, {alive(1, 1, {{"cluster", "prod"}}), alive(12, 1, {{"cluster", "dev"}}),
-               alive(2, 1, {{"cluster", "prod"}})});
+  d.handle(
+      1, {alive(1, 1, {{"cluster", "prod"}}), alive(12, 1, {{"cluster", "dev"}}), alive(2, 1, {{"cluster", "prod"}})});
   EXPECT_NE(d.e.member(name(1)), nullptr);
   EXPECT_EQ(d.e.member(name(12)), nullptr);
   EXPECT_EQ(d.e.member(name(2)), nullptr);
@@ -957,7 +950,10 @@ TEST(Engine, JoinSendsSyncRequestAndMergesResponse) {
   ASSERT_FALSE(req->members.empty());
   EXPECT_EQ(req->members[0].node, name(0));
   // The seed answers with its state.
-  SyncResponse resp{req->seq_no, name(1), 0, 1,
+  SyncResponse resp{req->seq_no,
+                    name(1),
+                    0,
+                    1,
                     {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}},
                      MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}},
                      MemberState{name(3), addr(3), 2, MemberStatus::kLeft, {}}}};
@@ -965,8 +961,7 @@ TEST(Engine, JoinSendsSyncRequestAndMergesResponse) {
   EXPECT_EQ(d.e.num_live(), 3u);
   EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(2)), 1u);
   // An answer nobody asked for is not merged.
-  d.handle(4, {SyncResponse{999, name(4), 0, 1, {MemberState{name(4), addr(4), 1,
-                                                              MemberStatus::kAlive, {}}}}});
+  d.handle(4, {SyncResponse{999, name(4), 0, 1, {MemberState{name(4), addr(4), 1, MemberStatus::kAlive, {}}}}});
   EXPECT_EQ(d.e.member(name(4)), nullptr);
   EXPECT_EQ(d.e.counters().sync_drop_unsolicited, 1u);
 }
@@ -1020,10 +1015,10 @@ TEST(Engine, JoinIsRetriedForEverWithCappedBackoffUntilASeedAnswers) {
   d.run_until(kStart + 700 * kSecond, [&](const Outgoing& o) {
     count(o);
     if (at.size() == rounds + 1 && !d.e.joined())
-      d.e.handle(addr(1),
-                 {SyncResponse{seqs.back(), name(1), 0, 1,
-                               {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}}}}},
-                 d.now);
+      d.e.handle(
+          addr(1),
+          {SyncResponse{seqs.back(), name(1), 0, 1, {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}}}}},
+          d.now);
   });
   EXPECT_TRUE(d.e.joined());
   EXPECT_NE(d.e.member(name(1)), nullptr);
@@ -1057,8 +1052,9 @@ TEST(Engine, SeedAnswersJoinsApartFromPeriodicSyncsAndMergesRefusedJoiners) {
   c.admit_burst = 1000;
   Driver d(c);
   auto request = [&](std::size_t from, std::uint32_t seq, bool join) {
-    d.handle(from, {SyncRequest{seq, name(from), join, 0, 1,
-                                {MemberState{name(from), addr(from), 1, MemberStatus::kAlive, {}}}}});
+    d.handle(
+        from,
+        {SyncRequest{seq, name(from), join, 0, 1, {MemberState{name(from), addr(from), 1, MemberStatus::kAlive, {}}}}});
   };
   // Periodic syncs use up their bucket: joins are still answered.
   request(1, 1, false);
@@ -1090,8 +1086,8 @@ TEST(Engine, SyncOfHugeTableIsCappedInBytesAndRotates) {
   std::size_t syncs = 0;
   for (std::uint32_t round = 0; round < 100 && covered.size() < 50000; ++round) {
     const std::size_t before = d.sent.size();
-    d.handle(1, {SyncRequest{round + 1, name(1), false, 0, 1,
-                             {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}}}}});
+    d.handle(1, {SyncRequest{
+                    round + 1, name(1), false, 0, 1, {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}}}}});
     ++syncs;
     std::size_t bytes = 0;
     std::size_t members = 0;
@@ -1129,8 +1125,7 @@ TEST(Engine, ConcurrentSyncsAreCapped) {
   d.add_members(1, 10);
   // Five members each start a two-part sync and send only the first part: three
   // are taken (each holds a slot until its last part), two refused.
-  for (std::size_t i = 1; i <= 5; ++i)
-    d.handle(i, {SyncRequest{7, name(i), false, 0, 2, {}}});
+  for (std::size_t i = 1; i <= 5; ++i) d.handle(i, {SyncRequest{7, name(i), false, 0, 2, {}}});
   EXPECT_EQ(d.e.counters().sync_answered, 3u);
   EXPECT_EQ(d.e.counters().sync_drop_concurrency, 2u);
   // The last part of sync 1 frees its slot.
@@ -1156,23 +1151,24 @@ TEST(Engine, SyncAnswersAreRateLimited) {
   Driver d(c);
   // A join storm: 30 single-part join requests at once.
   for (std::size_t i = 1; i <= 30; ++i)
-    d.handle(i, {SyncRequest{1, name(i), true, 0, 1, {MemberState{name(i), addr(i), 1,
-                                                                  MemberStatus::kAlive, {}}}}});
+    d.handle(i, {SyncRequest{1, name(i), true, 0, 1, {MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}}}}});
   EXPECT_EQ(d.e.counters().sync_answered, 20u);
   EXPECT_EQ(d.e.counters().join_drop_rate, 10u);
   // Refused joiners are merged all the same (only their own entry).
   EXPECT_EQ(d.e.table().size(), 31u);
   // One second later, ten more answers.
   d.now += kSecond;
-  for (std::size_t i = 21; i <= 30; ++i)
-    d.handle(i, {SyncRequest{2, name(i), true, 0, 1, {}}});
+  for (std::size_t i = 21; i <= 30; ++i) d.handle(i, {SyncRequest{2, name(i), true, 0, 1, {}}});
   EXPECT_EQ(d.e.counters().sync_answered, 30u);
   // Periodic syncs have a bucket of their own, still full.
   for (std::size_t i = 31; i <= 55; ++i)
-    d.handle(i, {SyncRequest{3, name(i), false, 0, 1,
+    d.handle(i, {SyncRequest{3,
+                             name(i),
+                             false,
+                             0,
+                             1,
                              {MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}},
-                              MemberState{"other" + std::to_string(i), addr(i + 100), 1,
-                                          MemberStatus::kAlive, {}}}}});
+                              MemberState{"other" + std::to_string(i), addr(i + 100), 1, MemberStatus::kAlive, {}}}}});
   EXPECT_EQ(d.e.counters().sync_answered, 50u);
   EXPECT_EQ(d.e.counters().sync_drop_rate, 5u);
   // A refused periodic sync merges its sender only, not the state it carries.
@@ -1241,8 +1237,7 @@ TEST(Engine, AcksAndNacksNobodyWaitsForAreDroppedAndCounted) {
       helpers.push_back(name(o.to.ip[3]));
       // A stranger's nack and a helper's second nack do not count.
       if (helpers.size() == 1)
-        d.e.handle(o.to, {Nack{seq, "stranger"}, Nack{seq, helpers[0]}, Nack{seq, helpers[0]}},
-                   d.now);
+        d.e.handle(o.to, {Nack{seq, "stranger"}, Nack{seq, helpers[0]}, Nack{seq, helpers[0]}}, d.now);
     }
   });
   ASSERT_NE(seq, 0u);
@@ -1292,8 +1287,8 @@ TEST(Engine, IncarnationsFarInTheFutureAreDroppedAndCounted) {
   EXPECT_EQ(d.e.counters().refutations, 0u);
   EXPECT_EQ(d.e.counters().update_drop_far_future, 3u);
   // About others: neither buried nor bumped.
-  d.handle(1, {Suspect{2 * kJump, name(1), name(2)}, Dead{UINT64_MAX - 1, name(2), name(1)},
-               Leave{UINT64_MAX, name(3)}, alive(4, 1 + kJump + 1)});
+  d.handle(1, {Suspect{2 * kJump, name(1), name(2)}, Dead{UINT64_MAX - 1, name(2), name(1)}, Leave{UINT64_MAX, name(3)},
+               alive(4, 1 + kJump + 1)});
   EXPECT_EQ(d.e.counters().update_drop_far_future, 7u);
   for (std::size_t i = 1; i < 5; ++i) {
     EXPECT_EQ(d.e.member(name(i))->status, MemberStatus::kAlive) << i;
@@ -1305,7 +1300,11 @@ TEST(Engine, IncarnationsFarInTheFutureAreDroppedAndCounted) {
   EXPECT_EQ(d.e.member(name(10))->incarnation, UINT64_MAX - kJump);
   EXPECT_EQ(d.e.counters().update_drop_far_future, 8u);
   // Sync entries pass the same checks.
-  d.handle(1, {SyncRequest{1, name(1), false, 0, 1,
+  d.handle(1, {SyncRequest{1,
+                           name(1),
+                           false,
+                           0,
+                           1,
                            {MemberState{name(11), addr(11), UINT64_MAX, MemberStatus::kAlive, {}},
                             MemberState{name(0), addr(0), UINT64_MAX, MemberStatus::kDead, {}},
                             MemberState{name(2), addr(2), 3 * kJump, MemberStatus::kLeft, {}}}}});
@@ -1369,8 +1368,7 @@ TEST(Engine, OversizedTagsAreRefusedFromEverySource) {
   EXPECT_EQ(d.e.member(name(1))->incarnation, 1u);
   EXPECT_TRUE(d.e.member(name(1))->tags().empty());
   // A sync entry: not admitted.
-  d.handle(2, {SyncRequest{1, name(2), false, 0, 1,
-                           {MemberState{name(5), addr(5), 1, MemberStatus::kAlive, big}}}});
+  d.handle(2, {SyncRequest{1, name(2), false, 0, 1, {MemberState{name(5), addr(5), 1, MemberStatus::kAlive, big}}}});
   EXPECT_EQ(d.e.member(name(5)), nullptr);
   // About us: neither stored nor refuted.
   d.handle(2, {Alive{d.e.incarnation() + 1, name(0), addr(0), big, 1}});
@@ -1388,7 +1386,7 @@ std::vector<MemberState> member_states(std::size_t first, std::size_t count) {
 
 EngineConfig small_sync_config() {
   EngineConfig c = config();
-  c.max_sync_bytes = 4096;   // with 1400-byte parts: at most 2 * 3 + 1 = 7 parts
+  c.max_sync_bytes = 4096;  // with 1400-byte parts: at most 2 * 3 + 1 = 7 parts
   c.admit_burst = 10'000;
   c.max_members = 10'000;
   return c;
@@ -1508,8 +1506,7 @@ TEST(Engine, OurNameAtAnotherAddressIsRefutedNeverTrusted) {
   d.handle(1, {Alive{inc + 10, name(0), addr(9), {}, 1}});
   EXPECT_EQ(d.e.incarnation(), inc + 11);
   // From a sync too.
-  d.handle(2, {SyncRequest{1, name(2), false, 0, 1,
-                           {MemberState{name(0), addr(9), 0, MemberStatus::kAlive, {}}}}});
+  d.handle(2, {SyncRequest{1, name(2), false, 0, 1, {MemberState{name(0), addr(9), 0, MemberStatus::kAlive, {}}}}});
   EXPECT_EQ(d.e.incarnation(), inc + 12);
   EXPECT_EQ(d.e.counters().conflict_self_name, 4u);
   EXPECT_EQ(d.e.counters().refutations, 4u);
@@ -1631,8 +1628,7 @@ void run_with_established(Driver& d, std::size_t est, std::uint64_t until,
   d.run_until(until, [&](const Outgoing& o) {
     const std::size_t to = o.to.ip[3] + 256u * o.to.ip[2];
     if (to == 0 || to >= est) return;
-    if (const Ping* p = find_msg<Ping>(o))
-      d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
     if (const IndirectPing* ip = find_msg<IndirectPing>(o)) {
       if (helpers_asked) helpers_asked->push_back(name(to));
       const auto target = std::stoul(ip->target.substr(1));
@@ -1810,8 +1806,7 @@ TEST(Engine, DeathOfAnEstablishedMemberGoesOutAtOnceInThreeQuickRounds) {
   bool left = false;
   for (std::size_t i = 0; i < d.sent.size(); ++i)
     for (const Message& m : d.sent[i].messages)
-      if (const Leave* x = std::get_if<Leave>(&m); x && x->node == name(0) && d.sent_at[i] <= t1 + gap)
-        left = true;
+      if (const Leave* x = std::get_if<Leave>(&m); x && x->node == name(0) && d.sent_at[i] <= t1 + gap) left = true;
   EXPECT_TRUE(left);
 }
 
@@ -1881,8 +1876,9 @@ TEST(Engine, PeriodicSyncAsksWithItsDigestAndSendsItsWindowOnlyIfTheViewsDiffer)
   ASSERT_NE(req2, nullptr);
   const std::size_t peer2 = d.sent[at2].to.ip[3];
   seen = d.sent.size();
-  d.handle(peer2, {SyncResponse{req2->seq_no, name(peer2), 0, 1,
-                                {MemberState{name(9), addr(9), 1, MemberStatus::kAlive, {}}}, 42}});
+  d.handle(peer2,
+           {SyncResponse{
+               req2->seq_no, name(peer2), 0, 1, {MemberState{name(9), addr(9), 1, MemberStatus::kAlive, {}}}, 42}});
   ASSERT_NE(d.e.member(name(9)), nullptr);
   EXPECT_EQ(d.e.counters().sync_digest_differ, 1u);
   auto [full, at3] = d.sync_request_after(seen);
@@ -2005,9 +2001,9 @@ TEST(Engine, AfterABucketAnswerWhatTheResponderLacksGoesBackByBucket) {
   std::vector<std::uint32_t> theirs = other.e.table().bucket_digests(n);
   theirs[bucket(name(9))] ^= 0x5a5a5a5au;
   const std::size_t seen = d.sent.size();
-  d.handle(peer, {SyncResponse{seq, name(peer), 0, 1,
-                               {MemberState{name(500), addr(500), 1, MemberStatus::kAlive, {}}}, 42,
-                               theirs}});
+  d.handle(peer,
+           {SyncResponse{
+               seq, name(peer), 0, 1, {MemberState{name(500), addr(500), 1, MemberStatus::kAlive, {}}}, 42, theirs}});
   ASSERT_NE(d.e.member(name(500)), nullptr);
   EXPECT_EQ(d.e.counters().sync_digest_differ, 1u);
   EXPECT_EQ(d.e.counters().sync_bucket_windows, 1u);
@@ -2078,19 +2074,17 @@ TEST(Engine, ADigestSyncThatLostAPartIsStartedAgainSoon) {
   const std::uint32_t seq = req->seq_no;
   const std::size_t peer = d.sent[at].to.ip[3];
   // Part 0 of 2 arrives; part 1 never does.
-  d.handle(peer, {SyncResponse{seq, name(peer), 0, 2,
-                               {MemberState{name(600), addr(600), 1, MemberStatus::kAlive, {}}}, 42}});
+  d.handle(peer,
+           {SyncResponse{seq, name(peer), 0, 2, {MemberState{name(600), addr(600), 1, MemberStatus::kAlive, {}}}, 42}});
   // After the sync timeout, another sync within two join retry intervals
   // (not the scaled interval: 210 s at 201 members).
-  const SyncRequest* again =
-      d.next_sync_request(c.sync_timeout_ns + 2 * c.join_retry_min_ns + kSecond).first;
+  const SyncRequest* again = d.next_sync_request(c.sync_timeout_ns + 2 * c.join_retry_min_ns + kSecond).first;
   ASSERT_NE(again, nullptr);
   EXPECT_NE(again->seq_no, seq);
   EXPECT_FALSE(again->join);
   EXPECT_EQ(d.e.counters().sync_incomplete_retries, 1u);
   // An answer that never came at all (a busy peer) is not retried early.
-  const SyncRequest* third =
-      d.next_sync_request(c.sync_timeout_ns + 2 * c.join_retry_min_ns + kSecond).first;
+  const SyncRequest* third = d.next_sync_request(c.sync_timeout_ns + 2 * c.join_retry_min_ns + kSecond).first;
   EXPECT_EQ(third, nullptr);
   EXPECT_EQ(d.e.counters().sync_incomplete_retries, 1u);
 }
@@ -2197,8 +2191,8 @@ TEST(Engine, JoinAnswerCarriesEveryLiveMemberAndFewTombstones) {
   for (std::size_t i = 11; i < 1001; ++i) d.handle(1, {Dead{1, name(i), name(1)}});
   ASSERT_EQ(d.e.num_live(), 11u);
   const std::size_t before = d.sent.size();
-  d.handle(2000, {SyncRequest{5, name(2000), true, 0, 1,
-                              {MemberState{name(2000), addr(2000), 1, MemberStatus::kAlive, {}}}}});
+  d.handle(2000, {SyncRequest{
+                     5, name(2000), true, 0, 1, {MemberState{name(2000), addr(2000), 1, MemberStatus::kAlive, {}}}}});
   std::set<std::string> live;
   std::size_t dead = 0;
   std::size_t bytes = 0;
@@ -2207,8 +2201,10 @@ TEST(Engine, JoinAnswerCarriesEveryLiveMemberAndFewTombstones) {
     if (r == nullptr) continue;
     bytes += encode(d.sent[i].messages).size();
     for (const MemberState& m : r->members) {
-      if (m.status == MemberStatus::kAlive) live.insert(m.node);
-      else ++dead;
+      if (m.status == MemberStatus::kAlive)
+        live.insert(m.node);
+      else
+        ++dead;
     }
   }
   // Every live member (and the joiner itself) ...
@@ -2361,7 +2357,8 @@ TEST(Engine, AfterACutJoinAnswerTheFollowUpsComeSooner) {
       // The first is answered wholly; the second is left unanswered.
       if (at.size() == 1) {
         const std::size_t i = member_at(o.to, 40);
-        d.e.handle(o.to, {SyncResponse{r->seq_no, name(i), 0, 1, {MemberState{name(i), o.to, 1, MemberStatus::kAlive, {}}}}},
+        d.e.handle(o.to,
+                   {SyncResponse{r->seq_no, name(i), 0, 1, {MemberState{name(i), o.to, 1, MemberStatus::kAlive, {}}}}},
                    d.now);
       }
     });
@@ -2425,14 +2422,14 @@ TEST(Engine, FollowUpsAreAskedAgainUntilTwoAreWhole) {
   ASSERT_EQ(asked.size(), 1u);
   const std::size_t i = member_at(asked[0].first, 20);
   ASSERT_NE(i, SIZE_MAX);
-  p.handle(i, {SyncResponse{asked[0].second, name(i), 0, 2, {MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}}}}});
+  p.handle(
+      i, {SyncResponse{asked[0].second, name(i), 0, 2, {MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}}}}});
   std::size_t more = 0;
   p.run_until(p.now + 30 * kSecond, [&](const Outgoing& o) {
     if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join) ++more;
   });
   EXPECT_GE(more, 2u);
 }
-
 
 // ---------------------------------------------------------------- joins and storms without O(N) re-gossip
 
@@ -2742,9 +2739,9 @@ TEST(Engine, ASuspicionOfAnEstablishedMemberWeHoldDeadIsConfirmed) {
 // A gossip datagram: broadcasts only (no probe, ack or sync).
 bool is_gossip(const Outgoing& o) {
   for (const Message& m : o.messages)
-    if (std::holds_alternative<Ping>(m) || std::holds_alternative<Ack>(m) ||
-        std::holds_alternative<IndirectPing>(m) || std::holds_alternative<Nack>(m) ||
-        std::holds_alternative<SyncRequest>(m) || std::holds_alternative<SyncResponse>(m))
+    if (std::holds_alternative<Ping>(m) || std::holds_alternative<Ack>(m) || std::holds_alternative<IndirectPing>(m) ||
+        std::holds_alternative<Nack>(m) || std::holds_alternative<SyncRequest>(m) ||
+        std::holds_alternative<SyncResponse>(m))
       return false;
   return true;
 }
@@ -2789,8 +2786,7 @@ TEST(Engine, InAStormANewcomerSuspectedByOthersWaitsToRefute) {
       const std::size_t to = index_of(o.to);
       if (const Ping* p = find_msg<Ping>(o); p && (to < 9 || to >= 200))
         d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
-      if (const Dead* x = find_msg<Dead>(o); x && (x->node == name(200) || x->node == name(201)))
-        ++deaths_sent;
+      if (const Dead* x = find_msg<Dead>(o); x && (x->node == name(200) || x->node == name(201))) ++deaths_sent;
     });
     ASSERT_TRUE(d.e.in_storm(d.now));
     ASSERT_EQ(d.e.member(name(200))->status, MemberStatus::kSuspect);
@@ -2892,7 +2888,10 @@ TEST(Engine, AReconnectSyncNeverTakesTheLivePeersTurn) {
       d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
     const SyncRequest* r = find_msg<SyncRequest>(o);
     if (r == nullptr || r->join) return;
-    if (to == 3 || to == 4) ++syncs[d.now].second; else ++syncs[d.now].first;
+    if (to == 3 || to == 4)
+      ++syncs[d.now].second;
+    else
+      ++syncs[d.now].first;
   });
   std::size_t reconnects = 0;
   for (const auto& [at, n] : syncs) {

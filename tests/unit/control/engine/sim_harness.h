@@ -19,8 +19,7 @@
 namespace gw::cp::engine::testing {
 
 inline Address sim_addr(std::size_t i) {
-  return Address{{10, 0, static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i & 0xff)},
-                 7946};
+  return Address{{10, 0, static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i & 0xff)}, 7946};
 }
 
 inline std::string sim_name(std::size_t i) { return "node-" + std::to_string(i); }
@@ -70,9 +69,7 @@ class SimNet {
   }
 
   // Feeds node i a datagram as if from node `from` (through the codec).
-  void inject(std::size_t i, std::size_t from, const Compound& msgs) {
-    deliver(i, sim_addr(from), encode(msgs));
-  }
+  void inject(std::size_t i, std::size_t from, const Compound& msgs) { deliver(i, sim_addr(from), encode(msgs)); }
 
   // Runs the virtual network until `until_ns`.
   void run_until(std::uint64_t until_ns) {

@@ -39,9 +39,7 @@ void fill(T& c, std::uint64_t& next) {
 }
 
 struct NullSink : DatagramSink {
-  bool send(const Endpoint&, crypto::PriorityClass, const std::uint8_t*, std::size_t) noexcept override {
-    return true;
-  }
+  bool send(const Endpoint&, crypto::PriorityClass, const std::uint8_t*, std::size_t) noexcept override { return true; }
 };
 
 cp::engine::Address addr(std::uint8_t i) { return cp::engine::Address{{10, 0, 0, i}, 7946}; }
@@ -98,9 +96,9 @@ struct Fixture {
     extra.push_back({"keyring_state", section({"writes", "write_errors"})});
     extra.push_back({"key_commands", section({"sent", "applied", "refused", "repeated", "not_member", "stale",
                                               "results_received", "results_unsolicited"})});
-    extra.push_back({"control_api", section({"connections", "requests", "bad_requests", "failed", "key_changes",
-                                             "cluster_key_changes", "rejected_too_large", "rejected_read", "evicted",
-                                             "timed_out"})});
+    extra.push_back({"control_api",
+                     section({"connections", "requests", "bad_requests", "failed", "key_changes", "cluster_key_changes",
+                              "rejected_too_large", "rejected_read", "evicted", "timed_out"})});
   }
 
   std::string json(bool compact, bool include_members) const {

@@ -152,8 +152,8 @@ TEST(Metrics, NamesAndLabels) {
     return text.find(series + " " + std::to_string(v) + "\n") != std::string::npos;
   };
   const WorkerCounters& w = s.workers[0].counters;
-  EXPECT_TRUE(has(R"(gossipgw_verdict_packets_total{lcore="1",queue="0",verdict="drop_unkeyed"})",
-                  w.get(Verdict::kUnkeyed)))
+  EXPECT_TRUE(
+      has(R"(gossipgw_verdict_packets_total{lcore="1",queue="0",verdict="drop_unkeyed"})", w.get(Verdict::kUnkeyed)))
       << text;
   EXPECT_TRUE(has(R"(gossipgw_rx_packets_total{lcore="1",queue="0"})", w.rx_total));
   EXPECT_TRUE(has(R"(gossipgw_accepted_packets_total{lcore="1",queue="0",class="gossip"})", w.accepted_by_class[2]));
@@ -180,9 +180,9 @@ TEST(Metrics, NamesAndLabels) {
   // Not in the section tables: exported under their path.
   EXPECT_TRUE(has("gossipgw_nic_rx_new", s.extra[2].second[1].second));
   EXPECT_TRUE(has("gossipgw_something_new_counted", s.extra[3].second[0].second));
-  for (const char* expected : {"# TYPE gossipgw_egress_queue_depth gauge\n",
-                               "# TYPE gossipgw_verdict_packets_total counter\n",
-                               "# TYPE gossipgw_something_new_counted untyped\n"}) {
+  for (const char* expected :
+       {"# TYPE gossipgw_egress_queue_depth gauge\n", "# TYPE gossipgw_verdict_packets_total counter\n",
+        "# TYPE gossipgw_something_new_counted untyped\n"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected;
   }
 }
@@ -267,7 +267,11 @@ TEST(Metrics, NicCountersProcessStartAndBuildInfo) {
   CounterSnapshot s;
   s.extra.push_back({"process", {{"start_time_unix", 1800000000}}});
   s.extra.push_back({"nic",
-                     {{"rx_packets", 10}, {"tx_packets", 4}, {"rx_missed", 3}, {"rx_errors", 0}, {"rx_nombuf", 2},
+                     {{"rx_packets", 10},
+                      {"tx_packets", 4},
+                      {"rx_missed", 3},
+                      {"rx_errors", 0},
+                      {"rx_nombuf", 2},
                       {"tx_errors", 1}}});
   p.publish(s, 1000);
   const std::string& text = *p.latest().text;
@@ -294,10 +298,10 @@ namespace {
 TEST(Metrics, ProbeRttIsAPrometheusHistogram) {
   CounterSnapshot s;
   MembershipSnapshot& m = s.membership.emplace();
-  m.probe_rtt.buckets[0] = 1;    // <= 500 us
-  m.probe_rtt.buckets[1] = 2;    // <= 1 ms
-  m.probe_rtt.buckets[10] = 1;   // <= 1 s
-  m.probe_rtt.buckets[11] = 1;   // more
+  m.probe_rtt.buckets[0] = 1;   // <= 500 us
+  m.probe_rtt.buckets[1] = 2;   // <= 1 ms
+  m.probe_rtt.buckets[10] = 1;  // <= 1 s
+  m.probe_rtt.buckets[11] = 1;  // more
   m.probe_rtt.sum_us = 2500000;
   m.probe_rtt.count = 5;
   m.probe_rtt.unmatched = 2;
@@ -373,10 +377,10 @@ TEST(Metrics, EngineCountersAreLabelledFamilies) {
   EXPECT_TRUE(has("gossipgw_engine_sync_requests_total{outcome=\"refused_rate\"}", c.sync_drop_rate));
   EXPECT_TRUE(has("gossipgw_engine_sync_requests_total{outcome=\"refused_join_rate\"}", c.join_drop_rate));
   EXPECT_TRUE(has("gossipgw_engine_admission_refused_total{reason=\"table_full\"}", c.admission_drop_table_full));
-  EXPECT_TRUE(has("gossipgw_engine_messages_ignored_total{type=\"alive\",reason=\"tombstone\"}",
-                  c.alive_drop_tombstone));
-  EXPECT_TRUE(has("gossipgw_engine_messages_ignored_total{type=\"ack\",reason=\"unsolicited\"}",
-                  c.ack_drop_unsolicited));
+  EXPECT_TRUE(
+      has("gossipgw_engine_messages_ignored_total{type=\"alive\",reason=\"tombstone\"}", c.alive_drop_tombstone));
+  EXPECT_TRUE(
+      has("gossipgw_engine_messages_ignored_total{type=\"ack\",reason=\"unsolicited\"}", c.ack_drop_unsolicited));
   EXPECT_TRUE(has("gossipgw_engine_member_changes_total{change=\"failed\"}", c.deaths));
   EXPECT_TRUE(has("gossipgw_engine_datagrams_total{direction=\"out\"}", c.packets_out));
   EXPECT_TRUE(has("gossipgw_engine_probation_ended_total{outcome=\"forgotten\"}", c.probation_forgotten));

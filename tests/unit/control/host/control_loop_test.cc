@@ -78,8 +78,9 @@ TEST(ControlLoop, UrgentIsDrainedFirstAndEachClassWithinItsBudgetPerPass) {
   o.class_budget = {3, 1, 1, 2};
   ControlLoop loop(src, o, nullptr);
   EXPECT_EQ(loop.poll_once(0), 5u);
-  EXPECT_EQ(src.asked, (std::vector<PriorityClass>{PriorityClass::kUrgent, PriorityClass::kUrgent,
-                                                  PriorityClass::kUrgent, PriorityClass::kBulk, PriorityClass::kBulk}));
+  EXPECT_EQ(src.asked,
+            (std::vector<PriorityClass>{PriorityClass::kUrgent, PriorityClass::kUrgent, PriorityClass::kUrgent,
+                                        PriorityClass::kBulk, PriorityClass::kBulk}));
   EXPECT_EQ(loop.counters().handoffs_by_class[0], 3u);
   EXPECT_EQ(loop.counters().handoffs_by_class[3], 2u);
   EXPECT_EQ(loop.counters().ring_depth_max[0], 5u);  // as deep as it was when the pass came

@@ -87,7 +87,7 @@ TEST(EgressShaper, UrgentGoesFirstWhenBudgetIsShort) {
 
 TEST(EgressShaper, FullQueueDropsTheLowestClassFirst) {
   RecordingSink sink;
-  EgressShaper s({1, 1, 3'000}, sink, 0);  // next to no budget, room for three
+  EgressShaper s({1, 1, 3'000}, sink, 0);    // next to no budget, room for three
   submit(s, PriorityClass::kBulk, 1000, 0);  // the full bucket lets one through, then debt
   ASSERT_EQ(sink.sent.size(), 1u);
   submit(s, PriorityClass::kBulk, 1000, 0);

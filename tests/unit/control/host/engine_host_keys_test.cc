@@ -14,7 +14,7 @@ namespace {
 using engine::Address;
 
 constexpr std::uint64_t kSecondNs = 1'000'000'000ULL;
-constexpr std::uint64_t kStartNs = 1000 * kSecondNs;            // monotonic
+constexpr std::uint64_t kStartNs = 1000 * kSecondNs;               // monotonic
 constexpr std::uint64_t kStartUnixNs = 1'800'000'000 * kSecondNs;  // wall clock when the host started
 
 Address addr(std::uint8_t i) { return Address{{10, 0, 0, i}, 7946}; }

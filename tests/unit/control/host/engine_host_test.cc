@@ -56,7 +56,8 @@ std::optional<DecodeResult> open(const Datagram& d, const Address& to, const cry
   const crypto::Key k(key, crypto::Suite::kChaCha20Poly1305);
   if (h.key_id != k.id() || h.cluster_id != kClusterId || h.cls != d.cls) return std::nullopt;
   std::vector<std::uint8_t> body(d.bytes.begin() + crypto::kHeaderBytes, d.bytes.end());
-  if (!k.open_in_place(d.bytes.data(), h.nonce, body.data(), body.size(), crypto::receiver_of(to.ip.data(), 4, to.port))) {
+  if (!k.open_in_place(d.bytes.data(), h.nonce, body.data(), body.size(),
+                       crypto::receiver_of(to.ip.data(), 4, to.port))) {
     return std::nullopt;
   }
   body.resize(body.size() - crypto::kTagBytes);

@@ -168,9 +168,9 @@ TEST(ClusterKeyChangeMember, RefusesCommandsFromBeforeItStartedAndReplays) {
 
 TEST(ClusterKeyChangeMember, IgnoresCommandsNotFromTheLiveMemberThatIssuedThem) {
   Node n;
-  n.receive(install(2, kStartUnixNs + kSecondNs), addr(9));         // n1's name, another address
-  n.receive(install(2, kStartUnixNs + kSecondNs, "n7"), addr(9));   // nobody's name
-  n.receive(install(2, kStartUnixNs + kSecondNs, "n2"), addr(1));   // n2's name from n1
+  n.receive(install(2, kStartUnixNs + kSecondNs), addr(9));        // n1's name, another address
+  n.receive(install(2, kStartUnixNs + kSecondNs, "n7"), addr(9));  // nobody's name
+  n.receive(install(2, kStartUnixNs + kSecondNs, "n2"), addr(1));  // n2's name from n1
   EXPECT_FALSE(n.has(2));
   EXPECT_EQ(n.counters.key_commands_not_member, 3u);
   EXPECT_EQ(n.counters.key_commands_applied + n.counters.key_commands_stale, 0u);
@@ -254,7 +254,7 @@ TEST(ClusterKeyChangeOrigin, EndsAsSoonAsEveryMemberAnswered) {
   const std::uint64_t id = n.sent.at(0).what.command->request_id;
   n.receive(KeyResultMsg{id, "n1", true, {}, {7, 8}, 8}, addr(1));
   n.receive(KeyResultMsg{id, "n2", false, "no", {}, 0}, addr(2));
-  n.receive(KeyResultMsg{id, "n2", true, {}, {}, 0}, addr(2));  // a second answer: not ours to count
+  n.receive(KeyResultMsg{id, "n2", true, {}, {}, 0}, addr(2));      // a second answer: not ours to count
   n.receive(KeyResultMsg{id + 1, "n1", true, {}, {}, 0}, addr(1));  // for no request of ours
   EXPECT_EQ(n.counters.key_results_received, 4u);
   EXPECT_EQ(n.counters.key_results_unsolicited, 2u);

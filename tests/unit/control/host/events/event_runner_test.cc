@@ -450,7 +450,8 @@ TEST(EventRunner, SampleHandlerScriptRuns) {
       test::member("gw-2", test::v4(10, 0, 0, 2, 7946), MemberStatus::kAlive, {{"role", "control-plane"}}, 3),
       test::member("gw-3", engine::Address{}, MemberStatus::kAlive, {}, 1)};
   EXPECT_TRUE(runner.submit(event(EventKind::kJoin, "gw-2"), members));
-  ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded + k.failed_exit == 1; }, test::kWaitLimit));
+  ASSERT_TRUE(
+      runner.wait_for([](const EventCounters& k) { return k.succeeded + k.failed_exit == 1; }, test::kWaitLimit));
   EXPECT_EQ(runner.counters().succeeded, 1u);
   const std::string log = test::read_file(dir / "events.log");
   EXPECT_NE(log.find(" member-join cluster=demo seen-by=gw-1 member=gw-2 address=10.0.0.2:7946 state=alive "

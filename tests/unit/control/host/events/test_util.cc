@@ -76,7 +76,8 @@ bool wait_for_dir(const std::string& dir, const std::function<bool()>& pred, std
   // Watching before the first check: a change after it wakes the poll below.
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!pred()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return pred();
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count()) + 1) > 0) {
