@@ -44,6 +44,20 @@ struct ServerCounters {
   std::atomic<std::uint64_t> evicted{0};        // closed to make room while still sending its line
 };
 
+// ServerCounters read at one moment (for the exporters).
+struct ServerCounterValues {
+  std::uint64_t connections = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t rejected_too_large = 0;
+  std::uint64_t rejected_read = 0;
+  std::uint64_t timed_out = 0;
+  std::uint64_t evicted = 0;
+};
+inline ServerCounterValues load(const ServerCounters& c) {
+  return {c.connections.load(),   c.requests.load(),  c.rejected_too_large.load(),
+          c.rejected_read.load(), c.timed_out.load(), c.evicted.load()};
+}
+
 class ApiServer {
  public:
   // How long a connection may take to send its whole request line (from

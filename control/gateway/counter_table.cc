@@ -363,86 +363,137 @@ static_assert((2 * cp::engine::kMessageTypes + cp::engine::kPriorityClasses + st
                   sizeof(EC),
               "an engine Counters field is missing from kEngineFields");
 
-// ---- the composition root's sections (ExtraSections) ----
+// ---- the composition root's sections (GatewaySections) ----
 
-// A section whose counters are one family, the counter's key its label.
-struct LabelledSection {
-  std::string_view section;
-  Family family;
-  std::string_view label;
-};
-constexpr LabelledSection kLabelledSections[] = {
-    {"control_api",
-     {"gossipgw_control_api_total", "counter",
-      "Control API: connections, requests, bad_requests, failed, key_changes, cluster_key_changes, "
-      "rejected_too_large, rejected_read (incomplete within the whole-request deadline), timed_out, evicted "
-      "(closed to make room while still sending) (requests)"},
-     "counter"},
-    {"key_commands",
-     {"gossipgw_key_commands_total", "counter",
-      "Cluster-wide key commands: sent, applied, refused, repeated, not_member, stale, results_received, "
-      "results_unsolicited (commands)"},
-     "result"},
-    {"event_handler",
-     {"gossipgw_event_handler_total", "counter",
-      "Event handler: submitted, coalesced, dropped_queue_full, dropped_stopped, started, succeeded, failed_exit, "
-      "timed_out, spawn_errors (events or runs)"},
-     "result"},
-    {"telemetry",
-     {"gossipgw_telemetry_total", "counter",
-      "DPDK telemetry: refused (series the telemetry library refused to add; stays 0) (series)"},
-     "result"},
-    {"keyring_state",
-     {"gossipgw_keyring_state_total", "counter",
-      "Keyring persisted to control.state_dir: writes, write_errors (writes)"},
-     "result"},
-    {"hosts_file",
-     {"gossipgw_hosts_file_total", "counter",
-      "Hosts file: writes, unchanged, deferred, write_errors, skipped_members (updates)"},
-     "result"},
-};
+namespace gf {
+constexpr Family kControlApi{"gossipgw_control_api_total", "counter",
+                             "Control API: connections, requests, bad_requests, failed, key_changes, "
+                             "cluster_key_changes, rejected_too_large, rejected_read (incomplete within the "
+                             "whole-request deadline), timed_out, evicted (closed to make room while still sending) "
+                             "(requests)"};
+constexpr Family kKeyCommands{"gossipgw_key_commands_total", "counter",
+                              "Cluster-wide key commands: sent, applied, refused, repeated, not_member, stale, "
+                              "results_received, results_unsolicited (commands)"};
+constexpr Family kEventHandler{"gossipgw_event_handler_total", "counter",
+                               "Event handler: submitted, coalesced, dropped_queue_full, dropped_stopped, started, "
+                               "succeeded, failed_exit, timed_out, spawn_errors (events or runs)"};
+constexpr Family kTelemetry{"gossipgw_telemetry_total", "counter",
+                            "DPDK telemetry: refused (series the telemetry library refused to add; stays 0) (series)"};
+constexpr Family kKeyringState{"gossipgw_keyring_state_total", "counter",
+                               "Keyring persisted to control.state_dir: writes, write_errors (writes)"};
+constexpr Family kHostsFile{"gossipgw_hosts_file_total", "counter",
+                            "Hosts file: writes, unchanged, deferred, write_errors, skipped_members (updates)"};
+constexpr Family kSnapshotVersion{"gossipgw_snapshot_version", "gauge",
+                                  "Version of the keys and known-members snapshot published to the workers"};
+constexpr Family kSnapshotsRetained{"gossipgw_snapshots_retained", "gauge",
+                                    "Snapshots kept until every worker has moved past them (snapshots)"};
+constexpr Family kStartTime{"gossipgw_process_start_time_seconds", "gauge",
+                            "When the gateway process started (Unix seconds)"};
+constexpr Family kLinkUp{"gossipgw_port_link_up", "gauge",
+                         "1 while the port's link is up; the workers do not poll it while 0"};
+constexpr Family kLinkDown{"gossipgw_port_link_down_total", "counter",
+                           "Times the port's link went down after being seen (a memif peer gone, a cable) (events)"};
+// The NIC's: they count unlike things (a sum would be meaningless).
+constexpr Family kNicRxPackets{"gossipgw_nic_rx_packets_total", "counter", "Packets the NIC received (packets)"};
+constexpr Family kNicTxPackets{"gossipgw_nic_tx_packets_total", "counter", "Packets the NIC sent (packets)"};
+constexpr Family kNicRxMissed{
+    "gossipgw_nic_rx_missed_total", "counter",
+    "Packets the NIC dropped because no rx descriptor was free: workers too slow (imissed) (packets)"};
+constexpr Family kNicRxErrors{"gossipgw_nic_rx_errors_total", "counter",
+                              "Erroneous packets the NIC received (ierrors) (packets)"};
+constexpr Family kNicRxNombuf{"gossipgw_nic_rx_nombuf_total", "counter",
+                              "Receive buffer allocation failures: mbuf pool exhausted (rx_nombuf) (events)"};
+constexpr Family kNicTxErrors{"gossipgw_nic_tx_errors_total", "counter",
+                              "Packets the NIC failed to send (oerrors) (packets)"};
+}  // namespace gf
 
-// A section whose every counter is a family of its own.
-struct KeyedSeries {
-  std::string_view section;
-  std::string_view key;
-  Family family;
+constexpr Field<SnapshotGauges> kSnapshotFields[] = {
+    {"version", &SnapshotGauges::version, &gf::kSnapshotVersion, ""},
+    {"retained", &SnapshotGauges::retained, &gf::kSnapshotsRetained, ""},
 };
-constexpr KeyedSeries kKeyedSeries[] = {
-    {"snapshots",
-     "version",
-     {"gossipgw_snapshot_version", "gauge", "Version of the keys and known-members snapshot published to the workers"}},
-    {"snapshots",
-     "retained",
-     {"gossipgw_snapshots_retained", "gauge", "Snapshots kept until every worker has moved past them (snapshots)"}},
-    {"process",
-     "start_time_unix",
-     {"gossipgw_process_start_time_seconds", "gauge", "When the gateway process started (Unix seconds)"}},
-    {"port",
-     "link_up",
-     {"gossipgw_port_link_up", "gauge", "1 while the port's link is up; the workers do not poll it while 0"}},
-    {"port",
-     "link_down_events",
-     {"gossipgw_port_link_down_total", "counter",
-      "Times the port's link went down after being seen (a memif peer gone, a cable) (events)"}},
-    // The NIC's: they count unlike things (a sum would be meaningless).
-    {"nic", "rx_packets", {"gossipgw_nic_rx_packets_total", "counter", "Packets the NIC received (packets)"}},
-    {"nic", "tx_packets", {"gossipgw_nic_tx_packets_total", "counter", "Packets the NIC sent (packets)"}},
-    {"nic",
-     "rx_missed",
-     {"gossipgw_nic_rx_missed_total", "counter",
-      "Packets the NIC dropped because no rx descriptor was free: workers too slow (imissed) (packets)"}},
-    {"nic",
-     "rx_errors",
-     {"gossipgw_nic_rx_errors_total", "counter", "Erroneous packets the NIC received (ierrors) (packets)"}},
-    {"nic",
-     "rx_nombuf",
-     {"gossipgw_nic_rx_nombuf_total", "counter",
-      "Receive buffer allocation failures: mbuf pool exhausted (rx_nombuf) (events)"}},
-    {"nic",
-     "tx_errors",
-     {"gossipgw_nic_tx_errors_total", "counter", "Packets the NIC failed to send (oerrors) (packets)"}},
+using EVC = cp::events::EventCounters;
+constexpr Field<EVC> kEventHandlerFields[] = {
+    {"submitted", &EVC::submitted, &gf::kEventHandler, R"(result="submitted")"},
+    {"coalesced", &EVC::coalesced, &gf::kEventHandler, R"(result="coalesced")"},
+    {"dropped_queue_full", &EVC::dropped_queue_full, &gf::kEventHandler, R"(result="dropped_queue_full")"},
+    {"dropped_stopped", &EVC::dropped_stopped, &gf::kEventHandler, R"(result="dropped_stopped")"},
+    {"started", &EVC::started, &gf::kEventHandler, R"(result="started")"},
+    {"succeeded", &EVC::succeeded, &gf::kEventHandler, R"(result="succeeded")"},
+    {"failed_exit", &EVC::failed_exit, &gf::kEventHandler, R"(result="failed_exit")"},
+    {"timed_out", &EVC::timed_out, &gf::kEventHandler, R"(result="timed_out")"},
+    {"spawn_errors", &EVC::spawn_errors, &gf::kEventHandler, R"(result="spawn_errors")"},
 };
+using HFC = cp::events::HostsFileCounters;
+constexpr Field<HFC> kHostsFileFields[] = {
+    {"writes", &HFC::writes, &gf::kHostsFile, R"(result="writes")"},
+    {"unchanged", &HFC::unchanged, &gf::kHostsFile, R"(result="unchanged")"},
+    {"deferred", &HFC::deferred, &gf::kHostsFile, R"(result="deferred")"},
+    {"write_errors", &HFC::write_errors, &gf::kHostsFile, R"(result="write_errors")"},
+    {"skipped_members", &HFC::skipped_members, &gf::kHostsFile, R"(result="skipped_members")"},
+};
+constexpr Field<TelemetryCounters> kTelemetryFields[] = {
+    {"refused", &TelemetryCounters::refused, &gf::kTelemetry, R"(result="refused")"},
+};
+constexpr Field<ProcessGauges> kProcessFields[] = {
+    {"start_time_unix", &ProcessGauges::start_time_unix, &gf::kStartTime, ""},
+};
+constexpr Field<PortGauges> kPortFields[] = {
+    {"link_up", &PortGauges::link_up, &gf::kLinkUp, ""},
+    {"link_down_events", &PortGauges::link_down_events, &gf::kLinkDown, ""},
+};
+constexpr Field<NicCounters> kNicFields[] = {
+    {"rx_packets", &NicCounters::rx_packets, &gf::kNicRxPackets, ""},
+    {"tx_packets", &NicCounters::tx_packets, &gf::kNicTxPackets, ""},
+    {"rx_missed", &NicCounters::rx_missed, &gf::kNicRxMissed, ""},
+    {"rx_errors", &NicCounters::rx_errors, &gf::kNicRxErrors, ""},
+    {"rx_nombuf", &NicCounters::rx_nombuf, &gf::kNicRxNombuf, ""},
+    {"tx_errors", &NicCounters::tx_errors, &gf::kNicTxErrors, ""},
+};
+using KPC = cp::KeyringPersister::Counters;
+constexpr Field<KPC> kKeyringStateFields[] = {
+    {"writes", &KPC::writes, &gf::kKeyringState, R"(result="writes")"},
+    {"write_errors", &KPC::write_errors, &gf::kKeyringState, R"(result="write_errors")"},
+};
+using KCC = cp::KeyCommandCounters;
+constexpr Field<KCC> kKeyCommandFields[] = {
+    {"sent", &KCC::key_commands_sent, &gf::kKeyCommands, R"(result="sent")"},
+    {"applied", &KCC::key_commands_applied, &gf::kKeyCommands, R"(result="applied")"},
+    {"refused", &KCC::key_commands_refused, &gf::kKeyCommands, R"(result="refused")"},
+    {"repeated", &KCC::key_commands_repeated, &gf::kKeyCommands, R"(result="repeated")"},
+    {"not_member", &KCC::key_commands_not_member, &gf::kKeyCommands, R"(result="not_member")"},
+    {"stale", &KCC::key_commands_stale, &gf::kKeyCommands, R"(result="stale")"},
+    {"results_received", &KCC::key_results_received, &gf::kKeyCommands, R"(result="results_received")"},
+    {"results_unsolicited", &KCC::key_results_unsolicited, &gf::kKeyCommands, R"(result="results_unsolicited")"},
+};
+// The control API's section joins the server's counters and the commands'.
+using SCV = cp::api::ServerCounterValues;
+using CAC = ControlApiCounters;
+constexpr Field<SCV> kApiServerFieldsBefore[] = {
+    {"connections", &SCV::connections, &gf::kControlApi, R"(counter="connections")"},
+};
+constexpr Field<CAC> kControlApiFields[] = {
+    {"requests", &CAC::requests, &gf::kControlApi, R"(counter="requests")"},
+    {"bad_requests", &CAC::bad_requests, &gf::kControlApi, R"(counter="bad_requests")"},
+    {"failed", &CAC::failed, &gf::kControlApi, R"(counter="failed")"},
+    {"key_changes", &CAC::key_changes, &gf::kControlApi, R"(counter="key_changes")"},
+    {"cluster_key_changes", &CAC::cluster_key_changes, &gf::kControlApi, R"(counter="cluster_key_changes")"},
+};
+// The server's `requests` (lines handed over) equals the commands' count: exported once.
+constexpr Field<SCV> kApiServerFieldsAfter[] = {
+    {"rejected_too_large", &SCV::rejected_too_large, &gf::kControlApi, R"(counter="rejected_too_large")"},
+    {"rejected_read", &SCV::rejected_read, &gf::kControlApi, R"(counter="rejected_read")"},
+    {"evicted", &SCV::evicted, &gf::kControlApi, R"(counter="evicted")"},
+    {"timed_out", &SCV::timed_out, &gf::kControlApi, R"(counter="timed_out")"},
+};
+// Every word of each struct is one counter (the server's requests aside).
+static_assert(std::size(kEventHandlerFields) * sizeof(std::uint64_t) == sizeof(EVC));
+static_assert(std::size(kHostsFileFields) * sizeof(std::uint64_t) == sizeof(HFC));
+static_assert(std::size(kNicFields) * sizeof(std::uint64_t) == sizeof(NicCounters));
+static_assert(std::size(kKeyringStateFields) * sizeof(std::uint64_t) == sizeof(KPC));
+static_assert(std::size(kKeyCommandFields) * sizeof(std::uint64_t) == sizeof(KCC));
+static_assert(std::size(kControlApiFields) * sizeof(std::uint64_t) == sizeof(CAC));
+static_assert((std::size(kApiServerFieldsBefore) + std::size(kApiServerFieldsAfter) + 1) * sizeof(std::uint64_t) ==
+              sizeof(SCV));
 
 constexpr const char* kStatusNames[] = {"alive", "suspect", "dead", "left"};
 
@@ -470,14 +521,6 @@ std::string join(std::string_view a, std::string_view b) {
   out += ',';
   out += b;
   return out;
-}
-
-// Metric names allow [a-zA-Z0-9_:].
-std::string sanitize(std::string s) {
-  for (char& c : s) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-  }
-  return s;
 }
 
 class Walk {
@@ -690,33 +733,32 @@ class Walk {
     v_.close();
   }
 
-  void extra(const std::string& section, const std::vector<std::pair<std::string, std::uint64_t>>& counters) {
-    const LabelledSection* labelled = nullptr;
-    for (const LabelledSection& s : kLabelledSections) {
-      if (s.section == section) labelled = &s;
-    }
-    v_.open(section);
-    for (const auto& [key, value] : counters) {
-      if (labelled != nullptr) {
-        counter(key, value, labelled->family, "", label(labelled->label, key));
-        continue;
-      }
-      const KeyedSeries* keyed = nullptr;
-      for (const KeyedSeries& k : kKeyedSeries) {
-        if (k.section == section && k.key == key) keyed = &k;
-      }
-      if (keyed != nullptr) {
-        counter(key, value, keyed->family, "");
-      } else {
-        // A counter the composition root gained without a table entry: still
-        // exported, under its path.
-        const std::string name = sanitize("gossipgw_" + section + "_" + key);
-        const std::string help = "gossipgw counter '" + section + "_" + key + "' (see docs/metrics.md)";
-        const Family generic{name, "untyped", help};
-        counter(key, value, generic, "");
-      }
-    }
+  template <class S, std::size_t N>
+  void section(std::string_view key, const S& s, const Field<S> (&table)[N]) {
+    v_.open(key);
+    fields(s, table, "", true);
     v_.close();
+  }
+
+  void gateway(const GatewaySections& g, const MembershipSnapshot* membership) {
+    section("snapshots", g.snapshots, kSnapshotFields);
+    if (g.event_handler) section("event_handler", *g.event_handler, kEventHandlerFields);
+    if (g.hosts_file) section("hosts_file", *g.hosts_file, kHostsFileFields);
+    if (g.telemetry) section("telemetry", *g.telemetry, kTelemetryFields);
+    section("process", g.process, kProcessFields);
+    section("port", g.port, kPortFields);
+    if (g.nic) section("nic", *g.nic, kNicFields);
+    if (g.keyring_state) section("keyring_state", *g.keyring_state, kKeyringStateFields);
+    if (membership != nullptr) {
+      section("key_commands", static_cast<const cp::KeyCommandCounters&>(membership->host), kKeyCommandFields);
+    }
+    if (g.control_api) {
+      v_.open("control_api");
+      fields(g.control_api->server, kApiServerFieldsBefore, "", true);
+      fields(g.control_api->api, kControlApiFields, "", true);
+      fields(g.control_api->server, kApiServerFieldsAfter, "", true);
+      v_.close();
+    }
   }
 
   void all(const CounterSnapshot& s) {
@@ -782,7 +824,7 @@ class Walk {
     fields(s.tx_queue, kTxQueueFields, "", true);
     v_.close();
     if (s.membership) membership(*s.membership);
-    for (const auto& [section, counters] : s.extra) extra(section, counters);
+    if (s.gateway) gateway(*s.gateway, s.membership ? &*s.membership : nullptr);
   }
 
  private:
@@ -793,13 +835,14 @@ class Walk {
 
 CounterSnapshot counter_snapshot(std::vector<WorkerStats> workers, unsigned control_lcore,
                                  const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
-                                 const cp::EngineHost* host, bool include_members, ExtraSections extra) {
+                                 const cp::EngineHost* host, bool include_members,
+                                 std::optional<GatewaySections> gateway) {
   CounterSnapshot s;
   s.workers = std::move(workers);
   s.control_lcore = control_lcore;
   s.control = control;
   s.tx_queue = tx_queue;
-  s.extra = std::move(extra);
+  s.gateway = std::move(gateway);
   if (host == nullptr) return s;
   const auto& e = host->engine();
   MembershipSnapshot& m = s.membership.emplace();

@@ -15,9 +15,14 @@
 #include <utility>
 #include <vector>
 
+#include "control/api/server.h"
 #include "control/engine/engine.h"
+#include "control/gateway/control_api.h"
 #include "control/host/egress_shaper.h"
 #include "control/host/engine_host.h"
+#include "control/host/events/event_runner.h"
+#include "control/host/events/hosts_file.h"
+#include "control/host/keyring_state.h"
 #include "control/host/message_stats.h"
 #include "dataplane/api/counters.h"
 #include "dataplane/tx_path.h"
@@ -33,10 +38,49 @@ struct WorkerStats {
   const std::vector<std::string>* unkeyed_rules = nullptr;
 };
 
-// More sections from the composition root (control API, snapshots, event
-// handlers): section name -> counter name -> value. Their families are in
-// counter_table.cc's section tables.
-using ExtraSections = std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::uint64_t>>>>;
+// The composition root's own counters (control/gateway/gateway.cc reads
+// them). Each section is a struct; its counters' names and families are the
+// field tables in counter_table.cc, as for every other struct here.
+struct SnapshotGauges {
+  std::uint64_t version = 0;   // of the snapshot the workers read
+  std::uint64_t retained = 0;  // snapshots kept until every worker moved past them
+};
+struct ProcessGauges {
+  std::uint64_t start_time_unix = 0;
+};
+struct PortGauges {
+  std::uint64_t link_up = 0;  // 1 or 0
+  std::uint64_t link_down_events = 0;
+};
+// The NIC's own counters (rte_eth_stats): what it dropped before any worker saw it.
+struct NicCounters {
+  std::uint64_t rx_packets = 0;
+  std::uint64_t tx_packets = 0;
+  std::uint64_t rx_missed = 0;
+  std::uint64_t rx_errors = 0;
+  std::uint64_t rx_nombuf = 0;
+  std::uint64_t tx_errors = 0;
+};
+struct TelemetryCounters {
+  std::uint64_t refused = 0;
+};
+struct ControlApiSection {
+  cp::api::ServerCounterValues server;
+  ControlApiCounters api;
+};
+// A section is absent when its part is not configured. The key commands'
+// section comes from the membership snapshot's host counters.
+struct GatewaySections {
+  SnapshotGauges snapshots;
+  std::optional<cp::events::EventCounters> event_handler;
+  std::optional<cp::events::HostsFileCounters> hosts_file;
+  std::optional<TelemetryCounters> telemetry;
+  ProcessGauges process;
+  PortGauges port;
+  std::optional<NicCounters> nic;
+  std::optional<cp::KeyringPersister::Counters> keyring_state;
+  std::optional<ControlApiSection> control_api;
+};
 
 // What the stats document says about membership, copied from the EngineHost
 // on the control lcore.
@@ -71,13 +115,14 @@ struct CounterSnapshot {
   cp::ControlCounters control;
   TxQueueCounters tx_queue;
   std::optional<MembershipSnapshot> membership;  // none: membership disabled
-  ExtraSections extra;
+  std::optional<GatewaySections> gateway;        // none: not a running gateway (tests, tools)
 };
 
 // Control lcore (or after the workers stopped). `host` may be null.
 CounterSnapshot counter_snapshot(std::vector<WorkerStats> workers, unsigned control_lcore,
                                  const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
-                                 const cp::EngineHost* host, bool include_members, ExtraSections extra);
+                                 const cp::EngineHost* host, bool include_members,
+                                 std::optional<GatewaySections> gateway = std::nullopt);
 
 // A Prometheus family: the help text ends with the unit in parentheses.
 struct Family {

@@ -49,8 +49,9 @@ std::string stats_json(const CounterSnapshot& snapshot, bool compact) {
 
 std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control_lcore,
                        const cp::ControlCounters& control, const TxQueueCounters& tx_queue, const cp::EngineHost* host,
-                       bool compact, bool include_members, const ExtraSections& extra) {
-  return stats_json(counter_snapshot(workers, control_lcore, control, tx_queue, host, include_members, extra), compact);
+                       bool compact, bool include_members, const std::optional<GatewaySections>& gateway) {
+  return stats_json(counter_snapshot(workers, control_lcore, control, tx_queue, host, include_members, gateway),
+                    compact);
 }
 
 std::string ip_text(std::span<const std::uint8_t> ip) {

@@ -18,7 +18,8 @@ std::string stats_json(const CounterSnapshot& snapshot, bool compact = false);
 // The same from the counter structs. `host` may be null (membership disabled).
 std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control_lcore,
                        const cp::ControlCounters& control, const TxQueueCounters& tx_queue, const cp::EngineHost* host,
-                       bool compact = false, bool include_members = true, const ExtraSections& extra = {});
+                       bool compact = false, bool include_members = true,
+                       const std::optional<GatewaySections>& gateway = std::nullopt);
 
 // Dotted-quad or RFC 5952-ish hex groups for a 4- or 16-byte address.
 std::string ip_text(std::span<const std::uint8_t> ip);

@@ -79,33 +79,37 @@ struct Fixture {
     recent.push_back({cp::engine::EventKind::kJoin, "n1", addr(1), 3, {}});
     recent.push_back({cp::engine::EventKind::kFailed, "n2", addr(2), 5, {}});
 
-    const auto section = [&next](std::initializer_list<const char*> names) {
-      std::vector<std::pair<std::string, std::uint64_t>> s;
-      for (const char* k : names) s.emplace_back(k, next++);
-      return s;
-    };
-    // In the order control/gateway/main.cc adds them.
-    extra.push_back({"snapshots", section({"version", "retained"})});
-    extra.push_back({"event_handler", section({"submitted", "coalesced", "dropped_queue_full", "dropped_stopped",
-                                               "started", "succeeded", "failed_exit", "timed_out", "spawn_errors"})});
-    extra.push_back({"hosts_file", section({"writes", "unchanged", "deferred", "write_errors", "skipped_members"})});
-    extra.push_back({"telemetry", section({"refused"})});
-    extra.push_back({"process", section({"start_time_unix"})});
-    extra.push_back({"port", {{"link_up", 1}, {"link_down_events", next++}}});
-    extra.push_back({"nic", section({"rx_packets", "tx_packets", "rx_missed", "rx_errors", "rx_nombuf", "tx_errors"})});
-    extra.push_back({"keyring_state", section({"writes", "write_errors"})});
-    extra.push_back({"key_commands", section({"sent", "applied", "refused", "repeated", "not_member", "stale",
-                                              "results_received", "results_unsolicited"})});
-    extra.push_back({"control_api",
-                     section({"connections", "requests", "bad_requests", "failed", "key_changes", "cluster_key_changes",
-                              "rejected_too_large", "rejected_read", "evicted", "timed_out"})});
+    // In the order the stats document lists them, each counter the next value.
+    GatewaySections& g = gateway.emplace();
+    fill(g.snapshots, next);
+    fill(g.event_handler.emplace(), next);
+    fill(g.hosts_file.emplace(), next);
+    fill(g.telemetry.emplace(), next);
+    fill(g.process, next);
+    g.port.link_up = 1;
+    g.port.link_down_events = next++;
+    fill(g.nic.emplace(), next);
+    fill(g.keyring_state.emplace(), next);
+    auto& kc = const_cast<cp::EngineHostCounters&>(host->counters());
+    for (std::uint64_t* c :
+         {&kc.key_commands_sent, &kc.key_commands_applied, &kc.key_commands_refused, &kc.key_commands_repeated,
+          &kc.key_commands_not_member, &kc.key_commands_stale, &kc.key_results_received, &kc.key_results_unsolicited}) {
+      *c = next++;
+    }
+    ControlApiSection& api = g.control_api.emplace();
+    for (std::uint64_t* c : {&api.server.connections, &api.api.requests, &api.api.bad_requests, &api.api.failed,
+                             &api.api.key_changes, &api.api.cluster_key_changes, &api.server.rejected_too_large,
+                             &api.server.rejected_read, &api.server.evicted, &api.server.timed_out}) {
+      *c = next++;
+    }
   }
 
   std::string json(bool compact, bool include_members) const {
-    return stats_json(workers, 9, control, tx_queue, host.get(), compact, include_members, extra);
+    return stats_json(workers, 9, control, tx_queue, host.get(), compact, include_members, gateway);
   }
   std::string prometheus() const {
-    return prometheus_text(metric_families(counter_snapshot(workers, 9, control, tx_queue, host.get(), false, extra)));
+    return prometheus_text(
+        metric_families(counter_snapshot(workers, 9, control, tx_queue, host.get(), false, gateway)));
   }
 
   std::vector<std::string> rules = {"memberlist", "serf"};
@@ -115,7 +119,7 @@ struct Fixture {
   crypto::Keyring keys;
   NullSink sink;
   std::unique_ptr<cp::EngineHost> host;
-  ExtraSections extra;
+  std::optional<GatewaySections> gateway;
 };
 
 void check_golden(const std::string& name, const std::string& text) {

@@ -63,10 +63,19 @@ CounterSnapshot full_snapshot() {
   fill(m.engine, next);
   fill(m.host, next);
   fill(m.shaper, next);
-  s.extra.push_back({"control_api", {{"requests", next++}, {"connections", next++}}});
-  s.extra.push_back({"snapshots", {{"version", next++}, {"retained", next++}}});
-  s.extra.push_back({"nic", {{"rx_missed", next++}, {"rx_new", next++}}});
-  s.extra.push_back({"something_new", {{"counted", next++}}});
+  GatewaySections& g = s.gateway.emplace();
+  fill(g.snapshots, next);
+  fill(g.event_handler.emplace(), next);
+  fill(g.hosts_file.emplace(), next);
+  fill(g.telemetry.emplace(), next);
+  fill(g.process, next);
+  fill(g.port, next);
+  fill(g.nic.emplace(), next);
+  fill(g.keyring_state.emplace(), next);
+  ControlApiSection& api = g.control_api.emplace();
+  fill(api.server, next);
+  api.server.requests = 0;  // exported once, as the commands' requests
+  fill(api.api, next);
   return s;
 }
 
@@ -174,15 +183,16 @@ TEST(Metrics, NamesAndLabels) {
   EXPECT_TRUE(has(R"(gossipgw_engine_messages_total{direction="out",type="ack"})", m.engine.msg_out[1]));
   EXPECT_TRUE(has(R"(gossipgw_egress_queue_depth_max{class="urgent"})", m.shaper[0].depth_max));
   EXPECT_TRUE(has(R"(gossipgw_seal_dropped_total{reason="no_primary"})", m.host.drop_no_primary));
-  EXPECT_TRUE(has(R"(gossipgw_control_api_total{counter="requests"})", s.extra[0].second[0].second));
-  EXPECT_TRUE(has("gossipgw_snapshot_version", s.extra[1].second[0].second));
-  EXPECT_TRUE(has("gossipgw_nic_rx_missed_total", s.extra[2].second[0].second));
-  // Not in the section tables: exported under their path.
-  EXPECT_TRUE(has("gossipgw_nic_rx_new", s.extra[2].second[1].second));
-  EXPECT_TRUE(has("gossipgw_something_new_counted", s.extra[3].second[0].second));
+  const GatewaySections& g = *s.gateway;
+  EXPECT_TRUE(has(R"(gossipgw_control_api_total{counter="requests"})", g.control_api->api.requests));
+  EXPECT_TRUE(has(R"(gossipgw_control_api_total{counter="evicted"})", g.control_api->server.evicted));
+  EXPECT_TRUE(has("gossipgw_snapshot_version", g.snapshots.version));
+  EXPECT_TRUE(has("gossipgw_nic_rx_missed_total", g.nic->rx_missed));
+  EXPECT_TRUE(has(R"(gossipgw_key_commands_total{result="not_member"})", m.host.key_commands_not_member));
+  EXPECT_TRUE(has(R"(gossipgw_hosts_file_total{result="skipped_members"})", g.hosts_file->skipped_members));
   for (const char* expected :
        {"# TYPE gossipgw_egress_queue_depth gauge\n", "# TYPE gossipgw_verdict_packets_total counter\n",
-        "# TYPE gossipgw_something_new_counted untyped\n"}) {
+        "# TYPE gossipgw_port_link_up gauge\n"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected;
   }
 }
@@ -265,14 +275,9 @@ TEST(Metrics, NicCountersProcessStartAndBuildInfo) {
   MetricsPublisher p;
   p.set_build_info("0.1.0", "abc123");
   CounterSnapshot s;
-  s.extra.push_back({"process", {{"start_time_unix", 1800000000}}});
-  s.extra.push_back({"nic",
-                     {{"rx_packets", 10},
-                      {"tx_packets", 4},
-                      {"rx_missed", 3},
-                      {"rx_errors", 0},
-                      {"rx_nombuf", 2},
-                      {"tx_errors", 1}}});
+  GatewaySections& g = s.gateway.emplace();
+  g.process.start_time_unix = 1800000000;
+  g.nic = NicCounters{10, 4, 3, 0, 2, 1};
   p.publish(s, 1000);
   const std::string& text = *p.latest().text;
   for (const char* expected : {
