@@ -45,6 +45,7 @@
 
 #include "config/keys.h"
 #include "config/loader.h"
+#include "control/gateway/engine_config.h"
 #include "control/host/keyring_state.h"
 #include "control/version.h"
 #include "crypto/keys.h"
@@ -163,6 +164,8 @@ gw::config::Config check_config(const std::string& path) {
   // (bounded by classifier.compile_budget_ms): a rule too costly to compile
   // fails here too.
   gw::dp::check_config(cfg);
+  // The membership engine's own check, as gossipgw runs it before EAL.
+  if (cfg.membership.enabled) (void)gw::cp::engine_config(cfg);
   return cfg;
 }
 

@@ -5,6 +5,7 @@
 
 #include "config/config.h"
 #include "control/engine/config.h"
+#include "control/gateway/engine_config.h"
 #include "control/host/control_loop.h"
 #include "control/host/engine_host.h"
 #include "dataplane/api/snapshot.h"
@@ -12,13 +13,7 @@
 
 namespace gw::cp {
 
-// Our address as the engine and the dataplane's endpoints spell it.
-dp::Endpoint endpoint_of(const dp::LocalEndpoint& local);
-
-// membership.preset with node.* and membership.* over it, checked with
-// EngineConfig::validate(): throws std::invalid_argument("membership: <field>:
-// <why>") for a configuration the engine cannot run. Before EAL starts.
-engine::EngineConfig engine_config(const config::Config& cfg, const dp::LocalEndpoint& local);
+// engine_config(): control/gateway/engine_config.h.
 
 // The engine host: `engine`, the seeds, the egress shaper, and the keys of
 // `snapshots` (so a rotation reaches the workers and the host at once).

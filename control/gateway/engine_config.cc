@@ -1,0 +1,48 @@
+#include "control/gateway/engine_config.h"
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "dataplane/guard.h"
+
+namespace gw::cp {
+
+engine::Address engine_address(const dp::LocalEndpoint& ep) {
+  engine::Address a;
+  if (ep.ipv6) {
+    a.ip.assign(ep.ipv6_addr.begin(), ep.ipv6_addr.end());
+  } else {
+    a.ip.assign(ep.ipv4.begin(), ep.ipv4.end());
+  }
+  a.port = ep.port;
+  return a;
+}
+
+engine::EngineConfig engine_config(const config::Config& cfg, const dp::LocalEndpoint& local) {
+  const std::optional<engine::EngineConfig> preset = engine::EngineConfig::preset(cfg.membership.preset);
+  if (!preset) throw std::invalid_argument("membership.preset: unknown preset '" + cfg.membership.preset + "'");
+  engine::EngineConfig e = *preset;
+  e.name = cfg.node.name;
+  e.addr = engine_address(local);
+  for (const auto& [k, v] : cfg.membership.tags) e.tags.push_back({k, v});
+  e.allowed_name_prefixes = cfg.membership.allowed_name_prefixes;
+  for (const auto& [k, v] : cfg.membership.required_tags) e.required_tags.push_back({k, v});
+  e.admit_rate = cfg.membership.admit_rate;
+  e.admit_burst = cfg.membership.admit_burst;
+  // Seconds since the epoch: a restarted member always comes back with a
+  // higher incarnation than any it used before, so its tombstone cannot hold it.
+  e.initial_incarnation = dp::unix_time_ns() / 1'000'000'000ULL;
+  if (const std::string why = e.validate(); !why.empty()) throw std::invalid_argument("membership: " + why);
+  return e;
+}
+
+engine::EngineConfig engine_config(const config::Config& cfg) {
+  dp::LocalEndpoint local;
+  if (!dp::parse_endpoint(cfg.node.address.c_str(), cfg.node.port, &local)) {
+    throw std::invalid_argument("node.address: '" + cfg.node.address + "' is not an IP address");
+  }
+  return engine_config(cfg, local);
+}
+
+}  // namespace gw::cp
