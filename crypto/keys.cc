@@ -11,13 +11,6 @@
 namespace gw::crypto {
 namespace {
 
-// Key ids as operators see them (gossipctl keyid, keys list): 8 hex digits.
-std::string hex_id(std::uint32_t id) {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", id);
-  return buf;
-}
-
 constexpr std::string_view kKeyIdLabel = "gossipgw/key-id/v1";
 constexpr std::string_view kMacLabel = "gossipgw/mac1/v1";
 constexpr std::string_view kAeadLabel = "gossipgw/aead/v1";
@@ -176,7 +169,7 @@ bool Key::open_in_place(const std::uint8_t* header, const Nonce& nonce, std::uin
 
 void Keyring::add(const Key& key, bool primary) {
   if (find(key.id()) != nullptr) {
-    throw KeyError("key " + hex_id(key.id()) + " is already in the keyring");
+    throw KeyError("key " + key_id_text(key.id()) + " is already in the keyring");
   }
   if (count_ == kMaxKeys) {
     throw KeyError("keyring is full (" + std::to_string(kMaxKeys) + " keys); remove one first");
@@ -189,15 +182,15 @@ void Keyring::add(const Key& key, bool primary) {
 }
 
 void Keyring::set_primary(std::uint32_t id) {
-  if (find(id) == nullptr) throw KeyError("key " + hex_id(id) + " is not in the keyring");
+  if (find(id) == nullptr) throw KeyError("key " + key_id_text(id) + " is not in the keyring");
   primary_id_ = id;
   has_primary_ = true;
 }
 
 void Keyring::remove(std::uint32_t id) {
-  if (find(id) == nullptr) throw KeyError("key " + hex_id(id) + " is not in the keyring");
+  if (find(id) == nullptr) throw KeyError("key " + key_id_text(id) + " is not in the keyring");
   if (has_primary_ && id == primary_id_) {
-    throw KeyError("key " + hex_id(id) + " is the primary key; make another key primary first");
+    throw KeyError("key " + key_id_text(id) + " is the primary key; make another key primary first");
   }
   for (std::size_t i = 0; i < count_; ++i) {
     if (keys_[i].id() == id) {
@@ -287,6 +280,12 @@ std::uint32_t write_key_file(const std::string& path, bool overwrite) {
     throw KeyError(where + ": cannot write: " + errno_text(write_errno));
   }
   return id;
+}
+
+std::string key_id_text(std::uint32_t id) {
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", id);
+  return buf;
 }
 
 }  // namespace gw::crypto

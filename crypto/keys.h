@@ -50,6 +50,9 @@ std::uint64_t derive_cluster_id(std::string_view cluster_name) noexcept;
 
 std::uint32_t derive_key_id(const KeyBytes& key) noexcept;
 
+// A key id as operators see it (gossipctl keyid, keys list, logs): 8 lowercase hex digits.
+std::string key_id_text(std::uint32_t id);
+
 // The receiver identity of a UDP endpoint (wire_header.h, Receiver): `ip` is
 // 4 or 16 bytes in network order, `port` in host order. The tag is the first
 // 2 bytes of BLAKE2b("gossipgw/receiver/v1" || ad). Not secret.

@@ -279,12 +279,6 @@ std::string error_reply(std::string_view message, int status) {
   return j.dump(-1, ' ', true, Json::error_handler_t::replace);
 }
 
-std::string key_id_text(std::uint32_t id) {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", id);
-  return buf;
-}
-
 std::optional<std::uint32_t> parse_key_id(std::string_view text) {
   if (text.size() != 8) return std::nullopt;
   std::uint32_t v = 0;

@@ -102,8 +102,7 @@ constexpr int kStatusBadInput = 2;
 // {"ok":false,"error":message,"status":N} as one line (no trailing newline).
 std::string error_reply(std::string_view message, int status = kStatusFailed);
 
-// "0a1b2c3d" <-> key id.
-std::string key_id_text(std::uint32_t id);
+// "0a1b2c3d" -> key id (crypto::key_id_text is the other way).
 std::optional<std::uint32_t> parse_key_id(std::string_view text);
 
 // "IP:PORT" or "[IPv6]:PORT" -> literal and port; nullopt if not valid.

@@ -503,19 +503,17 @@ int main(int argc, char** argv) {
       }
     } else if (*keygen) {
       const std::uint32_t id = gw::crypto::write_key_file(out, force);
-      char idt[9];
-      std::snprintf(idt, sizeof idt, "%08x", id);
+      const std::string idt = gw::crypto::key_id_text(id);
       if (as_json) {
         print_json(Json{{"file", out}, {"key_id", idt}});
       } else {
-        std::printf("%s: key id %s\n", out.c_str(), idt);
+        std::printf("%s: key id %s\n", out.c_str(), idt.c_str());
       }
     } else if (*keyid) {
       Json arr = Json::array();
       for (const std::string& f : files) {
-        char idt[9];
-        std::snprintf(idt, sizeof idt, "%08x", gw::crypto::derive_key_id(gw::crypto::load_key_file(f)));
-        arr.push_back(Json{{"file", f}, {"key_id", idt}});
+        arr.push_back(Json{
+            {"file", f}, {"key_id", gw::crypto::key_id_text(gw::crypto::derive_key_id(gw::crypto::load_key_file(f)))}});
       }
       if (as_json) {
         print_json(Json{{"keys", arr}});

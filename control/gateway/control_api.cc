@@ -129,7 +129,7 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
             for (const auto& [node, ring] : rings) {
               if (std::find(ring.first.begin(), ring.first.end(), id) == ring.first.end()) lacking.push_back(node);
             }
-            keys.push_back(Json{{"id", api::key_id_text(id)},
+            keys.push_back(Json{{"id", crypto::key_id_text(id)},
                                 {"held_by", v.first.size()},
                                 {"primary_on", v.second},
                                 {"members", rings.size()},
@@ -281,13 +281,13 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
     ++counters_.key_changes;
     spdlog::info(
         "key {} of {} through the control API", cp::key_op_name(change.op),
-        api::key_id_text(change.op == cp::KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id));
+        crypto::key_id_text(change.op == cp::KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id));
     Json j;
     j["snapshot"] = version;
     Json ids = Json::array();
-    for (std::uint32_t id : ctx_.snapshots->current().keys.ids()) ids.push_back(api::key_id_text(id));
+    for (std::uint32_t id : ctx_.snapshots->current().keys.ids()) ids.push_back(crypto::key_id_text(id));
     j["keys"] = std::move(ids);
-    j["primary"] = api::key_id_text(ctx_.snapshots->current().keys.primary()->id());
+    j["primary"] = crypto::key_id_text(ctx_.snapshots->current().keys.primary()->id());
     return ok_reply(std::move(j));
   };
 
@@ -317,7 +317,7 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
             if (m.name == eng.name()) {
               mj["self"] = true;
             } else if (const auto k = ctx_.host->sender_key(m.addr())) {
-              mj["key_id"] = api::key_id_text(*k);
+              mj["key_id"] = crypto::key_id_text(*k);
             }
             members.push_back(std::move(mj));
           }
@@ -353,7 +353,7 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
           Json keys = Json::array();
           for (std::uint32_t id : ring.ids()) {
             Json kj;
-            kj["id"] = api::key_id_text(id);
+            kj["id"] = crypto::key_id_text(id);
             kj["primary"] = primary != nullptr && primary->id() == id;
             kj["suite"] = suite_name(ring.find(id)->suite());
             kj["members_using"] = using_key[id];

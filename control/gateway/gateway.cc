@@ -282,10 +282,8 @@ class Gateway {
     spdlog::info("suite {}; aes256gcm: {}; chacha20poly1305: {}", suite_text(config::resolve_suite(cfg_)),
                  crypto::aes256gcm_impl_name(), crypto::chacha20poly1305_impl_name());
     if (s_.keyring_source != "cluster.keys") {
-      char primary_id[9];
-      std::snprintf(primary_id, sizeof primary_id, "%08x", s_.keyring.primary()->id());
       spdlog::info("keyring from {} ({} key(s), primary {}); cluster.keys in the config is not used while it exists",
-                   s_.keyring_source, s_.keyring.size(), primary_id);
+                   s_.keyring_source, s_.keyring.size(), crypto::key_id_text(s_.keyring.primary()->id()));
     }
     for (auto& w : workers_) rte_eal_remote_launch(dp::run_worker, w.get(), w->lcore);
     if (listeners_.api != nullptr) {

@@ -36,15 +36,10 @@ std::string info_json(const InfoSources& s) {
   }
   const crypto::Keyring& ring = s.snapshots->current().keys;
   nlohmann::ordered_json keys = nlohmann::ordered_json::array();
-  char idtext[9];
-  for (std::uint32_t id : ring.ids()) {
-    std::snprintf(idtext, sizeof idtext, "%08x", id);
-    keys.push_back(idtext);
-  }
+  for (std::uint32_t id : ring.ids()) keys.push_back(crypto::key_id_text(id));
   j["keys"] = std::move(keys);
   if (ring.primary() != nullptr) {
-    std::snprintf(idtext, sizeof idtext, "%08x", ring.primary()->id());
-    j["primary_key"] = idtext;
+    j["primary_key"] = crypto::key_id_text(ring.primary()->id());
   }
   j["keyring_source"] = s.keyring_source;
   j["suite"] = suite_text(config::resolve_suite(cfg));

@@ -13,10 +13,7 @@ namespace gw::cp {
 namespace {
 
 std::string key_id_hex(const KeyChange& change) {
-  char b[9];
-  std::snprintf(b, sizeof b, "%08x",
-                change.op == KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id);
-  return b;
+  return crypto::key_id_text(change.op == KeyChange::Op::kInstall ? crypto::derive_key_id(change.key) : change.id);
 }
 
 }  // namespace

@@ -5,15 +5,6 @@
 #include <memory>
 
 namespace gw::cp {
-namespace {
-
-std::string hex_id(std::uint32_t id) {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", id);
-  return buf;
-}
-
-}  // namespace
 
 const char* key_op_name(KeyChange::Op op) {
   switch (op) {
@@ -43,7 +34,7 @@ std::string apply_key_change(dp::SnapshotExchange& snapshots, crypto::Suite suit
       case KeyChange::Op::kInstall: {
         const crypto::Key key(change.key, suite);
         if (ring.find(key.id()) != nullptr) {
-          if (!idempotent) return "key " + hex_id(key.id()) + " is already in the keyring";
+          if (!idempotent) return "key " + crypto::key_id_text(key.id()) + " is already in the keyring";
           if (!change.primary) return {};  // nothing to change
         } else {
           ring.add(key, false);

@@ -261,5 +261,11 @@ TEST_F(CryptoTest, BadKeyFilesNameTheFileAndTheProblem) {
   }
 }
 
+TEST(KeyIdText, EightLowercaseHexDigitsWithLeadingZeros) {
+  EXPECT_EQ(key_id_text(0x0a1b2c3d), "0a1b2c3d");
+  EXPECT_EQ(key_id_text(0), "00000000");
+  EXPECT_EQ(key_id_text(0xFFFFFFFFu), "ffffffff");
+}
+
 }  // namespace
 }  // namespace gw::crypto
