@@ -12,6 +12,8 @@
 #include <variant>
 #include <vector>
 
+#include "control/engine/member_status.h"
+
 namespace gw::cp::engine {
 
 // An IP address's bytes, held inline (up to 16; the codec lets only 0, 4 or 16
@@ -75,9 +77,6 @@ struct Tag {
   auto operator<=>(const Tag&) const = default;
   bool operator==(const Tag&) const = default;
 };
-
-// Numeric values equal gw.proto.MemberStatus.
-enum class MemberStatus : std::uint8_t { kAlive = 0, kSuspect = 1, kDead = 2, kLeft = 3 };
 
 struct Ping {
   std::uint32_t seq_no = 0;

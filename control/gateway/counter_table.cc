@@ -495,8 +495,6 @@ static_assert(std::size(kControlApiFields) * sizeof(std::uint64_t) == sizeof(CAC
 static_assert((std::size(kApiServerFieldsBefore) + std::size(kApiServerFieldsAfter) + 1) * sizeof(std::uint64_t) ==
               sizeof(SCV));
 
-constexpr const char* kStatusNames[] = {"alive", "suspect", "dead", "left"};
-
 std::string label(std::string_view name, std::string_view value) {
   std::string out(name);
   out += "=\"";
@@ -639,8 +637,10 @@ class Walk {
     counter("health_score", m.health_score, kHealthScore, "");
     probe_rtt(m.probe_rtt);
     v_.open("members_by_state");
-    for (std::size_t s = 0; s < 4; ++s)
-      counter(kStatusNames[s], m.by_state[s], kMembers, "", label("state", kStatusNames[s]));
+    for (std::size_t s = 0; s < cp::engine::kMemberStatusCount; ++s) {
+      const char* state = cp::engine::status_name(static_cast<cp::engine::MemberStatus>(s));
+      counter(state, m.by_state[s], kMembers, "", label("state", state));
+    }
     v_.close();
     if (m.has_members) {
       v_.open_array("members");
@@ -649,7 +649,7 @@ class Walk {
         v_.text("name", mm.name);
         v_.text("address", mm.address);
         v_.number("port", mm.port);
-        v_.text("status", kStatusNames[static_cast<std::size_t>(mm.status) & 3]);
+        v_.text("status", cp::engine::status_name(mm.status));
         v_.number("incarnation", mm.incarnation);
         v_.open("tags");
         for (const auto& t : mm.tags) v_.text(t.key, t.value);
