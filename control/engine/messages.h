@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "control/engine/member_status.h"
+#include "control/engine/message_type.h"
 
 namespace gw::cp::engine {
 
@@ -187,6 +188,7 @@ using Message =
 using Compound = std::vector<Message>;
 
 inline constexpr std::size_t kMessageTypes = std::variant_size_v<Message>;
+static_assert(kMessageTypes == kMessageTypeCount, "message_type.h names every Message alternative");
 
 // Egress/ingress priority classes, highest first. The numeric values are shared
 // with the gateway wire header (the dataplane queues by them).
@@ -234,7 +236,10 @@ inline bool class_fits(PriorityClass header, const Compound& messages) {
   return header >= best;
 }
 
-// Short stable names for counters and logs ("ping", "ack", ...).
-const char* message_type_name(std::size_t variant_index);
+// Short stable names for counters and logs ("ping", "ack", ...; message_type.h);
+// "unknown" past the last alternative.
+inline const char* message_type_name(std::size_t variant_index) {
+  return message_type_name(static_cast<MessageType>(variant_index < kMessageTypes ? variant_index : kMessageTypes));
+}
 
 }  // namespace gw::cp::engine

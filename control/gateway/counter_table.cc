@@ -616,7 +616,8 @@ class Walk {
       }
     };
     for (std::size_t t = 0; t < cp::kMsgTypeCount; ++t) {
-      put(cp::kMsgCounterNames[t], c.msgs[t], kMessages, label("type", cp::kMsgCounterNames[t].substr(4)));
+      const char* type = cp::engine::message_type_name(static_cast<cp::MsgType>(t));
+      put(std::string("msg_") + type, c.msgs[t], kMessages, label("type", type));
     }
     put("msg_decode_error", c.msg_decode_error, kDecodeErrors, "");
     put("msg_unknown", c.msg_unknown, kMessageUnknown, "");
