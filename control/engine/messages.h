@@ -14,6 +14,7 @@
 
 #include "control/engine/member_status.h"
 #include "control/engine/message_type.h"
+#include "crypto/priority_class.h"
 
 namespace gw::cp::engine {
 
@@ -190,11 +191,10 @@ using Compound = std::vector<Message>;
 inline constexpr std::size_t kMessageTypes = std::variant_size_v<Message>;
 static_assert(kMessageTypes == kMessageTypeCount, "message_type.h names every Message alternative");
 
-// Egress/ingress priority classes, highest first. The numeric values are shared
-// with the gateway wire header (the dataplane queues by them).
-enum class PriorityClass : std::uint8_t { kUrgent = 0, kProbe = 1, kGossip = 2, kBulk = 3 };
-
-inline constexpr std::size_t kPriorityClasses = 4;
+// Egress/ingress priority classes, highest first: the gateway wire header's
+// (crypto/priority_class.h, a pure header; the dataplane queues by them).
+using PriorityClass = crypto::PriorityClass;
+inline constexpr std::size_t kPriorityClasses = crypto::kClassCount;
 
 // The class a message has by type. An Alive that refutes a suspicion of ourselves
 // is urgent, which only its sender knows: the engine upgrades it when it queues it.
