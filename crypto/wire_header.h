@@ -35,6 +35,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "crypto/priority_class.h"
+
 namespace gw::crypto {
 
 inline constexpr std::array<std::uint8_t, 4> kWireMagic = {'G', 'S', 'G', 'W'};
@@ -43,10 +45,6 @@ inline constexpr std::size_t kHeaderBytes = 48;
 inline constexpr std::size_t kMacOffset = 40;
 inline constexpr std::size_t kNonceBytes = 12;
 inline constexpr std::size_t kTagBytes = 16;
-
-// Priority classes, highest first (DESIGN.md). Numeric values are on the wire.
-enum class PriorityClass : std::uint8_t { kUrgent = 0, kProbe = 1, kGossip = 2, kBulk = 3 };
-inline constexpr std::size_t kClassCount = 4;
 
 // AEAD suites. Numeric values are on the wire.
 enum class Suite : std::uint8_t { kAes256Gcm = 1, kChaCha20Poly1305 = 2 };

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "config/config.h"
+#include "dataplane/api/token_bucket.h"
 #include "dataplane/classifier.h"
 #include "dataplane/ladder.h"
 #include "dataplane/rate_limit.h"
@@ -38,37 +39,24 @@ struct WorkerClock {
 };
 
 // A token bucket of classifier scans (classifier.max_scans_per_sec), one
-// tenth of a second deep, refilled from the worker's burst clock.
+// tenth of a second deep, refilled from the worker's burst clock. Only its
+// rate 0 differs from the shared bucket's: here it means no limit.
 class ScanBudget {
  public:
-  static constexpr std::uint64_t kScale = 1'000'000'000ULL;  // tokens in nano-scans
-
   // 0: no limit.
   void configure(std::uint32_t per_sec) noexcept {
-    rate_ = per_sec;
-    depth_ = (per_sec / 10 > 0 ? per_sec / 10 : 1) * kScale;
-    tokens_ = depth_;
-    last_ns_ = 0;
+    unlimited_ = per_sec == 0;
+    bucket_ = TokenBucket(per_sec, per_sec / 10 > 0 ? per_sec / 10 : 1, 0);
   }
   // How many of `want` scans may run at monotonic time `now_ns`; takes them.
   std::uint32_t take(std::uint32_t want, std::uint64_t now_ns) noexcept {
-    if (rate_ == 0) return want;
-    if (now_ns > last_ns_) {
-      const std::uint64_t elapsed = now_ns - last_ns_ < kScale ? now_ns - last_ns_ : kScale;
-      tokens_ = tokens_ + elapsed * rate_ < depth_ ? tokens_ + elapsed * rate_ : depth_;
-      last_ns_ = now_ns;
-    }
-    const std::uint64_t avail = tokens_ / kScale;
-    const std::uint32_t n = want < avail ? want : static_cast<std::uint32_t>(avail);
-    tokens_ -= n * kScale;
-    return n;
+    if (unlimited_) return want;
+    return static_cast<std::uint32_t>(bucket_.take_up_to(want, now_ns));
   }
 
  private:
-  std::uint64_t rate_ = 0;
-  std::uint64_t depth_ = 0;
-  std::uint64_t tokens_ = 0;
-  std::uint64_t last_ns_ = 0;
+  bool unlimited_ = true;
+  TokenBucket bucket_{0, 0, 0};
 };
 
 struct alignas(64) LcoreGuard {

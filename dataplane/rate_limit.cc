@@ -56,22 +56,14 @@ bool RateLimiter::charge(const SourceAddress& src, bool known, std::uint64_t now
     }
     e = victim;
     e->src = src;
-    e->tokens = cap;
-    e->last_ns = now_ns;
-  } else if (now_ns > e->last_ns) {
-    // Clamp before multiplying: past a full refill more time adds nothing,
-    // and the product must not overflow however long the source was quiet.
-    const std::uint64_t full_after = cap / b.rate_pps + 1;
-    const std::uint64_t elapsed = std::min(now_ns - e->last_ns, full_after);
-    e->tokens = std::min(cap, e->tokens + elapsed * b.rate_pps);
-    e->last_ns = now_ns;
+    e->bucket = {cap, now_ns};
+  } else {
+    token_bucket::refill(e->bucket, now_ns, b.rate_pps, cap);
   }
   // A source that lost its known status keeps no more than the smaller burst.
-  e->tokens = std::min(e->tokens, cap);
+  e->bucket.scaled = std::min(e->bucket.scaled, cap);
   e->last_used = ++tick_;
-  if (e->tokens < kScale) return false;
-  e->tokens -= kScale;
-  return true;
+  return token_bucket::take_one(e->bucket);
 }
 
 bool RateLimiter::would_allow(const SourceAddress& src, bool known, std::uint64_t now_ns) const noexcept {
@@ -81,13 +73,9 @@ bool RateLimiter::would_allow(const SourceAddress& src, bool known, std::uint64_
   for (std::size_t i = 0; i < kWays; ++i) {
     const Entry& s = set[i];
     if (s.last_used == 0 || !(s.src == src)) continue;
-    std::uint64_t tokens = s.tokens;
-    if (now_ns > s.last_ns) {
-      const std::uint64_t full_after = cap / b.rate_pps + 1;
-      const std::uint64_t elapsed = std::min(now_ns - s.last_ns, full_after);
-      tokens = std::min(cap, tokens + elapsed * b.rate_pps);
-    }
-    return std::min(tokens, cap) >= kScale;
+    TokenBucketState t = s.bucket;  // a copy: asking changes nothing
+    token_bucket::refill(t, now_ns, b.rate_pps, cap);
+    return std::min(t.scaled, cap) >= kScale;
   }
   return true;  // a new source starts with a full bucket
 }

@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "dataplane/api/snapshot.h"
+#include "dataplane/api/token_bucket.h"
 #include "dataplane/huge_area.h"
 
 namespace gw::dp {
@@ -33,8 +34,9 @@ struct RateBudget {
 class RateLimiter {
  public:
   static constexpr std::size_t kWays = 4;
-  // Tokens are kept in nanopackets so refill is exact integer arithmetic.
-  static constexpr std::uint64_t kScale = 1'000'000'000ULL;
+  // Tokens are kept in nanopackets so refill is exact integer arithmetic
+  // (dataplane/api/token_bucket.h, on each entry's state).
+  static constexpr std::uint64_t kScale = token_bucket::kScale;
 
   // At least `capacity` buckets (rounded up to a power of two, minimum
   // kWays). `seed` keys the set hash (random per lcore in the gateway).
@@ -55,8 +57,7 @@ class RateLimiter {
  private:
   struct Entry {
     SourceAddress src;
-    std::uint64_t tokens = 0;  // nanopackets
-    std::uint64_t last_ns = 0;
+    TokenBucketState bucket;      // nanopackets and last refill
     std::uint64_t last_used = 0;  // 0: empty slot
   };
   std::size_t set_of(const SourceAddress& a) const noexcept;

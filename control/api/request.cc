@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "control/engine/member_status.h"
+
 namespace gw::cp::api {
 namespace {
 
@@ -86,7 +88,7 @@ Request parse_object(const Json& j) {
     MembersRequest r;
     const std::string state = field_string(j, "state", false);
     if (!state.empty()) {
-      if (state != "alive" && state != "suspect" && state != "dead" && state != "left") {
+      if (!cp::engine::parse_member_status(state)) {
         throw Invalid{"state must be alive, suspect, dead or left"};
       }
       r.state = state;

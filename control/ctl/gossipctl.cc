@@ -45,6 +45,7 @@
 
 #include "config/keys.h"
 #include "config/loader.h"
+#include "control/engine/member_status.h"
 #include "control/gateway/engine_config.h"
 #include "control/host/keyring_state.h"
 #include "control/version.h"
@@ -407,7 +408,8 @@ int main(int argc, char** argv) {
   bool detailed = false;
   CLI::App* members = sub(&app, "members", "list the members this gateway knows (table, --detailed, or --json)");
   members->add_option("--state", state_filter, "only members in this state")
-      ->check(CLI::IsMember({"alive", "suspect", "dead", "left"}));
+      ->check(CLI::IsMember(std::vector<std::string>(gw::cp::engine::kMemberStatusNames.begin(),
+                                                     gw::cp::engine::kMemberStatusNames.end())));
   members->add_option("--tag", tag_filter, "only members carrying this tag, K=V");
   members->add_flag("--detailed", detailed, "every field of every member (protocol, state age, last heard, tags)");
   CLI::App* stats = sub(&app, "stats", "counters per verdict, class and lcore (table, or --json)");

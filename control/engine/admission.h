@@ -8,29 +8,12 @@
 #include <vector>
 
 #include "control/engine/messages.h"
+#include "dataplane/api/token_bucket.h"
 
 namespace gw::cp::engine {
 
-// Integer token bucket (tokens kept in units of 1e-9 so refill is exact).
-class TokenBucket {
- public:
-  TokenBucket(std::uint32_t rate_per_s, std::uint32_t burst, std::uint64_t now_ns);
-  // Takes one token if there is one.
-  bool take(std::uint64_t now_ns);
-  // Whole tokens available now.
-  std::uint64_t tokens(std::uint64_t now_ns);
-  // When the next whole token is there (as of the last refill; UINT64_MAX at rate 0).
-  std::uint64_t next_token_ns() const;
-
- private:
-  void refill(std::uint64_t now_ns);
-
-  static constexpr std::uint64_t kScale = 1'000'000'000ULL;
-  std::uint64_t rate_;   // tokens per second
-  std::uint64_t burst_;  // bucket depth, tokens
-  std::uint64_t scaled_tokens_;
-  std::uint64_t last_ns_;
-};
+// The gateway's one integer token bucket (pure, header only).
+using TokenBucket = dp::TokenBucket;
 
 enum class AdmitVerdict : std::uint8_t { kAdmit, kRateLimited, kPolicy };
 

@@ -12,6 +12,10 @@
 #include <variant>
 #include <vector>
 
+#include "control/engine/member_status.h"
+#include "control/engine/message_type.h"
+#include "crypto/priority_class.h"
+
 namespace gw::cp::engine {
 
 // An IP address's bytes, held inline (up to 16; the codec lets only 0, 4 or 16
@@ -75,9 +79,6 @@ struct Tag {
   auto operator<=>(const Tag&) const = default;
   bool operator==(const Tag&) const = default;
 };
-
-// Numeric values equal gw.proto.MemberStatus.
-enum class MemberStatus : std::uint8_t { kAlive = 0, kSuspect = 1, kDead = 2, kLeft = 3 };
 
 struct Ping {
   std::uint32_t seq_no = 0;
@@ -188,12 +189,12 @@ using Message =
 using Compound = std::vector<Message>;
 
 inline constexpr std::size_t kMessageTypes = std::variant_size_v<Message>;
+static_assert(kMessageTypes == kMessageTypeCount, "message_type.h names every Message alternative");
 
-// Egress/ingress priority classes, highest first. The numeric values are shared
-// with the gateway wire header (the dataplane queues by them).
-enum class PriorityClass : std::uint8_t { kUrgent = 0, kProbe = 1, kGossip = 2, kBulk = 3 };
-
-inline constexpr std::size_t kPriorityClasses = 4;
+// Egress/ingress priority classes, highest first: the gateway wire header's
+// (crypto/priority_class.h, a pure header; the dataplane queues by them).
+using PriorityClass = crypto::PriorityClass;
+inline constexpr std::size_t kPriorityClasses = crypto::kClassCount;
 
 // The class a message has by type. An Alive that refutes a suspicion of ourselves
 // is urgent, which only its sender knows: the engine upgrades it when it queues it.
@@ -235,7 +236,10 @@ inline bool class_fits(PriorityClass header, const Compound& messages) {
   return header >= best;
 }
 
-// Short stable names for counters and logs ("ping", "ack", ...).
-const char* message_type_name(std::size_t variant_index);
+// Short stable names for counters and logs ("ping", "ack", ...; message_type.h);
+// "unknown" past the last alternative.
+inline const char* message_type_name(std::size_t variant_index) {
+  return message_type_name(static_cast<MessageType>(variant_index < kMessageTypes ? variant_index : kMessageTypes));
+}
 
 }  // namespace gw::cp::engine

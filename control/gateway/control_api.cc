@@ -20,10 +20,6 @@ using Json = nlohmann::ordered_json;
 namespace api = cp::api;
 namespace engine = cp::engine;
 
-constexpr const char* kStateNames[] = {"alive", "suspect", "dead", "left"};
-
-const char* state_name(engine::MemberStatus s) { return kStateNames[static_cast<std::size_t>(s) & 3]; }
-
 const char* suite_name(crypto::Suite s) { return s == crypto::Suite::kAes256Gcm ? "aes-256-gcm" : "chacha20-poly1305"; }
 
 std::string ok_reply(Json j) {
@@ -299,13 +295,13 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
           const engine::Engine& eng = ctx_.host->engine();
           Json members = Json::array();
           for (const engine::Member& m : eng.members()) {
-            if (req.state && *req.state != state_name(m.status)) continue;
+            if (req.state && *req.state != engine::status_name(m.status)) continue;
             if (req.tag && !has_tag(m, *req.tag)) continue;
             Json mj;
             mj["name"] = m.name;
             mj["address"] = ip_text(m.addr().ip);
             mj["port"] = m.addr().port;
-            mj["state"] = state_name(m.status);
+            mj["state"] = engine::status_name(m.status);
             mj["incarnation"] = m.incarnation;
             mj["protocol_version"] = m.protocol_version();
             mj["state_age_s"] = now_ns > m.state_change_ns ? (now_ns - m.state_change_ns) / 1'000'000'000ULL : 0;
@@ -439,7 +435,7 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
             return ok_reply(std::move(j));  // already left: done
           }
           if (m->status != engine::MemberStatus::kDead) {
-            return refuse("member '" + req.node + "' is " + state_name(m->status) +
+            return refuse("member '" + req.node + "' is " + engine::status_name(m->status) +
                           ": only a failed member can be force-left (a live one would refute it)");
           }
           // Its leave, at the incarnation it died with, as if it had said

@@ -495,8 +495,6 @@ static_assert(std::size(kControlApiFields) * sizeof(std::uint64_t) == sizeof(CAC
 static_assert((std::size(kApiServerFieldsBefore) + std::size(kApiServerFieldsAfter) + 1) * sizeof(std::uint64_t) ==
               sizeof(SCV));
 
-constexpr const char* kStatusNames[] = {"alive", "suspect", "dead", "left"};
-
 std::string label(std::string_view name, std::string_view value) {
   std::string out(name);
   out += "=\"";
@@ -618,7 +616,8 @@ class Walk {
       }
     };
     for (std::size_t t = 0; t < cp::kMsgTypeCount; ++t) {
-      put(cp::kMsgCounterNames[t], c.msgs[t], kMessages, label("type", cp::kMsgCounterNames[t].substr(4)));
+      const char* type = cp::engine::message_type_name(static_cast<cp::MsgType>(t));
+      put(std::string("msg_") + type, c.msgs[t], kMessages, label("type", type));
     }
     put("msg_decode_error", c.msg_decode_error, kDecodeErrors, "");
     put("msg_unknown", c.msg_unknown, kMessageUnknown, "");
@@ -639,8 +638,10 @@ class Walk {
     counter("health_score", m.health_score, kHealthScore, "");
     probe_rtt(m.probe_rtt);
     v_.open("members_by_state");
-    for (std::size_t s = 0; s < 4; ++s)
-      counter(kStatusNames[s], m.by_state[s], kMembers, "", label("state", kStatusNames[s]));
+    for (std::size_t s = 0; s < cp::engine::kMemberStatusCount; ++s) {
+      const char* state = cp::engine::status_name(static_cast<cp::engine::MemberStatus>(s));
+      counter(state, m.by_state[s], kMembers, "", label("state", state));
+    }
     v_.close();
     if (m.has_members) {
       v_.open_array("members");
@@ -649,7 +650,7 @@ class Walk {
         v_.text("name", mm.name);
         v_.text("address", mm.address);
         v_.number("port", mm.port);
-        v_.text("status", kStatusNames[static_cast<std::size_t>(mm.status) & 3]);
+        v_.text("status", cp::engine::status_name(mm.status));
         v_.number("incarnation", mm.incarnation);
         v_.open("tags");
         for (const auto& t : mm.tags) v_.text(t.key, t.value);

@@ -64,6 +64,7 @@ class EgressShaper {
 
   ShaperConfig config_;
   dp::DatagramSink& sink_;
+  // Not dataplane/api/token_bucket.h: bytes as a double; a datagram over the burst goes once the bucket is full.
   double tokens_;
   std::uint64_t last_ns_;
   std::uint64_t queued_bytes_ = 0;

@@ -62,7 +62,7 @@ void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlC
   // Class must match content (issue 17): a payload claiming a more urgent
   // class than its messages justify was served ahead of real urgent
   // traffic; drop it, counted, before it reaches the engine.
-  if (!engine::class_fits(static_cast<engine::PriorityClass>(h.cls), r.messages)) {
+  if (!engine::class_fits(h.cls, r.messages)) {
     ++counters.class_drop_mismatch[static_cast<std::size_t>(h.cls)];
     return;
   }
@@ -151,8 +151,7 @@ void EngineHost::flush(std::uint64_t now_ns, std::uint32_t unix_s) {
       ++counters_.drop_encode;
       continue;
     }
-    if (seal_and_submit(o.to, static_cast<crypto::PriorityClass>(o.priority), plain_, now_ns, unix_s) ==
-        Sent::kNotSealed) {
+    if (seal_and_submit(o.to, o.priority, plain_, now_ns, unix_s) == Sent::kNotSealed) {
       continue;
     }
     // Our direct pings, sealed: their round trips are timed from now.

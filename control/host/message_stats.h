@@ -6,30 +6,16 @@
 #include <cstdint>
 #include <string_view>
 
+#include "control/engine/message_type.h"
 #include "crypto/wire_header.h"
 #include "dataplane/api/handoff.h"
 
 namespace gw::cp {
 
-// Order follows the `Message.body` oneof in proto/gossip.proto.
-enum class MsgType : std::uint8_t {
-  kPing,
-  kAck,
-  kIndirectPing,
-  kNack,
-  kAlive,
-  kSuspect,
-  kDead,
-  kLeave,
-  kSyncRequest,
-  kSyncResponse,
-  kUserData,
-};
-inline constexpr std::size_t kMsgTypeCount = 11;
-inline constexpr std::array<std::string_view, kMsgTypeCount> kMsgCounterNames = {
-    "msg_ping", "msg_ack",   "msg_indirect_ping", "msg_nack",          "msg_alive",     "msg_suspect",
-    "msg_dead", "msg_leave", "msg_sync_request",  "msg_sync_response", "msg_user_data",
-};
+// Order follows the `Message.body` oneof in proto/gossip.proto; the counter
+// of each type is "msg_" and its name (engine::message_type_name).
+using MsgType = engine::MessageType;
+inline constexpr std::size_t kMsgTypeCount = engine::kMessageTypeCount;
 
 struct ControlCounters {
   std::array<std::uint64_t, kMsgTypeCount> msgs{};

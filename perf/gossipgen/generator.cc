@@ -65,11 +65,6 @@ constexpr std::size_t kScanBytes = 64;
 // Replayed packets copy one of this many latest valid frames.
 constexpr std::size_t kReplaySources = 64;
 
-constexpr std::array<std::string_view, kMsgTypeCount> kMsgTypeNames = {
-    "ping", "ack",   "indirect_ping", "nack",          "alive",     "suspect",
-    "dead", "leave", "sync_request",  "sync_response", "user_data",
-};
-
 constexpr std::array<std::string_view, crypto::kClassCount> kClassNames = {"urgent", "probe", "gossip", "bulk"};
 
 constexpr std::size_t kUnkeyedRandomMaxBytes = 300;
@@ -1000,7 +995,7 @@ Verdict expected_verdict(Kind k) noexcept {
   return Verdict::kDropMalformed;
 }
 
-std::string_view msg_type_name(MsgType t) noexcept { return kMsgTypeNames[static_cast<std::size_t>(t)]; }
+std::string_view msg_type_name(MsgType t) noexcept { return cp::engine::message_type_name(t); }
 
 crypto::PriorityClass class_of(MsgType t) noexcept {
   switch (t) {
@@ -1110,7 +1105,8 @@ nlohmann::ordered_json TruthCounts::json(std::uint64_t seed) const {
   for (std::size_t v = 0; v < kVerdictCount; ++v) e[std::string(kVerdictNames[v])] = verdicts_[v];
   e["drop_ring_full"] = 0;
   e["class_drop_mismatch"] = class_mismatch_;
-  for (std::size_t t = 0; t < kMsgTypeCount; ++t) e["msg_" + std::string(kMsgTypeNames[t])] = messages_[t];
+  for (std::size_t t = 0; t < kMsgTypeCount; ++t)
+    e["msg_" + std::string(msg_type_name(static_cast<MsgType>(t)))] = messages_[t];
   e["msg_decode_error"] = 0;
   j["expected"] = e;
   nlohmann::ordered_json jc;

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "control/engine/message_type.h"
 #include "crypto/keys.h"
 #include "crypto/wire_header.h"
 #include "perf/gossipgen/frames.h"
@@ -111,20 +112,8 @@ const std::array<std::string_view, kUnkeyedLabelCount>& unkeyed_labels() noexcep
 std::size_t unkeyed_label(const std::uint8_t* payload, std::size_t len) noexcept;
 
 // gw.proto.Message body types, in field-number order (ping = 1 ... user_data = 11).
-enum class MsgType : std::uint8_t {
-  kPing,
-  kAck,
-  kIndirectPing,
-  kNack,
-  kAlive,
-  kSuspect,
-  kDead,
-  kLeave,
-  kSyncRequest,
-  kSyncResponse,
-  kUserData,
-};
-inline constexpr std::size_t kMsgTypeCount = 11;
+using MsgType = cp::engine::MessageType;
+inline constexpr std::size_t kMsgTypeCount = cp::engine::kMessageTypeCount;
 
 std::string_view msg_type_name(MsgType t) noexcept;  // "ping", "indirect_ping", ...
 // The header class a datagram gets from its most urgent message (DESIGN.md).

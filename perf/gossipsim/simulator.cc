@@ -747,7 +747,7 @@ class Simulator {
     const std::size_t len = wire_.size();
     const Address to = out.to;
     r_.max_datagram_bytes = std::max<std::uint64_t>(r_.max_datagram_bytes, len - kWireOverheadBytes);
-    const auto cls = static_cast<crypto::PriorityClass>(out.priority);
+    const crypto::PriorityClass cls = out.priority;
     const auto c = static_cast<std::size_t>(cls);
     std::array<std::uint64_t, crypto::kClassCount> dropped{};
     for (std::size_t k = 0; k < crypto::kClassCount; ++k) dropped[k] = n.shaper->counters()[k].dropped;

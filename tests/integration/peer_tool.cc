@@ -55,8 +55,7 @@ int join(const config::Config& cfg, const std::string& name, const perf::IpAddr&
   std::size_t frames = 0;
   for (const auto& o : peer.take_outbox()) {
     const std::vector<std::uint8_t> plain = cp::encode(o.messages);
-    const crypto::SealParams params{crypto::derive_cluster_id(cfg.cluster.name),
-                                    static_cast<crypto::PriorityClass>(o.priority), unix_now,
+    const crypto::SealParams params{crypto::derive_cluster_id(cfg.cluster.name), o.priority, unix_now,
                                     crypto::receiver_of(o.to.ip.data(), o.to.ip.size(), o.to.port)};
     const std::size_t n = crypto::seal_datagram(*ring.primary(), params, nonces, plain.data(), plain.size(),
                                                 sealed.data(), sealed.size());

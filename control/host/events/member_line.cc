@@ -51,20 +51,6 @@ const char* event_name(engine::EventKind kind) {
   return "member-unknown";
 }
 
-const char* state_name(engine::MemberStatus status) {
-  switch (status) {
-    case engine::MemberStatus::kAlive:
-      return "alive";
-    case engine::MemberStatus::kSuspect:
-      return "suspect";
-    case engine::MemberStatus::kDead:
-      return "dead";
-    case engine::MemberStatus::kLeft:
-      return "left";
-  }
-  return "unknown";
-}
-
 engine::MemberStatus implied_state(engine::EventKind kind) {
   switch (kind) {
     case engine::EventKind::kLeave:
@@ -105,13 +91,13 @@ void append_escaped(std::string& out, std::string_view s) {
 
 std::string member_line(const engine::Member& m) {
   std::string out;
-  append_line(out, m.name.str(), m.addr(), state_name(m.status), m.incarnation, m.tags());
+  append_line(out, m.name.str(), m.addr(), engine::status_name(m.status), m.incarnation, m.tags());
   return out;
 }
 
 std::string member_line(const engine::MemberEvent& e) {
   std::string out;
-  append_line(out, e.node, e.addr, state_name(implied_state(e.kind)), e.incarnation, e.tags);
+  append_line(out, e.node, e.addr, engine::status_name(implied_state(e.kind)), e.incarnation, e.tags);
   return out;
 }
 

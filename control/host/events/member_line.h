@@ -15,9 +15,6 @@ namespace gw::cp::events {
 // of GOSSIPGW_EVENT.
 const char* event_name(engine::EventKind kind);
 
-// "alive", "suspect", "dead", "left".
-const char* state_name(engine::MemberStatus status);
-
 // The state an event implies when no member record comes with it: join and
 // update are alive, leave is left, failed is dead.
 engine::MemberStatus implied_state(engine::EventKind kind);

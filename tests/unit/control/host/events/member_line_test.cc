@@ -12,7 +12,7 @@ TEST(MemberLine, NamesOfEventsAndStates) {
   EXPECT_STREQ(event_name(engine::EventKind::kLeave), "member-leave");
   EXPECT_STREQ(event_name(engine::EventKind::kFailed), "member-failed");
   EXPECT_STREQ(event_name(engine::EventKind::kUpdate), "member-update");
-  EXPECT_STREQ(state_name(engine::MemberStatus::kSuspect), "suspect");
+  EXPECT_STREQ(engine::status_name(engine::MemberStatus::kSuspect), "suspect");
   EXPECT_EQ(implied_state(engine::EventKind::kLeave), engine::MemberStatus::kLeft);
   EXPECT_EQ(implied_state(engine::EventKind::kFailed), engine::MemberStatus::kDead);
   EXPECT_EQ(implied_state(engine::EventKind::kUpdate), engine::MemberStatus::kAlive);
