@@ -481,4 +481,20 @@ std::optional<BodyCounts> count_bodies(std::span<const std::uint8_t> bytes) {
   }
 }
 
+engine::Address to_engine_address(const dp::Endpoint& e) {
+  engine::Address a;
+  a.ip.assign(e.ip.begin(), e.ip.begin() + e.ip_len);
+  a.port = e.port;
+  return a;
+}
+
+dp::Endpoint to_endpoint(const engine::Address& a) {
+  dp::Endpoint e;
+  const std::size_t n = a.ip.size() <= e.ip.size() ? a.ip.size() : 0;
+  std::copy(a.ip.begin(), a.ip.begin() + static_cast<long>(n), e.ip.begin());
+  e.ip_len = static_cast<std::uint8_t>(n);
+  e.port = a.port;
+  return e;
+}
+
 }  // namespace gw::cp

@@ -14,6 +14,7 @@
 
 #include "control/engine/messages.h"
 #include "control/key_command.h"
+#include "dataplane/api/handoff.h"
 
 namespace gw::cp {
 
@@ -67,5 +68,11 @@ struct BodyCounts {
   std::uint64_t unknown = 0;
 };
 std::optional<BodyCounts> count_bodies(std::span<const std::uint8_t> bytes);
+
+// A datagram's address as the engine spells it, and back (the dataplane's
+// endpoint on the wire side). An address that fits no endpoint becomes one
+// of length 0, which the transmit path refuses and counts.
+engine::Address to_engine_address(const dp::Endpoint& e);
+dp::Endpoint to_endpoint(const engine::Address& a);
 
 }  // namespace gw::cp

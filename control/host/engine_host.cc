@@ -11,22 +11,6 @@
 
 namespace gw::cp {
 
-engine::Address to_engine_address(const dp::Endpoint& e) {
-  engine::Address a;
-  a.ip.assign(e.ip.begin(), e.ip.begin() + e.ip_len);
-  a.port = e.port;
-  return a;
-}
-
-dp::Endpoint to_endpoint(const engine::Address& a) {
-  dp::Endpoint e;
-  const std::size_t n = a.ip.size() <= e.ip.size() ? a.ip.size() : 0;
-  std::copy(a.ip.begin(), a.ip.begin() + static_cast<long>(n), e.ip.begin());
-  e.ip_len = static_cast<std::uint8_t>(n);
-  e.port = a.port;
-  return e;
-}
-
 EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t now_ns)
     : options_(std::move(options)),
       shaper_(options_.shaper, sink, now_ns),

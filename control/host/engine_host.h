@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "control/codec.h"
 #include "control/engine/engine.h"
 #include "control/host/egress_shaper.h"
 #include "control/host/key_change.h"
@@ -167,9 +168,5 @@ class EngineHost {
   MemberEventLog events_;
   SenderKeys sender_keys_;
 };
-
-// Engine address <-> dataplane endpoint.
-engine::Address to_engine_address(const dp::Endpoint& e);
-dp::Endpoint to_endpoint(const engine::Address& a);
 
 }  // namespace gw::cp

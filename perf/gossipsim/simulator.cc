@@ -329,15 +329,6 @@ void charge_types(std::array<TypeCount, kTypes>& t, const std::uint8_t* p, std::
   }
 }
 
-dp::Endpoint to_endpoint(const Address& a) {
-  dp::Endpoint e;
-  const std::size_t n = a.ip.size() <= e.ip.size() ? a.ip.size() : 0;
-  std::copy(a.ip.begin(), a.ip.begin() + static_cast<long>(n), e.ip.begin());
-  e.ip_len = static_cast<std::uint8_t>(n);
-  e.port = a.port;
-  return e;
-}
-
 std::optional<std::uint32_t> index_of(const dp::Endpoint& e) {
   if (e.ip_len != 4 || e.ip[0] != 10 || e.port != kPort) return std::nullopt;
   return (std::uint32_t{e.ip[1]} << 16) | (std::uint32_t{e.ip[2]} << 8) | e.ip[3];
@@ -753,7 +744,7 @@ class Simulator {
     for (std::size_t k = 0; k < crypto::kClassCount; ++k) dropped[k] = n.shaper->counters()[k].dropped;
     // Before submitting: it may go at once.
     n.mirror.queues[c].push_back(Queued{static_cast<std::uint32_t>(len), std::move(out.messages)});
-    const bool ok = n.shaper->submit(to_endpoint(to), cls, wire_.data(), len, now_);
+    const bool ok = n.shaper->submit(cp::to_endpoint(to), cls, wire_.data(), len, now_);
     for (std::size_t k = 0; k < crypto::kClassCount; ++k) {
       std::uint64_t evicted = n.shaper->counters()[k].dropped - dropped[k];
       if (!ok && k == c) evicted -= 1;  // the newcomer refused, counted below
