@@ -16,6 +16,7 @@
 
 #include "dataplane/mbuf_meta.h"
 #include "dataplane/tx_path.h"
+#include "tests/unit/dataplane/test_eal.h"
 
 namespace gw::dp {
 namespace {
@@ -25,26 +26,8 @@ constexpr unsigned kRingSize = 4;
 
 class TxQueueTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    const std::string prefix = "--file-prefix=gw-txqtest-" + std::to_string(getpid());
-    const char* argv[] = {"tx_queue_test",
-                          "-l",
-                          "0",
-                          "--no-huge",
-                          "-m",
-                          "64",
-                          "--no-pci",
-                          "--no-shconf",
-                          "--no-telemetry",
-                          prefix.c_str(),
-                          "--log-level=lib.eal:error"};
-    ASSERT_GE(rte_eal_init(static_cast<int>(std::size(argv)), const_cast<char**>(argv)), 0);
-  }
-  static void TearDownTestSuite() {
-    const std::string runtime_dir = rte_eal_get_runtime_dir();
-    rte_eal_cleanup();
-    std::filesystem::remove_all(runtime_dir);
-  }
+  static void SetUpTestSuite() { test::start_test_eal("txqtest"); }
+  static void TearDownTestSuite() { test::stop_test_eal(); }
 
   void SetUp() override {
     static int n = 0;

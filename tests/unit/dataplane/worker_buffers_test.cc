@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dataplane/worker.h"
+#include "tests/unit/dataplane/test_eal.h"
 
 namespace gw::dp {
 namespace {
@@ -29,30 +30,14 @@ constexpr std::uint16_t kPort = 7946;
 class WorkerBuffers : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string prefix = "--file-prefix=gw-wbtest-" + std::to_string(getpid());
-    const char* argv[] = {"worker_buffers_test",
-                          "-l",
-                          "0",
-                          "--no-huge",
-                          "-m",
-                          "64",
-                          "--no-pci",
-                          "--no-shconf",
-                          "--no-telemetry",
-                          prefix.c_str(),
-                          "--log-level=lib.eal:error"};
-    ASSERT_GE(rte_eal_init(static_cast<int>(std::size(argv)), const_cast<char**>(argv)), 0);
+    test::start_test_eal("wbtest");
     pool_a_ = rte_pktmbuf_pool_create("wb_pool_a", kPoolSize, kPoolCache, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
     pool_b_ = rte_pktmbuf_pool_create("wb_pool_b", kPoolSize, kPoolCache, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
     ASSERT_NE(pool_a_, nullptr);
     ASSERT_NE(pool_b_, nullptr);
   }
 
-  static void TearDownTestSuite() {
-    const std::string runtime_dir = rte_eal_get_runtime_dir();
-    rte_eal_cleanup();
-    std::filesystem::remove_all(runtime_dir);  // --file-prefix's directory under /var/run/dpdk
-  }
+  static void TearDownTestSuite() { test::stop_test_eal(); }
 
   void SetUp() override {
     ASSERT_NE(pool_a_, nullptr);
