@@ -121,7 +121,13 @@ struct LadderResult {
   ReplayStamp stamp;         // its nonce and timestamp, for the control lcore's once-only check
 };
 
-// Step 1 only: on success returns kAccepted and fills `out`.
+// Step 1 only: on success returns kAccepted and fills `out`. A fast path
+// takes untagged IPv4 without options (two 16-byte compares and the
+// lengths); everything else goes to parse_l2_l4_general, which gives the
+// same answer for what the fast path takes (tested frame by frame, and in
+// fuzz_ladder).
+inline Verdict parse_l2_l4_general(const LocalEndpoint& local, const std::uint8_t* frame, std::uint32_t len,
+                                   UdpView* out) noexcept;
 inline Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame, std::uint32_t len,
                            UdpView* out) noexcept;
 
@@ -133,14 +139,25 @@ struct LadderFront {
   std::uint8_t* dgram = nullptr;     // the datagram (header) in the frame
 };
 
+// What steps 1-4 decide. Small on purpose: the worker gets one per packet,
+// and a whole LadderResult, zeroed per packet, cost more than the checks.
+struct FrontResult {
+  Verdict verdict = Verdict::kMalformed;
+  // For kUnkeyed: the UDP payload (what the classifier scans).
+  std::uint32_t payload_offset = 0;
+  std::uint32_t payload_len = 0;
+};
+
 // Steps 1-4. kAccepted means the packet names one of our keys and `out` is
 // filled: its header MAC (out->key over out->dgram) must be checked next.
-// Any other verdict is final (for kUnkeyed, plaintext_* give the UDP payload).
-inline LadderResult ladder_front(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len,
-                                 LadderFront* out) noexcept;
+// Any other verdict is final.
+inline FrontResult ladder_front(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len,
+                                LadderFront* out) noexcept;
 
-// Steps 6-8 for a packet whose header MAC verified. Same result as run_ladder.
-inline LadderResult ladder_back(const LadderConfig& cfg, LadderState& st, const LadderFront& f) noexcept;
+// Steps 6-8 for a packet whose header MAC verified: the verdict run_ladder
+// would give. Only kAccepted writes `out` (what run_ladder would return): a
+// dropped packet costs no result struct.
+inline Verdict ladder_back(const LadderConfig& cfg, LadderState& st, const LadderFront& f, LadderResult* out) noexcept;
 
 // The whole ladder. Decrypts in place: on kAccepted the plaintext replaces the
 // ciphertext in `frame`, and the nonce is committed to `st.replay`.

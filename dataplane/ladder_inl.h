@@ -6,6 +6,10 @@
 #include <cstddef>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "dataplane/api/snapshot.h"
 #include "dataplane/ladder.h"
 #include "dataplane/rate_limit.h"
@@ -88,6 +92,43 @@ inline bool martian_v6(const std::uint8_t* src, const std::uint8_t* ours) noexce
   return hi == load64(ours) && lo == load64(ours + 8);
 }
 
+// The fast path reads frame bytes 12..43 as two 16-byte words.
+inline constexpr std::uint32_t kFastFrame = 44;
+
+// True when bytes 12..43 of the frame are those of an untagged IPv4 (IHL 5)
+// UDP datagram to our address and port that is not a fragment: EtherType,
+// version and IHL, the fragment bits, the protocol, the destination address
+// and port. Lengths, the source and the payload are not looked at.
+inline bool fast_fields_match(const std::uint8_t* frame, const LocalEndpoint& local) noexcept {
+#if defined(__SSE2__)
+  // Bytes 12..27: EtherType 0x0800, 0x45, (TOS, length, id), flags and
+  // fragment offset 0 but for DF, (TTL), protocol 17, (checksum, source).
+  alignas(16) static constexpr std::uint8_t kWantLo[16] = {0x08, 0x00, 0x45, 0,         0, 0, 0, 0,
+                                                           0,    0,    0,    kProtoUdp, 0, 0, 0, 0};
+  alignas(16) static constexpr std::uint8_t kMaskLo[16] = {0xFF, 0xFF, 0xFF, 0,    0, 0, 0, 0,
+                                                           0x3F, 0xFF, 0,    0xFF, 0, 0, 0, 0};
+  // Bytes 28..43: (source), destination address, (source port),
+  // destination port, (UDP length, checksum, payload).
+  alignas(16) static constexpr std::uint8_t kMaskHi[16] = {0,    0,    0xFF, 0xFF, 0xFF, 0xFF, 0, 0,
+                                                           0xFF, 0xFF, 0,    0,    0,    0,    0, 0};
+  const __m128i want_hi = _mm_insert_epi16(
+      _mm_slli_si128(_mm_cvtsi32_si128(static_cast<int>(load32(local.ipv4.data()))), 2), raw16(local.port), 4);
+  const __m128i lo = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(frame + 12)),
+                                   _mm_load_si128(reinterpret_cast<const __m128i*>(kWantLo)));
+  const __m128i hi = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(frame + 28)), want_hi);
+  const __m128i diff = _mm_or_si128(_mm_and_si128(lo, _mm_load_si128(reinterpret_cast<const __m128i*>(kMaskLo))),
+                                    _mm_and_si128(hi, _mm_load_si128(reinterpret_cast<const __m128i*>(kMaskHi))));
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) == 0xFFFF;
+#else
+  const std::uint32_t bad = ((load32(frame + 12) ^ kEthIpv4Ihl5) & kEthIpv4Mask) |
+                            (load32(frame + 30) ^ load32(local.ipv4.data())) |
+                            static_cast<std::uint32_t>(frame[23] ^ kProtoUdp) |
+                            static_cast<std::uint32_t>(load16(frame + 36) ^ raw16(local.port)) |
+                            static_cast<std::uint32_t>(load16(frame + 20) & raw16(0x3FFF));
+  return bad == 0;
+#endif
+}
+
 }  // namespace ladder_detail
 
 inline Endpoint UdpView::from() const noexcept {
@@ -110,38 +151,9 @@ inline Endpoint UdpView::from() const noexcept {
   return e;
 }
 
-// always_inline: GCC judges the ladder too large to inline into the burst
-// loop, and the result struct then round-trips through the stack (a
-// store-forwarding stall per packet that cost more than the checks).
-[[gnu::always_inline]] inline Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame,
-                                                  std::uint32_t len, UdpView* out) noexcept {
+[[gnu::always_inline]] inline Verdict parse_l2_l4_general(const LocalEndpoint& local, const std::uint8_t* frame,
+                                                          std::uint32_t len, UdpView* out) noexcept {
   using namespace ladder_detail;
-  // Fast path: untagged IPv4 without options, UDP to our address and port,
-  // not a fragment; the field checks folded into one branch. Anything else
-  // (or any check failing) takes the general path below, which decides.
-  if (!local.ipv6 && len >= kEthHeader + kIpv4MinHeader + kUdpHeader) [[likely]] {
-    const std::uint32_t bad = ((load32(frame + 12) ^ kEthIpv4Ihl5) & kEthIpv4Mask) |
-                              (load32(frame + 30) ^ load32(local.ipv4.data())) |
-                              static_cast<std::uint32_t>(frame[23] ^ kProtoUdp) |
-                              static_cast<std::uint32_t>(load16(frame + 36) ^ raw16(local.port)) |
-                              static_cast<std::uint32_t>(load16(frame + 20) & raw16(0x3FFF));
-    if (bad == 0) [[likely]] {
-      const std::uint32_t total = be16(frame + 16);
-      const std::uint32_t udp_len = be16(frame + 38);
-      if (total >= kIpv4MinHeader + kUdpHeader && total <= len - kEthHeader && udp_len >= kUdpHeader &&
-          udp_len <= total - kIpv4MinHeader) [[likely]] {
-        if (martian_v4(frame + 26, local)) [[unlikely]]
-          return Verdict::kMartian;
-        out->payload_offset = kEthHeader + kIpv4MinHeader + kUdpHeader;
-        out->payload_len = udp_len - kUdpHeader;
-        out->src_ip = frame + 26;
-        out->src_ip_len = 4;
-        out->src_port = be16(frame + 34);
-        return Verdict::kAccepted;
-      }
-    }
-  }
-
   if (len < kEthHeader) return Verdict::kMalformed;
   std::uint32_t off = kEthHeader;
   std::uint16_t ether = be16(frame + 12);
@@ -208,9 +220,43 @@ inline Endpoint UdpView::from() const noexcept {
   return Verdict::kAccepted;
 }
 
-[[gnu::always_inline]] inline LadderResult ladder_front(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len,
-                                                        LadderFront* out) noexcept {
-  LadderResult r;
+// always_inline: GCC judges the ladder too large to inline into the burst
+// loop, and the result struct then round-trips through the stack (a
+// store-forwarding stall per packet that cost more than the checks).
+[[gnu::always_inline]] inline Verdict parse_l2_l4(const LocalEndpoint& local, const std::uint8_t* frame,
+                                                  std::uint32_t len, UdpView* out) noexcept {
+  using namespace ladder_detail;
+  // Fast path: an untagged IPv4 datagram without options or fragments, UDP
+  // to our address and port, its UDP length exactly what the IP header
+  // leaves. Anything else (or any check failing) takes the general path
+  // below, which decides; for what the fast path takes it gives the same
+  // answer.
+  if (!local.ipv6 && len >= kFastFrame) [[likely]] {
+    if (fast_fields_match(frame, local)) [[likely]] {
+      const std::uint32_t total = be16(frame + 16);
+      const std::uint32_t udp_len = be16(frame + 38);
+      const unsigned bad_len = static_cast<unsigned>(udp_len + kIpv4MinHeader != total) |
+                               static_cast<unsigned>(total > len - kEthHeader) |
+                               static_cast<unsigned>(udp_len < kUdpHeader);
+      if (bad_len == 0) [[likely]] {
+        if (martian_v4(frame + 26, local)) [[unlikely]]
+          return Verdict::kMartian;
+        out->payload_offset = kEthHeader + kIpv4MinHeader + kUdpHeader;
+        out->payload_len = udp_len - kUdpHeader;
+        out->src_ip = frame + 26;
+        out->src_ip_len = 4;
+        out->src_port = be16(frame + 34);
+        return Verdict::kAccepted;
+      }
+    }
+  }
+
+  return parse_l2_l4_general(local, frame, len, out);
+}
+
+[[gnu::always_inline]] inline FrontResult ladder_front(const LadderConfig& cfg, std::uint8_t* frame, std::uint32_t len,
+                                                       LadderFront* out) noexcept {
+  FrontResult r;
   UdpView udp;  // in registers; copied to `out` only for packets that name our key
   r.verdict = parse_l2_l4(cfg.local, frame, len, &udp);
   if (r.verdict != Verdict::kAccepted) return r;
@@ -224,8 +270,8 @@ inline Endpoint UdpView::from() const noexcept {
   if (plen < crypto::kHeaderBytes ||
       (ladder_detail::load64(dgram) & ladder_detail::kMagicVersionMask) != ladder_detail::kMagicVersion) {
     r.verdict = Verdict::kUnkeyed;
-    r.plaintext_offset = off;  // the classifier names what it is
-    r.plaintext_len = plen;
+    r.payload_offset = off;  // the classifier names what it is
+    r.payload_len = plen;
     return r;
   }
   if (crypto::detail::wire_be64(dgram + 8) != cfg.cluster_id) {
@@ -240,8 +286,8 @@ inline Endpoint UdpView::from() const noexcept {
     case crypto::HeaderStatus::kBadMagic:
     case crypto::HeaderStatus::kBadVersion:  // not reached: checked above
       r.verdict = Verdict::kUnkeyed;
-      r.plaintext_offset = off;
-      r.plaintext_len = plen;
+      r.payload_offset = off;
+      r.payload_len = plen;
       return r;
     case crypto::HeaderStatus::kBadField:
     case crypto::HeaderStatus::kBadLength:
@@ -271,9 +317,8 @@ inline Endpoint UdpView::from() const noexcept {
   return r;  // kAccepted: the header MAC is next
 }
 
-[[gnu::always_inline]] inline LadderResult ladder_back(const LadderConfig& cfg, LadderState& st,
-                                                       const LadderFront& f) noexcept {
-  LadderResult r;
+[[gnu::always_inline]] inline Verdict ladder_back(const LadderConfig& cfg, LadderState& st, const LadderFront& f,
+                                                  LadderResult* out) noexcept {
   crypto::WireHeader h;
   // Parsed (and found consistent) by ladder_front; only the fields are read again.
   crypto::read_header_fields(f.dgram, &h);
@@ -281,84 +326,73 @@ inline Endpoint UdpView::from() const noexcept {
   // one: check its age and nonce before it may spend anything.
   if (st.have_clock) {
     const std::uint32_t age = h.timestamp > st.now_s ? h.timestamp - st.now_s : st.now_s - h.timestamp;
-    if (age > cfg.replay_window_s) {
-      r.verdict = Verdict::kStale;
-      return r;
-    }
+    if (age > cfg.replay_window_s) return Verdict::kStale;
   }
   // Sealed before we started: an earlier run of this gateway may have
   // accepted it, and its windows did not survive the restart.
-  if (h.timestamp < cfg.not_before_s) {
-    r.verdict = Verdict::kBeforeStart;
-    return r;
-  }
+  if (h.timestamp < cfg.not_before_s) return Verdict::kBeforeStart;
   std::uint32_t counter = 0;
   const ReplayKey rkey = replay_key(h.key_id, h.nonce, &counter);
   if (st.replay != nullptr) {
     const ReplayTable::Entry* e = st.replay->find(rkey);
-    if (!ReplayTable::is_fresh(e, counter)) {
-      r.verdict = Verdict::kReplay;
-      return r;
-    }
+    if (!ReplayTable::is_fresh(e, counter)) return Verdict::kReplay;
     // A new sender with every window live: refused, never let in by
     // forgetting someone else's window.
-    if (e == nullptr && st.replay->full()) {
-      r.verdict = Verdict::kReplayTableFull;
-      return r;
-    }
+    if (e == nullptr && st.replay->full()) return Verdict::kReplayTableFull;
   }
   // A header that already failed its AEAD here is not tried again: one
   // sniffed header buys an outsider one AEAD, not one per tampered copy.
-  if (st.failed != nullptr && st.failed->contains(rkey, counter)) {
-    r.verdict = Verdict::kAuthRetry;
-    return r;
-  }
-  r.from = f.udp.from();
+  if (st.failed != nullptr && st.failed->contains(rkey, counter)) return Verdict::kAuthRetry;
+  const Endpoint from = f.udp.from();
   // The bucket is only asked here; it is charged after the AEAD opened the
   // payload, so a tampered copy sent from a member's address costs the
   // member nothing (issue 17).
   SourceAddress src;
   bool known = false;
   if (st.rate != nullptr) {
-    src = SourceAddress::of(r.from);
+    src = SourceAddress::of(from);
     known = st.snapshot != nullptr && st.snapshot->is_known(src);
-    if (!st.rate->would_allow(src, known, st.now_ns)) {
-      r.verdict = Verdict::kRateLimited;
-      return r;
-    }
+    if (!st.rate->would_allow(src, known, st.now_ns)) return Verdict::kRateLimited;
   }
   if (!f.key->open_in_place(f.dgram, h.nonce, f.dgram + crypto::kHeaderBytes, h.payload_len, cfg.local.receiver)) {
     if (st.failed != nullptr) st.failed->add(rkey, counter);
-    r.verdict = Verdict::kBadAuth;
-    return r;
+    return Verdict::kBadAuth;
   }
   // Authentic: only now may the nonce move the sender's window and the
   // source's bucket be charged (would_allow said it has a token).
   if (st.replay != nullptr && !st.replay->commit(rkey, counter, h.timestamp)) {
-    r.verdict = Verdict::kReplayTableFull;  // not reached: the pre-check saw room
-    return r;
+    return Verdict::kReplayTableFull;  // not reached: the pre-check saw room
   }
   if (st.rate != nullptr) st.rate->charge(src, known, st.now_ns);
-  r.verdict = Verdict::kAccepted;
-  r.cls = h.cls;
-  r.plaintext_offset = f.udp.payload_offset + static_cast<std::uint32_t>(crypto::kHeaderBytes);
-  r.plaintext_len = h.payload_len - static_cast<std::uint32_t>(crypto::kTagBytes);
-  r.key_id = h.key_id;
-  r.stamp = ReplayStamp{rkey.epoch, counter, h.timestamp};
-  return r;
+  out->verdict = Verdict::kAccepted;
+  out->cls = h.cls;
+  out->plaintext_offset = f.udp.payload_offset + static_cast<std::uint32_t>(crypto::kHeaderBytes);
+  out->plaintext_len = h.payload_len - static_cast<std::uint32_t>(crypto::kTagBytes);
+  out->from = from;
+  out->key_id = h.key_id;
+  out->stamp = ReplayStamp{rkey.epoch, counter, h.timestamp};
+  return Verdict::kAccepted;
 }
 
 [[gnu::always_inline]] inline LadderResult run_ladder(const LadderConfig& cfg, LadderState& st, std::uint8_t* frame,
                                                       std::uint32_t len) noexcept {
   LadderFront f;
-  const LadderResult r = ladder_front(cfg, frame, len, &f);
-  if (r.verdict != Verdict::kAccepted) return r;
+  const FrontResult front = ladder_front(cfg, frame, len, &f);
+  if (front.verdict != Verdict::kAccepted) {
+    LadderResult r;
+    r.verdict = front.verdict;
+    r.plaintext_offset = front.payload_offset;
+    r.plaintext_len = front.payload_len;
+    return r;
+  }
   if (!f.key->verify_header_mac(f.dgram)) {
     LadderResult bad;
     bad.verdict = Verdict::kBadMac;
     return bad;
   }
-  return ladder_back(cfg, st, f);
+  LadderResult r;
+  r.verdict = ladder_back(cfg, st, f, &r);
+  return r;
 }
 
 }  // namespace gw::dp

@@ -5,21 +5,43 @@
 #include <rte_prefetch.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstring>
 
 #include "crypto/siphash.h"
 #include "dataplane/arp.h"
+#include "dataplane/mbuf_meta.h"
 
 namespace gw::dp {
 namespace {
 
-// True for what a receive burst normally holds: one direct segment (DPDK
+// Zero for what a receive burst normally holds: one direct segment (DPDK
 // keeps `next` null when nb_segs is 1) from `pool`, with no other reference;
 // what rte_mbuf_raw_free asks of a buffer. A burst of only such buffers goes
 // back to the pool in one rte_mempool_put_bulk, without
 // rte_pktmbuf_free_bulk's per-buffer walk (on unkeyed 128-byte floods that
-// walk cost about as much as the whole ladder).
-inline bool plain_mbuf(const rte_mbuf* m, const rte_mempool* pool) noexcept {
-  return (m->pool == pool) & (rte_mbuf_refcnt_read(m) == 1) & (m->nb_segs == 1) & RTE_MBUF_DIRECT(m);
+// walk cost about as much as the whole ladder). Bits, not a bool: refcnt
+// and nb_segs are read as one word, and the burst ORs the results.
+inline std::uint64_t not_plain_bits(const rte_mbuf* m, const rte_mempool* pool) noexcept {
+  static_assert(std::endian::native == std::endian::little);
+  static_assert(offsetof(rte_mbuf, refcnt) == offsetof(rte_mbuf, data_off) + 2 &&
+                offsetof(rte_mbuf, nb_segs) == offsetof(rte_mbuf, data_off) + 4 &&
+                offsetof(rte_mbuf, port) == offsetof(rte_mbuf, data_off) + 6);
+  std::uint64_t rearm = 0;  // data_off, refcnt, nb_segs, port
+  std::memcpy(&rearm, &m->data_off, sizeof rearm);
+  constexpr std::uint64_t kRefcntSegs = 0x0000'FFFF'FFFF'0000ULL;
+  constexpr std::uint64_t kOneAndOne = 0x0000'0001'0001'0000ULL;
+  return ((rearm & kRefcntSegs) ^ kOneAndOne) | (m->ol_flags & (RTE_MBUF_F_INDIRECT | RTE_MBUF_F_EXTERNAL)) |
+         (reinterpret_cast<std::uintptr_t>(m->pool) ^ reinterpret_cast<std::uintptr_t>(pool));
+}
+
+// Where a received frame normally starts: a direct mbuf of our pools holds
+// its header, the private area and the default headroom before the data. Computed
+// from the mbuf's address alone, so the prefetch waits on no load; a frame
+// elsewhere is merely not prefetched.
+inline void prefetch_frame(const rte_mbuf* m) noexcept {
+  rte_prefetch0(reinterpret_cast<const std::uint8_t*>(m) + sizeof(rte_mbuf) + kMbufPrivSize + RTE_PKTMBUF_HEADROOM);
 }
 
 // Replay-table slots looked at per burst for windows whose datagrams are
@@ -37,9 +59,9 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   // why), except ARP requests turned into replies: their slots are nulled.
   std::uint16_t taken = 0;
   rte_mempool* const pool = pkts[0]->pool;
-  bool plain = true;  // every buffer plain_mbuf()
+  std::uint64_t not_plain = 0;  // zero: every buffer plain (not_plain_bits)
   // Unkeyed packets and where their UDP payload lies, for the classifier
-  // pass; only as many as it may scan this burst are remembered.
+  // pass (which scans at most scan_cap of them).
   LcoreGuard& g = w.guard;
   std::uint16_t scan_cap = 0;
   if (g.classifier != nullptr) {
@@ -54,9 +76,9 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   std::uint16_t unkeyed_count = 0;
   ArpReplies arp;  // requests for our address, answered at the end of the burst
 
-  for (std::uint16_t i = 0; i < kPrefetchAhead && i < n; ++i) {
-    rte_prefetch0(rte_pktmbuf_mtod(pkts[i], void*));
-  }
+  // Every frame's first cache line (Ethernet to the start of the gossipgw
+  // header), requested at once so the misses overlap.
+  for (std::uint16_t i = 0; i < n; ++i) prefetch_frame(pkts[i]);
 
   // Pass 1: steps 1-4 per packet. Most floods end here; packets that name
   // one of our keys wait for their header MAC.
@@ -65,26 +87,24 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   std::uint16_t keyed_count = 0;
   w.counters.rx_total += n;
   for (std::uint16_t i = 0; i < n; ++i) {
-    if (i + kPrefetchAhead < n) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + kPrefetchAhead], void*));
     rte_mbuf* m = pkts[i];
-    plain &= plain_mbuf(m, pool);
+    not_plain |= not_plain_bits(m, pool);
     if (m->nb_segs != 1) {
       w.counters.count(Verdict::kMalformed);  // jumbo chains: gossip datagrams fit one segment
       continue;
     }
     // Initialised in place and read field by field, so the compiler keeps it
     // in registers (a copy of the whole struct stalled on store forwarding).
-    const LadderResult r = ladder_front(w.ladder, rte_pktmbuf_mtod(m, std::uint8_t*), m->data_len, &keyed[keyed_count]);
+    const FrontResult r = ladder_front(w.ladder, rte_pktmbuf_mtod(m, std::uint8_t*), m->data_len, &keyed[keyed_count]);
     if (r.verdict == Verdict::kAccepted) {
       keyed_mbuf[keyed_count++] = m;
       continue;
     }
     // Unkeyed floods are counted once a burst, from unkeyed_count.
     if (r.verdict == Verdict::kUnkeyed) {
-      if (unkeyed_count < scan_cap) {
-        unkeyed[unkeyed_count] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.plaintext_offset), r.plaintext_len};
-      }
-      ++unkeyed_count;
+      // Stored for every one (the array holds a whole burst): cheaper than
+      // asking whether the classifier will get to it.
+      unkeyed[unkeyed_count++] = {rte_pktmbuf_mtod_offset(m, const std::uint8_t*, r.payload_offset), r.payload_len};
       continue;
     }
     w.counters.count(r.verdict);
@@ -111,6 +131,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
 
   // Pass 1c: in arrival order, the MAC verdict and steps 6-8 (replay,
   // token bucket, AEAD), which read and write this lcore's tables.
+  LadderResult r;  // written by ladder_back only for accepted packets
   for (std::uint16_t i = 0; i < keyed_count; ++i) {
     rte_mbuf* m = keyed_mbuf[i];
     const LadderFront& f = keyed[i];
@@ -119,9 +140,9 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
       w.counters.count(Verdict::kBadMac);
       continue;
     }
-    const LadderResult r = ladder_back(w.ladder, w.guard.state, f);
-    if (r.verdict != Verdict::kAccepted) {
-      w.counters.count(r.verdict);
+    const Verdict v = ladder_back(w.ladder, w.guard.state, f, &r);
+    if (v != Verdict::kAccepted) {
+      w.counters.count(v);
       continue;
     }
     // Authenticated: its source MAC is safe to learn for replies.
@@ -160,7 +181,7 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
     w.counters.verdicts[static_cast<std::size_t>(Verdict::kAccepted)] += sent;
     w.counters.accepted_by_class[c] += sent;
   }
-  if (plain && taken == 0) {
+  if (not_plain == 0 && taken == 0) {
     rte_mempool_put_bulk(pool, reinterpret_cast<void**>(pkts), n);
   } else {
     rte_pktmbuf_free_bulk(pkts, n);  // skips the null slots of ARP replies

@@ -19,9 +19,6 @@
 namespace gw::dp {
 
 inline constexpr std::uint16_t kMaxBurst = 512;
-// Packets ahead of the one being checked whose first cache line (Ethernet,
-// IP, UDP and the start of the gossipgw header) is prefetched.
-inline constexpr std::uint16_t kPrefetchAhead = 4;
 
 // What a burst keeps between the passes of process_burst, kept per lcore so
 // no burst constructs it.

@@ -15,7 +15,9 @@
 //     not accepted ever inserted a token bucket;
 //   - the worker's split path (ladder_front, the header MAC from
 //     crypto::siphash24_40_batch, ladder_back) gives the same verdict and
-//     result as run_ladder.
+//     result as run_ladder;
+//   - step 1's fast path (parse_l2_l4) gives the same verdict and view as
+//     its general path (parse_l2_l4_general) for every frame.
 // Keys are fixed (tests/fuzz/keys/) so seeds made by gossipgen open.
 #include <cstdint>
 #include <cstdlib>
@@ -101,7 +103,11 @@ void run_split(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::s
   Guard g;
   std::vector<std::uint8_t> frame(data, data + size);
   gw::dp::LadderFront f;
-  auto r = gw::dp::ladder_front(cfg, frame.data(), static_cast<std::uint32_t>(frame.size()), &f);
+  const auto front = gw::dp::ladder_front(cfg, frame.data(), static_cast<std::uint32_t>(frame.size()), &f);
+  gw::dp::LadderResult r;
+  r.verdict = front.verdict;
+  r.plaintext_offset = front.payload_offset;
+  r.plaintext_len = front.payload_len;
   if (r.verdict == gw::dp::Verdict::kAccepted) {
     const gw::crypto::SipKey* key = &f.key->mac_sip_key();
     const std::uint8_t* head = f.dgram;
@@ -111,7 +117,7 @@ void run_split(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::s
       r = gw::dp::LadderResult{};
       r.verdict = gw::dp::Verdict::kBadMac;
     } else {
-      r = gw::dp::ladder_back(cfg, g.st, f);
+      r.verdict = gw::dp::ladder_back(cfg, g.st, f, &r);
     }
   }
   check(r.verdict == whole.verdict);
@@ -157,6 +163,19 @@ void run(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::size_t 
   check(std::memcmp(resealed.data(), header + gw::crypto::kHeaderBytes, resealed.size()) == 0);
 }
 
+void run_step1(const gw::dp::LadderConfig& cfg, const std::uint8_t* data, std::size_t size) {
+  gw::dp::UdpView fast;
+  gw::dp::UdpView general;
+  const auto len = static_cast<std::uint32_t>(size);
+  const auto a = gw::dp::parse_l2_l4(cfg.local, data, len, &fast);
+  const auto b = gw::dp::parse_l2_l4_general(cfg.local, data, len, &general);
+  check(a == b);
+  if (a == gw::dp::Verdict::kAccepted) {
+    check(fast.payload_offset == general.payload_offset && fast.payload_len == general.payload_len &&
+          fast.src_ip == general.src_ip && fast.src_ip_len == general.src_ip_len && fast.src_port == general.src_port);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -167,5 +186,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   run_stateful(fx.v6, data, size);
   run_split(fx.v4, data, size);
   run_split(fx.v6, data, size);
+  run_step1(fx.v4, data, size);
+  run_step1(fx.v6, data, size);
   return 0;
 }

@@ -273,6 +273,88 @@ TEST_F(LadderTest, Ipv4MappedIpv6SourceIsMartian) {
   EXPECT_EQ(run(cfg6_, f).verdict, Verdict::kAccepted);
 }
 
+// Step 1's fast path (untagged IPv4 without options, two 16-byte compares)
+// must answer exactly as the general path for every frame it takes. Every
+// byte of the Ethernet, IP and UDP headers and the first payload bytes is
+// set to values that matter (the fields' right values, their neighbours,
+// 0, 0xFF, the fragment and DF bits), one and two at a time, at lengths
+// around the fast path's minimum, and the two lengths against each other;
+// a single difference in verdict or view fails. With the fragment-offset
+// mask, the frame-length or the UDP-length check taken out of the fast
+// path, this fails.
+TEST_F(LadderTest, TheFastPathOfStepOneAnswersAsTheGeneralPath) {
+  const auto same = [](const LadderConfig& cfg, const Bytes& f) {
+    UdpView fast;
+    UdpView general;
+    const auto len = static_cast<std::uint32_t>(f.size());
+    const Verdict a = parse_l2_l4(cfg.local, f.data(), len, &fast);
+    const Verdict b = parse_l2_l4_general(cfg.local, f.data(), len, &general);
+    if (a != b) return false;
+    if (a != Verdict::kAccepted) return true;
+    return fast.payload_offset == general.payload_offset && fast.payload_len == general.payload_len &&
+           fast.src_ip == general.src_ip && fast.src_ip_len == general.src_ip_len && fast.src_port == general.src_port;
+  };
+  set_ipv4_subnet(&cfg4_.local, 24);
+  const std::vector<std::uint8_t> values = {0x00, 0x01, 0x02, 0x05, 0x06, 0x07, 0x08, 0x0A, 0x11, 0x12,
+                                            0x1E, 0x1F, 0x20, 0x3F, 0x40, 0x44, 0x45, 0x46, 0x4F, 0x60,
+                                            0x7F, 0x80, 0x81, 0x86, 0xC0, 0xDD, 0xE0, 0xFE, 0xFF};
+  std::size_t accepted = 0;
+  std::size_t checked = 0;
+  for (const std::size_t payload : {0, 1, 2, 6, 48, 86}) {
+    const Bytes base = frame(Bytes(payload, 0x47));
+    for (std::size_t cut = 0; cut <= 3; ++cut) {
+      Bytes f(base.begin(), base.end() - static_cast<std::ptrdiff_t>(std::min(cut, base.size())));
+      ASSERT_TRUE(same(cfg4_, f)) << "payload " << payload << " cut " << cut;
+      for (std::size_t i = 12; i < std::min<std::size_t>(f.size(), 46); ++i) {
+        for (const std::uint8_t v : values) {
+          Bytes g = f;
+          g[i] = v;
+          UdpView view;
+          accepted +=
+              parse_l2_l4(cfg4_.local, g.data(), static_cast<std::uint32_t>(g.size()), &view) == Verdict::kAccepted;
+          ++checked;
+          ASSERT_TRUE(same(cfg4_, g)) << "byte " << i << " = " << int{v} << ", payload " << payload;
+        }
+      }
+    }
+  }
+  // The two lengths against each other and the frame: every UDP length up
+  // to past the payload with the IP total that matches it, one less and one more.
+  for (const std::size_t payload : {0, 6, 48}) {
+    const Bytes base = frame(Bytes(payload, 0x47));
+    for (std::uint16_t udp_len = 0; udp_len <= payload + 10; ++udp_len) {
+      for (const int skew : {-1, 0, 1}) {
+        Bytes g = base;
+        put16(g, 38, udp_len);
+        put16(g, 16, static_cast<std::uint16_t>(udp_len + 20 + skew));
+        UdpView view;
+        accepted +=
+            parse_l2_l4(cfg4_.local, g.data(), static_cast<std::uint32_t>(g.size()), &view) == Verdict::kAccepted;
+        ++checked;
+        ASSERT_TRUE(same(cfg4_, g)) << "udp length " << udp_len << " skew " << skew << ", payload " << payload;
+      }
+    }
+  }
+  // Two fields at once, from a seeded RNG.
+  std::mt19937 rng(17);
+  const Bytes base = frame(Bytes(86, 0x47));
+  for (int n = 0; n < 20000; ++n) {
+    Bytes g = base;
+    for (int k = 0; k < 2; ++k) {
+      const std::size_t i = 12 + rng() % 34;
+      g[i] = rng() % 4 == 0 ? values[rng() % values.size()] : static_cast<std::uint8_t>(g[i] ^ (1u << (rng() % 8)));
+    }
+    g.resize(g.size() - rng() % 4);
+    UdpView v;
+    accepted += parse_l2_l4(cfg4_.local, g.data(), static_cast<std::uint32_t>(g.size()), &v) == Verdict::kAccepted;
+    ++checked;
+    ASSERT_TRUE(same(cfg4_, g)) << "case " << n;
+  }
+  // The cases reached both sides of the fast path's checks.
+  EXPECT_GT(accepted, 1000u);
+  EXPECT_LT(accepted, checked / 2);
+}
+
 TEST_F(LadderTest, ADatagramSealedForAnotherMemberIsRefused) {
   LocalEndpoint other;
   ASSERT_TRUE(parse_endpoint("10.0.0.2", kPort, &other));
