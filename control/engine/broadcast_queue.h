@@ -98,13 +98,15 @@ class BroadcastQueue {
  private:
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
   struct Entry {
-    Message msg;
-    Name name;  // the member (or UserData source) it is about: keeps the id alive
+    // What take() reads of every entry it looks at first, in the message's
+    // first cache line.
+    std::size_t size = 0;  // estimated encoded bytes
+    std::uint64_t id = 0;  // push order; larger = newer
+    std::uint32_t transmits = 0;
     Kind kind = Kind::kMember;
     PriorityClass cls = PriorityClass::kGossip;
-    std::uint32_t transmits = 0;
-    std::uint64_t id = 0;  // push order; larger = newer
-    std::size_t size = 0;  // estimated encoded bytes
+    Name name;  // the member (or UserData source) it is about: keeps the id alive
+    Message msg;
   };
   // Serve order: class, then fewest transmissions, then newest. Kept as one
   // bucket per (class, transmissions), each (push id, slot) in ascending id:

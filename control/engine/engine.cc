@@ -900,7 +900,7 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, cons
   // of the very deaths that round carries.
   if (status == MemberStatus::kDead && !was_probation && !(young(*m, now_ns) && in_storm(now_ns))) {
     if (recently_dead_.size() >= kMaxRecentlyDead) recently_dead_.pop_front();
-    recently_dead_.push_back(node);
+    recently_dead_.push_back(m->name);
   }
   if (status == MemberStatus::kLeft) {
     ++counters_.leaves;
@@ -1537,7 +1537,7 @@ void Engine::expire_suspicions(std::uint64_t now_ns) {
 
 std::vector<std::string> Engine::gossip_targets(std::uint64_t now_ns) {
   // Forget the dead that are past gossip_to_the_dead_ns, rejoined or expired.
-  std::erase_if(recently_dead_, [&](const std::string& name) {
+  std::erase_if(recently_dead_, [&](const Name& name) {
     const Member* m = table_.find(name);
     return m == nullptr || m->status != MemberStatus::kDead ||
            m->state_change_ns + config_.gossip_to_the_dead_ns <= now_ns;
@@ -1566,7 +1566,7 @@ std::vector<std::string> Engine::gossip_targets(std::uint64_t now_ns) {
   peers.resize(slots);
   for (std::string& p : peers) {
     if (rng_.uniform(live + dead) >= dead) continue;
-    const std::string& pick = recently_dead_[static_cast<std::size_t>(rng_.uniform(dead))];
+    const std::string& pick = recently_dead_[static_cast<std::size_t>(rng_.uniform(dead))].str();
     if (std::find(peers.begin(), peers.end(), pick) == peers.end()) p = pick;
     break;
   }

@@ -346,7 +346,7 @@ class Engine {
   std::deque<MemberEvent> events_;
   std::deque<UserData> user_data_;
   // Members declared dead recently: still gossiped to for gossip_to_the_dead_ns.
-  std::deque<std::string> recently_dead_;
+  std::deque<Name> recently_dead_;  // interned: the per-round check finds them by id
   // Members admitted (or back from a tombstone) recently, in no order, by
   // name id (each knows its index: Member::newcomer_slot).
   std::vector<std::uint32_t> newcomers_;

@@ -2,16 +2,16 @@
 
 namespace gw::cp::engine {
 
-IdentityPool& IdentityPool::instance() {
-  // Never destroyed: a handle in static storage may outlive any exit order.
-  static IdentityPool* pool = new IdentityPool;
-  return *pool;
-}
-
 IdentityPool::IdentityPool() {
   // Id 0 is "none": the empty name, and no profile.
   names_.emplace_back();
   profiles_.emplace_back();
+}
+
+std::uint64_t IdentityPool::order_key(std::string_view s) {
+  std::uint64_t k = 0;
+  for (std::size_t i = 0; i < 8; ++i) k = (k << 8) | (i < s.size() ? static_cast<unsigned char>(s[i]) : 0u);
+  return k;
 }
 
 std::uint64_t IdentityPool::fnv1a(std::string_view s) {
@@ -78,6 +78,8 @@ std::uint32_t IdentityPool::intern_name(std::string_view name) {
   r.text.assign(name);
   r.hash = fnv1a(name);
   r.refs = 1;
+  if (id >= name_keys_.size()) name_keys_.resize(names_.size(), 0);
+  name_keys_[id] = order_key(name);
   index_name(id);
   return id;
 }
@@ -156,17 +158,18 @@ std::size_t IdentityPool::bytes() const {
   std::size_t b = names_.size() * sizeof(NameRec) + profiles_.size() * sizeof(ProfileRec);
   // The name slots; the profile index: key, value, next pointer and the
   // cached hash per node, plus buckets.
-  b += name_slots_.size() * sizeof(NameSlot);
+  b += name_slots_.size() * sizeof(NameSlot) + name_keys_.capacity() * sizeof(std::uint64_t);
   b += profile_index_.bytes();
-  for (const NameRec& r : names_)
+  names_.for_each([&](const NameRec& r) {
     if (r.text.capacity() > 15) b += r.text.capacity() + 1;
-  for (const ProfileRec& r : profiles_) {
+  });
+  profiles_.for_each([&](const ProfileRec& r) {
     b += r.data.tags.capacity() * sizeof(Tag);  // the address is inline
     for (const Tag& t : r.data.tags) {
       if (t.key.capacity() > 15) b += t.key.capacity() + 1;
       if (t.value.capacity() > 15) b += t.value.capacity() + 1;
     }
-  }
+  });
   return b;
 }
 

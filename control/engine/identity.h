@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,6 +19,7 @@
 
 #include "control/engine/flat_index.h"
 #include "control/engine/messages.h"
+#include "control/engine/stable_array.h"
 
 namespace gw::cp::engine {
 
@@ -49,6 +49,22 @@ class IdentityPool {
   // FNV-1a of the name's bytes (a fixed function: graveyards and digests
   // agree across builds and libraries).
   std::uint64_t name_hash(std::uint32_t id) const { return names_[id].hash; }
+  // Name order without reading the text: if key(a) < key(b) then a < b (as
+  // std::string compares), and a < b implies key(a) <= key(b). Equal keys
+  // (names that share their first 8 bytes) are ordered by their text.
+  std::uint64_t name_key(std::uint32_t id) const { return name_keys_[id]; }
+  // The first 8 bytes, big-endian, zero-padded.
+  static std::uint64_t order_key(std::string_view s);
+  // True if the name with this id orders before `name` (whose order_key is `key`).
+  bool name_less(std::uint32_t id, std::uint64_t key, std::string_view name) const {
+    const std::uint64_t k = name_keys_[id];
+    return k != key ? k < key : std::string_view(names_[id].text) < name;
+  }
+  bool names_less(std::uint32_t a, std::uint32_t b) const {
+    const std::uint64_t ka = name_keys_[a];
+    const std::uint64_t kb = name_keys_[b];
+    return ka != kb ? ka < kb : names_[a].text < names_[b].text;
+  }
   // Every id in use is below this.
   std::uint32_t name_capacity() const { return static_cast<std::uint32_t>(names_.size()); }
   std::size_t names_in_use() const { return names_.size() - 1 - free_names_.size(); }
@@ -95,12 +111,15 @@ class IdentityPool {
   void index_name(std::uint32_t id);
   void unindex_name(std::uint32_t id);
 
-  // deque: a record never moves, so references to names stay valid.
-  std::deque<NameRec> names_;
+  // A record never moves, so references to names stay valid.
+  StableArray<NameRec> names_;
   std::vector<std::uint32_t> free_names_;
+  // order_key of each name, by id: contiguous, so an ordered search through a
+  // member table's name lists reads no text (and no table entry).
+  std::vector<std::uint64_t> name_keys_;
   std::vector<NameSlot> name_slots_ = std::vector<NameSlot>(64);
   std::size_t names_indexed_ = 0;
-  std::deque<ProfileRec> profiles_;
+  StableArray<ProfileRec> profiles_;
   std::vector<std::uint32_t> free_profiles_;
   // The profile index: hash -> id (FlatIndex). Two different profiles with
   // one 64-bit hash (never seen) would not share: the second is kept
@@ -109,6 +128,13 @@ class IdentityPool {
   // time while 10,000 members joined.
   FlatIndex profile_index_;
 };
+
+// Inline (every Name::str() and lookup goes through it): a guard check, not a call.
+inline IdentityPool& IdentityPool::instance() {
+  // Never destroyed: a handle in static storage may outlive any exit order.
+  static IdentityPool* pool = new IdentityPool;
+  return *pool;
+}
 
 inline IdentityPool& identities() { return IdentityPool::instance(); }
 

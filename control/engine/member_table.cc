@@ -11,7 +11,7 @@ bool is_live(MemberStatus s) { return s == MemberStatus::kAlive || s == MemberSt
 // Expiry order: time, then name.
 bool expiry_before(const std::pair<std::uint64_t, std::uint32_t>& a, const std::pair<std::uint64_t, std::uint32_t>& b) {
   if (a.first != b.first) return a.first < b.first;
-  return identities().name(a.second) < identities().name(b.second);
+  return identities().names_less(a.second, b.second);
 }
 }  // namespace
 
@@ -26,9 +26,9 @@ std::uint64_t digest_term(std::uint64_t name_hash, std::uint64_t incarnation) {
 
 std::uint64_t MemberTable::view_digest() const {
   std::uint64_t d = 0;
-  for (std::uint32_t s : view_) {
-    const Member& m = slots_[s];
-    d ^= digest_term(identities().name_hash(m.name.id()), m.incarnation);
+  for (std::uint32_t id : view_) {
+    const Member& m = at_id(id);
+    d ^= digest_term(identities().name_hash(id), m.incarnation);
   }
   return d != 0 ? d : 1;
 }
@@ -48,9 +48,9 @@ std::vector<std::uint32_t> MemberTable::bucket_digests(std::size_t n) const {
 void MemberTable::bucket_digests(std::size_t n, std::vector<std::uint32_t>& out) const {
   out.assign(n, 0);
   if (n == 0) return;
-  for (std::uint32_t s : view_) {
-    const Member& m = slots_[s];
-    const std::uint64_t h = identities().name_hash(m.name.id());
+  for (std::uint32_t id : view_) {
+    const Member& m = at_id(id);
+    const std::uint64_t h = identities().name_hash(id);
     const std::uint64_t t = digest_term(h, m.incarnation);
     out[bucket_of(h, n)] ^= static_cast<std::uint32_t>(t ^ (t >> 32));
   }
@@ -85,23 +85,23 @@ std::optional<std::uint64_t> MemberTable::buried(std::string_view name) const {
 }
 
 std::size_t MemberTable::lower_bound(const std::vector<std::uint32_t>& list, std::string_view name) const {
-  const auto it = std::lower_bound(list.begin(), list.end(), name, [&](std::uint32_t s, std::string_view n) {
-    return std::string_view(slots_[s].name.str()) < n;
-  });
+  const IdentityPool& pool = identities();
+  const std::uint64_t key = IdentityPool::order_key(name);
+  const auto it = std::lower_bound(list.begin(), list.end(), name,
+                                   [&](std::uint32_t id, std::string_view n) { return pool.name_less(id, key, n); });
   return static_cast<std::size_t>(it - list.begin());
 }
 
 std::size_t MemberTable::view_lower_bound(std::string_view name) const { return lower_bound(view_, name); }
 
-void MemberTable::list_add(std::vector<std::uint32_t>& list, std::uint32_t slot) {
-  const std::size_t pos = lower_bound(list, slots_[slot].name.str());
-  list.insert(list.begin() + static_cast<std::ptrdiff_t>(pos), slot);
+void MemberTable::list_add(std::vector<std::uint32_t>& list, std::uint32_t name_id) {
+  const std::size_t pos = lower_bound(list, identities().name(name_id));
+  list.insert(list.begin() + static_cast<std::ptrdiff_t>(pos), name_id);
 }
 
 void MemberTable::list_remove(std::vector<std::uint32_t>& list, const Member& m) {
   const std::size_t pos = lower_bound(list, m.name.str());
-  if (pos < list.size() && slots_[list[pos]].name == m.name)
-    list.erase(list.begin() + static_cast<std::ptrdiff_t>(pos));
+  if (pos < list.size() && list[pos] == m.name.id()) list.erase(list.begin() + static_cast<std::ptrdiff_t>(pos));
 }
 
 Member* MemberTable::insert(Member m) {
@@ -128,7 +128,7 @@ Member* MemberTable::insert(Member m) {
   const std::uint32_t id = e.name.id();
   if (id >= slot_of_.size()) slot_of_.resize(std::max<std::size_t>(identities().name_capacity(), id + 1), 0);
   slot_of_[id] = slot + 1;
-  list_add(in_view(e) ? view_ : rest_, slot);
+  list_add(in_view(e) ? view_ : rest_, id);
   return &e;
 }
 
@@ -157,7 +157,7 @@ void MemberTable::move_list(const Member& m, bool was_in_view) {
   if (was_in_view == now_in_view) return;
   // Removed by name from the old list (which compares names only), then added.
   list_remove(was_in_view ? view_ : rest_, m);
-  list_add(now_in_view ? view_ : rest_, slot_of_[m.name.id()] - 1);
+  list_add(now_in_view ? view_ : rest_, m.name.id());
 }
 
 void MemberTable::forget_probationer(std::string_view name) {

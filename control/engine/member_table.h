@@ -31,6 +31,7 @@
 
 #include "control/engine/identity.h"
 #include "control/engine/messages.h"
+#include "control/engine/stable_array.h"
 
 namespace gw::cp::engine {
 
@@ -152,7 +153,7 @@ class MemberTable {
   // The view (live members, probation excepted) in name order: what the
   // probe ring walks. Kept as members come and go, so reading it is free.
   std::size_t view_size() const { return view_.size(); }
-  const Member& view_at(std::size_t i) const { return slots_[view_[i]]; }
+  const Member& view_at(std::size_t i) const { return at_id(view_[i]); }
   // Position in the view of the first name >= `name`.
   std::size_t view_lower_bound(std::string_view name) const;
 
@@ -164,20 +165,22 @@ class MemberTable {
   std::size_t bytes() const;
 
  private:
-  // Position in `list` (slots in name order) of the first name >= `name`.
+  // Position in `list` (name ids in name order) of the first name >= `name`.
   std::size_t lower_bound(const std::vector<std::uint32_t>& list, std::string_view name) const;
+  // The entry of a name id that is in the table.
+  const Member& at_id(std::uint32_t name_id) const { return slots_[slot_of_[name_id] - 1]; }
   // Calls fn on view_[v, v_end) and rest_[r, r_end) merged in name order,
   // until it returns false (then false).
   template <typename Fn>
   bool walk(std::size_t v, std::size_t r, std::size_t v_end, std::size_t r_end, Fn&& fn) const {
     while (v < v_end || r < r_end) {
-      const bool from_view = r >= r_end || (v < v_end && slots_[view_[v]].name.str() < slots_[rest_[r]].name.str());
-      const Member& m = slots_[from_view ? view_[v++] : rest_[r++]];
+      const bool from_view = r >= r_end || (v < v_end && identities().names_less(view_[v], rest_[r]));
+      const Member& m = at_id(from_view ? view_[v++] : rest_[r++]);
       if (!fn(m)) return false;
     }
     return true;
   }
-  void list_add(std::vector<std::uint32_t>& list, std::uint32_t slot);
+  void list_add(std::vector<std::uint32_t>& list, std::uint32_t name_id);
   void list_remove(std::vector<std::uint32_t>& list, const Member& m);
   // After a change of status or probation: into the array it now belongs to.
   void move_list(const Member& m, bool was_in_view);
@@ -190,12 +193,13 @@ class MemberTable {
 
   std::uint32_t max_members_;
   std::uint64_t tombstone_ttl_ns_;
-  std::deque<Member> slots_;            // never moves; freed slots are reused
+  StableArray<Member> slots_;           // never moves; freed slots are reused
   std::vector<std::uint32_t> free_;     // free slots
   std::vector<std::uint32_t> slot_of_;  // by name id: slot + 1, 0 = not here
-  // Every entry is in one of two arrays of slots in name order: the view
+  // Every entry is in one of two arrays of name ids in name order: the view
   // (live, probation excepted) and the rest (tombstones and probationers).
-  // Ordered walks merge them.
+  // Ordered walks merge them. Ids, not slots: a search compares the pool's
+  // contiguous order keys and touches no entry.
   std::vector<std::uint32_t> view_;
   std::vector<std::uint32_t> rest_;
   std::size_t live_ = 0;

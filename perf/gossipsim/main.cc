@@ -2,7 +2,10 @@
 // Exit: 0 ok, 1 an `expect:` property failed, 2 bad scenario or arguments.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,7 +14,24 @@
 #include "perf/gossipsim/scenario.h"
 #include "perf/gossipsim/simulator.h"
 
+namespace {
+// The engines' tables are gigabytes at 10,000 members and every message
+// lands on a cold one: with 4 KiB pages nearly each access also misses the
+// TLB. glibc (2.35+) asks for transparent huge pages for its heap when the
+// tunable glibc.malloc.hugetlb=1 is set, which it reads only at start-up; so
+// gossipsim re-executes itself once with it (11 % faster at 5,000 members;
+// results are identical). Not when GLIBC_TUNABLES is already set (the
+// caller's choice stands) or GOSSIPSIM_NO_THP is; a failed exec just goes on.
+void reexec_with_huge_pages(char** argv) {
+  if (std::getenv("GLIBC_TUNABLES") != nullptr || std::getenv("GOSSIPSIM_NO_THP") != nullptr) return;
+  if (setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1", 0) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("GLIBC_TUNABLES");
+}
+}  // namespace
+
 int main(int argc, char** argv) {
+  reexec_with_huge_pages(argv);
   CLI::App app{"gossipsim: the membership engine on a virtual network"};
   std::string scenario_path;
   std::string out_dir;

@@ -11,6 +11,7 @@
 #include "control/engine/flat_index.h"
 #include "control/engine/identity.h"
 #include "control/engine/rng.h"
+#include "control/engine/stable_array.h"
 
 namespace gw::cp::engine {
 namespace {
@@ -101,6 +102,56 @@ TEST(IdentityPool, EqualProfilesShareOneRecordWhileHeld) {
   EXPECT_EQ(again.get().addr, b);
   EXPECT_EQ(again.get().protocol_version, 3u);
   EXPECT_EQ(Profile(b, {}, 3).id(), again.id());
+}
+
+// The member table orders names by the pool's 8-byte keys and falls back to
+// the text on a tie: that must be std::string's order exactly, for names of
+// any length and bytes (high bytes, NUL, one a prefix of the other).
+TEST(IdentityPool, NameOrderByKeyIsStringOrder) {
+  IdentityPool& pool = identities();
+  Rng rng(11);
+  const std::string alphabet = {'\0', '\x01', 'a', 'b', '\x7f', static_cast<char>(0x80), static_cast<char>(0xff)};
+  std::vector<std::string> names;
+  for (int i = 0; i < 600; ++i) {
+    std::string n;
+    const std::size_t len = 1 + rng.uniform(12);
+    for (std::size_t k = 0; k < len; ++k) n.push_back(alphabet[rng.uniform(alphabet.size())]);
+    names.push_back(n);
+  }
+  // Shared 8-byte prefixes, and one name a prefix of another.
+  names.insert(names.end(), {"n-1234", "n-12345", "n-123456", "n-1234567", "n-12345678", "n-123456789", "n-12345679",
+                             std::string("n-1\0", 4), "n-1", "n-10"});
+  std::vector<Name> held;
+  for (const std::string& n : names) held.emplace_back(n);
+  for (const Name& a : held) {
+    for (const Name& b : held) {
+      ASSERT_EQ(pool.names_less(a.id(), b.id()), a.str() < b.str()) << a.str() << " | " << b.str();
+      ASSERT_EQ(pool.name_less(a.id(), IdentityPool::order_key(b.str()), b.str()), a.str() < b.str());
+    }
+  }
+}
+
+TEST(StableArray, ElementsNeverMoveAndIndexAcrossChunks) {
+  StableArray<std::string, 2> a;  // chunks of 4
+  std::vector<const std::string*> where;
+  for (int i = 0; i < 50; ++i) {
+    where.push_back(&a.emplace_back("value-" + std::to_string(i)));
+    ASSERT_EQ(a.size(), static_cast<std::size_t>(i + 1));
+  }
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(&a[static_cast<std::size_t>(i)], where[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(a[static_cast<std::size_t>(i)], "value-" + std::to_string(i));
+  }
+  std::size_t n = 0;
+  a.for_each([&](const std::string& v) { EXPECT_EQ(v, "value-" + std::to_string(n++)); });
+  EXPECT_EQ(n, 50u);
+  const StableArray<std::string, 2> copy = a;
+  EXPECT_EQ(copy.size(), 50u);
+  EXPECT_EQ(copy[49], "value-49");
+  EXPECT_NE(&copy[49], &a[49]);
+  a.clear();
+  EXPECT_TRUE(a.empty());
+  EXPECT_EQ(a.emplace_back("again"), "again");
 }
 
 TEST(FlatIndex, AgreesWithAMapThroughInsertsAndErases) {
