@@ -52,19 +52,14 @@ class IdentityPool {
   // Name order without reading the text: if key(a) < key(b) then a < b (as
   // std::string compares), and a < b implies key(a) <= key(b). Equal keys
   // (names that share their first 8 bytes) are ordered by their text.
-  std::uint64_t name_key(std::uint32_t id) const { return name_keys_[id]; }
-  // The first 8 bytes, big-endian, zero-padded.
+  // The key: the first 8 bytes, big-endian, zero-padded.
   static std::uint64_t order_key(std::string_view s);
   // True if the name with this id orders before `name` (whose order_key is `key`).
   bool name_less(std::uint32_t id, std::uint64_t key, std::string_view name) const {
     const std::uint64_t k = name_keys_[id];
     return k != key ? k < key : std::string_view(names_[id].text) < name;
   }
-  bool names_less(std::uint32_t a, std::uint32_t b) const {
-    const std::uint64_t ka = name_keys_[a];
-    const std::uint64_t kb = name_keys_[b];
-    return ka != kb ? ka < kb : names_[a].text < names_[b].text;
-  }
+  bool names_less(std::uint32_t a, std::uint32_t b) const { return name_less(a, name_keys_[b], names_[b].text); }
   // Every id in use is below this.
   std::uint32_t name_capacity() const { return static_cast<std::uint32_t>(names_.size()); }
   std::size_t names_in_use() const { return names_.size() - 1 - free_names_.size(); }

@@ -15,8 +15,9 @@
 // the profile (address, tags, protocol version) are 4-byte handles into the
 // process's identity pool (identity.h), shared by every engine that knows the
 // member. Entries live in slots that never move; a dense array indexed by the
-// name's id finds a slot in O(1), and an array of slots in name order serves
-// every ordered walk (sync windows, the probe ring). 56 bytes per entry in all;
+// name's id finds a slot in O(1), and an array of name ids in name order
+// (searched by the pool's 8-byte order keys) serves every ordered walk (sync
+// windows, the probe ring). 56 bytes per entry in all;
 // a tombstone's expiry is its death plus the table's one TTL, not a field.
 #pragma once
 
