@@ -115,7 +115,7 @@ void BroadcastQueue::erase(std::uint32_t slot) {
   free_.push_back(slot);
 }
 
-void BroadcastQueue::insert(const Key& key, Message msg, PriorityClass cls) {
+void BroadcastQueue::insert(const Key& key, Message msg, PriorityClass cls, std::uint32_t transmit_cap) {
   std::uint32_t slot;
   if (!free_.empty()) {
     slot = free_.back();
@@ -130,13 +130,14 @@ void BroadcastQueue::insert(const Key& key, Message msg, PriorityClass cls) {
   e.kind = key.first;
   e.cls = cls;
   e.transmits = 0;
+  e.cap = transmit_cap;
   e.id = next_id_++;
   e.size = estimated_size(e.msg);
   index_.insert(index_key(e.kind, e.name.id()), slot);
   order_insert(slot);
 }
 
-PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls) {
+PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls, std::uint32_t transmit_cap) {
   if (const std::uint32_t slot = find(key); slot != kNoSlot) {
     const Entry& old = slots_[slot];
     // UserData: the latest payload from a source always wins.
@@ -155,7 +156,7 @@ PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls) 
         state_strength(msg) == 0)
       cls = PriorityClass::kUrgent;
     erase(slot);
-    insert(key, std::move(msg), cls);
+    insert(key, std::move(msg), cls, transmit_cap);
     return PushResult::kReplaced;
   }
 
@@ -176,7 +177,7 @@ PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls) 
     ++drops_[static_cast<std::size_t>(victim_cls)];
     erase(victim);
   }
-  insert(key, std::move(msg), cls);
+  insert(key, std::move(msg), cls, transmit_cap);
   return PushResult::kQueued;
 }
 
@@ -219,7 +220,8 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
   for (std::uint32_t slot : taken_) out.push_back(slots_[slot].msg);
   for (std::uint32_t slot : taken_) {
     Entry& e = slots_[slot];
-    if (e.transmits + 1 >= transmit_limit) {
+    const std::uint32_t limit = e.cap != 0 ? std::min(e.cap, transmit_limit) : transmit_limit;
+    if (e.transmits + 1 >= limit) {
       erase(slot);
       ++retired_;
       continue;

@@ -4,6 +4,8 @@
 //   incarnation, or a stronger state at the same incarnation (Dead/Leave >
 //   Suspect > Alive), replaces the queued entry; anything else is superseded.
 // - Served urgent class first, then by fewest transmissions, newest first.
+// - Each entry is sent up to take()'s transmit limit, or its own lower cap
+//   (news that only some members need: a suspicion).
 // - Bounded: when full, the victim is the lowest-class, most-transmitted, oldest
 //   entry; an urgent entry is never dropped while a non-urgent one is queued.
 //   Every drop is counted by the class of what was dropped. The bound follows
@@ -78,11 +80,14 @@ class BroadcastQueue {
   void set_capacity(std::size_t max_entries) { max_entries_ = max_entries; }
   std::size_t capacity() const { return max_entries_; }
 
-  PushResult push(const Key& key, Message msg, PriorityClass cls);
+  // `transmit_cap`: the most transmissions of this entry, below take()'s
+  // limit; 0 = that limit.
+  PushResult push(const Key& key, Message msg, PriorityClass cls, std::uint32_t transmit_cap = 0);
 
   // Appends queued messages that fit in `budget_bytes` (estimated encoded size)
   // to `out`, best first; each counts one transmission and is retired after
-  // `transmit_limit`. Returns the highest class taken (kBulk if none).
+  // `transmit_limit` (or its own cap, if lower). Returns the highest class
+  // taken (kBulk if none).
   PriorityClass take(std::size_t budget_bytes, std::uint32_t transmit_limit, Compound& out);
 
   bool contains(const Key& key) const { return find(key) != kNoSlot; }
@@ -103,6 +108,7 @@ class BroadcastQueue {
     std::size_t size = 0;  // estimated encoded bytes
     std::uint64_t id = 0;  // push order; larger = newer
     std::uint32_t transmits = 0;
+    std::uint32_t cap = 0;  // most transmissions; 0 = take()'s limit
     Kind kind = Kind::kMember;
     PriorityClass cls = PriorityClass::kGossip;
     Name name;  // the member (or UserData source) it is about: keeps the id alive
@@ -134,7 +140,7 @@ class BroadcastQueue {
   std::uint32_t last_in_order() const;
   std::uint32_t find(const Key& key) const;
   void erase(std::uint32_t slot);
-  void insert(const Key& key, Message msg, PriorityClass cls);
+  void insert(const Key& key, Message msg, PriorityClass cls, std::uint32_t transmit_cap);
 
   std::size_t max_entries_;
   // take() gives up after this many entries in a row that do not fit.

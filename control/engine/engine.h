@@ -182,6 +182,8 @@ class Engine {
   std::optional<std::uint64_t> suspicion_deadline(const std::string& name) const;
   std::optional<std::uint32_t> suspicion_confirmations(const std::string& name) const;
   std::uint32_t retransmit_limit() const;
+  // How often we send a Suspect ourselves (config suspicion_retransmit_mult).
+  std::uint32_t suspicion_retransmit_limit() const;
   const BroadcastQueue& broadcasts() const { return broadcasts_; }
   // A storm of short-lived members: storm_newcomer_failures newcomers failed
   // within storm_window_ns (and until storm_window_ns after the last such).
@@ -316,7 +318,11 @@ class Engine {
   std::size_t compare_buckets(const std::vector<std::uint32_t>& theirs);
   void send(const Address& to, PriorityClass cls, Compound messages, bool piggyback);
   void emit(EventKind kind, const Member& m);
-  void queue_broadcast(const std::string& node, Message msg, PriorityClass cls);
+  // `transmit_cap`: BroadcastQueue::push's (0 = retransmit_limit()).
+  void queue_broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap = 0);
+  // The transmit cap of a Suspect of `m`: suspicion_retransmit_limit(), or
+  // none (0) for a newcomer.
+  std::uint32_t suspicion_transmit_cap(const Member& m, std::uint64_t now_ns) const;
   Alive self_alive() const;
   Member& self();
   const Member& self() const;
@@ -364,6 +370,9 @@ class Engine {
   std::uint64_t surge_until_ns_ = 0;
   std::uint64_t last_gossip_ns_ = 0;
   std::uint32_t eager_rounds_ = 0;  // brought-forward gossip rounds still to run
+  // When the last series of brought-forward rounds began (gossip_soon); at
+  // most one series per gossip interval.
+  std::optional<std::uint64_t> eager_series_ns_;
   // Our periodic syncs that asked with a digest only, still unanswered, and
   // the responder's bucket digests once its first part is in.
   struct DigestSync {

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <functional>
 #include <initializer_list>
+#include <iomanip>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 
@@ -503,6 +505,58 @@ std::string scaling_svg(const std::vector<std::pair<std::string, nlohmann::json>
   cs.push_back(heap);
 
   return svg_document("gossipsim: scale-N, " + std::to_string(ps.size()) + " runs against N", cs);
+}
+
+std::string memory_law(const std::vector<std::pair<std::string, nlohmann::json>>& results, double budget_bytes,
+                       double target_n) {
+  const std::vector<ScalePoint> ps = scale_points(results);
+  std::ostringstream o;
+  o << std::setprecision(4);
+  const auto law = [&](const std::string& name, double coef, double exponent) {
+    o << name << '\n';
+    for (const ScalePoint& p : ps) {
+      const double fitted = coef * std::pow(p.n, exponent);
+      const double measured = p.heap_peak_gb * 1e9;
+      char residual[32];
+      const double r = 100 * (measured - fitted) / fitted;
+      std::snprintf(residual, sizeof residual, "%+.1f", std::fabs(r) < 0.05 ? 0.0 : r);  // no "-0.0".
+      o << "  N = " << static_cast<long long>(p.n) << ": heap peak " << measured / 1e9 << " GB, law " << fitted / 1e9
+        << " GB, residual " << residual << " %\n";
+    }
+    o << "  largest N within " << budget_bytes / (1ULL << 30)
+      << " GiB: " << static_cast<long long>(std::floor(std::pow(budget_bytes / coef, 1 / exponent)))
+      << "\n  heap at N = " << static_cast<long long>(target_n) << ": " << coef * std::pow(target_n, exponent) / 1e9
+      << " GB\n";
+  };
+  std::vector<double> x, y;
+  for (const ScalePoint& p : ps) {
+    if (p.n <= 0 || p.heap_peak_gb <= 0) throw std::runtime_error("memory law: a run with no members or no heap peak");
+    x.push_back(std::log(p.n));
+    y.push_back(std::log(p.heap_peak_gb * 1e9));
+  }
+  const double k = static_cast<double>(x.size());
+  if (k == 0) throw std::runtime_error("memory law: no runs");
+  const double mx = std::accumulate(x.begin(), x.end(), 0.0) / k;
+  const double my = std::accumulate(y.begin(), y.end(), 0.0) / k;
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (sxx > 0) {
+    const double b = sxy / sxx;
+    const double a = std::exp(my - b * mx);
+    std::ostringstream name;
+    name << std::setprecision(4) << "heap = " << a << " B x N^" << b << " (log-log least squares, " << ps.size()
+         << " runs)";
+    law(name.str(), a, b);
+  }
+  // Exponent 2: ln c is the mean of ln heap - 2 ln N.
+  const double c = std::exp(my - 2 * mx);
+  std::ostringstream name;
+  name << std::setprecision(4) << "heap = " << c << " B x N^2 (exponent fixed)";
+  law(name.str(), c, 2);
+  return o.str();
 }
 
 std::string scaling_csv(const std::vector<std::pair<std::string, nlohmann::json>>& results) {

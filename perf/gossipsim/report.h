@@ -34,4 +34,13 @@ std::string scaling_svg(const std::vector<std::pair<std::string, nlohmann::json>
 // The same figures as CSV, one row per run in order of N.
 std::string scaling_csv(const std::vector<std::pair<std::string, nlohmann::json>>& results);
 
+// The memory law: the runs' heap peaks against N, fitted by least squares in
+// log-log space (heap = a N^b) and with the exponent fixed at 2 (one full
+// view per member: heap = c N^2), each with its residuals, and what each law
+// says of the largest N whose heap fits in `budget_bytes` and of the heap at
+// `target_n` members. Text, one finding a line. The free fit needs two runs
+// of different N; with fewer it is left out.
+std::string memory_law(const std::vector<std::pair<std::string, nlohmann::json>>& results, double budget_bytes,
+                       double target_n);
+
 }  // namespace gw::sim

@@ -1,7 +1,8 @@
 // gossipsim-scaling --out DIR RUN_DIR...
 // scale-N runs against N: reads each RUN_DIR/result.json (gossipsim's output)
 // and writes DIR/scaling.svg (charts against the member count) and
-// DIR/scaling.csv (the same figures, one row per run).
+// DIR/scaling.csv (the same figures, one row per run) and DIR/memory-law.txt
+// (the heap peaks fitted against N; --memory-gib, --target-n).
 // Exit: 0 ok, 2 bad arguments or a result that cannot be read.
 #include <CLI/CLI.hpp>
 
@@ -18,6 +19,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> runs;
   app.add_option("--out", out_dir, "output directory (created)")->required();
   app.add_option("runs", runs, "gossipsim --out directories (each with result.json)")->required();
+  double memory_gib = 24;
+  double target_n = 50000;
+  app.add_option("--memory-gib", memory_gib, "memory the law's largest N must fit in, GiB (default 24)")
+      ->check(CLI::Range(0.001, 1e9));
+  app.add_option("--target-n", target_n, "member count the law extrapolates the heap to (default 50000)")
+      ->check(CLI::Range(1.0, 1e12));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -41,9 +48,11 @@ int main(int argc, char** argv) {
   }
   std::string svg;
   std::string csv;
+  std::string law;
   try {
     svg = gw::sim::scaling_svg(results);
     csv = gw::sim::scaling_csv(results);
+    law = gw::sim::memory_law(results, memory_gib * (1ULL << 30), target_n);
   } catch (const std::runtime_error& e) {
     std::cerr << "gossipsim-scaling: " << e.what() << '\n';
     return 2;
@@ -56,6 +65,7 @@ int main(int argc, char** argv) {
   }
   std::ofstream(std::filesystem::path(out_dir) / "scaling.svg") << svg;
   std::ofstream(std::filesystem::path(out_dir) / "scaling.csv") << csv;
-  std::cout << csv;
+  std::ofstream(std::filesystem::path(out_dir) / "memory-law.txt") << law;
+  std::cout << csv << '\n' << law;
   return 0;
 }

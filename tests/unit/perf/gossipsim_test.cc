@@ -641,6 +641,36 @@ TEST(GossipSimScaling, ChartsRunsAgainstNAndNamesAMissingField) {
   }
 }
 
+// The memory law: heap peaks that grow exactly as 85 B x N^2 are fitted with
+// exponent 2 and no residual, and the largest N is the one that fills the
+// budget; one run off the law shows as its residual.
+TEST(GossipSimScaling, MemoryLawFitsTheHeapPeaksAgainstN) {
+  Scenario sc = load(kSmall);
+  const nlohmann::json base = to_json(run_scenario(sc), true);
+  std::vector<std::pair<std::string, nlohmann::json>> runs;
+  for (double n : {1000.0, 4000.0, 16000.0}) {
+    nlohmann::json j = base;
+    j["members"] = n;
+    j["perf"]["heap_peak_bytes"] = 85 * n * n;
+    runs.emplace_back("n" + std::to_string(static_cast<int>(n)), j);
+  }
+  const double budget = 85.0 * 20000 * 20000;
+  const std::string law = memory_law(runs, budget, 50000);
+  EXPECT_NE(law.find("heap = 85 B x N^2 (log-log least squares, 3 runs)"), std::string::npos) << law;
+  EXPECT_NE(law.find("heap = 85 B x N^2 (exponent fixed)"), std::string::npos) << law;
+  EXPECT_NE(law.find("N = 4000: heap peak 1.36 GB, law 1.36 GB, residual +0.0 %"), std::string::npos) << law;
+  EXPECT_NE(law.find("largest N within 31.66 GiB: 20000"), std::string::npos) << law;
+  EXPECT_NE(law.find("heap at N = 50000: 212.5 GB"), std::string::npos) << law;
+  // One run 10 % over the N^2 law: its residual against the fixed law says so.
+  runs[1].second["perf"]["heap_peak_bytes"] = 1.1 * 85 * 4000 * 4000;
+  const std::string off = memory_law(runs, budget, 50000);
+  EXPECT_EQ(off.find("heap = 85 B x N^2 (exponent fixed)"), std::string::npos) << off;
+  EXPECT_NE(off.find("N = 4000: heap peak 1.496 GB"), std::string::npos) << off;
+  // A run without members is refused, not fitted.
+  runs[0].second["members"] = 0;
+  EXPECT_THROW(memory_law(runs, budget, 50000), std::runtime_error);
+}
+
 int run_cli(const std::string& args) {
   const std::string cmd = std::string(GOSSIPSIM_PATH) + " " + args + " >/dev/null 2>&1";
   const int rc = std::system(cmd.c_str());

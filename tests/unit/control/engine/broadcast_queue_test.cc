@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <iterator>
+#include <map>
 #include <set>
 
 #include "control/engine/broadcast_queue.h"
@@ -86,6 +87,35 @@ TEST(BroadcastQueue, RetiresAfterTransmitLimit) {
   }
   EXPECT_TRUE(q.empty());
   EXPECT_EQ(q.retired(), 1u);
+}
+
+TEST(BroadcastQueue, AnEntrysOwnCapRetiresItBeforeTheLimit) {
+  // "a" may go out twice, "b" as often as take() allows (4), "c"'s cap is
+  // above that limit: the lower of the two counts.
+  BroadcastQueue q(16);
+  q.push(member("a"), alive("a", 1), PriorityClass::kGossip, 2);
+  q.push(member("b"), alive("b", 1), PriorityClass::kGossip);
+  q.push(member("c"), alive("c", 1), PriorityClass::kGossip, 9);
+  std::map<std::string, int> sent;
+  for (int i = 0; i < 6; ++i) {
+    Compound out;
+    q.take(kBig, 4, out);
+    for (const Message& m : out) ++sent[std::get<Alive>(m).node];
+  }
+  EXPECT_EQ(sent["a"], 2);
+  EXPECT_EQ(sent["b"], 4);
+  EXPECT_EQ(sent["c"], 4);
+  EXPECT_TRUE(q.empty());
+  // A replacement carries its own cap, not the old entry's.
+  q.push(member("a"), alive("a", 2), PriorityClass::kGossip, 1);
+  q.push(member("a"), alive("a", 3), PriorityClass::kGossip);
+  int a = 0;
+  for (int i = 0; i < 6; ++i) {
+    Compound out;
+    q.take(kBig, 4, out);
+    a += static_cast<int>(out.size());
+  }
+  EXPECT_EQ(a, 4);
 }
 
 TEST(BroadcastQueue, BoundedDropsLowestClassMostTransmittedAndCounts) {

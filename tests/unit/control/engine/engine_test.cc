@@ -633,6 +633,41 @@ TEST(Engine, BroadcastIsRetransmittedRetransmitLimitTimes) {
   EXPECT_EQ(carried, 4);
 }
 
+TEST(Engine, ASuspicionGoesOutItsOwnFewTimesAndTheDeathTheWholeLimit) {
+  Driver d(config());
+  d.add_members(1, 99);  // N = 99 live: limit 4 * ceil(log10(100)) = 8, a suspicion's 2 * 2
+  ASSERT_EQ(d.e.retransmit_limit(), 8u);
+  ASSERT_EQ(d.e.suspicion_retransmit_limit(), 4u);
+  const auto answer = [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  };
+  // Past young_member_ns: nobody is a newcomer any more.
+  d.run_until(kStart + 90 * kSecond, answer);
+  // Carried to anyone but the suspect (each ping to it carries the suspicion:
+  // the buddy rule, apart from the broadcasts).
+  const auto carried = [&](auto kind, std::size_t who) {
+    int n = 0;
+    d.run_until(d.now + 5 * kSecond, [&](const Outgoing& o) {
+      for (const Message& m : o.messages)
+        if (const auto* x = std::get_if<decltype(kind)>(&m); x && x->node == name(who) && o.to != addr(who)) ++n;
+      answer(o);
+    });
+    return n;
+  };
+  d.handle(2, {Suspect{1, name(5), name(2)}});
+  ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kSuspect);
+  EXPECT_EQ(carried(Suspect{}, 5), 4);
+  d.handle(3, {Dead{1, name(5), name(3)}});
+  ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kDead);
+  EXPECT_EQ(carried(Dead{}, 5), 8);
+  // A newcomer's suspicion is how every member sees a storm coming: it goes
+  // out the whole limit.
+  d.add_members(200, 201);
+  d.handle(2, {Suspect{1, name(200), name(2)}});
+  ASSERT_EQ(d.e.member(name(200))->status, MemberStatus::kSuspect);
+  EXPECT_EQ(carried(Suspect{}, 200), 8);
+}
+
 TEST(Engine, GossipGoesToGossipNodesPeersPerInterval) {
   Driver d(config());
   d.add_members(1, 20);
@@ -1562,6 +1597,9 @@ TEST(Engine, PresetsValidateAndErrorsNameTheField) {
   c = config();
   c.name.clear();
   EXPECT_EQ(c.validate().rfind("name:", 0), 0u);
+  c = config();
+  c.suspicion_retransmit_mult = 0;
+  EXPECT_EQ(c.validate().rfind("suspicion_retransmit_mult:", 0), 0u);
   EXPECT_LT(EngineConfig::local().probe_timeout_ns, EngineConfig::lan().probe_timeout_ns);
   EXPECT_GT(EngineConfig::wan().probe_interval_ns, EngineConfig::lan().probe_interval_ns);
 }
@@ -1775,10 +1813,12 @@ TEST(Engine, DeathOfAnEstablishedMemberGoesOutAtOnceInThreeQuickRounds) {
   d.add_members(1, 20);
   run_with_established(d, 20, kStart + 300 * kSecond);
   const std::uint64_t gap = c.gossip_interval_ns / 10;
+  // Gossip rounds only (pings and acks carry broadcasts too).
   auto rounds_with = [&](const std::string& node, std::uint64_t from, std::uint64_t until) {
     std::set<std::uint64_t> at;
     for (std::size_t i = 0; i < d.sent.size(); ++i) {
       if (d.sent_at[i] < from || d.sent_at[i] > until) continue;
+      if (find_msg<Ping>(d.sent[i]) != nullptr || find_msg<Ack>(d.sent[i]) != nullptr) continue;
       for (const Message& m : d.sent[i].messages)
         if (const Dead* x = std::get_if<Dead>(&m); x && x->node == node) at.insert(d.sent_at[i]);
     }
@@ -1793,11 +1833,22 @@ TEST(Engine, DeathOfAnEstablishedMemberGoesOutAtOnceInThreeQuickRounds) {
   ASSERT_EQ(eager.size(), 3u);
   EXPECT_LE(*eager.begin(), t0 + gap);
   EXPECT_EQ(d.e.counters().gossip_eager, 1u);
+  // Another death within the interval (a mass crash) brings no second series:
+  // it goes with the next regular round, an interval after the series' last.
+  d.handle(1, {Dead{1, name(6), name(1)}});
+  run_with_established(d, 20, *eager.rbegin() + c.gossip_interval_ns + 1);
+  const std::set<std::uint64_t> regular = rounds_with(name(6), t0, d.now);
+  ASSERT_FALSE(regular.empty());
+  EXPECT_EQ(*regular.begin(), *eager.rbegin() + c.gossip_interval_ns);
+  EXPECT_EQ(d.e.counters().gossip_eager, 1u);
+  // An interval after the first series, the next death starts one again.
+  d.handle(1, {Dead{1, name(7), name(1)}});
+  EXPECT_EQ(d.e.counters().gossip_eager, 2u);
   // A newcomer's death (in a storm there are thousands) waits for its round.
   run_with_established(d, 20, d.now + 2 * c.gossip_interval_ns);
   d.add_members(50, 51);
   d.handle(1, {Dead{1, name(50), name(1)}});
-  EXPECT_EQ(d.e.counters().gossip_eager, 1u);
+  EXPECT_EQ(d.e.counters().gossip_eager, 2u);
   // Our own leave goes out at once too.
   const std::uint64_t t1 = d.now;
   d.e.leave(d.now);
