@@ -48,8 +48,11 @@ std::vector<std::uint8_t> encode(const engine::Compound& compound);
 // Appends the encoding to `out`; returns the bytes appended.
 std::size_t encode_append(const engine::Compound& compound, std::vector<std::uint8_t>& out);
 
-// Exact size of encode(compound).
+// Exact size of encode(compound), without encoding.
 std::size_t encoded_size(const engine::Compound& compound);
+// Exact bytes one message adds to an encoded Compound (its tag and length
+// included): a Compound's size is the sum over its messages.
+std::size_t encoded_size(const engine::Message& message);
 
 // A Compound carrying only a key command or result; deterministic bytes.
 // An error longer than the wire allows (256 bytes) is cut.

@@ -289,38 +289,16 @@ std::optional<std::uint32_t> index_of(const std::string& name) {
   return v;
 }
 
-bool read_varint(const std::uint8_t* p, std::size_t end, std::size_t& pos, std::uint64_t& out) {
-  out = 0;
-  for (int shift = 0; shift < 64 && pos < end; shift += 7) {
-    const std::uint8_t b = p[pos++];
-    out |= std::uint64_t{b & 0x7fu} << shift;
-    if ((b & 0x80) == 0) return true;
-  }
-  return false;
-}
-
-// Charges a Compound's messages to their types by walking its protobuf framing
-// (field 1, `repeated Message`, each length-delimited; a Message's first field
-// number is its oneof case = variant index + 1). Each message gets its own
-// bytes inside the Compound (tag, length and body: they sum to the codec
+// Charges a datagram's messages to their types: each message gets the bytes
+// it adds to the encoded Compound (tag, length and body: they sum to the codec
 // bytes); the packet and the header and tag go to the first message.
-void charge_types(std::array<TypeCount, kTypes>& t, const std::uint8_t* p, std::size_t n) {
-  std::size_t pos = 0;
+void charge_types(std::array<TypeCount, kTypes>& t, const Compound& messages) {
   bool first = true;
-  while (pos < n) {
-    const std::size_t start = pos;
-    std::uint64_t tag = 0;
-    std::uint64_t len = 0;
-    if (!read_varint(p, n, pos, tag) || (tag & 7) != 2 || !read_varint(p, n, pos, len) || len > n - pos) return;
-    const std::size_t body = pos;
-    pos += len;
-    if ((tag >> 3) != 1) continue;  // not a Message (a key command)
-    std::size_t q = body;
-    std::uint64_t inner = 0;
-    if (!read_varint(p, pos, q, inner) || (inner >> 3) == 0 || (inner >> 3) > kTypes) continue;
-    TypeCount& c = t[(inner >> 3) - 1];
-    c.payload += pos - start;
-    c.bytes += pos - start;
+  for (const cp::engine::Message& m : messages) {
+    TypeCount& c = t[m.index()];
+    const std::size_t bytes = cp::encoded_size(m);
+    c.payload += bytes;
+    c.bytes += bytes;
     if (first) {
       ++c.packets;
       c.bytes += kWireOverheadBytes;
@@ -732,10 +710,18 @@ class Simulator {
   void send(std::uint32_t i, Outgoing&& out) {
     Node& n = nodes_[i];
     ++r_.datagrams_sent;
-    wire_.assign(crypto::kHeaderBytes, 0);
-    cp::encode_append(out.messages, wire_);
-    wire_.resize(wire_.size() + crypto::kTagBytes, 0);
-    const std::size_t len = wire_.size();
+    // Its exact codec size; the bytes themselves only when the receiver
+    // decodes them (else the shaper carries zeros of that length).
+    std::size_t len;
+    if (sc_.decode_at_receiver) {
+      wire_.assign(crypto::kHeaderBytes, 0);
+      cp::encode_append(out.messages, wire_);
+      wire_.resize(wire_.size() + crypto::kTagBytes, 0);
+      len = wire_.size();
+    } else {
+      len = crypto::kHeaderBytes + cp::encoded_size(out.messages) + crypto::kTagBytes;
+      if (wire_.size() < len) wire_.resize(len, 0);
+    }
     const Address to = out.to;
     r_.max_datagram_bytes = std::max<std::uint64_t>(r_.max_datagram_bytes, len - kWireOverheadBytes);
     const crypto::PriorityClass cls = out.priority;
@@ -810,7 +796,7 @@ class Simulator {
     r_.bytes_sent += len;
     r_.payload_bytes_sent += plen;
     ++r_.datagrams_on_wire;
-    if (steady(i) && n.marked) charge_types(type_counts_[i], payload, plen);
+    if (steady(i) && n.marked) charge_types(type_counts_[i], messages);
     const auto to = index_of(to_ep);
     if (!to || *to >= nodes_.size()) return;
     if ((sc_.network.loss > 0 && uniform01() < sc_.network.loss) || partitioned(i, *to)) {

@@ -267,6 +267,34 @@ TEST(Codec, EngineSizeEstimateIsAnUpperBound) {
   }
 }
 
+TEST(Codec, SizeIsExactWithoutEncoding) {
+  // Every field at its default (not written), then at its largest varints
+  // and longest strings, then random compounds.
+  Compound defaults = {Ping{}, Ack{},   IndirectPing{}, Nack{},         Alive{},   Suspect{},
+                       Dead{}, Leave{}, SyncRequest{},  SyncResponse{}, UserData{}};
+  EXPECT_EQ(encoded_size(defaults), encode(defaults).size());
+  SyncResponse r{UINT32_MAX, std::string(300, 's'), UINT32_MAX, UINT32_MAX, {}, UINT64_MAX, {1, 2, 3}};
+  r.members.push_back(MemberState{"", Address{}, 0, MemberStatus::kAlive, {}});
+  r.members.push_back(MemberState{
+      std::string(200, 'n'),
+      Address{IpBytes{255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255}, 65535},
+      UINT64_MAX,
+      MemberStatus::kLeft,
+      {Tag{"", ""}, Tag{std::string(130, 'k'), "v"}}});
+  const Compound extremes = {r, Alive{UINT64_MAX, "a", Address{IpBytes{1, 1, 1, 1}, 0}, {}, UINT32_MAX},
+                             UserData{"", std::string(20000, 'd')}};
+  EXPECT_EQ(encoded_size(extremes), encode(extremes).size());
+  Rng rng(2024);
+  for (int i = 0; i < 3000; ++i) {
+    Compound c;
+    for (std::uint64_t n = rng.uniform(8) + 1; n > 0; --n) c.push_back(random_message(rng));
+    ASSERT_EQ(encoded_size(c), encode(c).size()) << "iteration " << i;
+    std::size_t sum = 0;
+    for (const Message& m : c) sum += encoded_size(m);
+    ASSERT_EQ(sum, encoded_size(c)) << "iteration " << i;
+  }
+}
+
 TEST(Codec, SyncOverheadEstimateIsAnUpperBound) {
   Rng rng(5);
   for (int i = 0; i < 500; ++i) {
