@@ -405,6 +405,7 @@ std::size_t encode_append(const Compound& compound, std::vector<std::uint8_t>& o
 // state's address). Every field number in gossip.proto is below 16: one-byte
 // keys. The simulator counts every datagram's bytes this way; a test holds it
 // to encode() on random messages.
+namespace {
 namespace wire {
 
 std::size_t varint(std::uint64_t v) { return engine::varint_size(v); }
@@ -465,6 +466,7 @@ struct Body {
 };
 
 }  // namespace wire
+}  // namespace
 
 // Compound.messages[i] is a Message; its one body is a set oneof member.
 std::size_t encoded_size(const Message& message) { return wire::sub(wire::sub(std::visit(wire::Body{}, message))); }

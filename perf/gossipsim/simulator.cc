@@ -156,9 +156,9 @@ struct Event {
   bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
-// A datagram in flight: the messages the sender's engine gave it (encoded with
-// the real codec at the sender, for its exact bytes), and with
-// Scenario::decode_at_receiver its codec bytes, which the receiver decodes
+// A datagram in flight: the messages the sender's engine gave it (sized
+// exactly by cp::encoded_size at the sender), and with
+// Scenario::decode_at_receiver their codec bytes, which the receiver decodes
 // instead (the same messages: a test runs scenarios both ways).
 struct Datagram {
   Compound messages;
