@@ -1,6 +1,7 @@
 #include "control/engine/broadcast_queue.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "control/engine/wire_size.h"
@@ -50,6 +51,30 @@ void OrderedRing::grow() {
   head_ = 0;
 }
 
+void OrderedRing::move_up(std::size_t lo, std::size_t hi) {
+  // From the top down, so that no item is overwritten before it has moved.
+  const std::size_t mask = buf_.size() - 1;
+  while (hi > lo) {
+    const std::size_t src_last = (head_ + hi - 1) & mask;
+    const std::size_t dst_last = (head_ + hi) & mask;
+    const std::size_t n = std::min({hi - lo, src_last + 1, dst_last + 1});
+    std::memmove(&buf_[dst_last + 1 - n], &buf_[src_last + 1 - n], n * sizeof(Item));
+    hi -= n;
+  }
+}
+
+void OrderedRing::move_down(std::size_t lo, std::size_t hi) {
+  // From the bottom up (lo >= 1: the item below the range is free).
+  const std::size_t mask = buf_.size() - 1;
+  while (lo < hi) {
+    const std::size_t src = (head_ + lo) & mask;
+    const std::size_t dst = (head_ + lo - 1) & mask;
+    const std::size_t n = std::min({hi - lo, buf_.size() - src, buf_.size() - dst});
+    std::memmove(&buf_[dst], &buf_[src], n * sizeof(Item));
+    lo += n;
+  }
+}
+
 void OrderedRing::insert(const Item& x) {
   // At either end (nearly always): no search, no moves.
   std::size_t pos = 0;
@@ -62,25 +87,30 @@ void OrderedRing::insert(const Item& x) {
   }
   if (size_ == buf_.size()) grow();
   if (pos < size_ - pos) {
-    // The front part moves one slot towards the front.
+    // The front part moves one place towards the front.
     head_ = (head_ - 1) & (buf_.size() - 1);
-    for (std::size_t i = 0; i < pos; ++i) at(i) = at(i + 1);
+    move_down(1, pos + 1);
   } else {
-    // The back part moves one slot towards the back.
-    for (std::size_t i = size_; i > pos; --i) at(i) = at(i - 1);
+    // The back part moves one place towards the back.
+    move_up(pos, size_);
   }
   at(pos) = x;
   ++size_;
 }
 
 void OrderedRing::erase(std::uint64_t id) {
-  const std::size_t pos = lower_bound(Item{id, 0});
-  if (pos == size_ || (*this)[pos].first != id) return;
+  if (size_ == 0) return;
+  // take() retires and moves entries from a bucket's back: no search for those.
+  std::size_t pos = size_ - 1;
+  if (back().id != id) {
+    pos = lower_bound(Item{id, 0});
+    if (pos == size_ || (*this)[pos].id != id) return;
+  }
   if (pos < size_ - 1 - pos) {
-    for (std::size_t i = pos; i > 0; --i) at(i) = at(i - 1);
+    move_up(0, pos);
     head_ = (head_ + 1) & (buf_.size() - 1);
   } else {
-    for (std::size_t i = pos; i + 1 < size_; ++i) at(i) = at(i + 1);
+    move_down(pos + 1, size_);
   }
   --size_;
 }
@@ -102,7 +132,7 @@ std::uint32_t BroadcastQueue::last_in_order() const {
   for (std::size_t c = kPriorityClasses; c-- > 0;) {
     const auto& per_class = buckets_[c];
     for (std::size_t t = per_class.size(); t-- > 0;)
-      if (!per_class[t].empty()) return per_class[t].front().second;
+      if (!per_class[t].empty()) return per_class[t].front().slot;
   }
   return kNoSlot;
 }
@@ -199,8 +229,8 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
           full = true;
           break;
         }
-        if (i >= kAhead) __builtin_prefetch(&slots_[b[i - kAhead].second]);
-        const std::uint32_t slot = b[i].second;
+        if (i >= kAhead) __builtin_prefetch(&slots_[b[i - kAhead].slot]);
+        const std::uint32_t slot = b[i].slot;
         const Entry& e = slots_[slot];
         if (e.size > left) {
           ++misses;

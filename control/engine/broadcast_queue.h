@@ -37,13 +37,18 @@ enum class PushResult : std::uint8_t {
   kDropped,     // queue full of more important entries: not queued (counted)
 };
 
-// (id, slot) pairs in ascending order in a ring buffer: an insert or erase
-// moves the elements on its shorter side, so one near either end costs a few
-// moves; memory grows by doubling and is never given back (no allocation per
-// message once grown).
+// (id, slot) items in ascending order in a ring buffer: an insert or erase
+// moves the items on its shorter side, so one near either end costs a few
+// moves, and one in the middle is at most two or three block moves (memmove)
+// however the ring wraps; memory grows by doubling and is never given back (no
+// allocation per message once grown).
 class OrderedRing {
  public:
-  using Item = std::pair<std::uint64_t, std::uint32_t>;
+  struct Item {
+    std::uint64_t id = 0;    // push order
+    std::uint32_t slot = 0;  // the entry's place in the queue's slots
+    friend auto operator<=>(const Item&, const Item&) = default;
+  };
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
   // i in [0, size()), ascending.
@@ -62,6 +67,10 @@ class OrderedRing {
  private:
   Item& at(std::size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
   std::size_t lower_bound(const Item& x) const;  // first index whose item is >= x
+  // The items at [lo, hi) move one place up (to [lo + 1, hi + 1)) or down (to
+  // [lo - 1, hi - 1)), in physically contiguous pieces.
+  void move_up(std::size_t lo, std::size_t hi);
+  void move_down(std::size_t lo, std::size_t hi);
   void grow();
   std::vector<Item> buf_;  // capacity a power of two (empty until the first insert)
   std::size_t head_ = 0;

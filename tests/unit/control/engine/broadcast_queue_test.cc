@@ -206,7 +206,7 @@ TEST(OrderedRing, StaysInOrderLikeASetThroughEveryKindOfChange) {
       id = low + next() % (high - low);  // anywhere, if not there already
     }
     const auto at = ref.lower_bound({id, 0});
-    const bool present = at != ref.end() && at->first == id;
+    const bool present = at != ref.end() && at->id == id;
     if (id != 0 && !present) {
       const OrderedRing::Item item{id, static_cast<std::uint32_t>(step)};
       ring.insert(item);
@@ -217,7 +217,7 @@ TEST(OrderedRing, StaysInOrderLikeASetThroughEveryKindOfChange) {
       const std::uint64_t where = next() % 3;
       if (where == 1) it = std::prev(ref.end());
       if (where == 2) std::advance(it, static_cast<long>(next() % ref.size()));
-      ring.erase(it->first);
+      ring.erase(it->id);
       ref.erase(it);
     }
     ASSERT_EQ(ring.size(), ref.size()) << "step " << step;
