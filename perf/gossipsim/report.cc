@@ -90,6 +90,7 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
                     {"undetected", r.undetected}};
   j["false_positives"] = {{"total", r.false_positives},
                           {"healthy_subjects", r.false_positives_healthy},
+                          {"live_phantoms", r.false_positives_phantom},
                           {"across_partition", r.false_positives_partition},
                           {"after_heal", r.false_positives_after_heal},
                           {"per_member_hour", r.false_positives_per_member_hour},

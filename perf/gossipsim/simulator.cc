@@ -883,6 +883,7 @@ class Simulator {
         } else if (ev.kind == EventKind::kFailed) {
           ++r_.false_positives;
           if (!s.stall_prone) ++r_.false_positives_healthy;
+          if (!steady(*subject)) ++r_.false_positives_phantom;
           if (partitioned(observer, *subject))
             ++r_.false_positives_partition;
           else if (healed_recently())

@@ -144,6 +144,7 @@ struct Results {
 
   std::uint64_t false_positives = 0;            // failed declarations about members up
   std::uint64_t false_positives_healthy = 0;    // ... about members that never stall
+  std::uint64_t false_positives_phantom = 0;    // ... about phantoms still alive (a storm's newcomers)
   std::uint64_t false_positives_partition = 0;  // ... across an active partition
   // ... not across an active partition, but less than the longest suspicion
   // after one healed (verdicts from the split still running out or spreading)

@@ -116,6 +116,23 @@ phantoms: {count: 200, start_s: 10, over_s: 20, min_life_s: 5, max_life_s: 10}
   EXPECT_GT(peak, 70u);
 }
 
+// False deaths split by subject: at 20 % loss, live phantoms (newcomers in a
+// storm, buried without a suspicion's wait) are declared dead by mistake; the
+// steady members are not.
+TEST(GossipSim, FalseDeathsOfLivePhantomsAreCountedApart) {
+  const Results r = run_scenario(load(R"(
+name: phantoms-lossy
+seed: 41
+duration_s: 120
+sample_interval_s: 5
+members: {count: 40, join_over_s: 5, seeds: 2}
+network: {loss: 0.2}
+phantoms: {count: 200, start_s: 10, over_s: 20, min_life_s: 20, max_life_s: 40}
+)"));
+  EXPECT_GT(r.false_positives_phantom, 0u);
+  EXPECT_EQ(r.false_positives, r.false_positives_phantom);
+}
+
 TEST(GossipSim, PartitionHeals) {
   const Results r = run_scenario(load(R"(
 name: partition
