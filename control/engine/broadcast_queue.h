@@ -40,7 +40,7 @@ enum class PushResult : std::uint8_t {
 
 // (id, slot) items in ascending order in a ring buffer: an insert or erase
 // moves the items on its shorter side, so one near either end costs a few
-// moves, and one in the middle is at most two or three block moves (memmove)
+// moves, and one in the middle is at most three block moves (memmove)
 // however the ring wraps; memory grows by doubling and is never given back (no
 // allocation per message once grown).
 class OrderedRing {
