@@ -80,18 +80,30 @@ struct EngineConfig {
   std::uint32_t gossip_nodes = 3;                         // random peers per gossip round; LAN 3
   std::uint64_t gossip_to_the_dead_ns = 30 * kSecond;     // keep gossiping to the newly dead; 30 s
   std::uint32_t retransmit_mult = 4;                      // transmits = mult*ceil(log10(N+1)); LAN 4
-  // A suspicion is news for the few, not the many: the suspect (to refute;
-  // it also hears from each member that probes it meanwhile) and the members
-  // whose own probes fail next (their confirmations go to the accusers). The
-  // others only wait for the Dead or the refutation, which every member
-  // spreads with the whole limit above. So each member sends a Suspect at most
+  // A suspicion is news for the few, not the many: the suspect (to refute)
+  // and the members whose own probes fail next (their confirmations go to the
+  // accusers). The others only wait for the Dead or the refutation. With the
+  // probe ring it is told to those directly (suspicion_told_probers, below);
+  // without it, each member gossips a Suspect at most
   // mult*ceil(log10(N+1)) times: with 2 (10 sends at 10,000 members, 6 at
-  // 100) it still reaches all but about e^-6 of them, for half the bytes (with
-  // 1, a live member missed its own suspicion on partition-heal often enough
-  // to be buried). Set it to retransmit_mult for memberlist's full
+  // 100) it still reaches all but about e^-6 of them (with 1, a live member
+  // missed its own suspicion on partition-heal often enough to be buried).
+  // A refutation of a told suspicion goes out this many times too (and to
+  // the teller directly). Set it to retransmit_mult for memberlist's full
   // dissemination. A newcomer's suspicion always goes out the whole limit
   // (each member's storm signal). LAN 2
   std::uint32_t suspicion_retransmit_mult = 2;
+  // With the probe ring a suspicion is not gossiped at all: the member whose
+  // probe failed tells the suspect and the members that probe it in this and
+  // the next rounds (by its view: this many), directly; each of those whose
+  // probe fails too tells the ones after it, and the suspect is told again
+  // every probe interval while it lasts. A suspicion merged from a peer's
+  // sync is told the same way. Members that only heard it pass nothing on
+  // (everyone hears the Dead or the refutation). The cost is a few
+  // datagrams per round of the suspicion cluster-wide, whatever N is; gossiped
+  // (above, and always for a newcomer or without the ring), every member
+  // holds every suspicion. 3
+  std::uint32_t suspicion_told_probers = 3;
   std::uint32_t max_broadcasts = 1024;    // broadcast queue entries, at least (the bound
                                           // also grows with the member table: one entry
                                           // per member fits); 1024
@@ -183,6 +195,7 @@ inline std::string EngineConfig::validate() const {
   if (suspicion_max_timeout_mult == 0) return "suspicion_max_timeout_mult: must be > 0";
   if (retransmit_mult == 0) return "retransmit_mult: must be > 0";
   if (suspicion_retransmit_mult == 0) return "suspicion_retransmit_mult: must be > 0";
+  if (suspicion_told_probers == 0) return "suspicion_told_probers: must be > 0";
   if (awareness_max_multiplier == 0) return "awareness_max_multiplier: must be > 0";
   if (max_members < 1) return "max_members: must be >= 1";
   if (max_packet_bytes < 128) return "max_packet_bytes: must be >= 128";

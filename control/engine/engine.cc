@@ -599,13 +599,20 @@ bool Engine::far_future(std::uint64_t incarnation, const Member* known) const {
   return known != nullptr && incarnation > known->incarnation && incarnation - known->incarnation > jump;
 }
 
-void Engine::refute(std::uint64_t heard_incarnation) {
+void Engine::refute(std::uint64_t heard_incarnation, bool told) {
   Member& me = self();
   me.incarnation = std::max(me.incarnation, heard_incarnation) + 1;
   ++counters_.refutations;
   // Lifeguard: being suspected hints that we are the slow one.
   awareness_.apply_delta(1);
-  queue_broadcast(config_.name, self_alive(), PriorityClass::kUrgent);
+  // A suspicion told on the ring is held by a few (spread_suspicion): the
+  // refutation goes to the one that told us directly, and out as often as a
+  // gossiped suspicion would (suspicion_retransmit_mult), which still reaches
+  // all but about e^-10 of 10,000 members; with the whole limit every false
+  // suspicion cost each member N-fold more than the few that held it needed.
+  // A death, or a suspicion everyone held, is refuted with the whole limit.
+  queue_broadcast(config_.name, self_alive(), PriorityClass::kUrgent, told ? suspicion_retransmit_limit() : 0);
+  if (told && inbound_from_ != nullptr) send(*inbound_from_, PriorityClass::kUrgent, Compound{self_alive()}, false);
 }
 
 void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
@@ -753,7 +760,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join) {
   queue_broadcast(a.node, a, PriorityClass::kGossip);
 }
 
-void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
+void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged) {
   Member* m = table_.find(s.node);
   // Unknown member: we cannot suspect what we never admitted. If we buried
   // it, the sender is behind: tell it.
@@ -795,7 +802,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
   if (m->status != MemberStatus::kAlive) return;
   if (s.node == config_.name) {
     // About us: refute (unless we are leaving anyway).
-    if (!leaving_) refute(s.incarnation);
+    if (!leaving_) refute(s.incarnation, ring_shared() && !newcomer(*m, now_ns));
     return;
   }
   m->incarnation = s.incarnation;
@@ -813,7 +820,69 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns) {
   // should have, we look for ourselves (hearsay_target).
   if (s.from != config_.name && k > 0 && hearsay_checks_.size() < config_.max_members)
     hearsay_checks_.push_back({now_ns + min_ns + config_.probe_interval_ns, s.incarnation, m->name});
-  queue_broadcast(s.node, s, PriorityClass::kGossip, suspicion_transmit_cap(*m, now_ns));
+  spread_suspicion(s, *m, now_ns, merged);
+}
+
+void Engine::spread_suspicion(const Suspect& s, const Member& m, std::uint64_t now_ns, bool merged) {
+  // A newcomer's suspicion is each member's storm signal: everyone hears it.
+  // Without the ring nobody knows who probes the suspect next: an epidemic.
+  if (newcomer(m, now_ns) || !ring_shared()) {
+    queue_broadcast(s.node, s, PriorityClass::kGossip, suspicion_transmit_cap(m, now_ns));
+    return;
+  }
+  // On the ring a suspicion is told, not gossiped: only our own accusation
+  // goes out, and only to the suspect (to refute) and to the members that
+  // probe it next (their failed probes confirm it to the accusers, and their
+  // pings carry it to the suspect: the buddy rule). Each of those that fails
+  // tells the ones after it, so the suspicion walks along with the probes,
+  // at a few datagrams a round cluster-wide whatever N is; gossiped, every
+  // member held every suspicion (N x sends per crash, and per false
+  // suspicion). Members that heard it on our word pass nothing on. A
+  // suspicion that starts here from a peer's tombstone in a sync is news to
+  // everyone else (the peer gossips nothing): we tell it as our own.
+  if (s.from != config_.name && !merged) return;
+  const Compound told{s};
+  send(m.addr(), PriorityClass::kGossip, told, true);
+  for (const std::string& p : next_probers(m.name.str(), config_.suspicion_told_probers, now_ns))
+    send(table_.find(p)->addr(), PriorityClass::kGossip, told, true);
+  if (retells_.size() < config_.max_members) retells_.push_back({now_ns + config_.probe_interval_ns, s});
+}
+
+void Engine::retell_suspicions(std::uint64_t now_ns) {
+  while (!retells_.empty() && retells_.front().due_ns <= now_ns) {
+    Retell r = std::move(retells_.front());
+    retells_.pop_front();
+    // Refuted, buried or forgotten meanwhile (or a newer suspicion of ours
+    // retells itself): done.
+    const Member* m = table_.find(r.suspect.node);
+    if (m == nullptr || m->status != MemberStatus::kSuspect || m->incarnation != r.suspect.incarnation ||
+        suspicions_.find(r.suspect.node) == nullptr)
+      continue;
+    send(m->addr(), PriorityClass::kGossip, Compound{r.suspect}, true);
+    r.due_ns = now_ns + config_.probe_interval_ns;
+    retells_.push_back(std::move(r));
+  }
+}
+
+bool Engine::ring_shared() const { return config_.probe_ring && table_.view_size() >= 3; }
+
+std::vector<std::string> Engine::next_probers(const std::string& target, std::uint32_t k, std::uint64_t now_ns) const {
+  // The ring's schedule (ring_target) read backwards: in round r the member
+  // at position i probes i + 1 + r mod (L - 1), so the target's prober in
+  // round r is at its position less that. This round's, then the next ones',
+  // in our view (the views of a settled cluster agree); never us.
+  std::vector<std::string> out;
+  const std::size_t l = table_.view_size();
+  const std::size_t pos = table_.view_lower_bound(target);
+  if (l < 3 || k == 0 || pos >= l || table_.view_at(pos).name != target) return out;
+  const std::uint64_t round = now_ns / config_.probe_interval_ns;
+  for (std::uint64_t r = round; out.size() < k && r < round + k + 1; ++r) {
+    const std::size_t offset = 1 + static_cast<std::size_t>(r % (l - 1));
+    const Member& p = table_.view_at((pos + l - offset) % l);
+    if (p.name == config_.name || p.probation) continue;
+    out.push_back(p.name.str());
+  }
+  return out;
 }
 
 std::optional<std::string> Engine::hearsay_target(std::uint64_t now_ns) {
@@ -855,8 +924,7 @@ void Engine::confirm_to_accusers(const Suspect& s) {
   };
   tell(held->accuser());
   for (const std::string& c : held->confirmers()) tell(c);
-  if (const Member* m = table_.find(s.node))
-    queue_broadcast(s.node, s, PriorityClass::kGossip, suspicion_transmit_cap(*m, last_now_ns_));
+  if (const Member* m = table_.find(s.node)) spread_suspicion(s, *m, last_now_ns_, false);
 }
 
 void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from,
@@ -964,7 +1032,7 @@ void Engine::merge(const std::vector<MemberState>& members, const std::string& f
             break;
           }
         }
-        apply_suspect(Suspect{s.incarnation, s.node, from}, now_ns);
+        apply_suspect(Suspect{s.incarnation, s.node, from}, now_ns, true);
         break;
     }
   }
@@ -1651,6 +1719,7 @@ void Engine::tick(std::uint64_t now_ns) {
 
   expire_last_pings(now_ns);
   expire_suspicions(now_ns);
+  retell_suspicions(now_ns);
 
   if (now_ns >= next_gossip_ns_) {
     gossip(now_ns);
@@ -1729,6 +1798,7 @@ std::uint64_t Engine::next_deadline() const {
   if (!probationers_.empty()) t = std::min(t, probationers_.front().first);
   if (!proof_checks_.empty()) t = std::min(t, proof_checks_.front().first);
   if (!last_pings_.empty()) t = std::min(t, last_pings_.front().due_ns);
+  if (!retells_.empty()) t = std::min(t, retells_.front().due_ns);
   if (const auto& p = probes_.current()) {
     t = std::min(t, p->indirect_sent ? p->final_deadline_ns : p->direct_deadline_ns);
   }

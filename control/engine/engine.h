@@ -264,14 +264,24 @@ class Engine {
   // When our next probe is due: on our phase of the ring, or one scaled
   // interval from now.
   std::uint64_t next_probe_at(std::uint64_t now_ns);
-  void apply_suspect(const Suspect& s, std::uint64_t now_ns);
+  // merged: from a peer's sync (a tombstone or suspicion there), not a message.
+  void apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged = false);
   // Our own failed probe confirmed a suspicion we held: the accusers are told.
   void confirm_to_accusers(const Suspect& s);
+  // Our suspicion of m (or one merged from a sync), to those who act on it:
+  // the suspect and its next probers on the ring (a newcomer's, or without
+  // the ring: gossiped).
+  void spread_suspicion(const Suspect& s, const Member& m, std::uint64_t now_ns, bool merged);
+  // The probe ring's schedule is in force cluster-wide (probe_ring, 3+ members).
+  bool ring_shared() const;
+  // Up to k members that probe `target` this round and the next ones, by our view.
+  std::vector<std::string> next_probers(const std::string& target, std::uint32_t k, std::uint64_t now_ns) const;
   void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from, MemberStatus status,
                   std::uint64_t now_ns);
   void merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
              bool from_join = false);
-  void refute(std::uint64_t heard_incarnation);
+  // told: the suspicion was told on the ring, not gossiped (spread_suspicion).
+  void refute(std::uint64_t heard_incarnation, bool told = false);
   // Queues our Dead/Leave about tombstoned `m` as a reply to the current sender.
   void correct(const Member& m, bool accused = false);
   // Queues our newer Alive about live `m` (us included) as a reply to a
@@ -415,6 +425,16 @@ class Engine {
     Name name;
   };
   std::deque<HearsayCheck> hearsay_checks_;
+  // Suspicions we told on the ring (spread_suspicion), told to the suspect
+  // again every probe interval while they last: one datagram is all it would
+  // get otherwise, and after a partition heals the views (and so the ring's
+  // probers) disagree for a while. In due order.
+  struct Retell {
+    std::uint64_t due_ns;
+    Suspect suspect;
+  };
+  std::deque<Retell> retells_;
+  void retell_suspicions(std::uint64_t now_ns);
   // Newcomers sent a last ping before a storm burial (finish_probe_failed),
   // by when to give the verdict (in that order).
   struct LastPing {

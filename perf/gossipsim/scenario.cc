@@ -76,6 +76,7 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
                "gossip_to_the_dead_s",
                "retransmit_mult",
                "suspicion_retransmit_mult",
+               "suspicion_told_probers",
                "max_broadcasts",
                "max_packet_bytes",
                "push_pull_interval_s",
@@ -128,6 +129,7 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
   r.set_seconds(m, "gossip_to_the_dead_s", c.gossip_to_the_dead_ns);
   r.set_uint(m, "retransmit_mult", c.retransmit_mult, 1, 100);
   r.set_uint(m, "suspicion_retransmit_mult", c.suspicion_retransmit_mult, 1, 100);
+  r.set_uint(m, "suspicion_told_probers", c.suspicion_told_probers, 1, 64);
   r.set_uint(m, "max_broadcasts", c.max_broadcasts, 1, 10'000'000);
   r.set_uint(m, "max_packet_bytes", c.max_packet_bytes, 128, 65000);
   r.set_seconds(m, "push_pull_interval_s", c.push_pull_interval_ns);

@@ -633,8 +633,10 @@ TEST(Engine, BroadcastIsRetransmittedRetransmitLimitTimes) {
   EXPECT_EQ(carried, 4);
 }
 
-TEST(Engine, ASuspicionGoesOutItsOwnFewTimesAndTheDeathTheWholeLimit) {
-  Driver d(config());
+TEST(Engine, WithoutTheRingASuspicionGoesOutItsOwnFewTimesAndTheDeathTheWholeLimit) {
+  EngineConfig c = config();
+  c.probe_ring = false;  // nobody knows who probes the suspect next: gossiped
+  Driver d(c);
   d.add_members(1, 99);  // N = 99 live: limit 4 * ceil(log10(100)) = 8, a suspicion's 2 * 2
   ASSERT_EQ(d.e.retransmit_limit(), 8u);
   ASSERT_EQ(d.e.suspicion_retransmit_limit(), 4u);
@@ -666,6 +668,108 @@ TEST(Engine, ASuspicionGoesOutItsOwnFewTimesAndTheDeathTheWholeLimit) {
   d.handle(2, {Suspect{1, name(200), name(2)}});
   ASSERT_EQ(d.e.member(name(200))->status, MemberStatus::kSuspect);
   EXPECT_EQ(carried(Suspect{}, 200), 8);
+}
+
+// Suspect messages about n<who> sent to anyone but n<who>, over the next 5 s
+// (every ping answered, except those to `silent`).
+int suspects_carried(Driver& d, std::size_t who, std::size_t silent = SIZE_MAX) {
+  int n = 0;
+  d.run_until(d.now + 5 * kSecond, [&](const Outgoing& o) {
+    for (const Message& m : o.messages)
+      if (const auto* x = std::get_if<Suspect>(&m); x && x->node == name(who) && o.to != addr(who)) ++n;
+    if (const Ping* p = find_msg<Ping>(o); p && o.to != addr(silent))
+      d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  return n;
+}
+
+TEST(Engine, OnTheRingASuspicionIsToldToTheSuspectAndItsNextProbersOnly) {
+  Driver d(config());
+  d.add_members(1, 99);  // 99 live, ourselves included
+  const auto answer = [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  };
+  d.run_until(kStart + 90 * kSecond, answer);
+  // Heard on another's word: passed on to nobody (the suspect still gets it
+  // on each of our pings to it, the buddy rule).
+  d.handle(2, {Suspect{1, name(5), name(2)}});
+  ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kSuspect);
+  EXPECT_EQ(suspects_carried(d, 5), 0);
+
+  // Our own probe fails: the member we probe next never answers.
+  std::optional<std::size_t> target;
+  std::set<Address> told;
+  std::vector<std::string> expected;
+  d.run_until(d.now + 3 * kSecond, [&](const Outgoing& o) {
+    const Ping* p = find_msg<Ping>(o);
+    if (!target && p != nullptr && p->target != name(5)) target = std::stoul(p->target.substr(1));
+    for (const Message& m : o.messages)
+      if (const auto* x = std::get_if<Suspect>(&m); x && target && x->node == name(*target) && x->from == name(0)) {
+        if (told.empty()) {
+          // The ring, from its definition: the live members in name order;
+          // in round r position i probes i + 1 + r mod (L - 1). So the
+          // target's probers this round and the next are at its position
+          // less that; the first three that are not us.
+          std::vector<std::string> view;
+          for (const Member& mm : d.e.members())
+            if (mm.status == MemberStatus::kAlive || mm.status == MemberStatus::kSuspect) view.push_back(mm.name.str());
+          std::sort(view.begin(), view.end());
+          const std::size_t l = view.size();
+          const std::size_t pos = std::lower_bound(view.begin(), view.end(), name(*target)) - view.begin();
+          for (std::uint64_t r = d.now / kSecond; expected.size() < 3; ++r) {
+            const std::string& prober = view[(pos + l - 1 - r % (l - 1)) % l];
+            if (prober != name(0)) expected.push_back(prober);
+          }
+        }
+        told.insert(o.to);
+      }
+    if (p != nullptr && (!target || p->target != name(*target))) answer(o);
+  });
+  ASSERT_TRUE(target.has_value());
+  ASSERT_EQ(d.e.member(name(*target))->status, MemberStatus::kSuspect);
+  std::set<Address> want{addr(*target)};
+  for (const std::string& n : expected) want.insert(addr(std::stoul(n.substr(1))));
+  EXPECT_EQ(told, want);
+  // And told to the suspect again every probe interval while it lasts: one
+  // lost datagram must not bury a live member.
+  int to_suspect = 0;
+  d.run_until(d.now + 4 * kSecond, [&](const Outgoing& o) {
+    if (o.to == addr(*target) && find_msg<Suspect>(o) != nullptr) ++to_suspect;
+    if (const Ping* p = find_msg<Ping>(o); p && p->target != name(*target)) answer(o);
+  });
+  EXPECT_GE(to_suspect, 3);
+}
+
+TEST(Engine, ARefutationOfAToldSuspicionGoesToTheTellerAndOutTheSuspicionsFewTimes) {
+  Driver d(config());
+  d.add_members(1, 99);
+  ASSERT_EQ(d.e.retransmit_limit(), 8u);
+  ASSERT_EQ(d.e.suspicion_retransmit_limit(), 4u);
+  const auto answer = [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  };
+  d.run_until(kStart + 90 * kSecond, answer);
+  const auto our_alives = [&](std::size_t from, std::optional<Address> only = std::nullopt) {
+    int n = 0;
+    for (std::size_t i = from; i < d.sent.size(); ++i)
+      for (const Message& m : d.sent[i].messages)
+        if (const auto* a = std::get_if<Alive>(&m); a && a->node == name(0) && (!only || d.sent[i].to == *only)) ++n;
+    return n;
+  };
+  std::size_t mark = d.sent.size();
+  const std::uint64_t inc = d.e.incarnation();
+  d.handle(7, {Suspect{inc, name(0), name(7)}});
+  EXPECT_EQ(d.e.incarnation(), inc + 1);
+  // At once, to the member that told us.
+  EXPECT_EQ(our_alives(mark, addr(7)), 1);
+  d.run_until(d.now + 5 * kSecond, answer);
+  // That, and the suspicion's own few transmissions.
+  EXPECT_EQ(our_alives(mark), 1 + 4);
+  // A death everyone heard: refuted with the whole limit.
+  mark = d.sent.size();
+  d.handle(3, {Dead{inc + 1, name(0), name(3)}});
+  d.run_until(d.now + 5 * kSecond, answer);
+  EXPECT_EQ(our_alives(mark), 8);
 }
 
 TEST(Engine, GossipGoesToGossipNodesPeersPerInterval) {
