@@ -72,6 +72,11 @@ Alive Engine::self_alive() const {
 }
 
 namespace {
+// The probe ring's schedule: in round r the member at position i of a view
+// of l probes position i + ring_offset(r, l) (ring_target), so a target's
+// prober is at its position less that (next_probers).
+std::size_t ring_offset(std::uint64_t round, std::size_t l) { return 1 + static_cast<std::size_t>(round % (l - 1)); }
+
 // ceil(log10(n + 1)): memberlist's retransmit scale.
 std::uint32_t retransmit_scale(std::size_t live) {
   return static_cast<std::uint32_t>(std::ceil(std::log10(static_cast<double>(live) + 1.0)));
@@ -843,8 +848,8 @@ void Engine::spread_suspicion(const Suspect& s, const Member& m, std::uint64_t n
   if (s.from != config_.name && !merged) return;
   const Compound told{s};
   send(m.addr(), PriorityClass::kGossip, told, true);
-  for (const std::string& p : next_probers(m.name.str(), config_.suspicion_told_probers, now_ns))
-    send(table_.find(p)->addr(), PriorityClass::kGossip, told, true);
+  for (const Member* p : next_probers(m.name.str(), config_.suspicion_told_probers, now_ns))
+    send(p->addr(), PriorityClass::kGossip, told, true);
   if (retells_.size() < config_.max_members) retells_.push_back({now_ns + config_.probe_interval_ns, s});
 }
 
@@ -866,21 +871,19 @@ void Engine::retell_suspicions(std::uint64_t now_ns) {
 
 bool Engine::ring_shared() const { return config_.probe_ring && table_.view_size() >= 3; }
 
-std::vector<std::string> Engine::next_probers(const std::string& target, std::uint32_t k, std::uint64_t now_ns) const {
-  // The ring's schedule (ring_target) read backwards: in round r the member
-  // at position i probes i + 1 + r mod (L - 1), so the target's prober in
-  // round r is at its position less that. This round's, then the next ones',
-  // in our view (the views of a settled cluster agree); never us.
-  std::vector<std::string> out;
+std::vector<const Member*> Engine::next_probers(const std::string& target, std::uint32_t k,
+                                                std::uint64_t now_ns) const {
+  // The ring's schedule read backwards (ring_offset): this round's prober of
+  // the target, then the next ones', in our view (the views of a settled
+  // cluster agree); never us.
+  std::vector<const Member*> out;
   const std::size_t l = table_.view_size();
   const std::size_t pos = table_.view_lower_bound(target);
-  if (l < 3 || k == 0 || pos >= l || table_.view_at(pos).name != target) return out;
+  if (l < 3 || pos >= l || table_.view_at(pos).name != target) return out;
   const std::uint64_t round = now_ns / config_.probe_interval_ns;
   for (std::uint64_t r = round; out.size() < k && r < round + k + 1; ++r) {
-    const std::size_t offset = 1 + static_cast<std::size_t>(r % (l - 1));
-    const Member& p = table_.view_at((pos + l - offset) % l);
-    if (p.name == config_.name || p.probation) continue;
-    out.push_back(p.name.str());
+    const Member& p = table_.view_at((pos + l - ring_offset(r, l)) % l);
+    if (p.name != config_.name) out.push_back(&p);
   }
   return out;
 }
@@ -1412,9 +1415,7 @@ bool Engine::ring_in_use() {
 std::optional<std::string> Engine::ring_target(std::uint64_t now_ns) {
   if (!ring_in_use()) return std::nullopt;
   const std::size_t l = table_.view_size();
-  const std::uint64_t round = now_ns / config_.probe_interval_ns;
-  const std::size_t offset = 1 + static_cast<std::size_t>(round % (l - 1));
-  return table_.view_at((ring_pos_ + offset) % l).name.str();
+  return table_.view_at((ring_pos_ + ring_offset(now_ns / config_.probe_interval_ns, l)) % l).name.str();
 }
 
 std::uint64_t Engine::next_probe_at(std::uint64_t now_ns) {

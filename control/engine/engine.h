@@ -275,7 +275,7 @@ class Engine {
   // The probe ring's schedule is in force cluster-wide (probe_ring, 3+ members).
   bool ring_shared() const;
   // Up to k members that probe `target` this round and the next ones, by our view.
-  std::vector<std::string> next_probers(const std::string& target, std::uint32_t k, std::uint64_t now_ns) const;
+  std::vector<const Member*> next_probers(const std::string& target, std::uint32_t k, std::uint64_t now_ns) const;
   void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from, MemberStatus status,
                   std::uint64_t now_ns);
   void merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
