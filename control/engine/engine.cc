@@ -848,9 +848,16 @@ void Engine::spread_suspicion(const Suspect& s, const Member& m, std::uint64_t n
   if (s.from != config_.name && !merged) return;
   const Compound told{s};
   send(m.addr(), PriorityClass::kGossip, told, true);
-  for (const Member* p : next_probers(m.name.str(), config_.suspicion_told_probers, now_ns))
+  ++counters_.suspicion_tells;
+  for (const Member* p : next_probers(m.name.str(), config_.suspicion_told_probers, now_ns)) {
     send(p->addr(), PriorityClass::kGossip, told, true);
-  if (retells_.size() < config_.max_members) retells_.push_back({now_ns + config_.probe_interval_ns, s});
+    ++counters_.suspicion_tells;
+  }
+  if (retells_.size() >= config_.max_members) {
+    ++counters_.retell_drop_full;
+    return;
+  }
+  retells_.push_back({now_ns + config_.probe_interval_ns, s});
 }
 
 void Engine::retell_suspicions(std::uint64_t now_ns) {
@@ -864,6 +871,7 @@ void Engine::retell_suspicions(std::uint64_t now_ns) {
         suspicions_.find(r.suspect.node) == nullptr)
       continue;
     send(m->addr(), PriorityClass::kGossip, Compound{r.suspect}, true);
+    ++counters_.suspicion_retells;
     r.due_ns = now_ns + config_.probe_interval_ns;
     retells_.push_back(std::move(r));
   }

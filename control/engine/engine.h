@@ -91,6 +91,9 @@ struct Counters {
   std::uint64_t probation_forgotten = 0;    // ... never proved alive: forgotten, no verdict
   std::uint64_t stale_corrections = 0;  // datagrams answering stale news: our Dead/Leave, our Suspect, the newer Alive
   std::uint64_t suspicion_confirmations = 0;
+  std::uint64_t suspicion_tells = 0;    // datagrams telling our suspicion to the suspect and its next probers
+  std::uint64_t suspicion_retells = 0;  // ... to the suspect again, each probe interval while it lasts
+  std::uint64_t retell_drop_full = 0;   // suspicions told once but not retold: the retell list was full
   std::uint64_t deaths = 0;
   std::uint64_t leaves = 0;
   std::uint64_t joins = 0;

@@ -184,6 +184,14 @@ constexpr Family kRefutations{"gossipgw_engine_refutations_total", "counter",
                               "Times we refuted a suspicion about ourselves (refutations)"};
 constexpr Family kConfirmations{"gossipgw_engine_suspicion_confirmations_total", "counter",
                                 "Independent confirmations of suspicions received (confirmations)"};
+constexpr Family kSuspicionTells{
+    "gossipgw_engine_suspicion_tells_total", "counter",
+    "Datagrams telling our own suspicion along the probe ring instead of gossiping it: kind first (to the "
+    "suspect and the members that probe it next), retell (to the suspect again each probe interval while the "
+    "suspicion lasts) (datagrams)"};
+constexpr Family kRetellsDropped{"gossipgw_engine_suspicion_retells_dropped_total", "counter",
+                                 "Suspicions told once but never retold to the suspect: the retell list was full "
+                                 "(max_members) (suspicions)"};
 constexpr Family kProbesStarted{"gossipgw_engine_probes_started_total", "counter", "Probes started (probes)"};
 constexpr Family kProbesNewcomer{"gossipgw_engine_probes_newcomer_total", "counter",
                                  "Probes sent to a newcomer out of round-robin order, in a storm; also in "
@@ -293,6 +301,9 @@ constexpr Field<EC> kEngineFields[] = {
     {"refutations", &EC::refutations, &ef::kRefutations, ""},
     {"suspicions", &EC::suspicions, &ef::kChanges, R"(change="suspected")"},
     {"suspicion_confirmations", &EC::suspicion_confirmations, &ef::kConfirmations, ""},
+    {"suspicion_tells", &EC::suspicion_tells, &ef::kSuspicionTells, R"(kind="first")"},
+    {"suspicion_retells", &EC::suspicion_retells, &ef::kSuspicionTells, R"(kind="retell")"},
+    {"retell_drop_full", &EC::retell_drop_full, &ef::kRetellsDropped, ""},
     {"deaths", &EC::deaths, &ef::kChanges, R"(change="failed")"},
     {"leaves", &EC::leaves, &ef::kChanges, R"(change="left")"},
     {"joins", &EC::joins, &ef::kChanges, R"(change="joined")"},

@@ -56,7 +56,10 @@ constexpr std::array<CounterField, EngineTotals::kCount> kTotalFields = {&cp::en
                                                                          &cp::engine::Counters::probe_outdated,
                                                                          &cp::engine::Counters::probe_ack_direct,
                                                                          &cp::engine::Counters::probe_ack_indirect,
-                                                                         &cp::engine::Counters::probe_indirect_sent};
+                                                                         &cp::engine::Counters::probe_indirect_sent,
+                                                                         &cp::engine::Counters::suspicion_tells,
+                                                                         &cp::engine::Counters::suspicion_retells,
+                                                                         &cp::engine::Counters::retell_drop_full};
 }  // namespace
 
 const std::array<const char*, EngineTotals::kCount> EngineTotals::kNames = {"sync_started",
@@ -93,7 +96,10 @@ const std::array<const char*, EngineTotals::kCount> EngineTotals::kNames = {"syn
                                                                             "probe_outdated",
                                                                             "probe_ack_direct",
                                                                             "probe_ack_indirect",
-                                                                            "probe_indirect_sent"};
+                                                                            "probe_indirect_sent",
+                                                                            "suspicion_tells",
+                                                                            "suspicion_retells",
+                                                                            "retell_drop_full"};
 
 void EngineTotals::add(const cp::engine::Counters& c) {
   for (std::size_t i = 0; i < kCount; ++i) values[i] += c.*kTotalFields[i];

@@ -695,6 +695,7 @@ TEST(Engine, OnTheRingASuspicionIsToldToTheSuspectAndItsNextProbersOnly) {
   d.handle(2, {Suspect{1, name(5), name(2)}});
   ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kSuspect);
   EXPECT_EQ(suspects_carried(d, 5), 0);
+  EXPECT_EQ(d.e.counters().suspicion_tells, 0u);
 
   // Our own probe fails: the member we probe next never answers.
   std::optional<std::size_t> target;
@@ -730,6 +731,9 @@ TEST(Engine, OnTheRingASuspicionIsToldToTheSuspectAndItsNextProbersOnly) {
   std::set<Address> want{addr(*target)};
   for (const std::string& n : expected) want.insert(addr(std::stoul(n.substr(1))));
   EXPECT_EQ(told, want);
+  // Counted: one datagram to the suspect and one to each next prober.
+  EXPECT_EQ(d.e.counters().suspicion_tells, want.size());
+  const std::uint64_t retells = d.e.counters().suspicion_retells;
   // And told to the suspect again every probe interval while it lasts: one
   // lost datagram must not bury a live member.
   int to_suspect = 0;
@@ -738,6 +742,11 @@ TEST(Engine, OnTheRingASuspicionIsToldToTheSuspectAndItsNextProbersOnly) {
     if (const Ping* p = find_msg<Ping>(o); p && p->target != name(*target)) answer(o);
   });
   EXPECT_GE(to_suspect, 3);
+  // Each retell counted (the suspect also hears it on our pings to it).
+  EXPECT_GE(d.e.counters().suspicion_retells - retells, 3u);
+  EXPECT_LE(d.e.counters().suspicion_retells - retells, static_cast<std::uint64_t>(to_suspect));
+  EXPECT_EQ(d.e.counters().suspicion_tells, want.size());
+  EXPECT_EQ(d.e.counters().retell_drop_full, 0u);
 }
 
 TEST(Engine, ARefutationOfAToldSuspicionGoesToTheTellerAndOutTheSuspicionsFewTimes) {
