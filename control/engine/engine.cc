@@ -343,12 +343,12 @@ void Engine::queue_broadcast(const std::string& node, Message msg, PriorityClass
   broadcasts_.push({BroadcastQueue::Kind::kMember, node}, std::move(msg), cls, transmit_cap);
 }
 
-void Engine::send(const Address& to, PriorityClass cls, Compound messages, bool piggyback) {
+bool Engine::send(const Address& to, PriorityClass cls, Compound messages, bool piggyback) {
   // Nowhere to send to.
-  if (to.empty()) return;
+  if (to.empty()) return false;
   if (outbox_.size() >= config_.max_outbox) {
     ++counters_.outbox_drop_full;
-    return;
+    return false;
   }
   // The datagram travels in the most important class it carries.
   for (const Message& m : messages) cls = std::min(cls, default_priority(m));
@@ -363,6 +363,7 @@ void Engine::send(const Address& to, PriorityClass cls, Compound messages, bool 
   for (const Message& m : messages) ++counters_.msg_out[m.index()];
   ++counters_.packets_out;
   outbox_.push_back(Outgoing{to, cls, std::move(messages)});
+  return true;
 }
 
 // ---------------------------------------------------------------- inputs
@@ -847,12 +848,11 @@ void Engine::spread_suspicion(const Suspect& s, const Member& m, std::uint64_t n
   // everyone else (the peer gossips nothing): we tell it as our own.
   if (s.from != config_.name && !merged) return;
   const Compound told{s};
-  send(m.addr(), PriorityClass::kGossip, told, true);
-  ++counters_.suspicion_tells;
-  for (const Member* p : next_probers(m.name.str(), config_.suspicion_told_probers, now_ns)) {
-    send(p->addr(), PriorityClass::kGossip, told, true);
-    ++counters_.suspicion_tells;
-  }
+  const auto tell = [&](const Address& to) {
+    if (send(to, PriorityClass::kGossip, told, true)) ++counters_.suspicion_tells;
+  };
+  tell(m.addr());
+  for (const Member* p : next_probers(m.name.str(), config_.suspicion_told_probers, now_ns)) tell(p->addr());
   if (retells_.size() >= config_.max_members) {
     ++counters_.retell_drop_full;
     return;
@@ -870,8 +870,7 @@ void Engine::retell_suspicions(std::uint64_t now_ns) {
     if (m == nullptr || m->status != MemberStatus::kSuspect || m->incarnation != r.suspect.incarnation ||
         suspicions_.find(r.suspect.node) == nullptr)
       continue;
-    send(m->addr(), PriorityClass::kGossip, Compound{r.suspect}, true);
-    ++counters_.suspicion_retells;
+    if (send(m->addr(), PriorityClass::kGossip, Compound{r.suspect}, true)) ++counters_.suspicion_retells;
     r.due_ns = now_ns + config_.probe_interval_ns;
     retells_.push_back(std::move(r));
   }

@@ -329,7 +329,8 @@ class Engine {
   // into bucket_ours_ and bucket_differ_; returns how many differ. 0, both
   // empty, when theirs is empty or longer than kMaxSyncBuckets.
   std::size_t compare_buckets(const std::vector<std::uint32_t>& theirs);
-  void send(const Address& to, PriorityClass cls, Compound messages, bool piggyback);
+  // True if the datagram went into the outbox (not: no address, or the outbox full, counted).
+  bool send(const Address& to, PriorityClass cls, Compound messages, bool piggyback);
   void emit(EventKind kind, const Member& m);
   // `transmit_cap`: BroadcastQueue::push's (0 = retransmit_limit()).
   void queue_broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap = 0);
