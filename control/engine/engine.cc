@@ -46,6 +46,7 @@ Engine::Engine(EngineConfig config, std::uint64_t seed, std::uint64_t now_ns)
       awareness_(config_.awareness_max_multiplier) {
   Member me;
   me.name = config_.name;
+  self_name_ = me.name;
   me.incarnation = config_.initial_incarnation;
   me.set_profile(config_.addr, tag_bytes(config_.tags) <= config_.max_tag_bytes ? config_.tags : std::vector<Tag>{},
                  config_.protocol_version);
@@ -61,8 +62,8 @@ Engine::Engine(EngineConfig config, std::uint64_t seed, std::uint64_t now_ns)
 
 // ---------------------------------------------------------------- helpers
 
-Member& Engine::self() { return *table_.find(config_.name); }
-const Member& Engine::self() const { return *table_.find(config_.name); }
+Member& Engine::self() { return *table_.find(self_name_); }
+const Member& Engine::self() const { return *table_.find(self_name_); }
 
 std::uint64_t Engine::incarnation() const { return self().incarnation; }
 
@@ -125,20 +126,23 @@ std::optional<std::uint32_t> Engine::suspicion_confirmations(const std::string& 
 std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& exclude, bool include_suspect) {
   std::vector<std::string> out;
   if (k == 0) return out;
-  auto usable = [&](const std::string& name) {
-    if (name == config_.name || name == exclude) return false;
+  // By name id (one text per id): no hash or string compare per candidate.
+  const std::uint32_t self_id = self_name_.id();
+  const std::uint32_t exclude_id = identities().find_name(exclude);  // kNone if empty or unknown
+  auto usable = [&](const Name& name) {
+    if (name.id() == self_id || name.id() == exclude_id) return false;
     const Member* m = table_.find(name);
     if (m == nullptr) return false;
     const bool eligible = !m->probation && (m->status == MemberStatus::kAlive ||
                                             (include_suspect && m->status == MemberStatus::kSuspect));
-    return eligible && std::find(out.begin(), out.end(), name) == out.end();
+    return eligible && std::find(out.begin(), out.end(), name.str()) == out.end();
   };
   const std::vector<Name>& list = probes_.list();
   if (list.size() <= 4 * k + 16) {
     // Small: exact selection over a shuffled copy.
     std::vector<std::string> all;
-    for (const std::string& name : list)
-      if (usable(name)) all.push_back(name);
+    for (const Name& name : list)
+      if (usable(name)) all.push_back(name.str());
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
     rng_.shuffle(all);
@@ -147,8 +151,8 @@ std::vector<std::string> Engine::random_peers(std::size_t k, const std::string& 
   }
   // Large: sample (bounded attempts; the probe list holds every live member).
   for (std::size_t attempt = 0; attempt < 8 * k && out.size() < k; ++attempt) {
-    const std::string& name = list[static_cast<std::size_t>(rng_.uniform(list.size()))];
-    if (usable(name)) out.push_back(name);
+    const Name& name = list[static_cast<std::size_t>(rng_.uniform(list.size()))];
+    if (usable(name)) out.push_back(name.str());
   }
   return out;
 }
@@ -1850,10 +1854,20 @@ void Engine::send_user_data(std::string data, std::uint64_t /*now_ns*/) {
 
 std::vector<Outgoing> Engine::take_outbox() { return std::exchange(outbox_, {}); }
 
+void Engine::take_outbox(std::vector<Outgoing>& out) {
+  out.clear();
+  out.swap(outbox_);
+}
+
 std::vector<MemberEvent> Engine::take_events() {
-  std::vector<MemberEvent> out(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
-  events_.clear();
+  std::vector<MemberEvent> out;
+  take_events(out);
   return out;
+}
+
+void Engine::take_events(std::vector<MemberEvent>& out) {
+  out.assign(std::make_move_iterator(events_.begin()), std::make_move_iterator(events_.end()));
+  events_.clear();
 }
 
 std::vector<UserData> Engine::take_user_data() {

@@ -162,7 +162,14 @@ class Engine {
 
   // ---- outputs ----
   std::vector<Outgoing> take_outbox();
+  // The same into `out` (emptied first), trading storage with it: a host that
+  // drains the engine after every input, with one vector of its own, makes no
+  // allocation for it once both have grown (the simulator, ten thousand
+  // engines, drains after every event).
+  void take_outbox(std::vector<Outgoing>& out);
   std::vector<MemberEvent> take_events();
+  // The same into `out` (emptied first), which keeps its storage.
+  void take_events(std::vector<MemberEvent>& out);
   std::vector<UserData> take_user_data();
   // Earliest time tick() has work to do (UINT64_MAX: none).
   std::uint64_t next_deadline() const;
@@ -349,6 +356,7 @@ class Engine {
   std::uint64_t sync_interval() const;
 
   EngineConfig config_;
+  Name self_name_;  // config_.name, interned: self() finds our entry by id
   Rng rng_;
   MemberTable table_;
   ProbeScheduler probes_;

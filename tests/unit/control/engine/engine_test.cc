@@ -138,6 +138,35 @@ void join_with_view(Driver& d, std::size_t n) {
 
 // ---------------------------------------------------------------- failure detection
 
+// Draining into a vector of the host's: the same datagrams and events as the
+// returning forms, the vector emptied first, the engine's own emptied.
+TEST(Engine, TakingOutputIntoAVectorGivesItAllAndEmptiesTheEngine) {
+  Engine e(config(0), 1, kStart);
+  const std::vector<Address> seeds = {addr(1), addr(2)};
+  e.join(seeds, kStart);
+  std::vector<Outgoing> out(3);  // whatever it held goes
+  e.take_outbox(out);
+  ASSERT_EQ(out.size(), 2u);
+  std::set<Address> to;
+  for (const Outgoing& o : out) {
+    to.insert(o.to);
+    EXPECT_NE(find_msg<SyncRequest>(o), nullptr);
+  }
+  EXPECT_EQ(to, (std::set<Address>{addr(1), addr(2)}));
+  e.take_outbox(out);
+  EXPECT_TRUE(out.empty());
+
+  e.handle(addr(3), {alive(3), alive(4)}, kStart);
+  std::vector<MemberEvent> events(5);
+  e.take_events(events);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(count_events(events, EventKind::kJoin, name(3)), 1u);
+  EXPECT_EQ(count_events(events, EventKind::kJoin, name(4)), 1u);
+  e.take_events(events);
+  EXPECT_TRUE(events.empty());
+  EXPECT_TRUE(e.take_events().empty());
+}
+
 TEST(Engine, PingIsAnsweredWithAckAndMisdirectedPingIsNot) {
   Driver d(config());
   d.handle(1, {Ping{42, name(0), name(1), addr(1)}});
