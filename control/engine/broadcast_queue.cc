@@ -1,6 +1,7 @@
 #include "control/engine/broadcast_queue.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -22,12 +23,13 @@ std::uint64_t message_incarnation(const Message& m) {
   return 0;
 }
 
-std::uint32_t BroadcastQueue::find(const Key& key) const {
-  const std::uint32_t id = identities().find_name(key.second);
+std::uint32_t BroadcastQueue::find(const Key& key) const { return find(key, identities().find_name(key.second)); }
+
+std::uint32_t BroadcastQueue::find(const Key& key, std::uint32_t name_id) const {
   // An empty name is id kNone (a key like any other); another name that no
   // handle holds cannot be queued.
-  if (id == IdentityPool::kNone && !key.second.empty()) return kNoSlot;
-  const std::uint32_t slot = index_.find(index_key(key.first, id));
+  if (name_id == IdentityPool::kNone && !key.second.empty()) return kNoSlot;
+  const std::uint32_t slot = index_.find(index_key(key.first, name_id));
   return slot == FlatIndex::kAbsent ? kNoSlot : slot;
 }
 
@@ -45,32 +47,36 @@ std::size_t OrderedRing::lower_bound(const Item& x) const {
 }
 
 void OrderedRing::grow() {
-  std::vector<Item> next(buf_.empty() ? 8 : buf_.size() * 2);
+  const std::uint32_t cap = cap_ * 2;
+  auto next = std::make_unique<Item[]>(cap);
   for (std::size_t i = 0; i < size_; ++i) next[i] = (*this)[i];
-  buf_.swap(next);
+  heap_ = std::move(next);
+  cap_ = cap;
   head_ = 0;
 }
 
 void OrderedRing::move_up(std::size_t lo, std::size_t hi) {
   // From the top down, so that no item is overwritten before it has moved.
-  const std::size_t mask = buf_.size() - 1;
+  Item* buf = data();
+  const std::size_t mask = cap_ - 1;
   while (hi > lo) {
     const std::size_t src_last = (head_ + hi - 1) & mask;
     const std::size_t dst_last = (head_ + hi) & mask;
     const std::size_t n = std::min({hi - lo, src_last + 1, dst_last + 1});
-    std::memmove(&buf_[dst_last + 1 - n], &buf_[src_last + 1 - n], n * sizeof(Item));
+    std::memmove(&buf[dst_last + 1 - n], &buf[src_last + 1 - n], n * sizeof(Item));
     hi -= n;
   }
 }
 
 void OrderedRing::move_down(std::size_t lo, std::size_t hi) {
   // From the bottom up (lo >= 1: the item below the range is free).
-  const std::size_t mask = buf_.size() - 1;
+  Item* buf = data();
+  const std::size_t mask = cap_ - 1;
   while (lo < hi) {
     const std::size_t src = (head_ + lo) & mask;
     const std::size_t dst = (head_ + lo - 1) & mask;
-    const std::size_t n = std::min({hi - lo, buf_.size() - src, buf_.size() - dst});
-    std::memmove(&buf_[dst], &buf_[src], n * sizeof(Item));
+    const std::size_t n = std::min({hi - lo, cap_ - src, cap_ - dst});
+    std::memmove(&buf[dst], &buf[src], n * sizeof(Item));
     lo += n;
   }
 }
@@ -85,10 +91,10 @@ void OrderedRing::insert(const Item& x) {
   } else {
     pos = lower_bound(x);
   }
-  if (size_ == buf_.size()) grow();
+  if (size_ == cap_) grow();
   if (pos < size_ - pos) {
     // The front part moves one place towards the front.
-    head_ = (head_ - 1) & (buf_.size() - 1);
+    head_ = (head_ - 1) & (cap_ - 1);
     move_down(1, pos + 1);
   } else {
     // The back part moves one place towards the back.
@@ -108,7 +114,7 @@ void OrderedRing::erase(std::uint64_t id) {
   }
   if (pos < size_ - 1 - pos) {
     move_up(0, pos);
-    head_ = (head_ + 1) & (buf_.size() - 1);
+    head_ = (head_ + 1) & (cap_ - 1);
   } else {
     move_down(pos + 1, size_);
   }
@@ -120,12 +126,15 @@ void BroadcastQueue::order_insert(std::uint32_t slot) {
   Bucket& b = bucket(e.cls, e.transmits);
   const Item item{e.id, slot};
   b.insert(item);
+  if (e.transmits < kMapped) occupied_[static_cast<std::size_t>(e.cls)] |= std::uint64_t{1} << e.transmits;
 }
 
 void BroadcastQueue::order_erase(std::uint32_t slot) {
   const Entry& e = slots_[slot];
   Bucket& b = bucket(e.cls, e.transmits);
   b.erase(e.id);
+  if (b.empty() && e.transmits < kMapped)
+    occupied_[static_cast<std::size_t>(e.cls)] &= ~(std::uint64_t{1} << e.transmits);
 }
 
 std::uint32_t BroadcastQueue::last_in_order() const {
@@ -145,7 +154,7 @@ void BroadcastQueue::erase(std::uint32_t slot) {
   free_.push_back(slot);
 }
 
-void BroadcastQueue::insert(const Key& key, Message msg, PriorityClass cls, std::uint32_t transmit_cap) {
+void BroadcastQueue::insert(const Key& key, Name name, Message msg, PriorityClass cls, std::uint32_t transmit_cap) {
   std::uint32_t slot;
   if (!free_.empty()) {
     slot = free_.back();
@@ -156,7 +165,8 @@ void BroadcastQueue::insert(const Key& key, Message msg, PriorityClass cls, std:
   }
   Entry& e = slots_[slot];
   e.msg = std::move(msg);
-  e.name = key.second;
+  // A name no handle held yet is interned now.
+  e.name = name.empty() && !key.second.empty() ? Name(key.second) : std::move(name);
   e.kind = key.first;
   e.cls = cls;
   e.transmits = 0;
@@ -168,7 +178,12 @@ void BroadcastQueue::insert(const Key& key, Message msg, PriorityClass cls, std:
 }
 
 PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls, std::uint32_t transmit_cap) {
-  if (const std::uint32_t slot = find(key); slot != kNoSlot) {
+  // Hashed once: the lookup and the new entry's name share the id, held
+  // here so that no erase() below (of the entry it replaces, or a victim under
+  // the other kind with the same name) can free it meanwhile.
+  const std::uint32_t name_id = identities().find_name(key.second);
+  Name held = name_id != IdentityPool::kNone ? Name::of_id(name_id) : Name{};
+  if (const std::uint32_t slot = find(key, name_id); slot != kNoSlot) {
     const Entry& old = slots_[slot];
     // UserData: the latest payload from a source always wins.
     if (key.first == Kind::kMember) {
@@ -186,7 +201,7 @@ PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls, 
         state_strength(msg) == 0)
       cls = PriorityClass::kUrgent;
     erase(slot);
-    insert(key, std::move(msg), cls, transmit_cap);
+    insert(key, std::move(held), std::move(msg), cls, transmit_cap);
     return PushResult::kReplaced;
   }
 
@@ -207,7 +222,7 @@ PushResult BroadcastQueue::push(const Key& key, Message msg, PriorityClass cls, 
     ++drops_[static_cast<std::size_t>(victim_cls)];
     erase(victim);
   }
-  insert(key, std::move(msg), cls, transmit_cap);
+  insert(key, std::move(held), std::move(msg), cls, transmit_cap);
   return PushResult::kQueued;
 }
 
@@ -220,8 +235,20 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
   // Entries are read in serve order, which is not memory order: each is
   // fetched a few ahead of its turn.
   constexpr std::size_t kAhead = 4;
-  for (const auto& per_class : buckets_) {
-    for (const Bucket& b : per_class) {
+  for (std::size_t c = 0; c < kPriorityClasses && !full; ++c) {
+    const auto& per_class = buckets_[c];
+    // The occupied buckets among the first kMapped, in order, then any past them.
+    std::uint64_t occupied = occupied_[c];
+    for (std::size_t t = 0; t < per_class.size(); ++t) {
+      if (t < kMapped) {
+        if (occupied == 0) {
+          t = kMapped - 1;
+          continue;
+        }
+        t = static_cast<std::size_t>(std::countr_zero(occupied));
+        occupied &= occupied - 1;
+      }
+      const Bucket& b = per_class[t];
       for (std::size_t i = b.size(); i-- > 0;) {
         // Smallest possible message, or several in a row too large: the datagram is
         // as full as it is worth (scanning on would make take() O(Q) per datagram).
@@ -243,7 +270,6 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
       }
       if (full) break;
     }
-    if (full) break;
   }
   // Copied once the count is known: one allocation for the datagram's messages.
   out.reserve(out.size() + taken_.size());
@@ -273,6 +299,7 @@ void BroadcastQueue::clear() {
   free_.clear();
   index_.clear();
   for (auto& per_class : buckets_) per_class.clear();
+  occupied_ = {};
 }
 
 }  // namespace gw::cp::engine

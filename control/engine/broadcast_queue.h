@@ -19,6 +19,7 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
@@ -42,18 +43,37 @@ enum class PushResult : std::uint8_t {
 // moves the items on its shorter side, so one near either end costs a few
 // moves, and one in the middle is at most three block moves (memmove)
 // however the ring wraps; memory grows by doubling and is never given back (no
-// allocation per message once grown).
-class OrderedRing {
+// allocation per message once grown). The first kInline items live in the
+// ring itself: most buckets hold none or one (an entry alone in its bucket
+// moves to the next one each time it is sent), and a bucket that is one cache
+// line of its own costs one miss, where a separate buffer cost two or three.
+class alignas(64) OrderedRing {
  public:
   struct Item {
     std::uint64_t id = 0;    // push order
     std::uint32_t slot = 0;  // the entry's place in the queue's slots
     friend auto operator<=>(const Item&, const Item&) = default;
   };
+  static constexpr std::uint32_t kInline = 2;  // a power of two
+
+  OrderedRing() = default;
+  // A moved-from ring is empty (and usable).
+  OrderedRing(OrderedRing&& o) noexcept { *this = std::move(o); }
+  OrderedRing& operator=(OrderedRing&& o) noexcept {
+    if (this != &o) {
+      heap_ = std::move(o.heap_);
+      cap_ = std::exchange(o.cap_, kInline);
+      head_ = std::exchange(o.head_, 0);
+      size_ = std::exchange(o.size_, 0);
+      inline_ = o.inline_;
+    }
+    return *this;
+  }
+
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
   // i in [0, size()), ascending.
-  const Item& operator[](std::size_t i) const { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+  const Item& operator[](std::size_t i) const { return data()[(head_ + i) & (cap_ - 1)]; }
   const Item& front() const { return (*this)[0]; }
   const Item& back() const { return (*this)[size_ - 1]; }
   // In order (an equal item goes before the one already there).
@@ -66,17 +86,22 @@ class OrderedRing {
   }
 
  private:
-  Item& at(std::size_t i) { return buf_[(head_ + i) & (buf_.size() - 1)]; }
+  const Item* data() const { return cap_ <= kInline ? inline_.data() : heap_.get(); }
+  Item* data() { return cap_ <= kInline ? inline_.data() : heap_.get(); }
+  Item& at(std::size_t i) { return data()[(head_ + i) & (cap_ - 1)]; }
   std::size_t lower_bound(const Item& x) const;  // first index whose item is >= x
   // The items at [lo, hi) move one place up (to [lo + 1, hi + 1)) or down (to
   // [lo - 1, hi - 1)), in physically contiguous pieces.
   void move_up(std::size_t lo, std::size_t hi);
   void move_down(std::size_t lo, std::size_t hi);
   void grow();
-  std::vector<Item> buf_;  // capacity a power of two (empty until the first insert)
-  std::size_t head_ = 0;
-  std::size_t size_ = 0;
+  std::unique_ptr<Item[]> heap_;  // the items once there are more than kInline
+  std::uint32_t cap_ = kInline;   // a power of two
+  std::uint32_t head_ = 0;
+  std::uint32_t size_ = 0;
+  std::array<Item, kInline> inline_{};
 };
+static_assert(sizeof(OrderedRing) == 64, "a bucket of a few entries is one cache line");
 
 class BroadcastQueue {
  public:
@@ -149,8 +174,11 @@ class BroadcastQueue {
   // The last entry in serve order (the eviction victim); kNoSlot if empty.
   std::uint32_t last_in_order() const;
   std::uint32_t find(const Key& key) const;
+  // The same with the name's id already looked up (IdentityPool::find_name).
+  std::uint32_t find(const Key& key, std::uint32_t name_id) const;
   void erase(std::uint32_t slot);
-  void insert(const Key& key, Message msg, PriorityClass cls, std::uint32_t transmit_cap);
+  // `name`: key.second's handle if some handle held it already, else empty.
+  void insert(const Key& key, Name name, Message msg, PriorityClass cls, std::uint32_t transmit_cap);
 
   std::size_t max_entries_;
   // take() gives up after this many entries in a row that do not fit.
@@ -160,6 +188,12 @@ class BroadcastQueue {
   std::vector<std::uint32_t> free_;
   FlatIndex index_;  // (kind, name id) -> slot
   std::array<std::vector<Bucket>, kPriorityClasses> buckets_;
+  // Which of a class's first kMapped buckets hold entries (bit t: bucket t):
+  // take() reads only those, not the empty ones between (one cache line
+  // each). Buckets past kMapped (a retransmit limit over 64) are read as
+  // before.
+  static constexpr std::size_t kMapped = 64;
+  std::array<std::uint64_t, kPriorityClasses> occupied_ = {};
   std::vector<std::uint32_t> taken_;  // scratch for take()
   std::array<std::uint64_t, kPriorityClasses> drops_ = {};
   std::uint64_t superseded_ = 0;

@@ -172,6 +172,12 @@ class Name : public CountedId<&IdentityPool::retain_name, &IdentityPool::release
   Name() = default;
   explicit Name(std::string_view s) : CountedId(identities().intern_name(s)) {}
   Name& operator=(std::string_view s) { return *this = Name(s); }
+  // Another handle to an id some handle holds (IdentityPool::find_name's):
+  // no hashing, where Name(text) would hash the text again.
+  static Name of_id(std::uint32_t id) {
+    identities().retain_name(id);
+    return Name(Adopt{}, id);
+  }
 
   const std::string& str() const { return identities().name(id()); }
   operator const std::string&() const { return str(); }  // NOLINT: a name is its text
@@ -182,6 +188,10 @@ class Name : public CountedId<&IdentityPool::retain_name, &IdentityPool::release
   friend bool operator==(const Name& a, const std::string& b) { return a.str() == b; }
   friend bool operator==(const Name& a, std::string_view b) { return a.str() == b; }
   friend bool operator==(const Name& a, const char* b) { return a.str() == b; }
+
+ private:
+  struct Adopt {};
+  Name(Adopt, std::uint32_t adopted) : CountedId(adopted) {}
 };
 
 // A counted reference to an interned profile.

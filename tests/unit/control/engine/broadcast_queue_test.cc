@@ -176,6 +176,62 @@ TEST(BroadcastQueue, RespectsByteBudget) {
   EXPECT_LE(estimated_size(out), 300u);
 }
 
+// take() reads a class's occupied buckets from a bitmap of the first 64 and
+// scans any past them: an entry sent 70 times waits behind one sent fewer
+// times, and is served again when that one has caught up and passed it.
+TEST(BroadcastQueue, ServesFewestTransmitsFirstPastSixtyFourBuckets) {
+  BroadcastQueue q(16);
+  constexpr std::uint32_t kLimit = 200;
+  q.push(member("a"), alive("a", 1), PriorityClass::kGossip);
+  for (int i = 0; i < 70; ++i) {
+    Compound out;
+    q.take(kBig, kLimit, out);
+  }
+  ASSERT_EQ(q.transmits(member("a")), 70u);
+  q.push(member("b"), alive("b", 1), PriorityClass::kGossip);
+  const std::size_t one = estimated_size(Message{alive("b", 1)});
+  auto take_one = [&] {
+    Compound out;
+    q.take(one, kLimit, out);
+    return out.size() == 1 ? std::get<Alive>(out[0]).node : std::string("(") + std::to_string(out.size()) + ")";
+  };
+  for (int i = 0; i < 70; ++i) ASSERT_EQ(take_one(), "b") << "take " << i;
+  // Both sent 70 times: the newer first, then the one now behind.
+  EXPECT_EQ(take_one(), "b");
+  EXPECT_EQ(take_one(), "a");
+  EXPECT_EQ(take_one(), "b");
+  EXPECT_EQ(take_one(), "a");
+  EXPECT_EQ(q.transmits(member("a")), 72u);
+  EXPECT_EQ(q.transmits(member("b")), 72u);
+}
+
+// A name only a queue entry holds stays the entry's through a replacement
+// and through the eviction of another entry under the same name: the id is
+// held across the erase, and not handed to the next name interned.
+TEST(BroadcastQueue, ANameOnlyTheQueueHoldsSurvivesReplacementAndEviction) {
+  BroadcastQueue q(1);
+  ASSERT_EQ(identities().find_name("only-in-queue"), IdentityPool::kNone);
+  q.push(member("only-in-queue"), alive("only-in-queue", 1), PriorityClass::kGossip);
+  EXPECT_EQ(q.push(member("only-in-queue"), alive("only-in-queue", 2), PriorityClass::kGossip), PushResult::kReplaced);
+  const Name other("interned-after-the-replacement");
+  EXPECT_TRUE(q.contains(member("only-in-queue")));
+  EXPECT_NE(identities().find_name("only-in-queue"), other.id());
+
+  BroadcastQueue full(1);
+  ASSERT_EQ(identities().find_name("evicted-name"), IdentityPool::kNone);
+  full.push({BroadcastQueue::Kind::kUserData, "evicted-name"}, UserData{"evicted-name", "x"}, PriorityClass::kGossip);
+  // Full: the user data entry (same name, the other key space) is the victim.
+  EXPECT_EQ(full.push(member("evicted-name"), alive("evicted-name", 1), PriorityClass::kGossip), PushResult::kQueued);
+  const Name later("interned-after-the-eviction");
+  EXPECT_TRUE(full.contains(member("evicted-name")));
+  EXPECT_FALSE(full.contains({BroadcastQueue::Kind::kUserData, "evicted-name"}));
+  EXPECT_NE(identities().find_name("evicted-name"), later.id());
+  Compound out;
+  full.take(kBig, 10, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(std::get<Alive>(out[0]).node, "evicted-name");
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
 
@@ -230,6 +286,30 @@ TEST(OrderedRing, StaysInOrderLikeASetThroughEveryKindOfChange) {
   EXPECT_EQ(ring.size(), ref.size());
   ring.clear();
   EXPECT_TRUE(ring.empty());
+}
+
+// A ring holds its first items in itself (kInline), later ones in a buffer:
+// moving it (a class's buckets are a vector that grows) keeps them in order
+// either way, and leaves the source empty and usable.
+TEST(OrderedRing, MovesKeepItsItemsInlineOrNotAndLeaveTheSourceEmpty) {
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{OrderedRing::kInline}, std::size_t{OrderedRing::kInline + 1}, std::size_t{37}}) {
+    std::vector<OrderedRing> rings(1);
+    // Inserted at the front each time: the head wraps before the buffer grows.
+    for (std::size_t i = n; i > 0; --i) rings[0].insert({i, static_cast<std::uint32_t>(i)});
+    rings.resize(64);  // reallocates: every ring is moved
+    ASSERT_EQ(rings[0].size(), n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(rings[0][i].id, i + 1) << n;
+    OrderedRing taken = std::move(rings[0]);
+    EXPECT_TRUE(rings[0].empty()) << n;
+    rings[0].insert({5, 5});
+    rings[0].insert({3, 3});
+    ASSERT_EQ(rings[0].size(), 2u);
+    EXPECT_EQ(rings[0].front().id, 3u);
+    EXPECT_EQ(rings[0].back().id, 5u);
+    ASSERT_EQ(taken.size(), n);
+    EXPECT_EQ(taken.back().id, n);
+  }
 }
 
 }  // namespace

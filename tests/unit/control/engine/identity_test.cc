@@ -72,6 +72,18 @@ namespace {
 // run of inserts and erases, with keys that collide in their low bits.
 // Equal profiles share one record while any holder keeps it; a released
 // one is forgotten by the index (its id may be reused, for anything).
+// Name::of_id: another counted handle to a held id, without hashing.
+TEST(IdentityPool, AHandleOfAnIdHoldsTheNameLikeACopy) {
+  Name a("held-by-of-id");
+  Name b = Name::of_id(a.id());
+  EXPECT_EQ(b, a);
+  EXPECT_EQ(b.str(), "held-by-of-id");
+  a = Name();
+  EXPECT_EQ(identities().find_name("held-by-of-id"), b.id());
+  b = Name();
+  EXPECT_EQ(identities().find_name("held-by-of-id"), IdentityPool::kNone);
+}
+
 TEST(IdentityPool, EqualProfilesShareOneRecordWhileHeld) {
   const std::size_t before = identities().profiles_in_use();
   const Address a{{10, 9, 0, 1}, 7946};
