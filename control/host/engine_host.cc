@@ -80,7 +80,8 @@ void EngineHost::poll(std::uint64_t now_ns, std::uint32_t unix_s) {
   flush(now_ns, unix_s);
   if (!key_change_.idle()) key_change_.tick(now_ns, unix_s);
   shaper_.release(now_ns);
-  for (engine::MemberEvent& e : engine_->take_events()) events_.record(std::move(e));
+  engine_->take_events(drained_events_);
+  for (engine::MemberEvent& e : drained_events_) events_.record(std::move(e));
 }
 
 void EngineHost::note_ack(const engine::Ack& ack, std::uint64_t now_ns) {
@@ -121,7 +122,8 @@ void EngineHost::begin_leave(std::uint64_t now_ns, std::uint32_t unix_s) {
 }
 
 void EngineHost::flush(std::uint64_t now_ns, std::uint32_t unix_s) {
-  std::vector<engine::Outgoing> out = engine_->take_outbox();
+  engine_->take_outbox(outbox_);
+  const std::vector<engine::Outgoing>& out = outbox_;
   if (out.empty()) return;
   // No key to seal with: every datagram is dropped, counted, before it is
   // encoded.

@@ -159,6 +159,11 @@ class EngineHost {
   crypto::NonceSource nonces_;
   std::vector<std::uint8_t> plain_;
   std::vector<std::uint8_t> sealed_;
+  // What flush() and tick() drain the engine into: storage traded with the
+  // engine (Engine::take_outbox), so the control lcore allocates none for it
+  // per pass once both have grown.
+  std::vector<engine::Outgoing> outbox_;
+  std::vector<engine::MemberEvent> drained_events_;
   EngineHostCounters counters_;
   ClusterKeyChange key_change_;
   // Pings sent, by sequence number, until their ack (oldest forgotten first).
