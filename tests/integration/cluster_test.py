@@ -42,6 +42,22 @@ SKIP = 77
 # Verdicts that only an attacker produces: the members' own traffic is keyed,
 # ours and well formed, so every one of these counts is an attacker frame.
 ATTACK_VERDICTS = ["drop_unkeyed", "drop_foreign_cluster", "drop_unknown_key", "drop_bad_mac", "drop_bad_auth"]
+# A tampered datagram fails its AEAD (drop_bad_auth); a copy of one whose
+# header already failed on that lcore is refused before the AEAD
+# (drop_auth_retry, dataplane/replay.h FailedHeaders) while the lcore still
+# remembers it. With the floods looped, which of the two a copy gets depends
+# on that memory (1,024 4-way sets, least recently used forgotten), so the
+# attacker's tampered frames are checked against the two together.
+COMBINED = {"drop_bad_auth": ("drop_bad_auth", "drop_auth_retry")}
+
+
+def attack_count(totals, v):
+    """What the gateway counted for attack verdict v (summed with its alternative, see COMBINED)."""
+    return sum(totals.get(k, 0) for k in COMBINED.get(v, (v,)))
+
+
+def attack_label(v):
+    return "+".join(COMBINED.get(v, (v,)))
 # Verdicts a replayed frame may get, once the dataplane has a replay check.
 REPLAY_VERDICTS = ["drop_replay", "drop_stale"]
 
@@ -355,8 +371,9 @@ def main():
                 after = c.stats(i)["totals"]
                 before = stats_before[i]["totals"]
                 for v in ATTACK_VERDICTS:
-                    check(f"gw-{i} live: {v} +{after[v] - before[v]} == {attack_expected[i][v]} sent",
-                          after[v] - before[v] == attack_expected[i][v])
+                    d = attack_count(after, v) - attack_count(before, v)
+                    check(f"gw-{i} live: {attack_label(v)} +{d} == {attack_expected[i][v]} sent",
+                          d == attack_expected[i][v])
 
         rotation_done = False
         if c.api and re.search(r"^\s+keys\b", subprocess.run([c.info["ctl"], "--help"], capture_output=True,
@@ -526,7 +543,9 @@ def verdict_table(c, stats, attack_expected, replay_expected, rotation_done):
         check(f"gw-{i}: every received frame has exactly one verdict (sum {verdict_sum} == rx_total {t['rx_total']})",
               verdict_sum == t["rx_total"])
         for v in ATTACK_VERDICTS:
-            check(f"gw-{i}: {v} {t.get(v)} == {attack_expected[i][v]} attacker frames", t.get(v) == attack_expected[i][v])
+            got = attack_count(t, v)
+            check(f"gw-{i}: {attack_label(v)} {got} == {attack_expected[i][v]} attacker frames",
+                  got == attack_expected[i][v])
         check(f"gw-{i}: nothing malformed, rate-limited or lost on a full ring",
               t.get("drop_malformed") == 0 and t.get("drop_ring_full") == 0 and t.get("drop_rate_limited", 0) == 0,
               str({k: t.get(k) for k in ("drop_malformed", "drop_ring_full", "drop_rate_limited")}))
