@@ -76,13 +76,16 @@ if [ -f "$corpus" ]; then
   mix="$mix,unkeyed_memberlist=$(m 100)"
 fi
 
+# Header timestamps and the gateway's clock agree (gossipgen's ground truth
+# holds only then): the gateway runs with its clock frozen at the traffic's.
+ts=1700000000
 echo "== traffic: $mix"
-build/perf/gossipgen/gossipgen --config "$work/gossipgw.yaml" --seed "$seed" --mix "$mix" \
+build/perf/gossipgen/gossipgen --config "$work/gossipgw.yaml" --seed "$seed" --mix "$mix" --timestamp "$ts" \
   "${corpus_args[@]}" --out "$work/traffic.pcap" --truth "$work/truth.json"
 
 echo "== gateway on net_pcap (1 worker lcore, 1 control lcore, --no-huge)"
 build/control/gateway/gossipgw -l 0,1 --no-huge -m 512 --no-pci --file-prefix="gwdemo$$" \
   --log-level=lib.eal:warning --vdev="net_pcap0,rx_pcap=$work/traffic.pcap" \
-  -- --config "$work/gossipgw.yaml" --idle-exit-ms 500 --stats-json "$work/stats.json"
+  -- --config "$work/gossipgw.yaml" --freeze-clock "$ts" --idle-exit-ms 500 --stats-json "$work/stats.json"
 
 python3 "$root/scripts/verdict_table.py" "$work/truth.json" "$work/stats.json"
