@@ -235,41 +235,34 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
   // Entries are read in serve order, which is not memory order: each is
   // fetched a few ahead of its turn.
   constexpr std::size_t kAhead = 4;
+  // One bucket from its back (newest first).
+  auto scan = [&](const Bucket& b) {
+    for (std::size_t i = b.size(); i-- > 0;) {
+      // Smallest possible message, or several in a row too large: the datagram is
+      // as full as it is worth (scanning on would make take() O(Q) per datagram).
+      if (left < 4 || misses >= kMaxMisses) {
+        full = true;
+        return;
+      }
+      if (i >= kAhead) __builtin_prefetch(&slots_[b[i - kAhead].slot]);
+      const std::uint32_t slot = b[i].slot;
+      const Entry& e = slots_[slot];
+      if (e.size > left) {
+        ++misses;
+        continue;
+      }
+      misses = 0;
+      left -= e.size;
+      if (e.cls < highest) highest = e.cls;
+      taken_.push_back(slot);
+    }
+  };
   for (std::size_t c = 0; c < kPriorityClasses && !full; ++c) {
     const auto& per_class = buckets_[c];
     // The occupied buckets among the first kMapped, in order, then any past them.
-    std::uint64_t occupied = occupied_[c];
-    for (std::size_t t = 0; t < per_class.size(); ++t) {
-      if (t < kMapped) {
-        if (occupied == 0) {
-          t = kMapped - 1;
-          continue;
-        }
-        t = static_cast<std::size_t>(std::countr_zero(occupied));
-        occupied &= occupied - 1;
-      }
-      const Bucket& b = per_class[t];
-      for (std::size_t i = b.size(); i-- > 0;) {
-        // Smallest possible message, or several in a row too large: the datagram is
-        // as full as it is worth (scanning on would make take() O(Q) per datagram).
-        if (left < 4 || misses >= kMaxMisses) {
-          full = true;
-          break;
-        }
-        if (i >= kAhead) __builtin_prefetch(&slots_[b[i - kAhead].slot]);
-        const std::uint32_t slot = b[i].slot;
-        const Entry& e = slots_[slot];
-        if (e.size > left) {
-          ++misses;
-          continue;
-        }
-        misses = 0;
-        left -= e.size;
-        if (e.cls < highest) highest = e.cls;
-        taken_.push_back(slot);
-      }
-      if (full) break;
-    }
+    for (std::uint64_t occupied = occupied_[c]; occupied != 0 && !full; occupied &= occupied - 1)
+      scan(per_class[static_cast<std::size_t>(std::countr_zero(occupied))]);
+    for (std::size_t t = kMapped; t < per_class.size() && !full; ++t) scan(per_class[t]);
   }
   // Copied once the count is known: one allocation for the datagram's messages.
   out.reserve(out.size() + taken_.size());

@@ -159,7 +159,7 @@ class EngineHost {
   crypto::NonceSource nonces_;
   std::vector<std::uint8_t> plain_;
   std::vector<std::uint8_t> sealed_;
-  // What flush() and tick() drain the engine into: storage traded with the
+  // What flush() and poll() drain the engine into: storage traded with the
   // engine (Engine::take_outbox), so the control lcore allocates none for it
   // per pass once both have grown.
   std::vector<engine::Outgoing> outbox_;
