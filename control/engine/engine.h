@@ -236,9 +236,11 @@ class Engine {
   void on_sync_response(const SyncResponse& m, std::uint64_t now_ns);
   void on_user_data(const UserData& m);
 
+  // Where an Alive came from: a gossiped message, a sync's window, or the
+  // answer to our own join (admitted by policy alone, not rate-limited).
+  enum class AliveSource : std::uint8_t { kGossip, kSync, kJoinAnswer };
   // State updates shared by gossip and sync merges.
-  // `from_join`: part of the answer to our own join (not rate-limited).
-  void apply_alive(const Alive& a, std::uint64_t now_ns, bool from_join = false);
+  void apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource source = AliveSource::kGossip);
   void admit_pending(std::uint64_t now_ns);
   void promote_probationers(std::uint64_t now_ns);
   // True if `h` may count against our health when it does not nack.
@@ -414,6 +416,13 @@ class Engine {
   std::uint64_t next_probe_ns_ = 0;
   std::uint64_t next_gossip_ns_ = 0;
   std::uint64_t next_sync_ns_ = 0;
+  // A settle delay after the latest join we heard: one sync then (tick()).
+  std::uint64_t settle_sync_ns_ = UINT64_MAX;
+  // Long enough for a join's epidemic to have run its course (each member
+  // sends it retransmit_limit() times, gossip_nodes a round).
+  std::uint64_t settle_delay() const { return 25 * config_.gossip_interval_ns; }
+  // A member joined our view: arms the settle sync if the news came by gossip.
+  void settle_after(AliveSource source, std::uint64_t now_ns);
   bool leaving_ = false;
 
   // Never-seen members over the admission rate, admitted as tokens come.
