@@ -260,6 +260,11 @@ class Engine {
   // News that should not wait for the next gossip round (a death or a
   // departure of an established member): the round is brought forward.
   void gossip_soon(std::uint64_t now_ns);
+  // A member joined our view: arms the settle sync if the news came by gossip.
+  void settle_after(AliveSource source, std::uint64_t now_ns);
+  // Long enough for a join's epidemic to have run its course (each member
+  // sends it retransmit_limit() times, gossip_nodes a round).
+  std::uint64_t settle_delay() const { return 25 * config_.gossip_interval_ns; }
   // We were not run for a while (a starved control lcore): our own timeouts
   // measured our absence, not the others'.
   void after_own_stall(std::uint64_t now_ns);
@@ -416,13 +421,9 @@ class Engine {
   std::uint64_t next_probe_ns_ = 0;
   std::uint64_t next_gossip_ns_ = 0;
   std::uint64_t next_sync_ns_ = 0;
-  // A settle delay after the latest join we heard: one sync then (tick()).
+  // A settle delay after the latest join we heard by gossip: one sync then
+  // (tick()).
   std::uint64_t settle_sync_ns_ = UINT64_MAX;
-  // Long enough for a join's epidemic to have run its course (each member
-  // sends it retransmit_limit() times, gossip_nodes a round).
-  std::uint64_t settle_delay() const { return 25 * config_.gossip_interval_ns; }
-  // A member joined our view: arms the settle sync if the news came by gossip.
-  void settle_after(AliveSource source, std::uint64_t now_ns);
   bool leaving_ = false;
 
   // Never-seen members over the admission rate, admitted as tokens come.
