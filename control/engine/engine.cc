@@ -188,10 +188,13 @@ void Engine::note_arrival(std::uint64_t now_ns) {
   surge_until_ns_ = now_ns + config_.surge_window_ns;
 }
 
-void Engine::settle_after(AliveSource source, std::uint64_t now_ns) {
-  // Only an epidemic can have missed us: a sync's window or a join answer
-  // repairs a view itself (and a joiner has its follow-ups and early sync).
+void Engine::joined(const Member& m, AliveSource source, std::uint64_t now_ns) {
+  ++counters_.joins;
+  // The settle sync: only an epidemic can have missed someone; a sync's
+  // window or a join answer repairs a view itself (and a joiner has its
+  // follow-ups and early sync).
   if (source == AliveSource::kGossip) settle_sync_ns_ = now_ns + settle_delay();
+  emit(EventKind::kJoin, m);
 }
 
 void Engine::gossip_soon(std::uint64_t now_ns) {
@@ -320,9 +323,7 @@ void Engine::promote_probationers(std::uint64_t now_ns) {
     introducers_.erase(m->name.id());
     table_.promote(*m);
     ++counters_.probation_promoted;
-    ++counters_.joins;
-    settle_after(AliveSource::kGossip, now_ns);
-    emit(EventKind::kJoin, *m);
+    joined(*m, AliveSource::kGossip, now_ns);
     queue_broadcast(name, Alive{m->incarnation, m->name, m->addr(), m->tags(), m->protocol_version()},
                     PriorityClass::kGossip);
   }
@@ -730,9 +731,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
         introducers_[m->name.id()] = *inbound_from_;
       return;
     }
-    ++counters_.joins;
-    settle_after(source, now_ns);
-    emit(EventKind::kJoin, *m);
+    joined(*m, source, now_ns);
     if (!from_join) queue_broadcast(a.node, a, PriorityClass::kGossip);
     return;
   }
@@ -748,9 +747,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     table_.set_status(*m, MemberStatus::kAlive, now_ns);
     probes_.add_member(m->name, rng_);
     remember_newcomer(*m);
-    ++counters_.joins;
-    settle_after(source, now_ns);
-    emit(EventKind::kJoin, *m);
+    joined(*m, source, now_ns);
     queue_broadcast(a.node, a, PriorityClass::kGossip);
     return;
   }

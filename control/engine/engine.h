@@ -260,10 +260,11 @@ class Engine {
   // News that should not wait for the next gossip round (a death or a
   // departure of an established member): the round is brought forward.
   void gossip_soon(std::uint64_t now_ns);
-  // A member joined our view: arms the settle sync if the news came by gossip.
-  void settle_after(AliveSource source, std::uint64_t now_ns);
-  // Long enough for a join's epidemic to have run its course (each member
-  // sends it retransmit_limit() times, gossip_nodes a round).
+  // A member joined our view: counted, reported, and (news by gossip) the
+  // settle sync armed.
+  void joined(const Member& m, AliveSource source, std::uint64_t now_ns);
+  // After the last join heard: about as long as a join's epidemic lasts
+  // (5 s on LAN), so that the peer asked has heard it too.
   std::uint64_t settle_delay() const { return 25 * config_.gossip_interval_ns; }
   // We were not run for a while (a starved control lcore): our own timeouts
   // measured our absence, not the others'.
