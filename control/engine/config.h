@@ -28,6 +28,13 @@ struct EngineConfig {
   std::uint64_t probe_interval_ns = 1 * kSecond;        // one probe per interval; LAN 1 s
   std::uint64_t probe_timeout_ns = 500 * kMillisecond;  // direct ack wait; LAN 500 ms
   std::uint32_t indirect_checks = 3;                    // helpers asked on a missed ack (k); LAN 3
+  // With the indirect probes, ping the target directly once more (memberlist's
+  // TCP fallback ping, on the one transport we have). A live member is then
+  // suspected only if both direct round trips fail as well as every helper's:
+  // at 1 % loss that is about 50 x rarer, and each false suspicion costs every
+  // member its refutation's retransmissions, so the cost of false suspicions
+  // grows with N. true
+  bool fallback_ping = true;
   std::uint32_t awareness_max_multiplier = 8;           // local health score cap; LAN 8
   // Probe targets from a ring shared by all: the view in name order, where
   // in round r (probe_interval_ns of wall time) the member at position i

@@ -1514,6 +1514,13 @@ void Engine::send_indirect_probes(std::uint64_t now_ns) {
     send(table_.find(h)->addr(), PriorityClass::kProbe,
          Compound{IndirectPing{p.seq_no, p.target, target->addr(), true, config_.name, config_.addr}}, true);
   }
+  // The same ping once more (fallback_ping): its ack closes the probe like a
+  // helper's, so one lost datagram of the first round trip no longer leaves
+  // the verdict to the helpers alone.
+  if (config_.fallback_ping) {
+    ++counters_.probe_fallback_sent;
+    send(target->addr(), PriorityClass::kProbe, Compound{Ping{p.seq_no, p.target, config_.name, config_.addr}}, true);
+  }
 }
 
 void Engine::finish_probe_failed(std::uint64_t now_ns) {
@@ -1550,10 +1557,10 @@ void Engine::finish_probe_failed(std::uint64_t now_ns) {
   // newcomer buried in a storm (apply_dead). Its refutation comes too late for
   // the others: each has buried it by then. So the verdict needs two paths
   // that failed: when no helper nacked (the helpers were phantoms too, or our
-  // own network is the problem), our ping alone failed, and one lost datagram
-  // (2 % per round trip at 1 % loss) would bury a live member everywhere; it
-  // gets one more direct ping first (last_ping), and the verdict a probe
-  // interval later. Outside a storm a newcomer is suspected like anyone (a
+  // own network is the problem), only our own path failed (the probe and its
+  // fallback ping, a moment apart on the same links), and a short burst of
+  // loss would bury a live member everywhere; it gets one more direct ping
+  // first (last_ping), and the verdict a probe interval later. Outside a storm a newcomer is suspected like anyone (a
   // newcomer that stalls for a few seconds is not a phantom). A probationer
   // has no standing at all (it was never in the view, and its proof pings are
   // the second path): it too is dead at once, storm or not.

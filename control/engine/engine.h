@@ -107,6 +107,7 @@ struct Counters {
   std::uint64_t probe_failed = 0;
   std::uint64_t probe_outdated = 0;  // unanswered, but the target moved to a newer incarnation meanwhile: no verdict
   std::uint64_t probe_indirect_sent = 0;
+  std::uint64_t probe_fallback_sent = 0;  // second direct pings sent with the indirect probes (fallback_ping)
   std::uint64_t probe_nack_received = 0;
   std::uint64_t ack_drop_unsolicited = 0;   // no probe or relay waits for it (late or unknown)
   std::uint64_t nack_drop_unsolicited = 0;  // not our probe, or not from a helper we asked

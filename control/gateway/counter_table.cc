@@ -201,11 +201,15 @@ constexpr Family kProbesHearsay{"gossipgw_engine_probes_hearsay_total", "counter
                                 "reached us, sent out of round-robin order; also in probes_started (probes)"};
 constexpr Family kProbeOutcomes{
     "gossipgw_engine_probe_outcomes_total", "counter",
-    "Finished probes by outcome: ack_direct, ack_indirect (through helpers), failed (no answer in time), "
+    "Finished probes by outcome: ack_direct, ack_indirect (through helpers or the fallback ping), "
+    "failed (no answer in time), "
     "abandoned_stall (deadline passed while we were stalled: no verdict, our health takes the blame), "
     "outdated (unanswered, but a newer incarnation of the target arrived meanwhile: no verdict) (probes)"};
 constexpr Family kIndirectSent{"gossipgw_engine_indirect_requests_sent_total", "counter",
                                "Indirect probe requests sent to helpers (requests)"};
+constexpr Family kFallbackPings{"gossipgw_engine_fallback_pings_sent_total", "counter",
+                                "Second direct pings sent to a probe's target with the indirect requests; their "
+                                "acks count as ack_indirect in probe_outcomes (pings)"};
 constexpr Family kNacksReceived{"gossipgw_engine_nacks_received_total", "counter",
                                 "Nacks received from indirect helpers (nacks)"};
 constexpr Family kRelayRequests{
@@ -315,6 +319,7 @@ constexpr Field<EC> kEngineFields[] = {
     {"probe_failed", &EC::probe_failed, &ef::kProbeOutcomes, R"(outcome="failed")"},
     {"probe_outdated", &EC::probe_outdated, &ef::kProbeOutcomes, R"(outcome="outdated")"},
     {"probe_indirect_sent", &EC::probe_indirect_sent, &ef::kIndirectSent, ""},
+    {"probe_fallback_sent", &EC::probe_fallback_sent, &ef::kFallbackPings, ""},
     {"probe_nack_received", &EC::probe_nack_received, &ef::kNacksReceived, ""},
     {"ping_drop_misdirected", &EC::ping_drop_misdirected, &ef::kIgnored, R"(type="ping",reason="misdirected")"},
     {"relay_started", &EC::relay_started, &ef::kRelayRequests, R"(outcome="started")"},

@@ -68,6 +68,7 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
                "probe_interval_ms",
                "probe_timeout_ms",
                "indirect_checks",
+               "fallback_ping",
                "awareness_max_multiplier",
                "suspicion_mult",
                "suspicion_max_timeout_mult",
@@ -155,6 +156,7 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
   r.set_uint(m, "sync_bytes_per_sec", c.sync_bytes_per_sec, 0, 1'000'000'000);
   r.set_bool(m, "sync_digest", c.sync_digest);
   r.set_bool(m, "probe_ring", c.probe_ring);
+  r.set_bool(m, "fallback_ping", c.fallback_ping);
   r.set_uint(m, "join_answer_rate", c.join_answer_rate, 0, 1'000'000);
   r.set_uint(m, "join_answer_burst", c.join_answer_burst, 0, 1'000'000);
   r.set_millis(m, "join_retry_min_ms", c.join_retry_min_ns);

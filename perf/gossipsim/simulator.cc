@@ -57,6 +57,7 @@ constexpr std::array<CounterField, EngineTotals::kCount> kTotalFields = {&cp::en
                                                                          &cp::engine::Counters::probe_ack_direct,
                                                                          &cp::engine::Counters::probe_ack_indirect,
                                                                          &cp::engine::Counters::probe_indirect_sent,
+                                                                         &cp::engine::Counters::probe_fallback_sent,
                                                                          &cp::engine::Counters::suspicion_tells,
                                                                          &cp::engine::Counters::suspicion_retells,
                                                                          &cp::engine::Counters::retell_drop_full};
@@ -97,6 +98,7 @@ const std::array<const char*, EngineTotals::kCount> EngineTotals::kNames = {"syn
                                                                             "probe_ack_direct",
                                                                             "probe_ack_indirect",
                                                                             "probe_indirect_sent",
+                                                                            "probe_fallback_sent",
                                                                             "suspicion_tells",
                                                                             "suspicion_retells",
                                                                             "retell_drop_full"};

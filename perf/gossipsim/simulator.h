@@ -110,7 +110,7 @@ struct Marker {
 // Engine counters summed over members (crashed ones at their crash), by name:
 // what the protocol did, for reading a run (EngineTotals::kNames).
 struct EngineTotals {
-  static constexpr std::size_t kCount = 38;
+  static constexpr std::size_t kCount = 39;
   static const std::array<const char*, kCount> kNames;
   std::array<std::uint64_t, kCount> values = {};
 

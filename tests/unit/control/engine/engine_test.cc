@@ -372,6 +372,54 @@ TEST(Engine, NacksFromHelpersSpareOurHealth) {
   EXPECT_EQ(d.e.health_score(), 0u);
 }
 
+// memberlist pings over TCP as well when the UDP ping goes unanswered; we have
+// one transport, so the same ping goes once more with the indirect requests.
+// Here the helpers stay silent and only that second ping is answered: the probe
+// succeeds. Without it, one lost round trip plus silent helpers is a suspicion.
+TEST(Engine, FallbackPingAnsweredSparesATargetWhoseFirstPingWasLost) {
+  for (const bool fallback : {true, false}) {
+    SCOPED_TRACE(fallback ? "fallback_ping" : "no fallback_ping");
+    EngineConfig c = config();
+    c.probe_ring = false;  // SWIM's randomised round-robin, one probe a whole interval apart
+    c.fallback_ping = fallback;
+    Driver d(c);
+    d.add_members(1, 5);
+    std::uint32_t seq = 0;
+    std::string target;
+    std::vector<std::uint64_t> pings_at;
+    std::uint64_t indirect_at = 0;
+    d.run_until(kStart + 2 * kSecond, [&](const Outgoing& o) {
+      if (const Ping* p = find_msg<Ping>(o); p && (seq == 0 || p->seq_no == seq)) {
+        seq = p->seq_no;
+        target = p->target;
+        pings_at.push_back(d.now);
+        // The first is lost; the second (same number, same target) is answered.
+        if (pings_at.size() == 2) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+      }
+      if (const IndirectPing* ip = find_msg<IndirectPing>(o); ip && ip->seq_no == seq && indirect_at == 0)
+        indirect_at = d.now;
+    });
+    ASSERT_FALSE(target.empty());
+    ASSERT_NE(indirect_at, 0u);
+    const Counters& k = d.e.counters();
+    if (fallback) {
+      ASSERT_EQ(pings_at.size(), 2u);
+      EXPECT_EQ(pings_at[1], indirect_at);  // with the indirect requests, at the probe timeout
+      EXPECT_EQ(pings_at[1] - pings_at[0], 500 * kMillisecond);
+      // One with every round of indirect requests (here later probes' too).
+      EXPECT_EQ(k.probe_fallback_sent * 3, k.probe_indirect_sent);
+      EXPECT_GE(k.probe_ack_indirect, 1u);
+      EXPECT_EQ(k.probe_failed, 0u);
+      EXPECT_EQ(d.e.member(target)->status, MemberStatus::kAlive);
+    } else {
+      EXPECT_EQ(pings_at.size(), 1u);
+      EXPECT_EQ(k.probe_fallback_sent, 0u);
+      EXPECT_EQ(k.probe_failed, 1u);
+      EXPECT_EQ(d.e.member(target)->status, MemberStatus::kSuspect);
+    }
+  }
+}
+
 TEST(Engine, IndirectAckCountsAsSuccess) {
   EngineConfig c = config();
   c.probe_ring = false;  // SWIM's randomised round-robin, one probe a whole interval apart
@@ -3059,9 +3107,11 @@ TEST(Engine, InAStormOurOwnLostProbeAloneBuriesNoNewcomer) {
       if (const Dead* x = find_msg<Dead>(o); x && x->node == name(200)) ++deaths_sent;
       if (dead_at_ns == 0 && d.e.member(name(200))->status == MemberStatus::kDead) dead_at_ns = d.now;
       if (const Ping* p = find_msg<Ping>(o)) {
-        if (to == 200 && p->target == name(200) && ++pings_to_200 == 1) {
-          first_ping_ns = d.now;
-          return;  // the probe, or its ack, is lost
+        // The probe and its fallback ping (with the indirect requests), or
+        // their acks, are lost: our own probe failed twice over.
+        if (to == 200 && p->target == name(200) && ++pings_to_200 <= 2) {
+          if (pings_to_200 == 1) first_ping_ns = d.now;
+          return;
         }
         const bool answers = to < 9 || (to == 200 && c == Case::kLastPingAnswered);
         if (answers) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
