@@ -35,7 +35,7 @@ struct EngineConfig {
   // member its refutation's retransmissions, so the cost of false suspicions
   // grows with N. true
   bool fallback_ping = true;
-  std::uint32_t awareness_max_multiplier = 8;           // local health score cap; LAN 8
+  std::uint32_t awareness_max_multiplier = 8;  // local health score cap; LAN 8
   // Probe targets from a ring shared by all: the view in name order, where
   // in round r (probe_interval_ns of wall time) the member at position i
   // probes position i + 1 + r mod (L - 1), at a phase of i / L of the
@@ -130,6 +130,16 @@ struct EngineConfig {
   std::uint32_t join_answer_burst = 100;               // join answer token bucket depth; 100
   std::uint64_t join_retry_min_ns = 2 * kSecond;       // first retry of an unanswered join; 2 s
   std::uint64_t join_retry_max_ns = 60 * kSecond;      // retries back off to this, for ever; 60 s
+  // Reconnect (as Serf does): every reconnect interval (jittered by +-50 %),
+  // with probability D / (L + D) for D failed members (not left, and not
+  // newcomers that died young) and L live ones, a sync goes to a random
+  // failed member. Both sides of a partition think the other dead, and a
+  // group that restarted together (shared seeds among them) knows nobody
+  // else: only a sync to the "dead" brings them back together. Not scaled
+  // with N: cluster-wide about D reconnects an interval, and a member's cost
+  // is D / L of one sync. 0 = never (a partition then heals only by chance
+  // gossip to the dead). LAN 30 s
+  std::uint64_t reconnect_interval_ns = 30 * kSecond;
   // A periodic sync sends at most this many bytes per second of its interval
   // (each way), as a rotating window of the table: anti-entropy costs the same
   // per member at any N. Join syncs send the whole view (max_sync_bytes).
@@ -237,6 +247,7 @@ inline EngineConfig EngineConfig::wan() {
   c.gossip_to_the_dead_ns = 60 * kSecond;
   c.push_pull_interval_ns = 60 * kSecond;
   c.sync_timeout_ns = 30 * kSecond;
+  c.reconnect_interval_ns = 60 * kSecond;
   c.tombstone_ttl_ns = 600 * kSecond;
   return c;
 }
@@ -253,6 +264,7 @@ inline EngineConfig EngineConfig::local() {
   c.retransmit_mult = 2;
   c.push_pull_interval_ns = 15 * kSecond;
   c.sync_timeout_ns = 5 * kSecond;
+  c.reconnect_interval_ns = 15 * kSecond;
   c.tombstone_ttl_ns = 60 * kSecond;
   return c;
 }

@@ -58,6 +58,7 @@ Engine::Engine(EngineConfig config, std::uint64_t seed, std::uint64_t now_ns)
   next_probe_ns_ = now_ns + rng_.uniform(config_.probe_interval_ns) + 1;
   next_gossip_ns_ = now_ns + rng_.uniform(config_.gossip_interval_ns) + 1;
   next_sync_ns_ = now_ns + config_.push_pull_interval_ns + rng_.uniform(config_.push_pull_interval_ns);
+  next_reconnect_ns_ = next_reconnect_at(now_ns);
 }
 
 // ---------------------------------------------------------------- helpers
@@ -1283,29 +1284,40 @@ void Engine::start_sync(std::uint64_t now_ns) {
   const auto settled =
       std::find_if(peer.begin(), peer.end(), [&](const std::string& p) { return !young(*table_.find(p), now_ns); });
   if (settled != peer.end()) std::iter_swap(peer.begin(), settled);
-  if (peer.size() > 1) peer.resize(1);
+  // Syncs to the failed go on a timer of their own (reconnect), never
+  // instead of this one: anti-entropy with the living is what repairs a view
+  // that missed a death, and a run of syncs to the dead left one member
+  // holding a dead phantom for 70 s (ci/phantom-storm seed 39).
+  if (!peer.empty()) sync_with(table_.find(peer.front())->addr(), now_ns);
+}
+
+std::uint64_t Engine::next_reconnect_at(std::uint64_t now_ns) {
+  const std::uint64_t interval = config_.reconnect_interval_ns;
+  if (interval == 0) return UINT64_MAX;
+  // Jittered, so that a cluster started together does not reconnect in step.
+  return now_ns + interval / 2 + rng_.uniform(interval) + 1;
+}
+
+void Engine::reconnect(std::uint64_t now_ns) {
+  // No tombstones at all (the usual case): nobody to reconnect to, and no walk.
+  if (table_.size() <= table_.live_count() + table_.probation_count()) return;
   // Reconnect (as Serf does): a partition leaves both sides thinking the other
-  // dead, and nobody talks to the dead after gossip_to_the_dead_ns. So a sync
-  // also goes to a failed (not left) member with probability D / (L + D), and
-  // always when no live peer is left, which heals the partition through
-  // refutation. Besides the sync with a live peer, never instead of it (Serf
-  // reconnects on a timer of its own): anti-entropy with the living is what
-  // repairs a view that missed a death, and a run of syncs to the dead left
-  // one member holding a dead phantom for 70 s (ci/phantom-storm seed 39).
-  // Not those that died as newcomers: a storm's thousands of dead phantoms
-  // would take nearly every sync (partitions part established members).
+  // dead, and nobody talks to the dead after gossip_to_the_dead_ns; a group
+  // that restarted together through seeds among them (ci/restart seed 223:
+  // both shared seeds) knows only itself. A sync to a failed (not left)
+  // member with probability D / (L + D), and always when nobody live is
+  // left, heals both through refutation or the newer lives it brings back.
+  // Not members that died as newcomers: a storm's thousands of dead phantoms
+  // would take nearly every reconnect (partitions part established members).
   std::vector<const Member*> failed;
   table_.for_each([&](const Member& m) {
     if (m.status == MemberStatus::kDead && !young(m, m.state_change_ns)) failed.push_back(&m);
   });
-  if (!peer.empty()) sync_with(table_.find(peer.front())->addr(), now_ns);
-  if (!failed.empty() && syncs_.has_capacity()) {
-    const std::uint64_t live = peer.empty() ? 0 : table_.live_count() - 1;
-    if (rng_.uniform(live + failed.size()) < failed.size()) {
-      ++counters_.sync_reconnects;
-      sync_with(failed[static_cast<std::size_t>(rng_.uniform(failed.size()))]->addr(), now_ns);
-    }
-  }
+  if (failed.empty() || !syncs_.has_capacity()) return;
+  const std::uint64_t live = table_.live_count() - 1;
+  if (rng_.uniform(live + failed.size()) >= failed.size()) return;
+  ++counters_.sync_reconnects;
+  sync_with(failed[static_cast<std::size_t>(rng_.uniform(failed.size()))]->addr(), now_ns);
 }
 
 void Engine::sync_with(const Address& to, std::uint64_t now_ns) {
@@ -1818,6 +1830,10 @@ void Engine::tick(std::uint64_t now_ns) {
     start_sync(now_ns);
   }
   if (now_ns >= settle_sync_ns_) settle_sync_ns_ = UINT64_MAX;
+  if (now_ns >= next_reconnect_ns_) {
+    if (!leaving_) reconnect(now_ns);
+    next_reconnect_ns_ = next_reconnect_at(now_ns);
+  }
 
   counters_.tombstones_expired += table_.expire_tombstones(now_ns);
   due_ns_ = next_deadline();
@@ -1827,7 +1843,7 @@ std::uint64_t Engine::next_deadline() const {
   std::uint64_t t =
       std::min({next_probe_ns_, next_gossip_ns_, next_sync_ns_, table_.next_expiry(), syncs_.next_expiry()});
   if (!joined_) t = std::min(t, next_join_ns_);
-  t = std::min(t, settle_sync_ns_);
+  t = std::min({t, settle_sync_ns_, next_reconnect_ns_});
   if (followup_joins_ > 0) t = std::min(t, next_followup_ns_);
   if (!pending_admissions_.empty()) t = std::min(t, admission_.next_token_ns());
   if (!probationers_.empty()) t = std::min(t, probationers_.front().first);

@@ -330,6 +330,9 @@ class Engine {
   std::vector<std::string> gossip_targets(std::uint64_t now_ns);
   void start_sync(std::uint64_t now_ns);
   void sync_with(const Address& to, std::uint64_t now_ns);
+  // The reconnect timer's round: maybe a sync to a failed member.
+  void reconnect(std::uint64_t now_ns);
+  std::uint64_t next_reconnect_at(std::uint64_t now_ns);
   void send_join(std::uint64_t now_ns);
 
   // Output helpers.
@@ -426,6 +429,7 @@ class Engine {
   // A settle delay after the latest join we heard by gossip: one sync then
   // (tick()).
   std::uint64_t settle_sync_ns_ = UINT64_MAX;
+  std::uint64_t next_reconnect_ns_ = UINT64_MAX;  // reconnect(); never with reconnect_interval_ns 0
   bool leaving_ = false;
 
   // Never-seen members over the admission rate, admitted as tokens come.

@@ -85,6 +85,7 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
                "sync_answer_rate",
                "sync_answer_burst",
                "sync_timeout_s",
+               "reconnect_interval_s",
                "max_sync_bytes",
                "tombstone_ttl_s",
                "max_members",
@@ -138,6 +139,7 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
   r.set_uint(m, "sync_answer_rate", c.sync_answer_rate, 0, 1'000'000);
   r.set_uint(m, "sync_answer_burst", c.sync_answer_burst, 0, 1'000'000);
   r.set_seconds(m, "sync_timeout_s", c.sync_timeout_ns);
+  r.set_seconds(m, "reconnect_interval_s", c.reconnect_interval_ns);
   r.set_uint(m, "max_sync_bytes", c.max_sync_bytes, 128, 1'000'000'000);
   r.set_seconds(m, "tombstone_ttl_s", c.tombstone_ttl_ns);
   r.set_uint(m, "max_members", c.max_members, 1, 100'000'000);
