@@ -72,11 +72,12 @@ struct EngineConfig {
   // An arrival surge: within surge_window_ns, at least surge_min_arrivals
   // never-seen members and at least surge_arrival_pct % of our view were
   // admitted, and we have been live for probation_ns ourselves (in a cluster
-  // that is starting, everybody arrives at once). Until surge_window_ns after
-  // the last arrival that kept it up, never-seen members are admitted on
-  // probation as in a storm: a storm's first seconds, before its newcomers
-  // start to fail, no longer fill the view. The price: a legitimate burst of
-  // new names into a running cluster enters the view after probation_ns.
+  // that is starting, everybody arrives at once). Once on, until
+  // surge_window_ns after the last arrival (at any rate), never-seen members
+  // are admitted on probation as in a storm: a storm's first seconds, before
+  // its newcomers start to fail, no longer fill the view. The price: a
+  // legitimate burst of new names into a running cluster, and the arrivals
+  // that follow it without a pause, enter the view after probation_ns.
   // 0 = never. 16 and 25 % in 2 s
   std::uint32_t surge_min_arrivals = 16;
   std::uint32_t surge_arrival_pct = 25;

@@ -1983,6 +1983,32 @@ TEST(Engine, ASurgeOfArrivalsWaitsOnProbationBeforeAnyFails) {
   EXPECT_FALSE(d.e.member(name(300))->probation);
 }
 
+// Once on, a surge lasts while arrivals go on, at any rate: in a real one the
+// others hold the newcomers on probation and gossip none of them, so fewer
+// reach us than made the surge. When it lapsed before the storm was
+// recognised, a dozen phantoms got into our view whose deaths nobody gossiped
+// (probationers everywhere else): ci/storm-onset seed 154, 9 over the live.
+TEST(Engine, ASurgeLastsWhileArrivalsGoOnEvenBelowItsThreshold) {
+  EngineConfig c = config();
+  c.admit_rate = 100000;
+  c.admit_burst = 100000;
+  Driver d(c);
+  d.add_members(1, 9);
+  run_with_established(d, 9, kStart + 300 * kSecond);
+  d.add_members(100, 160);
+  ASSERT_TRUE(d.e.in_surge(d.now));
+  // One arrival every 1.5 s: far below 16 in 2 s, but each within the
+  // surge window of the one before.
+  for (std::size_t k = 0; k < 6; ++k) {
+    run_with_established(d, 9, d.now + 1500 * kMillisecond);
+    d.add_members(200 + k, 201 + k);
+    ASSERT_FALSE(d.e.in_storm(d.now));
+    EXPECT_TRUE(d.e.in_surge(d.now)) << k;
+    EXPECT_TRUE(d.e.member(name(200 + k))->probation) << k;
+  }
+  EXPECT_EQ(d.e.counters().surges, 1u);
+}
+
 TEST(Engine, InAStartingClusterEverybodyArrivesAtOnceAndNoSurge) {
   EngineConfig c = config();
   c.admit_rate = 100000;
