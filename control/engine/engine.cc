@@ -1583,8 +1583,9 @@ void Engine::finish_probe_failed(std::uint64_t now_ns) {
   // own network is the problem), only our own path failed (the probe and its
   // fallback ping, a moment apart on the same links), and a short burst of
   // loss would bury a live member everywhere; it gets one more direct ping
-  // first (last_ping), and the verdict a probe interval later. Outside a storm a newcomer is suspected like anyone (a
-  // newcomer that stalls for a few seconds is not a phantom). A probationer
+  // first (last_ping), and the verdict a probe interval later. Outside a
+  // storm a newcomer is suspected like anyone (a newcomer that stalls for a
+  // few seconds is not a phantom). A probationer
   // has no standing at all (it was never in the view, and its proof pings are
   // the second path): it too is dead at once, storm or not.
   if (m->probation || (young(*m, now_ns) && in_storm(now_ns))) {
