@@ -1956,18 +1956,27 @@ TEST(Engine, VanishedNewcomersCostNoHealthAndInAStormDieWithoutSuspicion) {
   EXPECT_EQ(d.e.counters().young_declared_dead, young_dead);
 }
 
-TEST(Engine, ASurgeOfArrivalsWaitsOnProbationBeforeAnyFails) {
+// Admission without a rate limit: the arrivals below all come at once.
+EngineConfig unlimited_admission_config() {
   EngineConfig c = config();
   c.admit_rate = 100000;
   c.admit_burst = 100000;
-  Driver d(c);
+  return c;
+}
+
+// Nine established members, then 60 never-seen ones (n100..n159) at once.
+void sixty_arrive_at_once(Driver& d) {
   d.add_members(1, 9);
   run_with_established(d, 9, kStart + 300 * kSecond);
   ASSERT_FALSE(d.e.in_storm(d.now));
-  // 60 never-seen members at once, none failed yet: no storm, but a surge
-  // (16 arrivals and 25 % of the view within 2 s). The first 16 are in the
-  // view; the rest wait on probation.
   d.add_members(100, 160);
+}
+
+TEST(Engine, ASurgeOfArrivalsWaitsOnProbationBeforeAnyFails) {
+  Driver d(unlimited_admission_config());
+  // None failed yet: no storm, but a surge (16 arrivals and 25 % of the view
+  // within 2 s). The first 16 are in the view; the rest wait on probation.
+  sixty_arrive_at_once(d);
   EXPECT_FALSE(d.e.in_storm(d.now));
   EXPECT_TRUE(d.e.in_surge(d.now));
   EXPECT_EQ(d.e.counters().surges, 1u);
@@ -1989,13 +1998,8 @@ TEST(Engine, ASurgeOfArrivalsWaitsOnProbationBeforeAnyFails) {
 // recognised, a dozen phantoms got into our view whose deaths nobody gossiped
 // (probationers everywhere else): ci/storm-onset seed 154, 9 over the live.
 TEST(Engine, ASurgeLastsWhileArrivalsGoOnEvenBelowItsThreshold) {
-  EngineConfig c = config();
-  c.admit_rate = 100000;
-  c.admit_burst = 100000;
-  Driver d(c);
-  d.add_members(1, 9);
-  run_with_established(d, 9, kStart + 300 * kSecond);
-  d.add_members(100, 160);
+  Driver d(unlimited_admission_config());
+  sixty_arrive_at_once(d);
   ASSERT_TRUE(d.e.in_surge(d.now));
   // One arrival every 1.5 s: far below 16 in 2 s, but each within the
   // surge window of the one before.
@@ -2010,10 +2014,7 @@ TEST(Engine, ASurgeLastsWhileArrivalsGoOnEvenBelowItsThreshold) {
 }
 
 TEST(Engine, InAStartingClusterEverybodyArrivesAtOnceAndNoSurge) {
-  EngineConfig c = config();
-  c.admit_rate = 100000;
-  c.admit_burst = 100000;
-  Driver d(c);
+  Driver d(unlimited_admission_config());
   // We started just now: 60 members at once is the cluster forming.
   d.now += 5 * kSecond;
   d.add_members(1, 61);
