@@ -83,6 +83,15 @@ std::size_t ring_offset(std::uint64_t round, std::size_t l) { return 1 + static_
 std::uint32_t retransmit_scale(std::size_t live) {
   return static_cast<std::uint32_t>(std::ceil(std::log10(static_cast<double>(live) + 1.0)));
 }
+
+// The member a state message is about (empty for the others).
+std::string_view subject_of(const Message& m) {
+  if (const auto* a = std::get_if<Alive>(&m)) return a->node;
+  if (const auto* s = std::get_if<Suspect>(&m)) return s->node;
+  if (const auto* d = std::get_if<Dead>(&m)) return d->node;
+  if (const auto* l = std::get_if<Leave>(&m)) return l->node;
+  return {};
+}
 }  // namespace
 
 std::uint32_t Engine::retransmit_limit() const {
@@ -397,6 +406,10 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
   ++counters_.packets_in;
   corrections_.clear();
   inbound_from_ = &from;
+  // The entries of the members this datagram is about, asked for together
+  // before any is read (a piggybacked datagram carries a dozen or more).
+  if (messages.size() > 1)
+    for (const Message& msg : messages) table_.prefetch(subject_of(msg));
   for (const Message& msg : messages) {
     ++counters_.msg_in[msg.index()];
     std::visit(
@@ -1045,7 +1058,13 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, cons
 
 void Engine::merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
                    bool from_join) {
-  for (const MemberState& s : members) {
+  // A sync carries hundreds of members: each entry is asked for a few
+  // members ahead of its turn, so that its cache miss overlaps the work.
+  constexpr std::size_t kAhead = 8;
+  for (std::size_t i = 0; i < std::min(kAhead, members.size()); ++i) table_.prefetch(members[i].node);
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (i + kAhead < members.size()) table_.prefetch(members[i + kAhead].node);
+    const MemberState& s = members[i];
     switch (s.status) {
       case MemberStatus::kAlive:
         apply_alive(Alive{s.incarnation, s.node, s.addr, s.tags, 0}, now_ns,
@@ -1321,7 +1340,7 @@ void Engine::reconnect(std::uint64_t now_ns) {
   // Not members that died as newcomers: a storm's thousands of dead phantoms
   // would take nearly every reconnect (partitions part established members).
   std::vector<const Member*> failed;
-  table_.for_each([&](const Member& m) {
+  table_.for_each_outside_view([&](const Member& m) {
     if (m.status == MemberStatus::kDead && !young(m, m.state_change_ns)) failed.push_back(&m);
   });
   if (failed.empty() || !syncs_.has_capacity()) return;

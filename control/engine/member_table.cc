@@ -26,7 +26,9 @@ std::uint64_t digest_term(std::uint64_t name_hash, std::uint64_t incarnation) {
 
 std::uint64_t MemberTable::view_digest() const {
   std::uint64_t d = 0;
-  for (std::uint32_t id : view_) {
+  for (std::size_t i = 0; i < view_.size(); ++i) {
+    prefetch_ahead(view_, i, view_.size());
+    const std::uint32_t id = view_[i];
     const Member& m = at_id(id);
     d ^= digest_term(identities().name_hash(id), m.incarnation);
   }
@@ -48,7 +50,9 @@ std::vector<std::uint32_t> MemberTable::bucket_digests(std::size_t n) const {
 void MemberTable::bucket_digests(std::size_t n, std::vector<std::uint32_t>& out) const {
   out.assign(n, 0);
   if (n == 0) return;
-  for (std::uint32_t id : view_) {
+  for (std::size_t i = 0; i < view_.size(); ++i) {
+    prefetch_ahead(view_, i, view_.size());
+    const std::uint32_t id = view_[i];
     const Member& m = at_id(id);
     const std::uint64_t h = identities().name_hash(id);
     const std::uint64_t t = digest_term(h, m.incarnation);

@@ -81,6 +81,15 @@ class MemberTable {
     return s == 0 ? nullptr : &slots_[s - 1];
   }
 
+  // Asks the CPU for a name's entry ahead of its find (nothing if absent).
+  // Merging a datagram's or a sync's members is a cache miss per member at
+  // ten thousand tables; fetched together, the misses overlap.
+  void prefetch(std::string_view name) const {
+    const std::uint32_t id = identities().find_name(name);
+    if (id == IdentityPool::kNone || id >= slot_of_.size()) return;
+    if (const std::uint32_t s = slot_of_[id]; s != 0) __builtin_prefetch(&slots_[s - 1]);
+  }
+
   // Nullptr when the table is full (the caller counts the refusal).
   Member* insert(Member m);
 
@@ -141,6 +150,13 @@ class MemberTable {
       return true;
     });
   }
+  // Calls fn(member) for the entries outside the view (tombstones and
+  // probationers) in name order: the same entries, in the same order, as
+  // for_each would pass them, without walking the view.
+  template <typename Fn>
+  void for_each_outside_view(Fn&& fn) const {
+    for (const std::uint32_t id : rest_) fn(at_id(id));
+  }
   // Calls fn(member) from the first name >= `from`, wrapping around, until fn
   // returns false. Used by sync to send a rotating window of a large table.
   template <typename Fn>
@@ -175,11 +191,22 @@ class MemberTable {
   template <typename Fn>
   bool walk(std::size_t v, std::size_t r, std::size_t v_end, std::size_t r_end, Fn&& fn) const {
     while (v < v_end || r < r_end) {
+      prefetch_ahead(view_, v, v_end);
+      prefetch_ahead(rest_, r, r_end);
       const bool from_view = r >= r_end || (v < v_end && identities().names_less(view_[v], rest_[r]));
       const Member& m = at_id(from_view ? view_[v++] : rest_[r++]);
       if (!fn(m)) return false;
     }
     return true;
+  }
+  // A walk of a name-ordered list reads entries in no order in memory (a
+  // cache miss each at ten thousand tables): at position i it asks for the
+  // entry kWalkAhead on, whose slot index it asked for kWalkAhead before.
+  static constexpr std::size_t kWalkAhead = 8;
+  void prefetch_ahead(const std::vector<std::uint32_t>& list, std::size_t i, std::size_t end) const {
+    if (i + 2 * kWalkAhead < end) __builtin_prefetch(&slot_of_[list[i + 2 * kWalkAhead]]);
+    if (i + kWalkAhead < end)
+      if (const std::uint32_t s = slot_of_[list[i + kWalkAhead]]; s != 0) __builtin_prefetch(&slots_[s - 1]);
   }
   void list_add(std::vector<std::uint32_t>& list, std::uint32_t name_id);
   void list_remove(std::vector<std::uint32_t>& list, const Member& m);

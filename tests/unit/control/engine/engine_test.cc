@@ -2103,6 +2103,30 @@ TEST(MemberTable, ViewDigestIsTheLiveSetWhateverTheOrder) {
   EXPECT_NE(b.view_digest(), same);
 }
 
+// reconnect() walks only the entries outside the view: they must be exactly
+// the tombstones and probationers, in the order a walk of the whole table
+// passes them (its random pick among them depends on that order).
+TEST(MemberTable, OutsideTheViewAreTheTombstonesAndProbationersInNameOrder) {
+  MemberTable t(100, 0, kSecond);
+  for (std::size_t i = 30; i >= 1; --i) {
+    Member m = table_member(i, 1);
+    m.probation = i % 7 == 0;
+    t.insert(m);
+  }
+  for (std::size_t i : {3, 11, 12, 25}) t.set_status(*t.find(name(i)), MemberStatus::kDead, 0);
+  t.set_status(*t.find(name(17)), MemberStatus::kLeft, 0);
+  t.set_status(*t.find(name(5)), MemberStatus::kSuspect, 0);
+  std::vector<std::string> whole;
+  t.for_each([&](const Member& m) {
+    if (m.probation || m.is_tombstone()) whole.push_back(m.name.str());
+  });
+  std::vector<std::string> outside;
+  t.for_each_outside_view([&](const Member& m) { outside.push_back(m.name.str()); });
+  // 4 probationers (7, 14, 21, 28), 5 tombstones; the suspect stays in the view.
+  EXPECT_EQ(whole.size(), 9u);
+  EXPECT_EQ(outside, whole);
+}
+
 TEST(Engine, EqualViewsSyncWithTwoSmallDatagrams) {
   Driver d(config());
   d.add_members(1, 6);
