@@ -84,7 +84,9 @@ void OrderedRing::move_down(std::size_t lo, std::size_t hi) {
 void OrderedRing::insert(const Item& x) {
   // At either end (nearly always): no search, no moves.
   std::size_t pos = 0;
-  if (size_ == 0 || back() < x) {
+  // Ids are unique but for the item itself: an equal id is placed by the
+  // whole comparison below.
+  if (size_ == 0 || back_id_ < x.id) {
     pos = size_;
   } else if (!(front() < x)) {
     pos = 0;
@@ -102,13 +104,15 @@ void OrderedRing::insert(const Item& x) {
   }
   at(pos) = x;
   ++size_;
+  if (pos == size_ - 1) back_id_ = x.id;
 }
 
 void OrderedRing::erase(std::uint64_t id) {
   if (size_ == 0) return;
   // take() retires and moves entries from a bucket's back: no search for those.
   std::size_t pos = size_ - 1;
-  if (back().id != id) {
+  const bool at_back = back_id_ == id;
+  if (!at_back) {
     pos = lower_bound(Item{id, 0});
     if (pos == size_ || (*this)[pos].id != id) return;
   }
@@ -119,6 +123,7 @@ void OrderedRing::erase(std::uint64_t id) {
     move_down(pos + 1, size_);
   }
   --size_;
+  if (at_back && size_ > 0) back_id_ = back().id;
 }
 
 void BroadcastQueue::order_insert(std::uint32_t slot) {

@@ -62,6 +62,7 @@ class alignas(64) OrderedRing {
   OrderedRing& operator=(OrderedRing&& o) noexcept {
     if (this != &o) {
       heap_ = std::move(o.heap_);
+      back_id_ = o.back_id_;
       cap_ = std::exchange(o.cap_, kInline);
       head_ = std::exchange(o.head_, 0);
       size_ = std::exchange(o.size_, 0);
@@ -96,7 +97,10 @@ class alignas(64) OrderedRing {
   void move_down(std::size_t lo, std::size_t hi);
   void grow();
   std::unique_ptr<Item[]> heap_;  // the items once there are more than kInline
-  std::uint32_t cap_ = kInline;   // a power of two
+  // back().id while not empty: an insert at the back (most are) decides so
+  // from this line alone, without the back item's line (a cache miss).
+  std::uint64_t back_id_ = 0;
+  std::uint32_t cap_ = kInline;  // a power of two
   std::uint32_t head_ = 0;
   std::uint32_t size_ = 0;
   std::array<Item, kInline> inline_{};
