@@ -22,6 +22,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -208,5 +209,14 @@ class BroadcastQueue {
 int state_strength(const Message& m);
 // Incarnation a state message carries (0 for others).
 std::uint64_t message_incarnation(const Message& m);
+// The member a state message is about (empty for others). Inline: the
+// engine asks it of every message of a datagram it prefetches for.
+inline std::string_view message_subject(const Message& m) {
+  if (const auto* a = std::get_if<Alive>(&m)) return a->node;
+  if (const auto* s = std::get_if<Suspect>(&m)) return s->node;
+  if (const auto* d = std::get_if<Dead>(&m)) return d->node;
+  if (const auto* l = std::get_if<Leave>(&m)) return l->node;
+  return {};
+}
 
 }  // namespace gw::cp::engine

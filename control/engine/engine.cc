@@ -83,15 +83,6 @@ std::size_t ring_offset(std::uint64_t round, std::size_t l) { return 1 + static_
 std::uint32_t retransmit_scale(std::size_t live) {
   return static_cast<std::uint32_t>(std::ceil(std::log10(static_cast<double>(live) + 1.0)));
 }
-
-// The member a state message is about (empty for the others).
-std::string_view subject_of(const Message& m) {
-  if (const auto* a = std::get_if<Alive>(&m)) return a->node;
-  if (const auto* s = std::get_if<Suspect>(&m)) return s->node;
-  if (const auto* d = std::get_if<Dead>(&m)) return d->node;
-  if (const auto* l = std::get_if<Leave>(&m)) return l->node;
-  return {};
-}
 }  // namespace
 
 std::uint32_t Engine::retransmit_limit() const {
@@ -409,7 +400,7 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
   // The entries of the members this datagram is about, asked for together
   // before any is read (a piggybacked datagram carries a dozen or more).
   if (messages.size() > 1)
-    for (const Message& msg : messages) table_.prefetch(subject_of(msg));
+    for (const Message& msg : messages) table_.prefetch(message_subject(msg));
   for (const Message& msg : messages) {
     ++counters_.msg_in[msg.index()];
     std::visit(

@@ -18,6 +18,19 @@ Alive alive(const std::string& n, std::uint64_t inc) { return Alive{inc, n, {}, 
 
 constexpr std::size_t kBig = 1 << 20;
 
+// The state messages' helpers: whom each is about, at which incarnation; the
+// others are about nobody.
+TEST(StateMessages, SubjectAndIncarnationOfEachKind) {
+  EXPECT_EQ(message_subject(alive("a", 4)), "a");
+  EXPECT_EQ(message_subject(Suspect{5, "b", "x"}), "b");
+  EXPECT_EQ(message_subject(Dead{6, "c", "x"}), "c");
+  EXPECT_EQ(message_subject(Leave{7, "d"}), "d");
+  EXPECT_EQ(message_incarnation(Leave{7, "d"}), 7u);
+  EXPECT_TRUE(message_subject(Ping{1, "t", "s", {}}).empty());
+  EXPECT_TRUE(message_subject(Ack{1, "s"}).empty());
+  EXPECT_EQ(message_incarnation(Ack{1, "s"}), 0u);
+}
+
 TEST(BroadcastQueue, OneEntryPerMemberNewerOrStrongerReplaces) {
   BroadcastQueue q(16);
   EXPECT_EQ(q.push(member("a"), alive("a", 1), PriorityClass::kGossip), PushResult::kQueued);
