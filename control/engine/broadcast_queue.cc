@@ -240,8 +240,12 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
   // Entries are read in serve order, which is not memory order: each is
   // fetched a few ahead of its turn.
   constexpr std::size_t kAhead = 4;
-  // One bucket from its back (newest first).
-  auto scan = [&](const Bucket& b) {
+  // One bucket from its back (newest first). What it gives moves to the
+  // next bucket: that one's header is asked for now, its ends (which need
+  // the header) before the messages are copied, and both are read after.
+  auto scan = [&](const std::vector<Bucket>& per_class, std::size_t t) {
+    const Bucket& b = per_class[t];
+    if (t + 1 < per_class.size()) __builtin_prefetch(&per_class[t + 1]);
     for (std::size_t i = b.size(); i-- > 0;) {
       // Smallest possible message, or several in a row too large: the datagram is
       // as full as it is worth (scanning on would make take() O(Q) per datagram).
@@ -266,8 +270,16 @@ PriorityClass BroadcastQueue::take(std::size_t budget_bytes, std::uint32_t trans
     const auto& per_class = buckets_[c];
     // The occupied buckets among the first kMapped, in order, then any past them.
     for (std::uint64_t occupied = occupied_[c]; occupied != 0 && !full; occupied &= occupied - 1)
-      scan(per_class[static_cast<std::size_t>(std::countr_zero(occupied))]);
-    for (std::size_t t = kMapped; t < per_class.size() && !full; ++t) scan(per_class[t]);
+      scan(per_class, static_cast<std::size_t>(std::countr_zero(occupied)));
+    for (std::size_t t = kMapped; t < per_class.size() && !full; ++t) scan(per_class, t);
+  }
+  // The ends of the buckets the taken entries move to (taken_ runs bucket by
+  // bucket), while the copies below keep the CPU busy.
+  for (std::size_t i = 0; i < taken_.size(); ++i) {
+    const Entry& e = slots_[taken_[i]];
+    if (i > 0 && slots_[taken_[i - 1]].cls == e.cls && slots_[taken_[i - 1]].transmits == e.transmits) continue;
+    const auto& per_class = buckets_[static_cast<std::size_t>(e.cls)];
+    if (e.transmits + 1 < per_class.size()) per_class[e.transmits + 1].prefetch_ends();
   }
   // Copied once the count is known: one allocation for the datagram's messages.
   out.reserve(out.size() + taken_.size());

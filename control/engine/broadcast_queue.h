@@ -80,6 +80,14 @@ class alignas(64) OrderedRing {
   const Item& back() const { return (*this)[size_ - 1]; }
   // In order (an equal item goes before the one already there).
   void insert(const Item& x);
+  // Asks the CPU for the lines an insert reads or writes first: its front
+  // item and the place after its back (an insert lands at one or the other
+  // nearly always). The header must be at hand (it says where they are).
+  void prefetch_ends() const {
+    if (size_ == 0) return;
+    __builtin_prefetch(&(*this)[0]);
+    __builtin_prefetch(&data()[(head_ + size_) & (cap_ - 1)], 1);
+  }
   // The item with this id, if any.
   void erase(std::uint64_t id);
   void clear() {
