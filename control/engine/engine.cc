@@ -398,10 +398,17 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
   corrections_.clear();
   inbound_from_ = &from;
   // The entries of the members this datagram is about, asked for together
-  // before any is read (a piggybacked datagram carries a dozen or more).
-  if (messages.size() > 1)
-    for (const Message& msg : messages) table_.prefetch(message_subject(msg));
-  for (const Message& msg : messages) {
+  // before any is read (a piggybacked datagram carries a dozen or more); the
+  // first kNamedAhead names' ids are kept for their turn (hashed once).
+  std::array<std::uint32_t, kNamedAhead> ids;
+  const bool prefetched = messages.size() > 1;
+  if (prefetched)
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      const std::uint32_t id = table_.prefetch(message_subject(messages[i]));
+      if (i < ids.size()) ids[i] = id;
+    }
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const Message& msg = messages[i];
     ++counters_.msg_in[msg.index()];
     std::visit(
         [&](const auto& m) {
@@ -415,7 +422,8 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
           else if constexpr (std::is_same_v<T, Nack>)
             on_nack(m);
           else if constexpr (std::is_same_v<T, Alive>)
-            apply_alive(m, now_ns);
+            apply_alive(m, now_ns, AliveSource::kGossip,
+                        prefetched && i < ids.size() ? std::optional<std::uint32_t>(ids[i]) : std::nullopt);
           else if constexpr (std::is_same_v<T, Suspect>)
             apply_suspect(m, now_ns);
           else if constexpr (std::is_same_v<T, Dead>)
@@ -649,7 +657,8 @@ void Engine::refute(std::uint64_t heard_incarnation, bool told) {
   if (told && inbound_from_ != nullptr) send(*inbound_from_, PriorityClass::kUrgent, Compound{self_alive()}, false);
 }
 
-void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource source) {
+void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource source,
+                         std::optional<std::uint32_t> name_id) {
   const bool from_join = source == AliveSource::kJoinAnswer;
   // Nameless, or a name no sane member has: not a member (and not worth storing).
   if (a.node.empty() || a.node.size() > kMaxNameBytes) {
@@ -667,7 +676,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     ++counters_.alive_drop_no_addr;
     return;
   }
-  Member* m = table_.find(a.node);
+  Member* m = name_id ? table_.find(a.node, *name_id) : table_.find(a.node);
   // Incarnations only grow by the member's own refutations and restarts: one far
   // beyond what we hold is corrupt or hostile, and trusting it would pin the
   // member (or us, through refutation) near the top of the range.
@@ -675,8 +684,9 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     ++counters_.update_drop_far_future;
     return;
   }
-  if (a.node == config_.name) {
-    // About us: we are the authority.
+  // About us (our entry is always in the table: compared by name id, not text).
+  if (m != nullptr && m->name.id() == self_name_.id()) {
+    // We are the authority.
     const Member& me = self();
     // Our name at another address: another host claims to be us (or our previous
     // life echoes). Never trusted; refute, so our own entry wins everywhere.
@@ -1051,15 +1061,17 @@ void Engine::merge(const std::vector<MemberState>& members, const std::string& f
                    bool from_join) {
   // A sync carries hundreds of members: each entry is asked for a few
   // members ahead of its turn, so that its cache miss overlaps the work.
+  // Their ids are kept (in a ring of twice that) for their turn.
   constexpr std::size_t kAhead = 8;
-  for (std::size_t i = 0; i < std::min(kAhead, members.size()); ++i) table_.prefetch(members[i].node);
+  std::array<std::uint32_t, 2 * kAhead> ids;
+  for (std::size_t i = 0; i < std::min(kAhead, members.size()); ++i) ids[i] = table_.prefetch(members[i].node);
   for (std::size_t i = 0; i < members.size(); ++i) {
-    if (i + kAhead < members.size()) table_.prefetch(members[i + kAhead].node);
+    if (i + kAhead < members.size()) ids[(i + kAhead) % ids.size()] = table_.prefetch(members[i + kAhead].node);
     const MemberState& s = members[i];
     switch (s.status) {
       case MemberStatus::kAlive:
         apply_alive(Alive{s.incarnation, s.node, s.addr, s.tags, 0}, now_ns,
-                    from_join ? AliveSource::kJoinAnswer : AliveSource::kSync);
+                    from_join ? AliveSource::kJoinAnswer : AliveSource::kSync, ids[i % ids.size()]);
         break;
       case MemberStatus::kLeft:
         apply_dead(s.incarnation, s.node, s.node, MemberStatus::kLeft, now_ns);

@@ -211,6 +211,9 @@ class Engine {
   static constexpr std::size_t kMaxSeeds = 16;
   static constexpr std::size_t kMaxNameBytes = 255;
   static constexpr std::size_t kMaxRecentlyDead = 64;
+  // A datagram's first this many subjects are looked up once, when their
+  // entries are prefetched (more than a datagram's budget holds).
+  static constexpr std::size_t kNamedAhead = 64;
   // Join rounds whose sequence numbers are still recognised as join answers.
   static constexpr std::uint32_t kJoinRoundsRemembered = 4;
   // Digest-only syncs of ours whose answers are still recognised.
@@ -240,8 +243,11 @@ class Engine {
   // Where an Alive came from: a gossiped message, a sync's window, or the
   // answer to our own join (admitted by policy alone, not rate-limited).
   enum class AliveSource : std::uint8_t { kGossip, kSync, kJoinAnswer };
-  // State updates shared by gossip and sync merges.
-  void apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource source = AliveSource::kGossip);
+  // State updates shared by gossip and sync merges. `name_id`: what
+  // MemberTable::prefetch returned for a.node, when the caller prefetched its
+  // entry (checked, not trusted: see MemberTable::find).
+  void apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource source = AliveSource::kGossip,
+                   std::optional<std::uint32_t> name_id = std::nullopt);
   void admit_pending(std::uint64_t now_ns);
   void promote_probationers(std::uint64_t now_ns);
   // True if `h` may count against our health when it does not nack.

@@ -46,6 +46,12 @@ class IdentityPool {
   }
   void release_name(std::uint32_t id);
   const std::string& name(std::uint32_t id) const { return names_[id].text; }
+  // True if `id` is in use and names `name` (then it is find_name(name)):
+  // checks an id looked up earlier, which may have been freed and given to
+  // another name since, without hashing the name again.
+  bool is_name(std::uint32_t id, std::string_view name) const {
+    return id != kNone && id < names_.size() && names_[id].refs != 0 && names_[id].text == name;
+  }
   // FNV-1a of the name's bytes (a fixed function: graveyards and digests
   // agree across builds and libraries).
   std::uint64_t name_hash(std::uint32_t id) const { return names_[id].hash; }

@@ -75,6 +75,11 @@ class MemberTable {
   const Member* find(std::string_view name) const { return const_cast<MemberTable*>(this)->find(name); }
   Member* find(const Name& name) { return find_id(name.id()); }
   const Member* find(const Name& name) const { return const_cast<MemberTable*>(this)->find(name); }
+  // The same, given the id prefetch() returned for the name earlier (used if
+  // it still names it, else the name is looked up).
+  Member* find(std::string_view name, std::uint32_t prefetched_id) {
+    return identities().is_name(prefetched_id, name) ? find_id(prefetched_id) : find(name);
+  }
   Member* find_id(std::uint32_t name_id) {
     if (name_id == IdentityPool::kNone || name_id >= slot_of_.size()) return nullptr;
     const std::uint32_t s = slot_of_[name_id];
@@ -83,11 +88,13 @@ class MemberTable {
 
   // Asks the CPU for a name's entry ahead of its find (nothing if absent).
   // Merging a datagram's or a sync's members is a cache miss per member at
-  // ten thousand tables; fetched together, the misses overlap.
-  void prefetch(std::string_view name) const {
+  // ten thousand tables; fetched together, the misses overlap. Returns the
+  // name's id (IdentityPool::find_name), for find_id when the turn comes.
+  std::uint32_t prefetch(std::string_view name) const {
     const std::uint32_t id = identities().find_name(name);
-    if (id == IdentityPool::kNone || id >= slot_of_.size()) return;
+    if (id == IdentityPool::kNone || id >= slot_of_.size()) return id;
     if (const std::uint32_t s = slot_of_[id]; s != 0) __builtin_prefetch(&slots_[s - 1]);
+    return id;
   }
 
   // Nullptr when the table is full (the caller counts the refusal).

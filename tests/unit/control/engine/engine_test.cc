@@ -2127,6 +2127,41 @@ TEST(MemberTable, OutsideTheViewAreTheTombstonesAndProbationersInNameOrder) {
   EXPECT_EQ(outside, whole);
 }
 
+// A datagram's names are looked up once, when their entries are prefetched;
+// by a name's turn its id may have been freed and given to another name
+// (a probationer forgotten, a newcomer admitted): the id is checked, not
+// trusted.
+TEST(MemberTable, AnIdFromPrefetchFindsItsOwnNameOnly) {
+  MemberTable t(100, 0, kSecond);
+  for (std::size_t i = 1; i <= 5; ++i) t.insert(table_member(i, 1));
+  const std::uint32_t id2 = t.prefetch(name(2));
+  ASSERT_NE(id2, IdentityPool::kNone);
+  EXPECT_EQ(t.find(name(2), id2), t.find(name(2)));
+  // Another name's id, or none: looked up by name.
+  EXPECT_EQ(t.find(name(3), id2), t.find(name(3)));
+  EXPECT_EQ(t.find(name(4), IdentityPool::kNone), t.find(name(4)));
+  // Unknown when prefetched, admitted before its turn.
+  const std::uint32_t id60 = t.prefetch(name(60));
+  EXPECT_EQ(id60, IdentityPool::kNone);
+  t.insert(table_member(60, 1));
+  ASSERT_NE(t.find(name(60), id60), nullptr);
+  EXPECT_EQ(t.find(name(60), id60)->name.str(), name(60));
+  // Forgotten before its turn, its id reused by a newcomer.
+  {
+    Member p = table_member(61, 1);
+    p.probation = true;
+    t.insert(p);
+  }
+  const std::uint32_t id61 = t.prefetch(name(61));
+  ASSERT_NE(id61, IdentityPool::kNone);
+  t.forget_probationer(name(61));
+  ASSERT_EQ(identities().find_name(name(61)), IdentityPool::kNone);
+  t.insert(table_member(62, 1));
+  ASSERT_EQ(t.find(name(62))->name.id(), id61) << "the pool reuses the freed id (else this test proves nothing)";
+  EXPECT_EQ(t.find(name(61), id61), nullptr);
+  EXPECT_EQ(t.find(name(62), id61), t.find(name(62)));
+}
+
 TEST(Engine, EqualViewsSyncWithTwoSmallDatagrams) {
   Driver d(config());
   d.add_members(1, 6);

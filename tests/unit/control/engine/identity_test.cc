@@ -84,6 +84,25 @@ TEST(IdentityPool, AHandleOfAnIdHoldsTheNameLikeACopy) {
   EXPECT_EQ(identities().find_name("held-by-of-id"), IdentityPool::kNone);
 }
 
+// is_name: an id names a text only while some handle holds it.
+TEST(IdentityPool, AnIdIsItsNameOnlyWhileHeld) {
+  IdentityPool& pool = identities();
+  Name a("is-name-a");
+  const std::uint32_t id = a.id();
+  EXPECT_TRUE(pool.is_name(id, "is-name-a"));
+  EXPECT_FALSE(pool.is_name(id, "is-name-b"));
+  EXPECT_FALSE(pool.is_name(id, "is-name-"));
+  EXPECT_FALSE(pool.is_name(IdentityPool::kNone, ""));
+  EXPECT_FALSE(pool.is_name(IdentityPool::kNone, "is-name-a"));
+  EXPECT_FALSE(pool.is_name(pool.name_capacity() + 7, "is-name-a"));
+  a = Name();
+  EXPECT_FALSE(pool.is_name(id, "is-name-a"));
+  Name b("is-name-b");
+  ASSERT_EQ(b.id(), id) << "the pool reuses the freed id (else the next line proves nothing)";
+  EXPECT_FALSE(pool.is_name(id, "is-name-a"));
+  EXPECT_TRUE(pool.is_name(id, "is-name-b"));
+}
+
 TEST(IdentityPool, EqualProfilesShareOneRecordWhileHeld) {
   const std::size_t before = identities().profiles_in_use();
   const Address a{{10, 9, 0, 1}, 7946};
