@@ -119,30 +119,14 @@ Member* MemberTable::insert(Member m) {
   else
     ++live_;
   ++version_;
-  std::uint32_t slot;
-  if (!free_.empty()) {
-    slot = free_.back();
-    free_.pop_back();
-    slots_[slot] = std::move(m);
-  } else {
-    slot = static_cast<std::uint32_t>(slots_.size());
-    slots_.push_back(std::move(m));
-  }
-  Member& e = slots_[slot];
-  const std::uint32_t id = e.name.id();
-  if (id >= slot_of_.size()) slot_of_.resize(std::max<std::size_t>(identities().name_capacity(), id + 1), 0);
-  slot_of_[id] = slot + 1;
-  list_add(in_view(e) ? view_ : rest_, id);
+  Member& e = entries_.put(std::move(m));
+  list_add(in_view(e) ? view_ : rest_, e.name.id());
   return &e;
 }
 
 void MemberTable::erase(Member& m) {
-  const std::uint32_t id = m.name.id();
-  const std::uint32_t slot = slot_of_[id] - 1;
   list_remove(in_view(m) ? view_ : rest_, m);
-  slot_of_[id] = 0;
-  m = Member{};  // drops the name and profile references
-  free_.push_back(slot);
+  entries_.remove(m.name.id());
   ++version_;
 }
 
@@ -222,9 +206,8 @@ std::size_t MemberTable::expire_tombstones(std::uint64_t now_ns) {
 }
 
 std::size_t MemberTable::bytes() const {
-  return slots_.size() * sizeof(Member) + free_.capacity() * 4 + slot_of_.capacity() * 4 + view_.capacity() * 4 +
-         rest_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 40 + graveyard_.bucket_count() * 8 +
-         graveyard_order_.size() * 8;
+  return entries_.bytes() + view_.capacity() * 4 + rest_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 40 +
+         graveyard_.bucket_count() * 8 + graveyard_order_.size() * 8;
 }
 
 }  // namespace gw::cp::engine

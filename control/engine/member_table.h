@@ -14,15 +14,21 @@
 // Layout (issue 16): an entry is a fixed 48 bytes (sizeof(Member)): the name and
 // the profile (address, tags, protocol version) are 4-byte handles into the
 // process's identity pool (identity.h), shared by every engine that knows the
-// member. Entries live in slots that never move; a dense array indexed by the
-// name's id finds a slot in O(1), and an array of name ids in name order
+// member. An entry sits at its name's id: in page id / 64, place id % 64
+// (IdPages; a page of 64 entries is allocated with its first entry and freed
+// with its last), so a find is one read of the page's pointer (a few lines a
+// table) and the entry itself, where a slot index read first cost a cache
+// miss of its own at ten thousand tables. An array of name ids in name order
 // (searched by the pool's 8-byte order keys) serves every ordered walk (sync
-// windows, the probe ring). 56 bytes per entry in all;
-// a tombstone's expiry is its death plus the table's one TTL, not a field.
+// windows, the probe ring). 52 bytes per entry in all where the ids a table
+// holds are dense (every process's pool reuses freed ids first); a
+// tombstone's expiry is its death plus the table's one TTL, not a field.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,7 +38,6 @@
 
 #include "control/engine/identity.h"
 #include "control/engine/messages.h"
-#include "control/engine/stable_array.h"
 
 namespace gw::cp::engine {
 
@@ -62,6 +67,79 @@ struct Member {
 };
 static_assert(sizeof(Member) <= 48, "a member table entry stays compact (issue 16)");
 
+// Member entries addressed by their name's id (IdentityPool): page
+// id >> kShift, place id & (kPage - 1). A page is allocated with its first
+// entry and freed with its last; an empty place holds Member{} (no name).
+class IdPages {
+ public:
+  static constexpr unsigned kShift = 6;
+  static constexpr std::uint32_t kPage = 1u << kShift;
+
+  IdPages() = default;
+  IdPages(IdPages&&) noexcept = default;
+  IdPages& operator=(IdPages&&) noexcept = default;
+  IdPages(const IdPages& o) { *this = o; }
+  IdPages& operator=(const IdPages& o) {
+    if (this == &o) return *this;
+    pages_.clear();
+    pages_.resize(o.pages_.size());
+    for (std::size_t p = 0; p < o.pages_.size(); ++p)
+      if (o.pages_[p]) pages_[p] = std::make_unique<Page>(*o.pages_[p]);
+    pages_in_use_ = o.pages_in_use_;
+    return *this;
+  }
+
+  // The entry at `id`, or nullptr.
+  Member* find(std::uint32_t id) {
+    Member* e = place(id);
+    return e != nullptr && !e->name.empty() ? e : nullptr;
+  }
+  // Where `id`'s entry is or would be, if its page exists (its line not read).
+  Member* place(std::uint32_t id) const {
+    const std::size_t p = id >> kShift;
+    return p < pages_.size() && pages_[p] ? &pages_[p]->at[id & (kPage - 1)] : nullptr;
+  }
+  // Asks the CPU for the line of the pointer to `id`'s page.
+  void prefetch_page(std::uint32_t id) const {
+    if (const std::size_t p = id >> kShift; p < pages_.size()) __builtin_prefetch(&pages_[p]);
+  }
+  // `m` at its name's id, which must be free there.
+  Member& put(Member&& m) {
+    const std::uint32_t id = m.name.id();
+    const std::size_t p = id >> kShift;
+    if (p >= pages_.size()) pages_.resize(p + 1);
+    if (!pages_[p]) {
+      pages_[p] = std::make_unique<Page>();
+      ++pages_in_use_;
+    }
+    ++pages_[p]->used;
+    Member& e = pages_[p]->at[id & (kPage - 1)];
+    e = std::move(m);
+    return e;
+  }
+  // Empties `id`'s place (which must hold an entry), and its page with its last.
+  void remove(std::uint32_t id) {
+    const std::size_t p = id >> kShift;
+    pages_[p]->at[id & (kPage - 1)] = Member{};  // drops the name and profile references
+    if (--pages_[p]->used == 0) {
+      pages_[p].reset();
+      --pages_in_use_;
+    }
+  }
+  // Pages allocated (each holds at least one entry).
+  std::size_t pages() const { return pages_in_use_; }
+  // Heap bytes held.
+  std::size_t bytes() const { return pages_in_use_ * sizeof(Page) + pages_.capacity() * sizeof(pages_[0]); }
+
+ private:
+  struct Page {
+    std::array<Member, kPage> at;
+    std::uint32_t used = 0;
+  };
+  std::vector<std::unique_ptr<Page>> pages_;  // by id >> kShift
+  std::size_t pages_in_use_ = 0;
+};
+
 class MemberTable {
  public:
   // A tombstone is forgotten tombstone_ttl_ns after its death (or leave).
@@ -80,11 +158,7 @@ class MemberTable {
   Member* find(std::string_view name, std::uint32_t prefetched_id) {
     return identities().is_name(prefetched_id, name) ? find_id(prefetched_id) : find(name);
   }
-  Member* find_id(std::uint32_t name_id) {
-    if (name_id == IdentityPool::kNone || name_id >= slot_of_.size()) return nullptr;
-    const std::uint32_t s = slot_of_[name_id];
-    return s == 0 ? nullptr : &slots_[s - 1];
-  }
+  Member* find_id(std::uint32_t name_id) { return name_id == IdentityPool::kNone ? nullptr : entries_.find(name_id); }
 
   // Asks the CPU for a name's entry ahead of its find (nothing if absent).
   // Merging a datagram's or a sync's members is a cache miss per member at
@@ -92,8 +166,8 @@ class MemberTable {
   // name's id (IdentityPool::find_name), for find_id when the turn comes.
   std::uint32_t prefetch(std::string_view name) const {
     const std::uint32_t id = identities().find_name(name);
-    if (id == IdentityPool::kNone || id >= slot_of_.size()) return id;
-    if (const std::uint32_t s = slot_of_[id]; s != 0) __builtin_prefetch(&slots_[s - 1]);
+    if (id == IdentityPool::kNone) return id;
+    if (const Member* e = entries_.place(id)) __builtin_prefetch(e);
     return id;
   }
 
@@ -182,9 +256,9 @@ class MemberTable {
   std::size_t view_lower_bound(std::string_view name) const;
 
   // Heap bytes per entry of this table's own structures (the shared identity
-  // pool not included): the slot, the name index and its place in one of
-  // the two name-ordered arrays.
-  static constexpr std::size_t kEntryBytes = sizeof(Member) + 2 * sizeof(std::uint32_t);
+  // pool not included): the entry and its place in one of the two
+  // name-ordered arrays (pages full; bytes() counts what they hold).
+  static constexpr std::size_t kEntryBytes = sizeof(Member) + sizeof(std::uint32_t);
   // Heap bytes this table holds (slots, indexes, expiry queue, graveyard).
   std::size_t bytes() const;
 
@@ -192,7 +266,7 @@ class MemberTable {
   // Position in `list` (name ids in name order) of the first name >= `name`.
   std::size_t lower_bound(const std::vector<std::uint32_t>& list, std::string_view name) const;
   // The entry of a name id that is in the table.
-  const Member& at_id(std::uint32_t name_id) const { return slots_[slot_of_[name_id] - 1]; }
+  const Member& at_id(std::uint32_t name_id) const { return *entries_.place(name_id); }
   // Calls fn on view_[v, v_end) and rest_[r, r_end) merged in name order,
   // until it returns false (then false).
   template <typename Fn>
@@ -208,12 +282,12 @@ class MemberTable {
   }
   // A walk of a name-ordered list reads entries in no order in memory (a
   // cache miss each at ten thousand tables): at position i it asks for the
-  // entry kWalkAhead on, whose slot index it asked for kWalkAhead before.
+  // entry kWalkAhead on, whose page pointer it asked for kWalkAhead before.
   static constexpr std::size_t kWalkAhead = 8;
   void prefetch_ahead(const std::vector<std::uint32_t>& list, std::size_t i, std::size_t end) const {
-    if (i + 2 * kWalkAhead < end) __builtin_prefetch(&slot_of_[list[i + 2 * kWalkAhead]]);
+    if (i + 2 * kWalkAhead < end) entries_.prefetch_page(list[i + 2 * kWalkAhead]);
     if (i + kWalkAhead < end)
-      if (const std::uint32_t s = slot_of_[list[i + kWalkAhead]]; s != 0) __builtin_prefetch(&slots_[s - 1]);
+      if (const Member* e = entries_.place(list[i + kWalkAhead])) __builtin_prefetch(e);
   }
   void list_add(std::vector<std::uint32_t>& list, std::uint32_t name_id);
   void list_remove(std::vector<std::uint32_t>& list, const Member& m);
@@ -228,9 +302,7 @@ class MemberTable {
 
   std::uint32_t max_members_;
   std::uint64_t tombstone_ttl_ns_;
-  StableArray<Member> slots_;           // never moves; freed slots are reused
-  std::vector<std::uint32_t> free_;     // free slots
-  std::vector<std::uint32_t> slot_of_;  // by name id: slot + 1, 0 = not here
+  IdPages entries_;  // by name id
   // Every entry is in one of two arrays of name ids in name order: the view
   // (live, probation excepted) and the rest (tombstones and probationers).
   // Ordered walks merge them. Ids, not slots: a search compares the pool's

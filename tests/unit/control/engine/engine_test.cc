@@ -2127,6 +2127,60 @@ TEST(MemberTable, OutsideTheViewAreTheTombstonesAndProbationersInNameOrder) {
   EXPECT_EQ(outside, whole);
 }
 
+// The table's entries sit at their names' ids (IdPages) against a map,
+// through a seeded run of puts and removes; a page goes with its last entry,
+// and a copy is a copy.
+TEST(MemberTable, EntriesAtTheirIdsAgreeWithAMapAndEmptyPagesAreFreed) {
+  std::vector<Name> names;
+  for (std::size_t i = 0; i < 500; ++i) names.emplace_back("idp-" + std::to_string(i * 7919 % 1009));
+  IdPages pages;
+  std::map<std::uint32_t, std::uint64_t> model;  // id -> incarnation
+  Rng rng(11);
+  const auto check = [&](const IdPages& p, const std::map<std::uint32_t, std::uint64_t>& want) {
+    for (const Name& n : names) {
+      const Member* e = const_cast<IdPages&>(p).find(n.id());
+      const auto it = want.find(n.id());
+      ASSERT_EQ(e != nullptr, it != want.end()) << n.str();
+      if (e != nullptr) {
+        ASSERT_EQ(e->name, n);
+        ASSERT_EQ(e->incarnation, it->second);
+      }
+    }
+  };
+  for (int op = 0; op < 20000; ++op) {
+    const Name& n = names[rng.uniform(names.size())];
+    if (model.count(n.id()) != 0) {
+      pages.remove(n.id());
+      model.erase(n.id());
+    } else {
+      Member m;
+      m.name = n;
+      m.incarnation = rng.uniform(1000) + 1;
+      const Member* put = &pages.put(std::move(m));
+      EXPECT_EQ(put, pages.find(n.id()));
+      model[n.id()] = pages.find(n.id())->incarnation;
+    }
+    if (op % 1000 == 999) check(pages, model);
+  }
+  check(pages, model);
+  ASSERT_FALSE(model.empty());
+  std::set<std::uint32_t> pages_used;
+  for (const auto& [id, inc] : model) pages_used.insert(id >> IdPages::kShift);
+  EXPECT_EQ(pages.pages(), pages_used.size());
+  const std::size_t bytes_full = pages.bytes();
+  // A copy keeps its entries whatever happens to the original.
+  const IdPages copy = pages;
+  const auto copied = model;
+  for (const auto& [id, inc] : copied) pages.remove(id);
+  model.clear();
+  check(pages, model);
+  check(copy, copied);
+  // Every page went with its last entry: only the page pointers are left.
+  EXPECT_EQ(pages.pages(), 0u);
+  EXPECT_LE(pages.bytes() + pages_used.size() * IdPages::kPage * sizeof(Member), bytes_full);
+  EXPECT_EQ(copy.pages(), pages_used.size());
+}
+
 // A datagram's names are looked up once, when their entries are prefetched;
 // by a name's turn its id may have been freed and given to another name
 // (a probationer forgotten, a newcomer admitted): the id is checked, not
