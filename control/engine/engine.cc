@@ -422,8 +422,7 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
           else if constexpr (std::is_same_v<T, Nack>)
             on_nack(m);
           else if constexpr (std::is_same_v<T, Alive>)
-            apply_alive(m, now_ns, AliveSource::kGossip,
-                        prefetched && i < ids.size() ? std::optional<std::uint32_t>(ids[i]) : std::nullopt);
+            apply_alive(m, now_ns, AliveSource::kGossip, prefetched && i < ids.size() ? ids[i] : IdentityPool::kNone);
           else if constexpr (std::is_same_v<T, Suspect>)
             apply_suspect(m, now_ns);
           else if constexpr (std::is_same_v<T, Dead>)
@@ -657,8 +656,7 @@ void Engine::refute(std::uint64_t heard_incarnation, bool told) {
   if (told && inbound_from_ != nullptr) send(*inbound_from_, PriorityClass::kUrgent, Compound{self_alive()}, false);
 }
 
-void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource source,
-                         std::optional<std::uint32_t> name_id) {
+void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource source, std::uint32_t name_id) {
   const bool from_join = source == AliveSource::kJoinAnswer;
   // Nameless, or a name no sane member has: not a member (and not worth storing).
   if (a.node.empty() || a.node.size() > kMaxNameBytes) {
@@ -676,7 +674,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     ++counters_.alive_drop_no_addr;
     return;
   }
-  Member* m = name_id ? table_.find(a.node, *name_id) : table_.find(a.node);
+  Member* m = table_.find(a.node, name_id);
   // Incarnations only grow by the member's own refutations and restarts: one far
   // beyond what we hold is corrupt or hostile, and trusting it would pin the
   // member (or us, through refutation) near the top of the range.

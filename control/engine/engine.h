@@ -245,9 +245,9 @@ class Engine {
   enum class AliveSource : std::uint8_t { kGossip, kSync, kJoinAnswer };
   // State updates shared by gossip and sync merges. `name_id`: what
   // MemberTable::prefetch returned for a.node, when the caller prefetched its
-  // entry (checked, not trusted: see MemberTable::find).
+  // entry (checked, not trusted: see MemberTable::find); kNone: looked up.
   void apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource source = AliveSource::kGossip,
-                   std::optional<std::uint32_t> name_id = std::nullopt);
+                   std::uint32_t name_id = IdentityPool::kNone);
   void admit_pending(std::uint64_t now_ns);
   void promote_probationers(std::uint64_t now_ns);
   // True if `h` may count against our health when it does not nack.

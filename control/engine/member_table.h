@@ -154,7 +154,7 @@ class MemberTable {
   Member* find(const Name& name) { return find_id(name.id()); }
   const Member* find(const Name& name) const { return const_cast<MemberTable*>(this)->find(name); }
   // The same, given the id prefetch() returned for the name earlier (used if
-  // it still names it, else the name is looked up).
+  // it still names it, else, or if kNone, the name is looked up).
   Member* find(std::string_view name, std::uint32_t prefetched_id) {
     return identities().is_name(prefetched_id, name) ? find_id(prefetched_id) : find(name);
   }
