@@ -378,6 +378,16 @@ static_assert((2 * cp::engine::kMessageTypes + cp::engine::kPriorityClasses + st
                       sizeof(std::uint64_t) ==
                   sizeof(EC),
               "an engine Counters field is missing from kEngineFields");
+// The stats JSON keys are the engine's own names (control/engine/counters.h):
+// each entry's key names the field it reads.
+constexpr bool engine_keys_match() {
+  for (const Field<EC>& f : kEngineFields) {
+    const cp::engine::CounterInfo* info = cp::engine::counter_info(f.key);
+    if (info == nullptr || info->field != f.member) return false;
+  }
+  return true;
+}
+static_assert(engine_keys_match(), "a kEngineFields key is not the engine's name for its field");
 
 // ---- the composition root's sections (GatewaySections) ----
 

@@ -128,7 +128,7 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
   j["restarts"] = {{"batches", batches}, {"all_alive_after_s", r.restarts_all_alive_after_s}};
   const auto totals = [](const EngineTotals& t) {
     nlohmann::json o = nlohmann::json::object();
-    for (std::size_t i = 0; i < EngineTotals::kCount; ++i) o[EngineTotals::kNames[i]] = t.values[i];
+    for (std::size_t i = 0; i < EngineTotals::kCount; ++i) o[std::string(cp::engine::kCounterInfo[i].name)] = t.values[i];
     return o;
   };
   j["engine_counters"] = {{"whole_run", totals(r.engine)}, {"measured", totals(r.engine_measured)}};

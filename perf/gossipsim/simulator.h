@@ -107,11 +107,11 @@ struct Marker {
   double end_s = 0;  // == start_s: a moment (vertical line); otherwise a band
 };
 
-// Engine counters summed over members (crashed ones at their crash), by name:
-// what the protocol did, for reading a run (EngineTotals::kNames).
+// Engine counters summed over members (crashed ones at their crash): every
+// scalar counter the engine describes (control/engine/counters.h), in that
+// order, for reading a run.
 struct EngineTotals {
-  static constexpr std::size_t kCount = 39;
-  static const std::array<const char*, kCount> kNames;
+  static constexpr std::size_t kCount = cp::engine::kCounterInfo.size();
   std::array<std::uint64_t, kCount> values = {};
 
   void add(const cp::engine::Counters& c);

@@ -1,0 +1,336 @@
+#include "control/engine/anti_entropy.h"
+
+#include <algorithm>
+#include <bit>
+#include <type_traits>
+
+#include "control/engine/wire_size.h"
+
+namespace gw::cp::engine {
+
+AntiEntropy::AntiEntropy(Core& core, Effects& fx, std::uint64_t now_ns)
+    : core_(core),
+      fx_(fx),
+      syncs_(core.config.max_concurrent_syncs, core.config.sync_timeout_ns, core.config.sync_answer_rate,
+             core.config.sync_answer_burst, core.config.max_sync_bytes, core.config.max_packet_bytes, now_ns,
+             core.config.join_answer_rate, core.config.join_answer_burst) {
+  const EngineConfig& c = core_.config;
+  next_sync_ns_ = now_ns + c.push_pull_interval_ns + core_.rng.uniform(c.push_pull_interval_ns);
+  next_reconnect_ns_ = next_reconnect_at(now_ns);
+}
+
+// ---------------------------------------------------------------- sending
+
+template <typename Sync>
+void AntiEntropy::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view, std::uint64_t digest,
+                            const std::vector<std::uint8_t>* only, const std::vector<std::uint32_t>& buckets) {
+  const EngineConfig& c = core_.config;
+  const MemberTable& table = core_.table;
+  // A joiner gets (and sends) the whole view, up to max_sync_bytes: at a
+  // follow-up, its view repairs what the responder missed (an epidemic misses
+  // a few members per thousand joins; windows take many intervals to come
+  // round to any one name). A periodic
+  // sync is a rotating window of sync_bytes_per_sec times its interval: the
+  // interval grows with N, and so does the window, so that anti-entropy costs
+  // the same bytes per member per second at any N (a full table every interval
+  // would grow as N / log N), and a large table is covered over several syncs.
+  std::size_t cap = c.max_sync_bytes;
+  if (c.sync_bytes_per_sec > 0) {
+    const std::uint64_t window = c.sync_bytes_per_sec * (core_.sync_interval() / kMillisecond) / 1000;
+    cap = static_cast<std::size_t>(std::clamp<std::uint64_t>(window, c.max_packet_bytes, c.max_sync_bytes));
+  }
+  // Changes since the last interval lead the window (a delta sync). A joiner
+  // gets every live member and tombstones within the periodic window's bytes
+  // (after a storm there are thousands of dead phantoms; it needs the living).
+  const std::uint64_t since =
+      core_.last_now_ns > core_.sync_interval() ? core_.last_now_ns - core_.sync_interval() : 0;
+  SyncManager::Window w = whole_view
+                              ? syncs_.build_join_view(table, c.name, c.max_packet_bytes, c.max_sync_bytes, cap)
+                              : syncs_.build_window(table, c.name, c.max_packet_bytes, cap, since, only);
+  const auto parts = static_cast<std::uint32_t>(w.parts.size());
+  for (std::uint32_t i = 0; i < parts; ++i) {
+    Sync msg;
+    msg.seq_no = seq_no;
+    msg.source = c.name;
+    if constexpr (std::is_same_v<Sync, SyncRequest>) msg.join = join;
+    msg.part = i;
+    msg.parts = parts;
+    msg.members = std::move(w.parts[i]);
+    msg.digest = digest;
+    // A request's parts may each be the first to arrive (and be answered); a
+    // response's buckets are kept by the asker from its first part.
+    if (std::is_same_v<Sync, SyncRequest> || i == 0) msg.buckets = buckets;
+    if constexpr (std::is_same_v<Sync, SyncRequest>)
+      if (digest != 0) msg.view_size = static_cast<std::uint32_t>(table.live_count());
+    fx_.send(to, PriorityClass::kBulk, Compound{std::move(msg)}, false);
+  }
+  core_.counters.sync_bytes_out += w.bytes;
+}
+
+void AntiEntropy::request_whole_view(const Address& to, std::uint32_t seq_no, std::uint64_t now_ns) {
+  syncs_.start(seq_no, now_ns);
+  ++core_.counters.sync_started;
+  send_sync<SyncRequest>(to, seq_no, true, true);
+}
+
+// ---------------------------------------------------------------- requests
+
+void AntiEntropy::on_request(const Address& from, const SyncRequest& m, std::uint64_t now_ns) {
+  Counters& n = core_.counters;
+  const SyncManager::Serve serve =
+      syncs_.on_request(m.source, m.seq_no, m.parts, estimated_sync_size(m), now_ns, m.join);
+  // Larger than a sync can be (this part, or the parts so far): not merged, and a
+  // first part is not answered either (no slot, no token spent on it).
+  if (serve == SyncManager::Serve::kOversize) {
+    ++n.sync_drop_oversize;
+    return;
+  }
+  // Over the concurrency cap or the answer rate: neither merge nor answer (the
+  // sender retries: a joiner after sync_timeout, others at their next interval).
+  // Either way the sender's own entry is merged (it is one member, and gossip
+  // then spreads it): a refused joiner is still known, and probed.
+  if (serve == SyncManager::Serve::kBusy || serve == SyncManager::Serve::kRateLimited) {
+    if (serve == SyncManager::Serve::kBusy)
+      ++n.sync_drop_concurrency;
+    else if (m.join)
+      ++n.join_drop_rate;
+    else
+      ++n.sync_drop_rate;
+    for (const MemberState& s : m.members)
+      if (s.node == m.source) fx_.merge({s}, m.source, now_ns, false);
+    return;
+  }
+  fx_.merge(m.members, m.source, now_ns, false);
+  if (serve != SyncManager::Serve::kNew) return;
+  ++n.sync_answered;
+  if (m.join) ++n.join_answered;
+  if (m.join || m.digest == 0) {
+    send_sync<SyncResponse>(from, m.seq_no, false, m.join);
+    return;
+  }
+  // Asked with a digest: an equal view is answered with the digest alone,
+  // another with our window and our digest (the asker then knows whether
+  // it still has something we lack).
+  const MemberTable& table = core_.table;
+  const std::uint64_t ours = table.view_digest();
+  if (ours == m.digest) {
+    ++n.sync_digest_equal;
+    fx_.send(from, PriorityClass::kBulk, Compound{SyncResponse{m.seq_no, core_.config.name, 0, 1, {}, ours, {}}},
+             false);
+    return;
+  }
+  const std::size_t differing = compare_buckets(m.buckets);
+  // Far apart: the asker's view is much shorter than ours (it rejoined
+  // through a seed whose own view was short, or was cut off), or the
+  // differences are spread over so many buckets (over a quarter) that
+  // they cannot be told apart.
+  // Our whole view then, as a join answer is, from the join answer
+  // budget: windows of the differing buckets would take many sync
+  // intervals to make up the difference.
+  const std::size_t live = table.live_count();
+  // Not in a storm: there every newcomer's view is short, and a whole
+  // view for each phantom is what the storm rules exist to avoid.
+  const bool short_view = m.view_size > 0 && m.view_size + live / kFarBehindFraction < live;
+  const bool spread = differing * kSpreadFraction > bucket_differ_.size() && differing > 0;
+  if ((short_view || spread) && !fx_.in_storm(now_ns) && syncs_.take_join_answer(now_ns)) {
+    ++n.sync_whole_views;
+    send_sync<SyncResponse>(from, m.seq_no, false, true, ours, nullptr, bucket_ours_);
+    return;
+  }
+  // With bucket digests: the members of the buckets that differ only
+  // (what is missing on either side is there), and ours, so that the
+  // asker can send what we lack in turn. A difference no bucket shows
+  // (a 32-bit fold collision) gets the whole window.
+  if (differing > 0) {
+    ++n.sync_bucket_windows;
+    send_sync<SyncResponse>(from, m.seq_no, false, false, ours, &bucket_differ_, bucket_ours_);
+    return;
+  }
+  send_sync<SyncResponse>(from, m.seq_no, false, false, ours);
+}
+
+// ---------------------------------------------------------------- responses
+
+bool AntiEntropy::accept(const SyncResponse& m) {
+  switch (syncs_.on_response(m.seq_no, m.part, m.parts, estimated_sync_size(m))) {
+    case SyncManager::Answer::kMerge:
+      return true;
+    // Not an answer to one of our syncs: unsolicited state is not merged.
+    case SyncManager::Answer::kUnsolicited:
+      ++core_.counters.sync_drop_unsolicited;
+      return false;
+    // Larger than any sync we would send: the rest of it is not trusted.
+    case SyncManager::Answer::kOversize:
+      ++core_.counters.sync_drop_oversize;
+      return false;
+  }
+  return false;
+}
+
+void AntiEntropy::after_merge(const SyncResponse& m, std::uint64_t now_ns) {
+  // Our digest-only sync, wholly answered: if the views still differ after
+  // their window, they lack something of ours, so a second sync carries our
+  // window to them (and brings another of theirs).
+  const auto asked =
+      std::find_if(digest_seqs_.begin(), digest_seqs_.end(), [&](const DigestSync& d) { return d.seq_no == m.seq_no; });
+  if (asked == digest_seqs_.end()) return;
+  asked->partial = true;
+  if (!m.buckets.empty() && m.buckets.size() <= kMaxSyncBuckets) asked->theirs = m.buckets;
+  if (syncs_.awaiting(m.seq_no)) return;
+  const std::vector<std::uint32_t> theirs = std::move(asked->theirs);
+  digest_seqs_.erase(asked);
+  const MemberTable& table = core_.table;
+  if (m.digest == 0 || m.digest == table.view_digest()) return;
+  ++core_.counters.sync_digest_differ;
+  const Member* peer = table.find(m.source);
+  if (peer == nullptr || peer->is_tombstone() || core_.leaving || !syncs_.has_capacity()) return;
+  const std::uint32_t seq = core_.take_seq();
+  syncs_.start(seq, now_ns);
+  ++core_.counters.sync_started;
+  // Their buckets known: ours of the buckets that still differ, with our
+  // digests (they answer with what still differs, or the digest alone).
+  if (compare_buckets(theirs) > 0) {
+    ++core_.counters.sync_bucket_windows;
+    send_sync<SyncRequest>(peer->addr(), seq, false, false, table.view_digest(), &bucket_differ_, bucket_ours_);
+    return;
+  }
+  send_sync<SyncRequest>(peer->addr(), seq, false, false);
+}
+
+std::size_t AntiEntropy::compare_buckets(const std::vector<std::uint32_t>& theirs) {
+  bucket_ours_.clear();
+  bucket_differ_.clear();
+  if (theirs.empty() || theirs.size() > kMaxSyncBuckets) return 0;
+  core_.table.bucket_digests(theirs.size(), bucket_ours_);
+  return differing_buckets(bucket_ours_, theirs, bucket_differ_);
+}
+
+std::size_t AntiEntropy::sync_bucket_count() const {
+  const std::size_t live = core_.table.live_count();
+  if (live <= 2 * kMembersPerSyncBucket) return 0;
+  // What fits in one datagram beside the request's other fields.
+  constexpr std::size_t kRequestOverhead = 64 + kMaxNameBytes;
+  const std::uint32_t packet = core_.config.max_packet_bytes;
+  const std::size_t room = packet > kRequestOverhead ? (packet - kRequestOverhead) / 4 : 0;
+  const std::size_t cap = std::bit_floor(std::min(kMaxSyncBuckets, room));
+  const std::size_t want = std::bit_ceil((live + kMembersPerSyncBucket - 1) / kMembersPerSyncBucket);
+  const std::size_t n = std::min(want, cap);
+  return n >= 2 ? n : 0;
+}
+
+// ---------------------------------------------------------------- our syncs
+
+void AntiEntropy::start_sync(std::uint64_t now_ns) {
+  // Cap on concurrent syncs: skip this round.
+  if (!syncs_.has_capacity()) return;
+  // A random peer, preferring one that is not a young newcomer (in a storm
+  // most newcomers are gone, and a sync sent there repairs nothing); in
+  // steady state nobody is young and the choice is uniform.
+  std::vector<std::string> peer = fx_.random_peers(4, {});
+  const auto settled = std::find_if(peer.begin(), peer.end(),
+                                    [&](const std::string& p) { return !core_.young(*core_.table.find(p), now_ns); });
+  if (settled != peer.end()) std::iter_swap(peer.begin(), settled);
+  // Syncs to the failed go on a timer of their own (reconnect), never
+  // instead of this one: anti-entropy with the living is what repairs a view
+  // that missed a death, and a run of syncs to the dead left one member
+  // holding a dead phantom for 70 s (ci/phantom-storm seed 39).
+  if (!peer.empty()) sync_with(core_.table.find(peer.front())->addr(), now_ns);
+}
+
+std::uint64_t AntiEntropy::next_reconnect_at(std::uint64_t now_ns) {
+  const std::uint64_t interval = core_.config.reconnect_interval_ns;
+  if (interval == 0) return UINT64_MAX;
+  // Jittered, so that a cluster started together does not reconnect in step.
+  return now_ns + interval / 2 + core_.rng.uniform(interval) + 1;
+}
+
+void AntiEntropy::reconnect(std::uint64_t now_ns) {
+  const MemberTable& table = core_.table;
+  // No tombstones at all (the usual case): nobody to reconnect to, and no walk.
+  if (table.size() <= table.live_count() + table.probation_count()) return;
+  // Reconnect (as Serf does): a partition leaves both sides thinking the other
+  // dead, and nobody talks to the dead after gossip_to_the_dead_ns; a group
+  // that restarted together through seeds among them (ci/restart seed 223:
+  // both shared seeds) knows only itself. A sync to a failed (not left)
+  // member with probability D / (L + D), and always when nobody live is
+  // left, heals both through refutation or the newer lives it brings back.
+  // Not members that died as newcomers: a storm's thousands of dead phantoms
+  // would take nearly every reconnect (partitions part established members).
+  std::vector<const Member*> failed;
+  table.for_each_outside_view([&](const Member& m) {
+    if (m.status == MemberStatus::kDead && !core_.young(m, m.state_change_ns)) failed.push_back(&m);
+  });
+  if (failed.empty() || !syncs_.has_capacity()) return;
+  const std::uint64_t live = table.live_count() - 1;
+  if (core_.rng.uniform(live + failed.size()) >= failed.size()) return;
+  ++core_.counters.sync_reconnects;
+  sync_with(failed[static_cast<std::size_t>(core_.rng.uniform(failed.size()))]->addr(), now_ns);
+}
+
+void AntiEntropy::sync_with(const Address& to, std::uint64_t now_ns) {
+  const std::uint32_t seq = core_.take_seq();
+  syncs_.start(seq, now_ns);
+  ++core_.counters.sync_started;
+  if (!core_.config.sync_digest) {
+    send_sync<SyncRequest>(to, seq, false, false);
+    return;
+  }
+  // Digest first: in steady state every view is the same, and the window
+  // would repeat what the peer holds already.
+  if (digest_seqs_.size() >= kDigestSyncsRemembered) digest_seqs_.pop_front();
+  digest_seqs_.push_back({seq, {}});
+  const MemberTable& table = core_.table;
+  table.bucket_digests(sync_bucket_count(), bucket_ours_);
+  fx_.send(to, PriorityClass::kBulk,
+           Compound{SyncRequest{seq, core_.config.name, false, 0, 1, {}, table.view_digest(), bucket_ours_,
+                                static_cast<std::uint32_t>(table.live_count())}},
+           false);
+}
+
+// ---------------------------------------------------------------- timers
+
+void AntiEntropy::expire(std::uint64_t now_ns) {
+  syncs_.expire(now_ns);
+  // A digest sync of ours that timed out with parts missing (a whole view
+  // is tens of datagrams, and parts are in name order: the same names would
+  // be missing until the next interval): once more, soon, with another peer.
+  const std::uint64_t soon = core_.config.join_retry_min_ns;
+  for (auto it = digest_seqs_.begin(); it != digest_seqs_.end();) {
+    if (it->partial && !syncs_.awaiting(it->seq_no)) {
+      it = digest_seqs_.erase(it);
+      ++core_.counters.sync_incomplete_retries;
+      next_sync_ns_ = std::min(next_sync_ns_, now_ns + soon + core_.rng.uniform(soon));
+    } else {
+      ++it;
+    }
+  }
+}
+
+void AntiEntropy::run(std::uint64_t now_ns) {
+  const bool leaving = core_.leaving;
+  // In a storm, push-pull at the base interval (not scaled with N): members
+  // that missed some deaths get them from a peer's recent changes within
+  // seconds of the storm's end rather than minutes.
+  if (fx_.in_storm(now_ns)) next_sync_ns_ = std::min(next_sync_ns_, now_ns + core_.config.push_pull_interval_ns);
+  if (now_ns >= next_sync_ns_) {
+    if (!leaving) start_sync(now_ns);
+    next_sync_ns_ = now_ns + core_.sync_interval();
+  } else if (now_ns >= settle_sync_ns_ && !leaving && !fx_.in_storm(now_ns)) {
+    // Arrivals have stopped: one digest sync (cheap when the views agree).
+    // An epidemic misses a member now and then, and the periodic sync that
+    // would repair that is minutes away at scale: ci/congestion seed 25 kept
+    // a member without the last joiner for the 60 s to the end of the run.
+    start_sync(now_ns);
+  }
+  if (now_ns >= settle_sync_ns_) settle_sync_ns_ = UINT64_MAX;
+  if (now_ns >= next_reconnect_ns_) {
+    if (!leaving) reconnect(now_ns);
+    next_reconnect_ns_ = next_reconnect_at(now_ns);
+  }
+}
+
+std::uint64_t AntiEntropy::next_deadline() const {
+  return std::min({next_sync_ns_, syncs_.next_expiry(), settle_sync_ns_, next_reconnect_ns_});
+}
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,110 @@
+// Anti-entropy: views repaired by syncs, at a cost flat in N.
+//
+// Every sync interval (scaled with N) we sync with a random peer: digests
+// first (equal views exchange two small datagrams), then bucket digests, so
+// that unequal views exchange only the buckets that differ, or a rotating
+// window of the table with the recent changes first; a view far behind gets
+// the whole view. A settle sync follows the last join heard by gossip, and a
+// reconnect timer syncs with members we hold failed (a partition heals
+// through them). The SyncManager bounds it all: syncs in flight, answers per
+// second, bytes and parts per sync; joins are answered from a budget of their
+// own. The whole-view requests of a joiner go out from here too (joining.h
+// decides when and to whom).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "control/engine/core.h"
+#include "control/engine/effects.h"
+#include "control/engine/sync.h"
+
+namespace gw::cp::engine {
+
+class AntiEntropy {
+ public:
+  AntiEntropy(Core& core, Effects& fx, std::uint64_t now_ns);
+
+  // ---- messages ----
+  void on_request(const Address& from, const SyncRequest& m, std::uint64_t now_ns);
+  // A response part: true if it answers a sync of ours and may be merged
+  // (refusals counted).
+  bool accept(const SyncResponse& m);
+  // After its members were merged: a digest sync of ours wholly answered
+  // whose views still differ sends ours.
+  void after_merge(const SyncResponse& m, std::uint64_t now_ns);
+
+  // ---- for joining ----
+  void request_whole_view(const Address& to, std::uint32_t seq_no, std::uint64_t now_ns);
+  bool answered(std::uint32_t seq_no) const { return syncs_.answered(seq_no); }
+  bool awaiting(std::uint32_t seq_no) const { return syncs_.awaiting(seq_no); }
+  void sync_by(std::uint64_t at_ns) { next_sync_ns_ = std::min(next_sync_ns_, at_ns); }
+  // A member joined our view by gossip: one sync a settle delay later.
+  void settle_after_join(std::uint64_t now_ns) { settle_sync_ns_ = now_ns + settle_delay(); }
+
+  // ---- timers ----
+  // Syncs timed out; our digest syncs that timed out incomplete are retried soon.
+  void expire(std::uint64_t now_ns);
+  // The periodic sync, the settle sync and the reconnect timer.
+  void run(std::uint64_t now_ns);
+  std::uint64_t next_deadline() const;
+
+  // Bucket digests of a periodic sync (MemberTable::bucket_digests): about
+  // this many view members a bucket, at most kMaxSyncBuckets (and what fits in
+  // a datagram), none in views of up to 2 buckets' worth (the whole digest
+  // says as much). A request with more buckets is answered as one without.
+  static constexpr std::size_t kMembersPerSyncBucket = 16;
+  static constexpr std::size_t kMaxSyncBuckets = 256;
+  // A periodic sync from a view shorter than ours by more than 1/this of
+  // ours, or differing in more than 1/kSpreadFraction of the buckets, is
+  // answered with our whole view (the views are far apart).
+  static constexpr std::size_t kFarBehindFraction = 8;
+  static constexpr std::size_t kSpreadFraction = 4;
+  // Digest-only syncs of ours whose answers are still recognised.
+  static constexpr std::size_t kDigestSyncsRemembered = 4;
+
+ private:
+  // `only`: the buckets to send (differing_buckets), null or empty = all;
+  // `buckets`: our bucket digests, sent with the digest (on every part of a
+  // request, on the first part of a response).
+  template <typename Sync>
+  void send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view, std::uint64_t digest = 0,
+                 const std::vector<std::uint8_t>* only = nullptr, const std::vector<std::uint32_t>& buckets = {});
+  // How many buckets our periodic syncs compare (0 = the whole digest only).
+  std::size_t sync_bucket_count() const;
+  // Our bucket digests beside a peer's (`theirs`, as a sync carried them):
+  // into bucket_ours_ and bucket_differ_; returns how many differ. 0, both
+  // empty, when theirs is empty or longer than kMaxSyncBuckets.
+  std::size_t compare_buckets(const std::vector<std::uint32_t>& theirs);
+  void start_sync(std::uint64_t now_ns);
+  void sync_with(const Address& to, std::uint64_t now_ns);
+  // The reconnect timer's round: maybe a sync to a failed member.
+  void reconnect(std::uint64_t now_ns);
+  std::uint64_t next_reconnect_at(std::uint64_t now_ns);
+  // After the last join heard: about as long as a join's epidemic lasts
+  // (5 s on LAN), so that the peer asked has heard it too.
+  std::uint64_t settle_delay() const { return 25 * core_.config.gossip_interval_ns; }
+
+  Core& core_;
+  Effects& fx_;
+  SyncManager syncs_;
+  std::uint64_t next_sync_ns_ = 0;
+  // A settle delay after the latest join we heard by gossip: one sync then.
+  std::uint64_t settle_sync_ns_ = UINT64_MAX;
+  std::uint64_t next_reconnect_ns_ = UINT64_MAX;  // reconnect(); never with reconnect_interval_ns 0
+  // Our periodic syncs that asked with a digest only, still unanswered, and
+  // the responder's bucket digests once its first part is in.
+  struct DigestSync {
+    std::uint32_t seq_no = 0;
+    std::vector<std::uint32_t> theirs;
+    bool partial = false;  // some parts in (a whole view's may be many)
+  };
+  std::deque<DigestSync> digest_seqs_;
+  // Scratch of compare_buckets (and of a digest sync's own buckets): once a
+  // sync interval, so reused rather than allocated each time.
+  std::vector<std::uint32_t> bucket_ours_;
+  std::vector<std::uint8_t> bucket_differ_;
+};
+
+}  // namespace gw::cp::engine

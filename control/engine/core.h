@@ -1,0 +1,100 @@
+// What every part of the engine shares: the configuration, who we are, the
+// seeded RNG, the member table, the counters and the outputs. The engine owns
+// one Core; each policy reads it and asks the engine (effects.h) for any
+// change that another policy has to hear about.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "control/engine/config.h"
+#include "control/engine/counters.h"
+#include "control/engine/member_table.h"
+#include "control/engine/messages.h"
+#include "control/engine/rng.h"
+
+namespace gw::cp::engine {
+
+// One datagram to send: the host encodes `messages` (control/codec.h), seals it
+// and queues it in `priority`'s egress class.
+struct Outgoing {
+  Address to;
+  PriorityClass priority = PriorityClass::kGossip;
+  Compound messages;
+};
+
+enum class EventKind : std::uint8_t { kJoin, kLeave, kFailed, kUpdate };
+
+struct MemberEvent {
+  EventKind kind = EventKind::kJoin;
+  std::string node;
+  Address addr;
+  std::uint64_t incarnation = 0;
+  std::vector<Tag> tags;
+};
+
+// Bytes of a member's metadata as max_tag_bytes counts them.
+inline std::size_t tag_bytes(const std::vector<Tag>& tags) {
+  std::size_t n = 0;
+  for (const Tag& t : tags) n += t.key.size() + t.value.size();
+  return n;
+}
+
+// A name longer than this is no member's.
+inline constexpr std::size_t kMaxNameBytes = 255;
+
+struct Core {
+  // `config` is sanitized (zero intervals raised to 1 ms, incarnation bounds
+  // clamped), and we are the table's first entry.
+  Core(EngineConfig c, std::uint64_t seed, std::uint64_t now_ns);
+
+  EngineConfig config;
+  Name self_name;  // config.name, interned: self() finds our entry by id
+  Rng rng;
+  MemberTable table;
+  Counters counters;
+  std::uint32_t next_seq = 1;       // probes, relays, proof pings and syncs share one numbering
+  std::uint64_t last_now_ns = 0;    // latest time seen (tick or handle)
+  bool leaving = false;             // our Leave is out: we probe, sync and accuse nobody
+  std::vector<Outgoing> outbox;
+  std::deque<MemberEvent> events;
+  std::deque<UserData> user_data;
+
+  Member& self() { return *table.find(self_name); }
+  const Member& self() const { return *table.find(self_name); }
+  bool is_self(const std::string& name) const { return name == config.name; }
+  Alive self_alive() const {
+    const Member& me = self();
+    return Alive{me.incarnation, me.name, me.addr(), me.tags(), me.protocol_version()};
+  }
+  std::uint32_t take_seq() { return next_seq++; }
+
+  // How often a broadcast is sent: retransmit_mult * ceil(log10(N + 1)).
+  std::uint32_t retransmit_limit() const;
+  // How often we send a Suspect ourselves (config suspicion_retransmit_mult).
+  std::uint32_t suspicion_retransmit_limit() const;
+  // The periodic sync interval, scaled with the view.
+  std::uint64_t sync_interval() const;
+
+  // A newcomer: live in our view for less than young_member_ns.
+  bool newcomer(const Member& m, std::uint64_t now_ns) const {
+    return now_ns - std::min(now_ns, m.live_since_ns) < config.young_member_ns;
+  }
+  // A newcomer that also arrived well after us: in a cluster that is
+  // starting, everybody is new and nobody is young.
+  bool young(const Member& m, std::uint64_t now_ns) const {
+    const std::uint64_t ours = now_ns - std::min(now_ns, self().live_since_ns);
+    const std::uint64_t age = now_ns - std::min(now_ns, m.live_since_ns);
+    return age < config.young_member_ns && 2 * age < ours;
+  }
+  // How long we have been live ourselves.
+  std::uint64_t our_age(std::uint64_t now_ns) const { return now_ns - std::min(now_ns, self().live_since_ns); }
+
+  // Bounded: an undrained stream loses its oldest events, counted.
+  void emit(EventKind kind, const Member& m);
+};
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,137 @@
+// The engine's counters, described once: GW_ENGINE_COUNTERS lists each scalar
+// counter with what it counts, and every reader (the gateway's stats and
+// metrics, gossipsim's result.json, the tests) walks that list instead of
+// naming the counters again. The two arrays by message type and the one by
+// class dropped are beside it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "control/engine/messages.h"
+
+namespace gw::cp::engine {
+
+// X(name, what it counts). Order: as the stats JSON lists them.
+#define GW_ENGINE_COUNTERS(X)                                                                                         \
+  X(packets_in, "datagrams handled")                                                                                  \
+  X(packets_out, "datagrams queued for sending")                                                                      \
+  X(outbox_drop_full, "datagrams not queued: the outbox was full")                                                    \
+  X(events_drop_full, "member events and user data dropped: nobody drained them")                                     \
+  X(broadcast_superseded, "queued broadcasts replaced by newer news about the same member")                           \
+  X(admission_drop_rate, "never-seen members over the admission rate with the waiting list full")                     \
+  X(admission_deferred, "never-seen members over the admission rate: waiting for a token")                            \
+  X(alive_drop_graveyard, "stale Alive about a member whose tombstone expired")                                       \
+  X(graveyard_evictions, "oldest graveyard traces forgotten (bound)")                                                 \
+  X(admission_drop_policy, "never-seen members refused by the name or tag policy")                                    \
+  X(admission_drop_table_full, "never-seen members refused: the member table was full")                               \
+  X(alive_drop_tombstone, "stale Alive about a Dead or Left member")                                                  \
+  X(update_drop_stale, "older incarnation about a live member")                                                       \
+  X(update_drop_unknown, "Suspect, Dead or Leave about an unknown member")                                            \
+  X(update_drop_far_future, "incarnation beyond max_incarnation_jump")                                                \
+  X(conflict_self_name, "an Alive with our name at another address")                                                  \
+  X(conflict_address, "a live member's name at another address, not newer")                                          \
+  X(tags_drop_too_large, "Alive whose tags exceed max_tag_bytes")                                                     \
+  X(alive_drop_no_addr, "Alive without an address")                                                                   \
+  X(alive_drop_bad_name, "Alive with an empty name or one longer than kMaxNameBytes")                                 \
+  X(refutations, "suspicions or deaths of ourselves refuted")                                                         \
+  X(suspicions, "members suspected")                                                                                  \
+  X(young_declared_dead, "newcomers that failed a probe in a storm: dead at once")                                    \
+  X(young_last_pings, "... whose probe no helper could vouch for: pinged once more first")                            \
+  X(young_last_acks, "... that answered it: alive, no verdict")                                                       \
+  X(probation_started, "newcomers admitted on probation (storm or surge)")                                            \
+  X(surges, "arrival surges recognised (probation for arrivals)")                                                     \
+  X(gossip_eager, "gossip rounds brought forward for news of a death")                                                \
+  X(own_stalls, "ticks that came a probe interval late: we were stalled")                                             \
+  X(probe_abandoned_stall, "probes whose deadlines passed while we were stalled")                                     \
+  X(probation_promoted, "probationers that lived through probation and joined the view")                              \
+  X(probation_died, "probationers that died on probation (never in the view)")                                        \
+  X(probation_proof_pings, "proof-of-life pings sent to probationers")                                                \
+  X(probation_proof_acks, "proof-of-life pings answered")                                                             \
+  X(probation_unproven, "probationers unanswered kProofPings times: declared dead (also in probation_died)")          \
+  X(probation_death_told, "probationer deaths told to the member that introduced them")                               \
+  X(probation_forgotten, "probationers never proved alive: forgotten, no verdict")                                    \
+  X(stale_corrections, "datagrams answering stale news: our Dead or Leave, our Suspect, the newer Alive")             \
+  X(suspicion_confirmations, "independent confirmations of a suspicion (Lifeguard)")                                  \
+  X(suspicion_tells, "datagrams telling our suspicion to the suspect and its next probers")                           \
+  X(suspicion_retells, "... to the suspect again, each probe interval while it lasts")                                \
+  X(retell_drop_full, "suspicions told once but not retold: the retell list was full")                                \
+  X(deaths, "members declared dead")                                                                                  \
+  X(leaves, "members that left")                                                                                      \
+  X(joins, "members that joined the view")                                                                            \
+  X(updates, "members whose address or tags changed")                                                                 \
+  X(tombstones_expired, "Dead or Left members forgotten after tombstone_ttl_ns")                                      \
+  X(probe_started, "probes started")                                                                                  \
+  X(probe_newcomer, "probes sent to a newcomer out of round-robin order")                                             \
+  X(probe_hearsay, "probes of a member suspected on others' word whose verdict never came")                           \
+  X(probe_ack_direct, "probes answered directly")                                                                     \
+  X(probe_ack_indirect, "probes answered through a helper")                                                           \
+  X(probe_failed, "probes unanswered")                                                                                \
+  X(probe_outdated, "unanswered probes whose target moved to a newer incarnation meanwhile: no verdict")              \
+  X(probe_indirect_sent, "indirect pings sent to helpers")                                                            \
+  X(probe_fallback_sent, "second direct pings sent with the indirect probes (fallback_ping)")                         \
+  X(probe_nack_received, "nacks received from helpers we asked")                                                      \
+  X(ack_drop_unsolicited, "acks no probe or relay waits for (late or unknown)")                                       \
+  X(nack_drop_unsolicited, "nacks not for our probe, or not from a helper we asked")                                  \
+  X(ping_drop_misdirected, "pings meant for another member at our address")                                           \
+  X(relay_started, "indirect probes run for others")                                                                  \
+  X(relay_drop_full, "indirect probes refused: the relay table was full")                                             \
+  X(relay_ack_forwarded, "acks forwarded to the member that asked")                                                   \
+  X(relay_nack_sent, "nacks sent to the member that asked")                                                           \
+  X(sync_started, "syncs started (periodic, join, follow-up, reconnect)")                                             \
+  X(sync_reconnects, "syncs sent to a member we consider failed")                                                     \
+  X(sync_answered, "sync requests answered")                                                                          \
+  X(sync_digest_equal, "periodic syncs that found both views the same")                                               \
+  X(sync_digest_differ, "periodic syncs whose views still differed after the responder's window")                     \
+  X(sync_bucket_windows, "sync windows of the differing buckets only")                                                \
+  X(sync_whole_views, "periodic syncs answered with the whole view (far behind)")                                     \
+  X(sync_incomplete_retries, "digest syncs of ours that timed out with parts missing, retried")                       \
+  X(join_answered, "join syncs answered (also in sync_answered)")                                                     \
+  X(join_drop_rate, "join syncs over the join answer rate (the joiner retries)")                                      \
+  X(join_retries, "join rounds that had no answer and were sent again")                                               \
+  X(join_followups, "whole-view syncs with other members after joining")                                              \
+  X(sync_drop_concurrency, "sync requests refused: too many syncs in flight")                                         \
+  X(sync_drop_rate, "sync requests refused: over the answer rate")                                                    \
+  X(sync_drop_unsolicited, "sync responses to no sync of ours")                                                       \
+  X(sync_drop_oversize, "received syncs over max_sync_bytes or their part count")                                     \
+  X(sync_bytes_out, "estimated encoded bytes of sync parts sent")                                                     \
+  X(user_data_in, "user data messages received")
+
+struct Counters {
+  std::array<std::uint64_t, kMessageTypes> msg_in = {};  // by Message alternative
+  std::array<std::uint64_t, kMessageTypes> msg_out = {};
+  std::array<std::uint64_t, kPriorityClasses> broadcast_drop = {};  // by class dropped
+#define GW_ENGINE_COUNTER_FIELD(name, what) std::uint64_t name = 0;
+  GW_ENGINE_COUNTERS(GW_ENGINE_COUNTER_FIELD)
+#undef GW_ENGINE_COUNTER_FIELD
+};
+
+// One scalar counter of Counters: its name (the field's), what it counts, and
+// where it is.
+struct CounterInfo {
+  std::string_view name;
+  std::string_view what;
+  std::uint64_t Counters::*field;
+};
+
+inline constexpr std::array kCounterInfo = {
+#define GW_ENGINE_COUNTER_INFO(name, what) CounterInfo{#name, what, &Counters::name},
+    GW_ENGINE_COUNTERS(GW_ENGINE_COUNTER_INFO)
+#undef GW_ENGINE_COUNTER_INFO
+};
+
+// Every word of Counters is described: the arrays plus kCounterInfo.
+static_assert((2 * kMessageTypes + kPriorityClasses + kCounterInfo.size()) * sizeof(std::uint64_t) ==
+                  sizeof(Counters),
+              "a Counters field is outside GW_ENGINE_COUNTERS");
+
+// The description of the counter called `name`, or nullptr.
+constexpr const CounterInfo* counter_info(std::string_view name) {
+  for (const CounterInfo& c : kCounterInfo)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,131 @@
+// Newcomers and storms: who may enter the view, and when.
+//
+// Admission: never-seen members pass a name/tag policy and a token bucket;
+// those over the rate wait (bounded) and are admitted as tokens come. Storms:
+// newcomers failing here in numbers (storm_newcomer_failures within
+// storm_window_ns) mean a storm of short-lived members; arrivals faster than
+// a running cluster grows mean a surge. In either, a never-seen member waits
+// outside the view on probation, is asked for proof of life, and joins the
+// view only if it lived through it; a newcomer that fails a probe in a storm
+// gets one last ping before its verdict. The policy also keeps the list of
+// live newcomers that a storm's probes are drawn from.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "control/engine/admission.h"
+#include "control/engine/core.h"
+#include "control/engine/effects.h"
+
+namespace gw::cp::engine {
+
+class Newcomers {
+ public:
+  Newcomers(Core& core, Effects& fx, std::uint64_t now_ns);
+
+  // ---- the climate ----
+  // A storm of short-lived members: storm_newcomer_failures newcomers failed
+  // within storm_window_ns (and until storm_window_ns after the last such).
+  bool in_storm(std::uint64_t now_ns) const;
+  // An arrival surge (config: surge_*): never-seen members arrive faster
+  // than a running cluster grows; they are admitted on probation.
+  bool in_surge(std::uint64_t now_ns) const { return now_ns < surge_until_ns_; }
+  // A newcomer was suspected or declared dead here.
+  void note_failure(const std::string& name, std::uint64_t now_ns);
+
+  // ---- admission ----
+  // A never-seen member's Alive (gossip or sync): admit it, refuse it, or keep
+  // it waiting for a token.
+  AdmitVerdict admit(const Alive& a, std::uint64_t now_ns);
+  // The answer to our own join: the policy alone, no rate.
+  bool policy_allows(const Alive& a) const { return admission_.policy_allows(a.node, a.tags); }
+  // A never-seen member entered the table (`introducer`: the sender of the
+  // datagram that brought it, if any): counts towards a surge, joins the
+  // newcomers, and on probation (storm or surge) starts it.
+  void admitted(Member& m, const Address* introducer, std::uint64_t now_ns);
+  // A member came back from a tombstone: a newcomer again.
+  void remember(Member& m);
+  // Whether a never-seen member admitted now is held on probation.
+  bool probation_now(std::uint64_t now_ns) const;
+  std::size_t pending() const { return pending_.size(); }
+
+  // ---- deaths ----
+  // `m` is being buried (Dead or Left): it is no newcomer any more; a
+  // probationer's introducer is told first-hand (unless it told us). Returns
+  // whether it was on probation.
+  bool burying(Member& m, std::uint64_t incarnation, MemberStatus status, const Address* told_by,
+               std::uint64_t now_ns);
+  void forget(const std::string& name);
+
+  // ---- probing ----
+  // A random live newcomer, if there is one.
+  std::optional<std::string> probe_target(std::uint64_t now_ns);
+  // An ack for a proof ping or a last ping of ours: true if it was one.
+  bool on_ack(const Ack& m, std::uint64_t now_ns);
+  // A newcomer in a storm that failed our probe with no helper's word against
+  // it: one more direct ping before the verdict. False if none could be sent.
+  bool last_ping(const Member& m, std::uint64_t now_ns);
+
+  // ---- timers ----
+  void admit_waiting(std::uint64_t now_ns);
+  void expire_last_pings(std::uint64_t now_ns);
+  void end_probations(std::uint64_t now_ns);
+  std::uint64_t next_deadline() const;
+
+  // Proof pings a probationer gets before it is declared dead unproven.
+  static constexpr std::uint8_t kProofPings = 4;
+
+ private:
+  void note_arrival(std::uint64_t now_ns);
+  void forget_at(std::size_t i);
+  // A ping of its own number, no helpers, no suspicion (a probationer's proof
+  // ping, a newcomer's last ping), its number kept in proof_seqs_; nullopt
+  // when proof_seqs_ is full.
+  std::optional<std::uint32_t> send_proof_ping(const Member& m);
+
+  Core& core_;
+  Effects& fx_;
+  Admission admission_;
+  // Never-seen members over the admission rate, admitted as tokens come.
+  std::deque<Alive> pending_;
+  // Live members admitted (or back from a tombstone) recently, in no order,
+  // by name id (each knows its index: Member::newcomer_slot).
+  std::vector<std::uint32_t> list_;
+  // The last storm_newcomer_failures distinct newcomers that failed: (when, name hash).
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> failures_;
+  std::uint64_t storm_until_ns_ = 0;
+  // When never-seen members were admitted, within the last surge_window_ns.
+  std::deque<std::uint64_t> arrivals_;
+  std::uint64_t surge_until_ns_ = 0;
+  // Members on probation, by when they may join the view (in admission order).
+  std::deque<std::pair<std::uint64_t, std::string>> probationers_;
+  // Probationers sent a proof ping, by when to look again (in that order).
+  std::deque<std::pair<std::uint64_t, std::string>> proof_checks_;
+  // Probationers asked for proof of life, and newcomers sent a last ping:
+  // name id -> that ping's number.
+  std::unordered_map<std::uint32_t, std::uint32_t> proof_seqs_;
+  // Who told us of each probationer (the sender of the datagram that brought
+  // it), by name id. Nobody gossips a probationer, so few members know one;
+  // when it dies on probation here, the member that vouched for it may be the
+  // only one holding it in its view: it is told directly, since gossip of a
+  // death reaches only members that knew the dead.
+  std::unordered_map<std::uint32_t, Address> introducers_;
+  // Newcomers sent a last ping before a storm burial, by when to give the
+  // verdict (in that order).
+  struct LastPing {
+    std::uint64_t due_ns;
+    std::uint64_t sent_ns;
+    std::uint64_t incarnation;
+    std::uint32_t seq_no;
+    Name name;  // held, so that its id is not reused meanwhile
+  };
+  std::deque<LastPing> last_pings_;
+};
+
+}  // namespace gw::cp::engine

@@ -1,0 +1,396 @@
+// The member table's rules: how Alive, Suspect, Dead and Leave (heard, merged
+// from a sync, or decided by a policy) change a member, newest incarnation
+// first, and who hears of each change. The policies are told here, by the
+// engine; none of them changes a member's status itself.
+#include "control/engine/engine.h"
+
+#include <algorithm>
+#include <array>
+
+namespace gw::cp::engine {
+
+bool Engine::far_future(std::uint64_t incarnation, const Member* known) const {
+  const std::uint64_t jump = core_.config.max_incarnation_jump;
+  // Near the top of the range: refuting it (heard + 1) would overflow.
+  if (incarnation > UINT64_MAX - jump) return true;
+  return known != nullptr && incarnation > known->incarnation && incarnation - known->incarnation > jump;
+}
+
+void Engine::member_joined(const Member& m, AliveSource source, std::uint64_t now_ns) {
+  ++core_.counters.joins;
+  // The settle sync: only an epidemic can have missed someone; a sync's
+  // window or a join answer repairs a view itself (and a joiner has its
+  // follow-ups and early sync).
+  if (source == AliveSource::kGossip) anti_entropy_.settle_after_join(now_ns);
+  core_.emit(EventKind::kJoin, m);
+}
+
+void Engine::refute(std::uint64_t heard_incarnation, bool told) {
+  Member& me = core_.self();
+  me.incarnation = std::max(me.incarnation, heard_incarnation) + 1;
+  ++core_.counters.refutations;
+  // Lifeguard: being suspected hints that we are the slow one.
+  probing_.awareness().apply_delta(1);
+  // A suspicion told on the ring is held by a few (Probing::spread_suspicion):
+  // the refutation goes to the one that told us directly, and out as often
+  // as a gossiped suspicion would (suspicion_retransmit_mult), which still
+  // reaches all but about e^-10 of 10,000 members; with the whole limit every
+  // false suspicion cost each member N-fold more than the few that held it
+  // needed. A death, or a suspicion everyone held, is refuted with the whole
+  // limit.
+  broadcast(core_.config.name, core_.self_alive(), PriorityClass::kUrgent,
+            told ? core_.suspicion_retransmit_limit() : 0);
+  if (told && inbound_.from != nullptr)
+    send(*inbound_.from, PriorityClass::kUrgent, Compound{core_.self_alive()}, false);
+}
+
+// ---------------------------------------------------------------- corrections
+
+void Engine::correct_buried(const std::string& node, std::uint64_t incarnation) {
+  Compound& out = inbound_.corrections;
+  if (out.size() >= kMaxCorrections) return;
+  for (const Message& c : out)
+    if (const Dead* d = std::get_if<Dead>(&c); d != nullptr && d->node == node) return;
+  out.emplace_back(Dead{incarnation, node, core_.config.name});
+}
+
+void Engine::correct_stale(const Member& m) {
+  Compound& out = inbound_.corrections;
+  if (out.size() >= kMaxCorrections || m.is_tombstone() || m.probation) return;
+  for (const Message& c : out)
+    if (const Alive* a = std::get_if<Alive>(&c); a != nullptr && a->node == m.name) return;
+  if (m.name == core_.config.name) {
+    // Leaving: our Leave is the last word about us.
+    if (!core_.leaving) out.emplace_back(core_.self_alive());
+  } else {
+    out.emplace_back(Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version()});
+  }
+}
+
+void Engine::correct(const Member& m, bool accused) {
+  Compound& out = inbound_.corrections;
+  if (out.size() >= kMaxCorrections) return;
+  // A Leave is the member's own word; a death only if it died a newcomer (a
+  // storm's phantom). An established member's death may be a partition's
+  // false verdict: spreading it to a side that still sees the member alive
+  // would only make more (the member refutes when it hears, as usual). To a
+  // sender that suspects the member itself (`accused`) we confirm the
+  // suspicion instead (Lifeguard: an independent accuser): with everyone else
+  // past it, no other confirmation would come, and the suspicion would wait
+  // its longest timeout; with ours it waits the shortest, which still leaves
+  // a live member (after a partition) the time to refute.
+  if (m.status == MemberStatus::kDead && !core_.young(m, m.state_change_ns)) {
+    if (!accused || inbound_.from == nullptr) return;
+    for (const Message& c : out)
+      if (const Suspect* s = std::get_if<Suspect>(&c); s != nullptr && s->node == m.name) return;
+    // Once per (sender, member): the sender may hold the member dead by now
+    // too, and would confirm back, and so on for ever.
+    const std::pair<Address, std::uint32_t> key{*inbound_.from, m.name.id()};
+    auto& confirmed = inbound_.confirmed;
+    if (std::find(confirmed.begin(), confirmed.end(), key) != confirmed.end()) return;
+    if (confirmed.size() >= kMaxConfirmed) confirmed.pop_front();
+    confirmed.push_back(key);
+    out.emplace_back(Suspect{m.incarnation, m.name, core_.config.name});
+    return;
+  }
+  for (const Message& c : out)
+    if ((std::holds_alternative<Dead>(c) && std::get<Dead>(c).node == m.name) ||
+        (std::holds_alternative<Leave>(c) && std::get<Leave>(c).node == m.name))
+      return;
+  if (m.status == MemberStatus::kLeft)
+    out.emplace_back(Leave{m.incarnation, m.name});
+  else
+    out.emplace_back(Dead{m.incarnation, m.name, core_.config.name});
+}
+
+// ---------------------------------------------------------------- Alive
+
+void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource source, std::uint32_t name_id) {
+  const EngineConfig& c = core_.config;
+  Counters& n = core_.counters;
+  // Nameless, or a name no sane member has: not a member (and not worth storing).
+  if (a.node.empty() || a.node.size() > kMaxNameBytes) {
+    ++n.alive_drop_bad_name;
+    return;
+  }
+  // Oversized metadata: refuse it rather than store or relay it.
+  if (tag_bytes(a.tags) > c.max_tag_bytes) {
+    ++n.tags_drop_too_large;
+    return;
+  }
+  // No endpoint: a member we could never probe or gossip to (and a claim about
+  // us that nobody else will store either).
+  if (a.addr.empty()) {
+    ++n.alive_drop_no_addr;
+    return;
+  }
+  Member* m = core_.table.find(a.node, name_id);
+  // Incarnations only grow by the member's own refutations and restarts: one far
+  // beyond what we hold is corrupt or hostile, and trusting it would pin the
+  // member (or us, through refutation) near the top of the range.
+  if (far_future(a.incarnation, m)) {
+    ++n.update_drop_far_future;
+    return;
+  }
+  // About us (our entry is always in the table: compared by name id, not text).
+  if (m != nullptr && m->name.id() == core_.self_name.id()) {
+    // We are the authority.
+    const Member& me = core_.self();
+    // Our name at another address: another host claims to be us (or our previous
+    // life echoes). Never trusted; refute, so our own entry wins everywhere.
+    if (a.addr != me.addr()) {
+      ++n.conflict_self_name;
+      if (!core_.leaving) refute(a.incarnation);
+      return;
+    }
+    // Leaving: our Leave is the last word about us.
+    if (core_.leaving) return;
+    // A newer incarnation of "us" (our previous life), or ours with other
+    // metadata: refute by out-numbering it.
+    if (a.incarnation > me.incarnation || (a.incarnation == me.incarnation && a.tags != me.tags()))
+      refute(a.incarnation);
+    return;
+  }
+  if (m == nullptr) {
+    admit_new(a, now_ns, source);
+    return;
+  }
+  if (m->is_tombstone()) {
+    // The dead stay dead: only a restart (a newer incarnation) brings one back.
+    if (a.incarnation <= m->incarnation) {
+      ++n.alive_drop_tombstone;
+      correct(*m);
+      return;
+    }
+    m->incarnation = a.incarnation;
+    m->set_profile(a.addr, a.tags, a.protocol_version);
+    core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
+    probing_.add_member(m->name);
+    newcomers_.remember(*m);
+    member_joined(*m, source, now_ns);
+    broadcast(a.node, a, PriorityClass::kGossip, 0);
+    return;
+  }
+  // Older or same incarnation: ignore (only the member itself raises it). At
+  // another address it is a second host claiming the name (or an old address
+  // echoing): the live member keeps its address until it moves with a newer
+  // incarnation.
+  if (a.incarnation <= m->incarnation) {
+    if (a.addr != m->addr())
+      ++n.conflict_address;
+    else
+      ++n.update_drop_stale;
+    return;
+  }
+  const bool changed = a.addr != m->addr() || a.tags != m->tags();
+  m->incarnation = a.incarnation;
+  m->set_profile(a.addr, a.tags, a.protocol_version);
+  // A newer incarnation refutes any suspicion.
+  probing_.drop_suspicion(a.node);
+  core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
+  // On probation: not in the view yet, so nothing to tell anyone.
+  if (m->probation) return;
+  if (changed) {
+    ++n.updates;
+    core_.emit(EventKind::kUpdate, *m);
+  }
+  broadcast(a.node, a, PriorityClass::kGossip, 0);
+}
+
+void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source) {
+  Counters& n = core_.counters;
+  MemberTable& table = core_.table;
+  // Its tombstone expired, and this is no newer life: stale gossip still
+  // moving (a restart comes with a higher incarnation).
+  if (const auto dead_at = table.buried(a.node); dead_at && a.incarnation <= *dead_at) {
+    ++n.alive_drop_graveyard;
+    correct_buried(a.node, *dead_at);
+    return;
+  }
+  // A never-seen member: admission control first (bounded table, policy, rate).
+  if (table.full()) {
+    ++n.admission_drop_table_full;
+    return;
+  }
+  const bool from_join = source == AliveSource::kJoinAnswer;
+  if (from_join) {
+    if (!newcomers_.policy_allows(a)) {
+      ++n.admission_drop_policy;
+      return;
+    }
+  } else if (newcomers_.admit(a, now_ns) != AdmitVerdict::kAdmit) {
+    return;
+  }
+  Member fresh;
+  fresh.name = a.node;
+  fresh.set_profile(a.addr, a.tags, a.protocol_version);
+  fresh.incarnation = a.incarnation;
+  fresh.state_change_ns = now_ns;
+  fresh.probation = newcomers_.probation_now(now_ns);
+  Member* m = table.insert(std::move(fresh));
+  if (m == nullptr) return;
+  probing_.add_member(m->name);
+  newcomers_.admitted(*m, inbound_.from, now_ns);
+  if (m->probation) return;
+  member_joined(*m, source, now_ns);
+  if (!from_join) broadcast(a.node, a, PriorityClass::kGossip, 0);
+}
+
+// ---------------------------------------------------------------- Suspect
+
+void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged) {
+  Counters& n = core_.counters;
+  Member* m = core_.table.find(s.node);
+  // Unknown member: we cannot suspect what we never admitted. If we buried
+  // it, the sender is behind: tell it.
+  if (m == nullptr) {
+    ++n.update_drop_unknown;
+    if (const auto dead_at = core_.table.buried(s.node); dead_at && s.incarnation <= *dead_at)
+      correct_buried(s.node, *dead_at);
+    return;
+  }
+  // Beyond belief (corrupt or hostile): about us it would make us refute to an
+  // absurd incarnation.
+  if (far_future(s.incarnation, m)) {
+    ++n.update_drop_far_future;
+    return;
+  }
+  // Older incarnation: already refuted. The sender missed the refutation;
+  // with everyone else past it, nothing would reach it before its own
+  // suspicion runs out (no confirmations come): tell it.
+  if (s.incarnation < m->incarnation) {
+    ++n.update_drop_stale;
+    correct_stale(*m);
+    return;
+  }
+  // Already suspected: a confirmation, if it is a new accuser.
+  if (probing_.confirm(s)) return;
+  // Dead or left: the accuser is behind (tell it); suspected already: nothing new.
+  if (m->is_tombstone()) {
+    if (s.incarnation <= m->incarnation) correct(*m, true);
+    return;
+  }
+  if (m->status != MemberStatus::kAlive) return;
+  if (s.node == core_.config.name) {
+    // About us: refute (unless we are leaving anyway).
+    if (!core_.leaving) refute(s.incarnation, probing_.ring_shared() && !core_.newcomer(*m, now_ns));
+    return;
+  }
+  m->incarnation = s.incarnation;
+  core_.table.set_status(*m, MemberStatus::kSuspect, now_ns);
+  ++n.suspicions;
+  if (core_.newcomer(*m, now_ns)) newcomers_.note_failure(s.node, now_ns);
+  probing_.suspect(s, *m, now_ns, merged);
+}
+
+// ---------------------------------------------------------------- Dead and Leave
+
+void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from,
+                        MemberStatus status, std::uint64_t now_ns) {
+  Counters& n = core_.counters;
+  Member* m = core_.table.find(node);
+  // Unknown member: news of its death overtook news of its life (or we never
+  // admitted it). Nothing to bury, but a trace in the graveyard, so that the
+  // Alive still on its way cannot bring it in after the others buried it.
+  if (m == nullptr) {
+    ++n.update_drop_unknown;
+    if (node != core_.config.name && !node.empty() && node.size() <= kMaxNameBytes &&
+        !far_future(incarnation, nullptr))
+      core_.table.bury(node, incarnation);
+    return;
+  }
+  // Beyond belief (corrupt or hostile): it would bury the member for good, or
+  // make us refute to an absurd incarnation.
+  if (far_future(incarnation, m)) {
+    ++n.update_drop_far_future;
+    return;
+  }
+  // Older incarnation: the member has moved on since (the sender missed it:
+  // tell it, as for a stale suspicion).
+  if (incarnation < m->incarnation) {
+    ++n.update_drop_stale;
+    correct_stale(*m);
+    return;
+  }
+  // Already a tombstone: nothing new, except that a failed member's own
+  // Leave (late, or given by an operator's force-leave) marks it left.
+  if (m->is_tombstone() && !(status == MemberStatus::kLeft && m->status == MemberStatus::kDead)) return;
+  if (node == core_.config.name) {
+    // About us: refute, unless it is our own farewell coming back.
+    if (!core_.leaving) refute(incarnation);
+    return;
+  }
+  m->incarnation = incarnation;
+  probing_.drop_suspicion(node);
+  // A probationer never joined the view: it leaves no event either (its Dead
+  // still goes out, for the others that heard of it).
+  const bool was_probation = newcomers_.burying(*m, incarnation, status, inbound_.from, now_ns);
+  // A newcomer's death (in a storm, thousands) waits for the next round like
+  // any news; an established member's is what every application is waiting
+  // for: it goes out now, and each member that learns it passes it on at once.
+  if (!was_probation && !core_.young(*m, now_ns)) dissemination_.soon(now_ns);
+  core_.table.set_status(*m, status, now_ns);
+  // Keep gossiping to it a while: if it is alive after all, it hears and refutes.
+  // Not to a probationer, nor to a young member in a storm: those were buried
+  // without the wait because they are almost all phantoms, and in a storm of
+  // them every gossip round would go mostly to the dead, starving the living
+  // of the very deaths that round carries.
+  if (status == MemberStatus::kDead && !was_probation && !(core_.young(*m, now_ns) && in_storm(now_ns)))
+    dissemination_.gossip_to_the_dead(m->name);
+  if (status == MemberStatus::kLeft) {
+    ++n.leaves;
+    if (!was_probation) core_.emit(EventKind::kLeave, *m);
+    broadcast(node, Leave{incarnation, node}, PriorityClass::kUrgent, 0);
+  } else {
+    ++n.deaths;
+    if (!was_probation) core_.emit(EventKind::kFailed, *m);
+    // Only the member that declared the death names itself: no receiver
+    // acts on who it was, and relays are nearly all of a death's
+    // transmissions (N x retransmit_limit), a third of whose bytes the
+    // name was.
+    broadcast(node, Dead{incarnation, node, from == core_.config.name ? from : std::string{}}, PriorityClass::kUrgent,
+              0);
+  }
+}
+
+// ---------------------------------------------------------------- syncs
+
+void Engine::merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
+                   bool from_join) {
+  MemberTable& table = core_.table;
+  // A sync carries hundreds of members: each entry is asked for a few
+  // members ahead of its turn, so that its cache miss overlaps the work.
+  // Their ids are kept (in a ring of twice that) for their turn.
+  constexpr std::size_t kAhead = 8;
+  std::array<std::uint32_t, 2 * kAhead> ids;
+  for (std::size_t i = 0; i < std::min(kAhead, members.size()); ++i) ids[i] = table.prefetch(members[i].node);
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (i + kAhead < members.size()) ids[(i + kAhead) % ids.size()] = table.prefetch(members[i + kAhead].node);
+    const MemberState& s = members[i];
+    switch (s.status) {
+      case MemberStatus::kAlive:
+        apply_alive(Alive{s.incarnation, s.node, s.addr, s.tags, 0}, now_ns,
+                    from_join ? AliveSource::kJoinAnswer : AliveSource::kSync, ids[i % ids.size()]);
+        break;
+      case MemberStatus::kLeft:
+        apply_dead(s.incarnation, s.node, s.node, MemberStatus::kLeft, now_ns);
+        break;
+      case MemberStatus::kSuspect:
+      case MemberStatus::kDead:
+        // Merged deaths start as suspicion (memberlist): the member gets a chance
+        // to refute before every node buries it on one peer's word. In a storm,
+        // a dead newcomer is buried at once (as our own failed probe would).
+        if (s.status == MemberStatus::kDead && in_storm(now_ns)) {
+          const Member* m = table.find(s.node);
+          if (m != nullptr && !m->is_tombstone() && core_.young(*m, now_ns)) {
+            apply_dead(s.incarnation, s.node, from, MemberStatus::kDead, now_ns);
+            break;
+          }
+        }
+        apply_suspect(Suspect{s.incarnation, s.node, from}, now_ns, true);
+        break;
+    }
+  }
+}
+
+}  // namespace gw::cp::engine
