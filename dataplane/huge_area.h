@@ -4,7 +4,8 @@
 // allows. A table touched at random (one source's bucket per packet) or
 // walked through (the rings) on 4 KiB pages misses the TLB on most packets;
 // on the benchmark VM, where every miss is a two-level page walk, those
-// misses cost the valid path more than our own code (perf/RESULTS.md).
+// misses cost the valid path more than our own code (perf/HISTORY.md,
+// issue 5).
 //
 // Areas of kHugePage or more are mapped on their own, start on a kHugePage
 // boundary and are rounded up to whole huge pages, so every part of them can

@@ -6,16 +6,16 @@
 // refills from the shared pool with buffers whose lines sit in the other
 // core's cache. On the valid-traffic benchmark (one worker, 128 B and 512 B
 // frames) copying the plaintext into the ring and freeing the buffer on the
-// worker made the gateway 5-8 % faster (perf/RESULTS.md). The copy is at most
-// limits.max_payload_bytes, beside an AEAD open of hundreds of ns.
+// worker made the gateway 5-8 % faster (perf/HISTORY.md, issue 5). The copy
+// is at most limits.max_payload_bytes, beside an AEAD open of hundreds of ns.
 //
 // Each payload is a record of whole cache lines: a PayloadSlot header, then
 // the payload. Records are packed one after another, so a 128-byte payload
 // takes three lines, not room for the largest payload: the worker's stores
 // walk through memory densely and cross a page every ~20 small payloads
 // instead of every two or three (on the benchmark VM those page crossings
-// cost more than the copy; perf/RESULTS.md). A record that would run past
-// the end of the memory starts again at line 0, behind a skip marker.
+// cost more than the copy; perf/HISTORY.md, issue 5). A record that would run
+// past the end of the memory starts again at line 0, behind a skip marker.
 //
 // The ring holds up to capacity() payloads of any sizes up to
 // max_payload(); its memory is sized so that the count, not the space, is
