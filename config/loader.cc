@@ -798,11 +798,12 @@ MemoryNeed memory_needed(const Config& c) noexcept {
   const std::uint64_t workers = c.lcores.workers.size();
   MemoryNeed n;
   n.rings = workers * 4 * ring;
-  // dataplane/replay.h: slots = bit_ceil(2 x windows), a 16-byte tag and a
-  // 160-byte window each; rate_limit.h: bit_ceil(sources) 48-byte buckets;
-  // FailedHeaders: 4,096 x 32 bytes. The control lcore's once-only table has
-  // 4 x replay_senders windows (one per class).
-  constexpr std::uint64_t kReplaySlot = 16 + 160;
+  // dataplane/replay.h: slots = bit_ceil(2 x windows), a 16-byte tag, a
+  // 168-byte window and (per-source shares) 4 bytes of counts each;
+  // rate_limit.h: bit_ceil(sources) 48-byte buckets; FailedHeaders: 4,096 x
+  // 32 bytes. The control lcore's once-only table has 4 x replay_senders
+  // windows (one per class).
+  constexpr std::uint64_t kReplaySlot = 16 + 168 + 4;
   const std::uint64_t replay = ceil_pow2(2 * std::uint64_t{c.limits.replay_senders}) * kReplaySlot;
   const std::uint64_t rate = ceil_pow2(c.limits.sources) * 48;
   const std::uint64_t once = ceil_pow2(2 * 4 * std::uint64_t{c.limits.replay_senders}) * kReplaySlot;

@@ -6,7 +6,10 @@
 namespace gw::dp {
 
 ReplayTable::ReplayTable(std::size_t capacity, std::uint64_t seed, std::uint32_t window_s, std::uint32_t per_source)
-    : capacity_(capacity < 1 ? 1 : capacity), key_(table_key(seed)), window_s_(window_s), per_source_limit_(per_source) {
+    : capacity_(capacity < 1 ? 1 : capacity),
+      key_(table_key(seed)),
+      window_s_(window_s),
+      per_source_limit_(per_source) {
   const std::size_t slots = std::bit_ceil(capacity_ * 2);
   mask_ = slots - 1;
   tags_ = HugeArray<Tag>(slots);
@@ -51,21 +54,6 @@ ReplayCheck ReplayTable::check_new(std::uint32_t ts, const SourceAddress* src) c
   return ReplayCheck::kFresh;
 }
 
-ReplayCheck ReplayTable::check(const ReplayKey& k, std::uint32_t counter, std::uint32_t ts,
-                               const SourceAddress* src) const noexcept {
-  const std::uint32_t t = ts == 0 ? 1 : ts;
-  std::size_t end = 0;
-  const std::size_t i = slot_of(k, &end);
-  if (i == kMissing) return check_new(t, src);
-  const Entry& e = entries_[i];
-  if (t < e.floor_ts) return ReplayCheck::kReplay;
-  if (e.window.is_fresh(counter)) return ReplayCheck::kFresh;
-  // Stamped after everything this window accepted: not a copy of any of
-  // it, whatever its counter (a rebase, see the top of replay.h).
-  if (t > tags_[i].max_ts) return ReplayCheck::kFresh;
-  return ReplayCheck::kReplay;
-}
-
 bool ReplayTable::commit(const ReplayKey& k, std::uint32_t counter, std::uint32_t timestamp,
                          const SourceAddress* src) noexcept {
   const std::uint32_t ts = timestamp == 0 ? 1 : timestamp;
@@ -100,7 +88,9 @@ bool ReplayTable::commit(const ReplayKey& k, std::uint32_t counter, std::uint32_
   Entry& e = entries_[end];
   e.key = k;
   e.window.reset(counter);
-  e.floor_ts = 0;
+  // The epoch may have had a window the table forgot: what it accepted was
+  // stamped before the table's floor, which this window keeps.
+  e.floor_ts = floor_ts_;
   e.src_slot = kNoSlot;
   if (src != nullptr && !per_source_.empty()) {
     e.src_slot = source_slot(*src);

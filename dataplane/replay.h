@@ -138,7 +138,7 @@ class ReplayTable {
   struct Entry {
     ReplayKey key;
     ReplayWindow window;
-    std::uint32_t floor_ts = 0;  // datagrams stamped before this are refused (set by a rebase)
+    std::uint32_t floor_ts = 0;        // datagrams stamped before this are refused (set by a rebase)
     std::uint32_t src_slot = kNoSlot;  // the per-source count it holds (kNoSlot: none)
   };
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
@@ -159,8 +159,21 @@ class ReplayTable {
   // Before the AEAD, changing nothing: whether a datagram of sender `k`
   // with `counter`, stamped `ts`, from `src` (null: not counted per source)
   // would be accepted by commit().
+  // Inline: every packet past the header MAC asks.
   ReplayCheck check(const ReplayKey& k, std::uint32_t counter, std::uint32_t ts,
-                    const SourceAddress* src = nullptr) const noexcept;
+                    const SourceAddress* src = nullptr) const noexcept {
+    const std::uint32_t t = ts == 0 ? 1 : ts;
+    std::size_t end = 0;
+    const std::size_t i = slot_of(k, &end);
+    if (i == kMissing) return check_new(t, src);
+    const Entry& e = entries_[i];
+    if (t < e.floor_ts) return ReplayCheck::kReplay;
+    if (e.window.is_fresh(counter)) return ReplayCheck::kFresh;
+    // Stamped after everything this window accepted: not a copy of any of
+    // it, whatever its counter (a rebase, see the top of this file).
+    if (t > tags_[i].max_ts) return ReplayCheck::kFresh;
+    return ReplayCheck::kReplay;
+  }
   // No room for a new sender without evicting: `capacity` windows are live.
   bool full() const noexcept { return size_ >= capacity_; }
   // After the AEAD: records `counter` (of a datagram stamped `timestamp`,
@@ -227,8 +240,8 @@ class ReplayTable {
   std::uint64_t expired_ = 0;
   std::uint64_t evicted_ = 0;
   std::uint64_t rebased_ = 0;
-  HugeArray<Tag> tags_;       // probed on every lookup: 4 per cache line
-  HugeArray<Entry> entries_;  // the windows, same index; huge pages
+  HugeArray<Tag> tags_;                    // probed on every lookup: 4 per cache line
+  HugeArray<Entry> entries_;               // the windows, same index; huge pages
   std::vector<std::uint16_t> per_source_;  // windows per source (keyed hash of the address); empty: no limit
 };
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -69,15 +69,16 @@ std::uint32_t key_id_field(const Json& j) {
   return *id;
 }
 
-// The operator's signature fields: required with scope cluster (a change
-// the operator did not sign is refused by every member anyway), refused with
-// scope node (node-local changes need no signature).
+// The operator's signature fields, with scope cluster: both or neither (an
+// unsigned change gets the cluster-wide refusal, which says what to do);
+// refused with scope node (node-local changes need no signature).
 OperatorAuth auth_fields(const Json& j, Scope scope) {
   const bool has = j.contains("issued_ns") || j.contains("signature");
   if (scope == Scope::kNode) {
     if (has) throw Invalid{"issued_ns and signature go with scope cluster only"};
     return {};
   }
+  if (!has) return {};
   OperatorAuth a;
   const std::string issued = field_string(j, "issued_ns", true);
   if (issued.empty() || issued.size() > 20 ||

@@ -170,7 +170,7 @@ std::vector<std::string> eal_args(const EalOptions& opt) {
 // with the same one-line error before touching hugepages or NICs.
 gw::config::Config check_config(const std::string& path) {
   gw::config::Config cfg = gw::config::load_config(path);
-  (void)gw::config::load_keyring(cfg);  // every key file: present, 32 bytes, mode 0600, no duplicates
+  (void)gw::config::load_keyring(cfg);       // every key file: present, 32 bytes, mode 0600, no duplicates
   (void)gw::config::load_operator_key(cfg);  // a valid Ed25519 public key, if any
   // The persisted keyring the gateway would load instead (if there is one).
   if (!cfg.control.state_dir.empty())
@@ -385,7 +385,8 @@ void sign_request(Json& req, const std::string& operator_file, const std::string
   } else {
     change.op = op == "use" ? gw::cp::KeyChange::Op::kUse : gw::cp::KeyChange::Op::kRemove;
     const std::string id = req["id"].get<std::string>();
-    if (id.size() != 8 || !std::all_of(id.begin(), id.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); })) {
+    if (id.size() != 8 ||
+        !std::all_of(id.begin(), id.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); })) {
       throw std::invalid_argument("key id must be 8 hex digits (keys list)");
     }
     change.id = static_cast<std::uint32_t>(std::stoul(id, nullptr, 16));
@@ -595,9 +596,10 @@ int main(int argc, char** argv) {
       if (as_json) {
         print_json(Json{{"file", out}, {"operator_public_key", pk}});
       } else {
-        std::printf("%s: operator key; keep it off the members. In every member's config:\n"
-                    "cluster:\n  operator_public_key: \"%s\"\n",
-                    out.c_str(), pk.c_str());
+        std::printf(
+            "%s: operator key; keep it off the members. In every member's config:\n"
+            "cluster:\n  operator_public_key: \"%s\"\n",
+            out.c_str(), pk.c_str());
       }
     } else if (*op_pub) {
       const gw::crypto::OperatorSigner signer(gw::crypto::load_key_file(op_key_file));

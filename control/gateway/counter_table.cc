@@ -391,10 +391,11 @@ constexpr Family kControlApi{"gossipgw_control_api_total", "counter",
                              "cluster_key_changes, rejected_too_large, rejected_read (incomplete within the "
                              "whole-request deadline), timed_out, evicted (closed to make room while still sending) "
                              "(requests)"};
-constexpr Family kKeyCommands{"gossipgw_key_commands_total", "counter",
-                              "Cluster-wide key commands: sent, applied, refused, repeated, not_member, stale, unsigned (no valid "
-                              "operator signature), "
-                              "results_received, results_unsolicited (commands)"};
+constexpr Family kKeyCommands{
+    "gossipgw_key_commands_total", "counter",
+    "Cluster-wide key commands: sent, applied, refused, repeated, not_member, stale, unsigned (no valid "
+    "operator signature), "
+    "results_received, results_unsolicited (commands)"};
 constexpr Family kEventHandler{"gossipgw_event_handler_total", "counter",
                                "Event handler: submitted, coalesced, dropped_queue_full, dropped_stopped, started, "
                                "succeeded, failed_exit, timed_out, spawn_errors (events or runs)"};

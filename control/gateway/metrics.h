@@ -90,10 +90,10 @@ class PrometheusServer {
 
   struct Counters {
     std::atomic<std::uint64_t> connections{0};
-    std::atomic<std::uint64_t> scrapes{0};     // GET /metrics answered
-    std::atomic<std::uint64_t> timed_out{0};   // closed at a deadline
-    std::atomic<std::uint64_t> evicted{0};     // closed to make room for a newer connection
-    std::atomic<std::uint64_t> bad_request{0}; // not a GET we serve, or too large
+    std::atomic<std::uint64_t> scrapes{0};      // GET /metrics answered
+    std::atomic<std::uint64_t> timed_out{0};    // closed at a deadline
+    std::atomic<std::uint64_t> evicted{0};      // closed to make room for a newer connection
+    std::atomic<std::uint64_t> bad_request{0};  // not a GET we serve, or too large
   };
 
   PrometheusServer(const MetricsPublisher& publisher, const std::string& address, std::uint16_t port);

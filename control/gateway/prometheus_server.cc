@@ -51,7 +51,7 @@ struct PrometheusServer::Impl {
     std::uint64_t deadline_ms = 0;
     bool writing = false;
     std::string in;
-    std::string head;                        // status line and headers (or a whole small answer)
+    std::string head;                         // status line and headers (or a whole small answer)
     std::shared_ptr<const std::string> body;  // the publication's text, shared, not copied
     std::size_t sent = 0;                     // of head, then of body
   };
@@ -147,7 +147,9 @@ struct PrometheusServer::Impl {
       if (n == 0) return false;
       if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
       c.in.append(buf, static_cast<std::size_t>(n));
-      if (c.in.find("\r\n\r\n") != std::string::npos || c.in.find("\n\n") != std::string::npos) {
+      std::size_t end = c.in.find("\r\n\r\n");
+      if (end == std::string::npos) end = c.in.find("\n\n");
+      if (end != std::string::npos && end < kMaxRequestBytes) {
         answer(c);
         return on_writable(c);
       }
@@ -253,7 +255,7 @@ PrometheusServer::PrometheusServer(const MetricsPublisher& publisher, const std:
   const int one = 1;
   ::setsockopt(impl_->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(impl_->listen_fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) fail(std::strerror(errno));
-  if (::listen(impl_->listen_fd, 128) != 0) fail(std::strerror(errno));
+  if (::listen(impl_->listen_fd, SOMAXCONN) != 0) fail(std::strerror(errno));
   sockaddr_storage got{};
   socklen_t got_len = sizeof got;
   ::getsockname(impl_->listen_fd, reinterpret_cast<sockaddr*>(&got), &got_len);

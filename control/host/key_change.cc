@@ -32,8 +32,11 @@ std::string ClusterKeyChange::check_signature(const KeyChange& change, const Aut
     return "cluster-wide key changes need the operator signing key: set cluster.operator_public_key on every member "
            "(gossipctl operator-keygen) and sign the change (gossipctl keys ... --cluster --operator-key FILE)";
   }
-  const std::vector<std::uint8_t> statement =
-      key_command_statement(options_.cluster_id, change, auth.issued_unix_ns);
+  if (auth.signature == crypto::Signature{}) {
+    return "not signed: cluster-wide key changes need the operator's signature (gossipctl keys ... --cluster "
+           "--operator-key FILE)";
+  }
+  const std::vector<std::uint8_t> statement = key_command_statement(options_.cluster_id, change, auth.issued_unix_ns);
   if (!crypto::verify_operator_signature(*options_.operator_key, statement, auth.signature)) {
     return "the operator signature does not verify: not signed with the key cluster.operator_public_key names, or "
            "signed for another change or cluster";
@@ -190,8 +193,9 @@ void ClusterKeyChange::on_command(const KeyCommandMsg& c, const engine::Address&
   if (answer.ok) {
     ++counters_.key_commands_applied;
     newest_signed_ns_ = std::max(newest_signed_ns_, c.issued_unix_ns);
-    spdlog::info("key {} of {} applied: signed by the operator key (issued {} ns), relayed by member {} (request {:016x})",
-                 key_op_name(c.change.op), key_id_hex(c.change), c.issued_unix_ns, c.origin, c.request_id);
+    spdlog::info(
+        "key {} of {} applied: signed by the operator key (issued {} ns), relayed by member {} (request {:016x})",
+        key_op_name(c.change.op), key_id_hex(c.change), c.issued_unix_ns, c.origin, c.request_id);
   } else {
     ++counters_.key_commands_refused;
     spdlog::warn("key {} of {} relayed by member {} refused: {}", key_op_name(c.change.op), key_id_hex(c.change),

@@ -41,11 +41,12 @@ struct alignas(64) WorkerCounters {
   std::uint64_t unkeyed_unscanned = 0;
   std::uint64_t replay_table_expired = 0;
   std::uint64_t ratelimit_table_evict = 0;
-  std::uint64_t replay_table_evict = 0;
-  std::uint64_t replay_window_rebased = 0;
   // ARP (dataplane/arp.h), not verdicts: the frames stay drop_not_gossip.
   std::uint64_t arp_replies = 0;  // requests for our address answered
   std::uint64_t arp_hints = 0;    // senders taken as transmit MAC hints
+  // The replay table's evictions and rebases (kReplayEvictName, kReplayRebasedName).
+  std::uint64_t replay_table_evict = 0;
+  std::uint64_t replay_window_rebased = 0;
 
   void count(Verdict v) noexcept { ++verdicts[static_cast<std::size_t>(v)]; }
   std::uint64_t get(Verdict v) const noexcept { return verdicts[static_cast<std::size_t>(v)]; }

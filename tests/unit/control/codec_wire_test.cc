@@ -91,7 +91,10 @@ TEST(CodecWire, MembershipCompoundBytesAreUnchanged) {
 // issue time (field 6, fixed64) and signature (field 7, 64 bytes). A list
 // is as it was.
 TEST(CodecWire, KeyCommandBytesAreUnchanged) {
-  const std::string signed_by = "317956341200007718" "3a40" + repeat("5e", 64);
+  const std::string signed_by =
+      "317956341200007718"
+      "3a40" +
+      repeat("5e", 64);
   EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kInstall))),
             "12840108f8acd1918180c0bb1810011a20" + repeat("ab", 32) + "25be53f6ee2a0467772d31" + signed_by);
   EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kUse))),

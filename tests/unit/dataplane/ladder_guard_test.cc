@@ -319,7 +319,7 @@ TEST_F(LadderGuardTest, UnkeyedResultPointsAtTheUdpPayload) {
 // costs the member the datagrams stamped up to the forged timestamp, and
 // nothing the window accepted can come back.
 TEST_F(LadderGuardTest, AForgedTopCounterCostsAMemberOnlyUntilItsClockPassesTheForgery) {
-  st_.rate = nullptr;  // many datagrams from one address here
+  st_.rate = nullptr;                                 // many datagrams from one address here
   crypto::NonceSource forger{0x1122334455667788ULL};  // the member's epoch, read off the wire
   const auto forged = [&](std::uint32_t ts) {
     forger.set_counter_for_test(UINT32_MAX - 1);

@@ -87,7 +87,7 @@ TEST_F(PrometheusServerTest, ServesScrapesWithHundredsOfIdleAndSlowClients) {
   }
   // Then 400 idle connections that send nothing.
   for (int i = 0; i < 400; ++i) {
-    const int fd = connect_to(server_->port(), 1000);
+    const int fd = connect_to(server_->port(), 10000);
     ASSERT_GE(fd, 0) << i;
     clients_.push_back(fd);
   }
@@ -100,7 +100,7 @@ TEST_F(PrometheusServerTest, ServesScrapesWithHundredsOfIdleAndSlowClients) {
     EXPECT_NE(r.find("version=0.0.4"), std::string::npos);
   }
   // Never more than the bound at once: the rest were closed to make room.
-  EXPECT_GE(server_->counters().evicted.load(), clients_.size() + 3 - PrometheusServer::kMaxConnections);
+  EXPECT_GE(server_->counters().evicted.load(), clients_.size() - PrometheusServer::kMaxConnections);
   EXPECT_EQ(server_->counters().scrapes.load(), 3u);
 }
 
@@ -130,7 +130,8 @@ TEST_F(PrometheusServerTest, AnswersOnlyWhatItServes) {
   EXPECT_EQ(ask("POST /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 405 Method Not Allowed");
   EXPECT_EQ(ask("HEAD /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
   EXPECT_EQ(ask("GET /metrics?x=1 HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK");
-  EXPECT_EQ(ask("GET /" + std::string(10000, 'a') + " HTTP/1.1\r\n\r\n"), "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_EQ(ask("GET /" + std::string(10000, 'a') + " HTTP/1.1\r\n\r\n"),
+            "HTTP/1.1 431 Request Header Fields Too Large");
   EXPECT_EQ(server_->counters().bad_request.load(), 2u);
 }
 
