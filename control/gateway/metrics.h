@@ -112,6 +112,16 @@ class PrometheusServer {
   std::uint16_t port_ = 0;
 };
 
+// What the Prometheus endpoint makes of a request's head (its request line:
+// METHOD SP TARGET SP VERSION; the query string ignored). Pure, for the
+// server and the fuzzer (tests/fuzz/fuzz_http_request.cc).
+struct HttpAsk {
+  enum class What : std::uint8_t { kMetrics, kRoot, kNotFound, kBadMethod };
+  What what = What::kBadMethod;
+  bool head_only = false;  // HEAD: the headers without the body
+};
+HttpAsk parse_http_request(std::string_view head) noexcept;
+
 // The name a series has in DPDK telemetry, which accepts only [A-Za-z0-9_/]
 // in names: the family, then each label as "/name/value", e.g.
 // gossipgw_verdict_packets_total/lcore/1/queue/0/verdict/accepted. Label

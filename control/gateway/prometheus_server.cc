@@ -44,6 +44,32 @@ std::string response(int status, std::string_view reason, std::string_view type,
 
 }  // namespace
 
+HttpAsk parse_http_request(std::string_view head) noexcept {
+  const std::size_t eol = head.find('\n');
+  std::string_view line = head.substr(0, eol);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  const std::size_t sp1 = line.find(' ');
+  const std::string_view method = line.substr(0, sp1);
+  std::string_view target;
+  if (sp1 != std::string_view::npos) {
+    target = line.substr(sp1 + 1);
+    target = target.substr(0, target.find(' '));
+    target = target.substr(0, target.find('?'));
+  }
+  HttpAsk a;
+  a.head_only = method == "HEAD";
+  if (method != "GET" && !a.head_only) {
+    a.what = HttpAsk::What::kBadMethod;
+  } else if (target == "/metrics") {
+    a.what = HttpAsk::What::kMetrics;
+  } else if (target == "/") {
+    a.what = HttpAsk::What::kRoot;
+  } else {
+    a.what = HttpAsk::What::kNotFound;
+  }
+  return a;
+}
+
 struct PrometheusServer::Impl {
   struct Conn {
     int fd = -1;
@@ -101,42 +127,34 @@ struct PrometheusServer::Impl {
   }
 
   void answer(Conn& c) {
-    // The request line: METHOD SP TARGET SP VERSION.
-    const std::size_t eol = c.in.find("\r\n");
-    const std::string_view line = std::string_view(c.in).substr(0, eol == std::string::npos ? c.in.find('\n') : eol);
-    const std::size_t sp1 = line.find(' ');
-    const std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-    const std::string_view method = line.substr(0, sp1);
-    std::string_view target = sp1 == std::string_view::npos ? std::string_view{} : line.substr(sp1 + 1, sp2 - sp1 - 1);
-    target = target.substr(0, target.find('?'));
-    const bool head_only = method == "HEAD";
+    const HttpAsk ask = parse_http_request(c.in);
     c.writing = true;
     c.deadline_ms = now_ms() + kWriteTimeoutMs;
-    if (method != "GET" && !head_only) {
-      counters.bad_request.fetch_add(1, std::memory_order_relaxed);
-      static const std::string kText = "only GET\n";
-      c.head = response(405, "Method Not Allowed", "text/plain", kText.size()) + kText;
-      return;
-    }
-    if (target == "/metrics") {
-      const MetricsPublisher::View v = publisher.latest();
-      if (!v.text) {
-        static const std::string kText = "no counters published yet\n";
-        c.head = response(503, "Service Unavailable", "text/plain", kText.size()) + (head_only ? "" : kText);
+    const auto small = [&](int status, std::string_view reason, const std::string& text) {
+      c.head = response(status, reason, "text/plain", text.size()) + (ask.head_only ? "" : text);
+    };
+    switch (ask.what) {
+      case HttpAsk::What::kBadMethod:
+        counters.bad_request.fetch_add(1, std::memory_order_relaxed);
+        small(405, "Method Not Allowed", "only GET\n");
         return;
-      }
-      counters.scrapes.fetch_add(1, std::memory_order_relaxed);
-      c.head = response(200, "OK", "text/plain; version=0.0.4; charset=utf-8", v.text->size());
-      if (!head_only) c.body = v.text;
+      case HttpAsk::What::kRoot:
+        small(200, "OK", "gossipgw: counters at /metrics\n");
+        return;
+      case HttpAsk::What::kNotFound:
+        small(404, "Not Found", "not found: counters at /metrics\n");
+        return;
+      case HttpAsk::What::kMetrics:
+        break;
+    }
+    const MetricsPublisher::View v = publisher.latest();
+    if (!v.text) {
+      small(503, "Service Unavailable", "no counters published yet\n");
       return;
     }
-    if (target == "/") {
-      static const std::string kText = "gossipgw: counters at /metrics\n";
-      c.head = response(200, "OK", "text/plain", kText.size()) + (head_only ? "" : kText);
-      return;
-    }
-    static const std::string kText = "not found: counters at /metrics\n";
-    c.head = response(404, "Not Found", "text/plain", kText.size()) + (head_only ? "" : kText);
+    counters.scrapes.fetch_add(1, std::memory_order_relaxed);
+    c.head = response(200, "OK", "text/plain; version=0.0.4; charset=utf-8", v.text->size());
+    if (!ask.head_only) c.body = v.text;
   }
 
   // False when the connection is done (closed by the peer, answered, or bad).
