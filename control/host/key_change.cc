@@ -25,6 +25,23 @@ ClusterKeyChange::ClusterKeyChange(Options options, const engine::Engine& engine
   // across restarts, so a retry is never mistaken for a command from an
   // earlier run, and a receiver can tell a command older than itself.
   next_request_id_ = options_.started_unix_ns;
+  start_unix_ns_ = options_.started_unix_ns;
+}
+
+void ClusterKeyChange::note_time(std::uint32_t unix_s, std::uint64_t now_ns) noexcept {
+  last_unix_s_ = unix_s;
+  if (options_.started_mono_ns == 0 || now_ns < options_.started_mono_ns) return;
+  // Where the start instant lies on the wall clock now: a step of the clock
+  // (two seconds or more: finer is the reading's rounding) moves it.
+  const auto expected_s =
+      static_cast<std::int64_t>((options_.started_unix_ns + (now_ns - options_.started_mono_ns)) / 1'000'000'000ULL);
+  const std::int64_t step_s = static_cast<std::int64_t>(unix_s) - expected_s;
+  if (step_s > -2 && step_s < 2) {
+    start_unix_ns_ = options_.started_unix_ns;
+    return;
+  }
+  const std::int64_t moved = static_cast<std::int64_t>(options_.started_unix_ns) + step_s * 1'000'000'000LL;
+  start_unix_ns_ = moved > 0 ? static_cast<std::uint64_t>(moved) : 0;
 }
 
 std::string ClusterKeyChange::check_signature(const KeyChange& change, const Authorisation& auth) const {
@@ -47,7 +64,7 @@ std::string ClusterKeyChange::check_signature(const KeyChange& change, const Aut
 std::string ClusterKeyChange::check_fresh(std::uint64_t issued) const {
   constexpr std::uint64_t kSecondNs = 1'000'000'000ULL;
   // Whole seconds: the operator stamps from its own clock.
-  if (issued / kSecondNs < options_.started_unix_ns / kSecondNs) {
+  if (issued / kSecondNs < start_unix_ns_ / kSecondNs) {
     return "stale command (issued before this node started)";
   }
   if (last_unix_s_ != 0 && last_unix_s_ * kSecondNs > issued && last_unix_s_ * kSecondNs - issued > kMaxAgeNs) {

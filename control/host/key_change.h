@@ -64,6 +64,11 @@ class ClusterKeyChange {
     // started (a replay of one we may have applied in an earlier run) is
     // refused, so each is applied at most once, also across restarts.
     std::uint64_t started_unix_ns = 0;
+    // The monotonic clock at that moment (0: unknown). With it, the start
+    // instant follows steps of the wall clock (note_time): a gateway started
+    // with its clock 300 s ahead does not refuse the operator's commands for
+    // 300 s once NTP corrects it (issue 51 item 8).
+    std::uint64_t started_mono_ns = 0;
     // cluster.operator_public_key; none: every change is refused.
     std::optional<crypto::OperatorPublicKey> operator_key;
     std::uint64_t cluster_id = 0;  // what the operator's statement names
@@ -117,7 +122,7 @@ class ClusterKeyChange {
   // their deadline.
   void tick(std::uint64_t now_ns, std::uint32_t unix_s);
   // Control lcore, every pass: the wall clock, for the age of signed commands.
-  void note_time(std::uint32_t unix_s) noexcept { last_unix_s_ = unix_s; }
+  void note_time(std::uint32_t unix_s, std::uint64_t now_ns) noexcept;
   // Whether tick() has anything to do.
   bool idle() const noexcept { return ops_.empty() && results_out_.empty(); }
 
@@ -167,6 +172,9 @@ class ClusterKeyChange {
   // request): anything not newer that is not a remembered retry is a replay.
   std::uint64_t newest_signed_ns_ = 0;
   std::uint64_t last_unix_s_ = 0;  // the wall clock at the last tick (for kMaxAgeNs)
+  // The start instant on the wall clock as it reads now (started_unix_ns
+  // moved by the steps note_time saw).
+  std::uint64_t start_unix_ns_ = 0;
 };
 
 }  // namespace gw::cp

@@ -73,6 +73,7 @@ struct Node {
     o.snapshots = with_snapshots ? snapshots.get() : nullptr;
     o.keys = &snapshots->current().keys;
     o.started_unix_ns = started_unix_ns;
+    o.started_mono_ns = kNowNs;
     if (with_operator_key) o.operator_key = op_key().public_key();
     o.cluster_id = kClusterId;
     keys = std::make_unique<ClusterKeyChange>(
@@ -337,6 +338,20 @@ TEST(ClusterKeyChangeOrigin, RefusesWhatItCannotStart) {
   ASSERT_EQ(ids.size(), ClusterKeyChange::kMaxInFlight);
   EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
   EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
+}
+
+// Issue 51 item 8: a node started with its clock 300 s ahead, corrected
+// since, takes the operator's commands signed after its real start (before:
+// refused as issued before it started, for 300 s).
+TEST(ClusterKeyChangeMember, TheStartInstantFollowsAClockStep) {
+  Node n(kStartUnixNs + 300 * kSecondNs);  // what the wrong clock read at start
+  n.keys->note_time(static_cast<std::uint32_t>(kStartUnixNs / kSecondNs + 1), kNowNs + kSecondNs);  // NTP stepped it back
+  n.receive(install(2, kStartUnixNs + kSecondNs), addr(1));
+  EXPECT_TRUE(n.has(2));
+  // What was signed before the real start is still refused.
+  n.receive(install(3, kStartUnixNs - 60 * kSecondNs), addr(1));
+  EXPECT_FALSE(n.has(3));
+  EXPECT_EQ(n.counters.key_commands_stale, 1u);
 }
 
 // ---- the operator's signature (issue 51 item 6) ----
