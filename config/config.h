@@ -36,6 +36,12 @@ struct ClusterConfig {
   SuiteChoice suite = SuiteChoice::kAuto;
   // 1..8 keys, exactly one primary.
   std::vector<KeyConfig> keys;
+  // The operator signing key's public half (Ed25519, 64 hex digits), from
+  // `gossipctl operator-keygen`. Cluster-wide key changes (gossipctl
+  // keys install|use|remove --cluster) are applied only when signed by its
+  // secret half, which no member holds. Empty (default): cluster-wide key
+  // changes are refused; node-local ones work as before.
+  std::string operator_public_key;
 };
 
 struct NodeConfig {
@@ -121,11 +127,19 @@ struct LimitsConfig {
   // agree this well). 1..3600. Default 30.
   std::uint32_t replay_window_s = 30;
   // Senders (key id and nonce epoch) whose 1024-packet nonce window each
-  // worker (and the control lcore) keeps. Never evicted while live: a new
-  // sender past it is refused (drop_replay_table_full) until windows whose
-  // newest datagram is older than replay_window_s age out
-  // (replay_table_expired). 64..1048576. Default 4096.
+  // worker (and the control lcore) keeps. Windows whose newest datagram is
+  // older than replay_window_s age out (replay_table_expired); when the
+  // table is full, a new sender evicts the window with the oldest newest
+  // datagram among a few (replay_table_evict), and senders without a
+  // window stamped at or before it are refused from then on (drop_replay);
+  // when none is older than the newcomer, it is refused
+  // (drop_replay_table_full). 64..1048576. Default 4096.
   std::uint32_t replay_senders = 4096;
+  // Most of those windows one source address may open (its share): a new
+  // sender from an address holding this many is drop_replay_table_full. A
+  // member uses one per key it seals with and restart within
+  // replay_window_s. 1..replay_senders. Default 16.
+  std::uint32_t replay_senders_per_source = 16;
   // Per-source token buckets, charged after the AEAD opened: packets per
   // second and bucket depth in packets, for members the control plane knows
   // and for other sources. 1..10000000 each. Defaults: known 2000/s, burst

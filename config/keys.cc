@@ -40,4 +40,15 @@ crypto::Keyring load_keyring(const Config& cfg, std::map<std::uint32_t, crypto::
   return ring;
 }
 
+std::optional<crypto::OperatorPublicKey> load_operator_key(const Config& cfg) {
+  if (cfg.cluster.operator_public_key.empty()) return std::nullopt;
+  crypto::OperatorPublicKey pk{};
+  if (!crypto::parse_operator_key(cfg.cluster.operator_public_key, &pk)) {
+    throw crypto::KeyError(
+        "cluster.operator_public_key: not a valid Ed25519 public key (print the right one with: "
+        "gossipctl operator-key FILE)");
+  }
+  return pk;
+}
+
 }  // namespace gw::config

@@ -145,7 +145,7 @@ class Parser : public strict::Reader {
 
     Config config;
     config.base_dir = std::string(base_dir);
-    parse_cluster(section(top, "cluster", {"name", "suite", "keys"}), config);
+    parse_cluster(section(top, "cluster", {"name", "suite", "keys", "operator_public_key"}), config);
     parse_node(section(top, "node", {"name", "address", "port", "prefix_len"}), config.node);
     parse_lcores(section(top, "lcores", {"control", "workers"}), config.lcores);
     parse_rings(section(top, "rings", {"size"}), config.rings);
@@ -154,8 +154,8 @@ class Parser : public strict::Reader {
                              "neighbors", "arp_hints"}),
                     config.dataplane);
     parse_limits(section(top, "limits",
-                         {"max_payload_bytes", "replay_window_s", "replay_senders", "known_rate_pps", "known_burst",
-                          "unknown_rate_pps", "unknown_burst", "sources"}),
+                         {"max_payload_bytes", "replay_window_s", "replay_senders", "replay_senders_per_source",
+                          "known_rate_pps", "known_burst", "unknown_rate_pps", "unknown_burst", "sources"}),
                  config.limits);
     parse_classifier(section(top, "classifier",
                              {"enabled", "builtins", "scan_bytes", "max_scans_per_burst", "max_scans_per_sec", "rules",
@@ -212,6 +212,19 @@ class Parser : public strict::Reader {
     }
 
     parse_keys(m.require("keys"), config);
+
+    if (std::optional<Field> op = m.find("operator_public_key")) {
+      const std::string hex = read_string(*op);
+      const bool ok = hex.size() == 64 && std::all_of(hex.begin(), hex.end(), [](char c) {
+                        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+                      });
+      if (!ok) {
+        fail(op->path, op->line,
+             "expected 64 hex digits (an Ed25519 public key, as gossipctl operator-keygen prints it), got " +
+                 quote(hex.size() > 80 ? hex.substr(0, 80) + "..." : hex));
+      }
+      config.cluster.operator_public_key = hex;
+    }
   }
 
   void parse_keys(const Field& keys, Config& config) const {
@@ -414,6 +427,9 @@ class Parser : public strict::Reader {
     }
     if (auto f = m.find("replay_window_s")) limits.replay_window_s = read_uint<std::uint32_t>(*f, 1, 3600);
     if (auto f = m.find("replay_senders")) limits.replay_senders = read_uint<std::uint32_t>(*f, 64, 1048576);
+    if (auto f = m.find("replay_senders_per_source")) {
+      limits.replay_senders_per_source = read_uint<std::uint32_t>(*f, 1, limits.replay_senders);
+    }
     if (auto f = m.find("known_rate_pps")) limits.known_rate_pps = read_uint<std::uint32_t>(*f, 1, 10000000);
     if (auto f = m.find("known_burst")) limits.known_burst = read_uint<std::uint32_t>(*f, 1, 10000000);
     if (auto f = m.find("unknown_rate_pps")) limits.unknown_rate_pps = read_uint<std::uint32_t>(*f, 1, 10000000);
@@ -782,11 +798,12 @@ MemoryNeed memory_needed(const Config& c) noexcept {
   const std::uint64_t workers = c.lcores.workers.size();
   MemoryNeed n;
   n.rings = workers * 4 * ring;
-  // dataplane/replay.h: slots = bit_ceil(2 x windows), a 16-byte tag and a
-  // 160-byte window each; rate_limit.h: bit_ceil(sources) 48-byte buckets;
-  // FailedHeaders: 4,096 x 32 bytes. The control lcore's once-only table has
-  // 4 x replay_senders windows (one per class).
-  constexpr std::uint64_t kReplaySlot = 16 + 160;
+  // dataplane/replay.h: slots = bit_ceil(2 x windows), a 16-byte tag, a
+  // 168-byte window and (per-source shares) 4 bytes of counts each;
+  // rate_limit.h: bit_ceil(sources) 48-byte buckets; FailedHeaders: 4,096 x
+  // 32 bytes. The control lcore's once-only table has 4 x replay_senders
+  // windows (one per class).
+  constexpr std::uint64_t kReplaySlot = 16 + 168 + 4;
   const std::uint64_t replay = ceil_pow2(2 * std::uint64_t{c.limits.replay_senders}) * kReplaySlot;
   const std::uint64_t rate = ceil_pow2(c.limits.sources) * 48;
   const std::uint64_t once = ceil_pow2(2 * 4 * std::uint64_t{c.limits.replay_senders}) * kReplaySlot;

@@ -264,6 +264,10 @@ void key_command_to_proto(const KeyCommandMsg& m, pb::KeyCommand* kc) {
   }
   kc->set_key_id(m.change.id);
   kc->set_origin(m.origin);
+  if (m.change.op != KeyChange::Op::kList) {
+    kc->set_issued_unix_ns(m.issued_unix_ns);
+    kc->set_signature(std::string(m.signature.begin(), m.signature.end()));
+  }
 }
 
 void key_result_to_proto(const KeyResultMsg& m, pb::KeyCommandResult* r) {
@@ -305,6 +309,14 @@ std::optional<KeyControl> key_control_from_proto(const pb::Compound& pc) {
         break;
       default:
         return std::nullopt;
+    }
+    // A change carries exactly one signature; a list none.
+    if (m.change.op != KeyChange::Op::kList) {
+      if (kc.signature().size() != crypto::kSignatureBytes) return std::nullopt;
+      std::copy(kc.signature().begin(), kc.signature().end(), m.signature.begin());
+      m.issued_unix_ns = kc.issued_unix_ns();
+    } else if (!kc.signature().empty()) {
+      return std::nullopt;
     }
     out.command = std::move(m);
   } else {

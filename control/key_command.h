@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crypto/keys.h"
+#include "crypto/operator_key.h"
 
 namespace gw::cp {
 
@@ -27,8 +29,34 @@ struct KeyCommandMsg {
   std::uint64_t request_id = 0;
   KeyChange change;
   std::string origin;
+  // The operator's authorisation (install, use, remove; issue 51): when it
+  // was signed (Unix ns, the operator's clock) and its Ed25519 signature
+  // over key_command_statement(). A list is not signed (all zero).
+  std::uint64_t issued_unix_ns = 0;
+  crypto::Signature signature{};
   bool operator==(const KeyCommandMsg&) const = default;
 };
+
+// What the operator signs for a cluster-wide key change: the change, the
+// cluster it is for and when it was issued; nothing about who relays it.
+//   "gossipgw/key-command/v1" || cluster_id (8, big-endian) || op (1)
+//   || key id (4, big-endian) || key (32; install only, else zeros)
+//   || issued_unix_ns (8, big-endian)
+inline std::vector<std::uint8_t> key_command_statement(std::uint64_t cluster_id, const KeyChange& change,
+                                                       std::uint64_t issued_unix_ns) {
+  static constexpr std::string_view kLabel = "gossipgw/key-command/v1";
+  std::vector<std::uint8_t> out(kLabel.begin(), kLabel.end());
+  const auto be = [&out](std::uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  be(cluster_id, 8);
+  out.push_back(static_cast<std::uint8_t>(change.op));
+  const bool install = change.op == KeyChange::Op::kInstall;
+  be(install ? crypto::derive_key_id(change.key) : change.id, 4);
+  for (std::size_t i = 0; i < crypto::kKeyBytes; ++i) out.push_back(install ? change.key[i] : 0);
+  be(issued_unix_ns, 8);
+  return out;
+}
 
 struct KeyResultMsg {
   std::uint64_t request_id = 0;

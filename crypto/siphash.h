@@ -73,6 +73,53 @@ inline std::uint64_t siphash24_40(const SipKey& k, const std::uint8_t* in) noexc
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }
 
+// SipHash-1-3 (one compression round, three finalisation rounds: the
+// variant Rust's HashMap and CPython use for hash-flooding resistance) of
+// two 64-bit words, for hash tables keyed by attacker-chosen bytes: the
+// workers' per-sender tables and the engine's name index. Keyed with a
+// per-process (per-lcore) random key, so nobody who does not know the key can
+// choose inputs that crowd one slot. Not a MAC: the header MAC above is
+// SipHash-2-4.
+inline std::uint64_t siphash13_2w(const SipKey& k, std::uint64_t m0, std::uint64_t m1) noexcept {
+  detail::SipState s{k.k0 ^ 0x736f6d6570736575ULL, k.k1 ^ 0x646f72616e646f6dULL, k.k0 ^ 0x6c7967656e657261ULL,
+                     k.k1 ^ 0x7465646279746573ULL};
+  const auto absorb1 = [&s](std::uint64_t m) {
+    s.v3 ^= m;
+    s.round();
+    s.v0 ^= m;
+  };
+  absorb1(m0);
+  absorb1(m1);
+  absorb1(std::uint64_t{16} << 56);
+  s.v2 ^= 0xff;
+  s.round();
+  s.round();
+  s.round();
+  return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+}
+
+// SipHash-1-3 of `len` bytes at `in` (the reference algorithm: whole words,
+// then the tail and the length in the last word).
+inline std::uint64_t siphash13(const SipKey& k, const std::uint8_t* in, std::size_t len) noexcept {
+  detail::SipState s{k.k0 ^ 0x736f6d6570736575ULL, k.k1 ^ 0x646f72616e646f6dULL, k.k0 ^ 0x6c7967656e657261ULL,
+                     k.k1 ^ 0x7465646279746573ULL};
+  const auto absorb1 = [&s](std::uint64_t m) {
+    s.v3 ^= m;
+    s.round();
+    s.v0 ^= m;
+  };
+  std::size_t i = 0;
+  for (; i + 8 <= len; i += 8) absorb1(load_le64(in + i));
+  std::uint64_t last = std::uint64_t{len & 0xff} << 56;
+  for (std::size_t j = 0; i + j < len; ++j) last |= std::uint64_t{in[i + j]} << (8 * j);
+  absorb1(last);
+  s.v2 ^= 0xff;
+  s.round();
+  s.round();
+  s.round();
+  return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+}
+
 // The same hash for up to kSipBatch headers at once, each under its own key:
 // out[i] = siphash24_40(*keys[i], in[i]) for i < n. One header's 16 rounds
 // are a chain of dependent adds and rotates; hashing a burst's headers side

@@ -27,8 +27,10 @@ HandoffRings::HandoffRings(std::size_t workers, std::uint32_t size, std::uint32_
   }
 }
 
-void HandoffRings::check_once(std::size_t senders, std::uint32_t window_s, std::uint64_t seed) {
-  once_ = std::make_unique<ReplayTable>(senders * crypto::kClassCount, seed, window_s);
+void HandoffRings::check_once(std::size_t senders, std::uint32_t window_s, std::uint64_t seed,
+                              std::uint32_t per_source) {
+  once_ = std::make_unique<ReplayTable>(senders * crypto::kClassCount, seed, window_s,
+                                        per_source * static_cast<std::uint32_t>(crypto::kClassCount));
 }
 
 std::size_t HandoffRings::bytes() const noexcept {

@@ -33,7 +33,8 @@ class HandoffRings final : public HandoffSource {
   // Main lcore, before launch: turns on the once-only check over all workers
   // (a replay table of `senders` windows per class, limits.replay_senders,
   // aged by `window_s`). Without it every payload is Once::kFirst. Allocates.
-  void check_once(std::size_t senders, std::uint32_t window_s, std::uint64_t seed);
+  // `per_source`: limits.replay_senders_per_source (per class here too).
+  void check_once(std::size_t senders, std::uint32_t window_s, std::uint64_t seed, std::uint32_t per_source = 0);
   // Control lcore: one ageing step of the once-only table at Unix time `now_s`.
   void age_once(std::uint32_t now_s) noexcept {
     if (once_) once_->age(now_s, 64);
@@ -66,11 +67,17 @@ class HandoffRings final : public HandoffSource {
   // shares its window: that can refuse a datagram, never accept one twice.)
   void check(Handoff& h, crypto::PriorityClass cls) noexcept {
     const ReplayKey k{h.key_id ^ (static_cast<std::uint32_t>(cls) * 0x9E3779B9u), h.stamp.epoch};
-    const ReplayTable::Entry* e = once_->find(k);
-    if (!ReplayTable::is_fresh(e, h.stamp.counter)) {
-      h.once = Once::kReplay;
-    } else if (!once_->commit(k, h.stamp.counter, h.stamp.timestamp)) {
-      h.once = Once::kTableFull;
+    const SourceAddress src = SourceAddress::of(h.from);
+    switch (once_->check(k, h.stamp.counter, h.stamp.timestamp, &src)) {
+      case ReplayCheck::kFresh:
+        (void)once_->commit(k, h.stamp.counter, h.stamp.timestamp, &src);
+        break;
+      case ReplayCheck::kReplay:
+        h.once = Once::kReplay;
+        break;
+      case ReplayCheck::kNoRoom:
+        h.once = Once::kTableFull;
+        break;
     }
   }
 

@@ -87,7 +87,11 @@ struct LadderConfig {
 // no clock skip their step: the stateless run_ladder() below uses that.
 struct LadderState {
   bool have_clock = false;
-  std::uint32_t now_s = 0;   // wall clock, Unix seconds (timestamp window)
+  std::uint32_t now_s = 0;  // wall clock, Unix seconds (timestamp window)
+  // Seconds the wall clock was stepped since start (WallClockFollower): the
+  // restart watermark (LadderConfig::not_before_s) moves with it, since it
+  // marks the instant this gateway started, not a reading of its clock.
+  std::int32_t wall_step_s = 0;
   std::uint64_t now_ns = 0;  // monotonic nanoseconds (token buckets)
   ReplayTable* replay = nullptr;
   RateLimiter* rate = nullptr;

@@ -330,27 +330,37 @@ inline Endpoint UdpView::from() const noexcept {
   }
   // Sealed before we started: an earlier run of this gateway may have
   // accepted it, and its windows did not survive the restart.
-  if (h.timestamp < cfg.not_before_s) return Verdict::kBeforeStart;
+  // The watermark is the start instant: a clock that was wrong at start and
+  // was stepped since moves it by as much (st.wall_step_s).
+  if (cfg.not_before_s != 0 &&
+      static_cast<std::int64_t>(h.timestamp) < static_cast<std::int64_t>(cfg.not_before_s) + st.wall_step_s) {
+    return Verdict::kBeforeStart;
+  }
   std::uint32_t counter = 0;
   const ReplayKey rkey = replay_key(h.key_id, h.nonce, &counter);
+  const Endpoint from = f.udp.from();
+  const SourceAddress src = SourceAddress::of(from);
   if (st.replay != nullptr) {
-    const ReplayTable::Entry* e = st.replay->find(rkey);
-    if (!ReplayTable::is_fresh(e, counter)) return Verdict::kReplay;
-    // A new sender with every window live: refused, never let in by
-    // forgetting someone else's window.
-    if (e == nullptr && st.replay->full()) return Verdict::kReplayTableFull;
+    // Seen, older than its window, or stamped before what the table forgot:
+    // replay. A new sender whose source holds its share of windows, or with
+    // the table full of windows newer than it: no room (replay.h).
+    switch (st.replay->check(rkey, counter, h.timestamp, &src)) {
+      case ReplayCheck::kFresh:
+        break;
+      case ReplayCheck::kReplay:
+        return Verdict::kReplay;
+      case ReplayCheck::kNoRoom:
+        return Verdict::kReplayTableFull;
+    }
   }
   // A header that already failed its AEAD here is not tried again: one
   // sniffed header buys an outsider one AEAD, not one per tampered copy.
   if (st.failed != nullptr && st.failed->contains(rkey, counter)) return Verdict::kAuthRetry;
-  const Endpoint from = f.udp.from();
   // The bucket is only asked here; it is charged after the AEAD opened the
   // payload, so a tampered copy sent from a member's address costs the
   // member nothing (issue 17).
-  SourceAddress src;
   bool known = false;
   if (st.rate != nullptr) {
-    src = SourceAddress::of(from);
     known = st.snapshot != nullptr && st.snapshot->is_known(src);
     if (!st.rate->would_allow(src, known, st.now_ns)) return Verdict::kRateLimited;
   }
@@ -360,7 +370,7 @@ inline Endpoint UdpView::from() const noexcept {
   }
   // Authentic: only now may the nonce move the sender's window and the
   // source's bucket be charged (would_allow said it has a token).
-  if (st.replay != nullptr && !st.replay->commit(rkey, counter, h.timestamp)) {
+  if (st.replay != nullptr && !st.replay->commit(rkey, counter, h.timestamp, &src)) {
     return Verdict::kReplayTableFull;  // not reached: the pre-check saw room
   }
   if (st.rate != nullptr) st.rate->charge(src, known, st.now_ns);

@@ -32,6 +32,7 @@
 #include <cstring>
 
 #include "dataplane/api/handoff.h"
+#include "dataplane/hash.h"
 
 namespace gw::dp {
 
@@ -53,6 +54,11 @@ class Neighbors {
     fill(pins_[i], ip, mac);
     return true;
   }
+
+  // Before the worker runs and before any pin(): keys the slot hash with a
+  // random seed (hash.h), so nobody can choose addresses whose slots collide
+  // with a member's.
+  void set_hash_seed(std::uint64_t seed) noexcept { key_ = table_key(seed); }
 
   // Before the worker runs: take ARP hints at all (config dataplane.arp_hints).
   void allow_hints(bool on) noexcept { hints_allowed_ = on; }
@@ -150,17 +156,16 @@ class Neighbors {
     return nullptr;
   }
 
-  static std::uint64_t ip_index(const Endpoint& ip) noexcept {
-    std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the address
-    for (std::size_t i = 0; i < ip.ip_len; ++i) h = (h ^ ip.ip[i]) * 1099511628211ULL;
-    return h;
+  std::uint64_t ip_index(const Endpoint& ip) const noexcept {
+    std::uint64_t lo = 0;
+    std::uint64_t hi = 0;
+    std::memcpy(&lo, ip.ip.data(), 8);
+    std::memcpy(&hi, ip.ip.data() + 8, 8);
+    return keyed_hash(key_, lo, hi ^ ip.ip_len);
   }
 
   static std::size_t endpoint_index(std::uint64_t ip_hash, std::uint16_t port) noexcept {
-    std::uint64_t h = ip_hash;
-    h = (h ^ (port & 0xFF)) * 1099511628211ULL;
-    h = (h ^ (port >> 8)) * 1099511628211ULL;
-    return static_cast<std::size_t>(h % kSlots);
+    return static_cast<std::size_t>(mix64(ip_hash ^ port) % kSlots);
   }
 
   std::array<Slot, kSlots> learned_{};
@@ -168,6 +173,7 @@ class Neighbors {
   std::array<Slot, kPinSlots> pins_{};
   std::size_t pinned_ = 0;
   bool hints_allowed_ = false;
+  crypto::SipKey key_ = table_key(0);
 };
 
 }  // namespace gw::dp

@@ -19,7 +19,7 @@ RateBudget sane(RateBudget b) noexcept {
 }  // namespace
 
 RateLimiter::RateLimiter(std::size_t capacity, RateBudget known, RateBudget unknown, std::uint64_t seed)
-    : known_(sane(known)), unknown_(sane(unknown)), seed_(seed) {
+    : known_(sane(known)), unknown_(sane(unknown)), key_(table_key(seed)) {
   const std::size_t want = capacity < kWays ? kWays : capacity;
   sets_ = std::bit_ceil(want) / kWays;
   entries_ = HugeArray<Entry>(sets_ * kWays);
@@ -30,7 +30,8 @@ std::size_t RateLimiter::set_of(const SourceAddress& a) const noexcept {
   std::uint64_t hi = 0;
   std::memcpy(&lo, a.ip.data(), 8);
   std::memcpy(&hi, a.ip.data() + 8, 8);
-  return static_cast<std::size_t>(mix64(mix64(lo ^ seed_) ^ hi ^ a.ip_len)) & (sets_ - 1);
+  // Keyed (hash.h): the source address is whatever a sender puts there.
+  return static_cast<std::size_t>(keyed_hash(key_, lo, hi ^ a.ip_len)) & (sets_ - 1);
 }
 
 bool RateLimiter::charge(const SourceAddress& src, bool known, std::uint64_t now_ns) noexcept {

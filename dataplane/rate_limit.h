@@ -22,6 +22,7 @@
 
 #include "dataplane/api/snapshot.h"
 #include "dataplane/api/token_bucket.h"
+#include "dataplane/hash.h"
 #include "dataplane/huge_area.h"
 
 namespace gw::dp {
@@ -65,7 +66,7 @@ class RateLimiter {
   RateBudget known_;
   RateBudget unknown_;
   std::size_t sets_ = 0;
-  std::uint64_t seed_ = 0;
+  crypto::SipKey key_;  // keys the set hash (hash.h)
   std::uint64_t tick_ = 0;
   std::size_t size_ = 0;
   std::uint64_t evictions_ = 0;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dataplane/guard.h"
+#include "dataplane/hash.h"
 #include "dataplane/setup.h"
 
 namespace gw::dp {
@@ -40,9 +41,10 @@ std::unique_ptr<WorkerContext> make_worker(const config::Config& cfg, std::size_
   w->tx.src_mac = wiring.port->mac;  // every worker answers ARP (dataplane/arp.h)
   w->tx.local = wiring.ladder.local;
   if (q == 0) w->tx.ring = wiring.tx_ring;
+  w->tx.neighbors.set_hash_seed(random_table_seed());
   setup_neighbors(w->tx.neighbors, cfg);  // validated by the loader: does not throw
   try {
-    setup_guard(w->guard, cfg, wiring.classifier, rte_rdtsc() ^ (q * 0x9E3779B97F4A7C15ULL));
+    setup_guard(w->guard, cfg, wiring.classifier, random_table_seed());
   } catch (const std::exception& e) {
     throw SetupError("worker " + std::to_string(q) + ": cannot allocate its guard tables: " + e.what());
   }
@@ -51,6 +53,13 @@ std::unique_ptr<WorkerContext> make_worker(const config::Config& cfg, std::size_
   w->guard.clock.unix_ns0 =
       wiring.freeze_clock_s != 0 ? std::uint64_t{wiring.freeze_clock_s} * 1'000'000'000ULL : unix_time_ns();
   w->guard.clock.frozen = wiring.freeze_clock_s != 0;
+  if (wiring.wall_clock != nullptr && wiring.freeze_clock_s == 0) {
+    // One reference for every worker, so one published step fits them all.
+    w->guard.clock.tsc_hz = wiring.wall_clock->tsc_hz();
+    w->guard.clock.tsc0 = wiring.wall_clock->tsc0();
+    w->guard.clock.unix_ns0 = wiring.wall_clock->unix_ns0();
+    w->guard.clock.step = wiring.wall_clock->step();
+  }
   return w;
 }
 

@@ -25,6 +25,8 @@ namespace gw::dp {
 PortPlan port_plan(const config::Config& cfg);
 
 // What every worker is wired to: made by the composition root, shared.
+class WallClockFollower;
+
 struct WorkerWiring {
   const PortState* port = nullptr;
   LadderConfig ladder;  // keys come from `snapshots`
@@ -37,6 +39,10 @@ struct WorkerWiring {
   std::uint64_t idle_exit_tsc = 0;  // 0: never report idle
   // Test aid (--freeze-clock): the workers' clock stands at this Unix second.
   std::uint32_t freeze_clock_s = 0;
+  // The workers' clocks count from its reference and follow its steps
+  // (started by the composition root before make_worker); null: each worker
+  // reads the wall clock once at start and never follows it.
+  const WallClockFollower* wall_clock = nullptr;
 };
 
 // Worker `q` (lcore cfg.lcores.workers[q], rx and tx queue q). Throws

@@ -170,6 +170,8 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
   if (g.replay != nullptr) {
     g.replay->age(g.state.now_s, kReplayAgeSteps);  // one ageing step per burst
     w.counters.replay_table_expired = g.replay->expired();
+    w.counters.replay_table_evict = g.replay->evicted();
+    w.counters.replay_window_rebased = g.replay->rebased();
   }
   if (g.rate != nullptr) w.counters.ratelimit_table_evict = g.rate->evictions();
 

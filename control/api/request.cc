@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -67,6 +69,40 @@ std::uint32_t key_id_field(const Json& j) {
   return *id;
 }
 
+// The operator's signature fields, with scope cluster: both or neither (an
+// unsigned change gets the cluster-wide refusal, which says what to do);
+// refused with scope node (node-local changes need no signature).
+OperatorAuth auth_fields(const Json& j, Scope scope) {
+  const bool has = j.contains("issued_ns") || j.contains("signature");
+  if (scope == Scope::kNode) {
+    if (has) throw Invalid{"issued_ns and signature go with scope cluster only"};
+    return {};
+  }
+  if (!has) return {};
+  OperatorAuth a;
+  const std::string issued = field_string(j, "issued_ns", true);
+  if (issued.empty() || issued.size() > 20 ||
+      !std::all_of(issued.begin(), issued.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    throw Invalid{"issued_ns must be a decimal number of nanoseconds (a string)"};
+  }
+  errno = 0;
+  const unsigned long long v = std::strtoull(issued.c_str(), nullptr, 10);
+  if (errno == ERANGE) throw Invalid{"issued_ns is out of range"};
+  a.issued_unix_ns = v;
+  const std::string hex = field_string(j, "signature", true);
+  if (hex.size() != 128) throw Invalid{"signature must be 128 hex digits (an Ed25519 signature)"};
+  for (std::size_t i = 0; i < 64; ++i) {
+    unsigned byte = 0;
+    const char pair[3] = {hex[2 * i], hex[2 * i + 1], '\0'};
+    if (!std::isxdigit(static_cast<unsigned char>(pair[0])) || !std::isxdigit(static_cast<unsigned char>(pair[1])) ||
+        std::sscanf(pair, "%2x", &byte) != 1) {
+      throw Invalid{"signature must be 128 hex digits (an Ed25519 signature)"};
+    }
+    a.signature[i] = static_cast<std::uint8_t>(byte);
+  }
+  return a;
+}
+
 std::pair<std::string, std::string> split_tag(std::string_view t) {
   const std::size_t eq = t.find('=');
   if (eq == std::string_view::npos || eq == 0) throw Invalid{"tag must be key=value"};
@@ -111,7 +147,7 @@ Request parse_object(const Json& j) {
       return KeysListRequest{scope_of(j)};
     }
     if (op == "install") {
-      only_fields(j, {"cmd", "op", "key", "primary", "scope"});
+      only_fields(j, {"cmd", "op", "key", "primary", "scope", "issued_ns", "signature"});
       KeysInstallRequest r;
       const std::string hex = field_string(j, "key", true);
       if (hex.size() != 64) throw Invalid{"key must be 64 hex digits (32 bytes)"};
@@ -129,15 +165,18 @@ Request parse_object(const Json& j) {
         r.primary = it->get<bool>();
       }
       r.scope = scope_of(j);
+      r.auth = auth_fields(j, r.scope);
       return r;
     }
     if (op == "use") {
-      only_fields(j, {"cmd", "op", "id", "scope"});
-      return KeysUseRequest{key_id_field(j), scope_of(j)};
+      only_fields(j, {"cmd", "op", "id", "scope", "issued_ns", "signature"});
+      const Scope scope = scope_of(j);
+      return KeysUseRequest{key_id_field(j), scope, auth_fields(j, scope)};
     }
     if (op == "remove") {
-      only_fields(j, {"cmd", "op", "id", "scope"});
-      return KeysRemoveRequest{key_id_field(j), scope_of(j)};
+      only_fields(j, {"cmd", "op", "id", "scope", "issued_ns", "signature"});
+      const Scope scope = scope_of(j);
+      return KeysRemoveRequest{key_id_field(j), scope, auth_fields(j, scope)};
     }
     throw Invalid{"keys op must be list, install, use or remove"};
   }

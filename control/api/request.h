@@ -8,6 +8,9 @@
 //   {"cmd":"keys","op":"install","key":"<64 hex>"[,"primary":true][,"scope":"node|cluster"]}
 //   {"cmd":"keys","op":"use","id":"<8 hex>"[,"scope":"node|cluster"]}
 //   {"cmd":"keys","op":"remove","id":"<8 hex>"[,"scope":"node|cluster"]}
+//     with "scope":"cluster", install, use and remove also carry the operator's
+//     signature (gossipctl --operator-key): "issued_ns":"<decimal Unix ns>",
+//     "signature":"<128 hex>" (control/key_command.h says what it signs)
 //   {"cmd":"join","address":"IP:PORT"}          ("[IPv6]:PORT" for IPv6)
 //   {"cmd":"leave"}                              leave gracefully, then stop
 //   {"cmd":"tags","op":"set","tags":{"k":"v",...}}
@@ -44,18 +47,26 @@ struct StatsRequest {};
 struct KeysListRequest {
   Scope scope = Scope::kNode;  // cluster: ask every live member for its keyring
 };
+// The operator's signature of a cluster-wide change (issue 51).
+struct OperatorAuth {
+  std::uint64_t issued_unix_ns = 0;
+  std::array<std::uint8_t, 64> signature{};
+};
 struct KeysInstallRequest {
   std::array<std::uint8_t, 32> key{};
   bool primary = false;
   Scope scope = Scope::kNode;
+  OperatorAuth auth;  // scope cluster
 };
 struct KeysUseRequest {
   std::uint32_t id = 0;
   Scope scope = Scope::kNode;
+  OperatorAuth auth;  // scope cluster
 };
 struct KeysRemoveRequest {
   std::uint32_t id = 0;
   Scope scope = Scope::kNode;
+  OperatorAuth auth;  // scope cluster
 };
 struct JoinRequest {
   std::string ip;  // literal, validated

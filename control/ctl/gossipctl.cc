@@ -2,6 +2,10 @@
 //
 //   gossipctl keygen --out FILE [--force]   write a new random key (mode 0600)
 //   gossipctl keyid FILE...                 print the key id of key files
+//   gossipctl operator-keygen --out FILE [--force]
+//                                           write a new operator signing key (mode 0600)
+//                                           and print its public key (cluster.operator_public_key)
+//   gossipctl operator-key FILE             print an operator key file's public key
 //   gossipctl config check --config FILE    validate the config and load every key file
 //   gossipctl config eal-args --config FILE [--no-huge] [--vdev SPEC]... [--allow PCI]...
 //                             [--file-prefix P] [--memory-mb N]
@@ -17,6 +21,10 @@
 //   gossipctl members [--state S] [--tag K=V] [--detailed] | stats | info | version
 //   gossipctl keys list | install FILE [--primary|--cluster] | use KEYID [--cluster]
 //                  | remove KEYID [--cluster]      (--cluster: on every live member)
+//     install, use and remove --cluster are signed with the operator key:
+//       --operator-key FILE [--cluster-name NAME] [--sign-only]
+//     (--sign-only prints the signed request instead of sending it;
+//      gossipctl keys submit FILE sends one, "-" for standard input)
 //   gossipctl join IP:PORT | leave | force-leave NAME | tags set K=V... | tags unset K...
 //   gossipctl log-level LEVEL | monitor [--level L] [--duration S]
 // --json and --socket are accepted in any position, by every command; with
@@ -31,12 +39,15 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iostream>
 #include <map>
 #include <regex>
 #include <string>
@@ -48,8 +59,10 @@
 #include "control/engine/member_status.h"
 #include "control/gateway/engine_config.h"
 #include "control/host/keyring_state.h"
+#include "control/key_command.h"
 #include "control/version.h"
 #include "crypto/keys.h"
+#include "crypto/operator_key.h"
 #include "dataplane/api/config_check.h"
 
 namespace {
@@ -157,7 +170,8 @@ std::vector<std::string> eal_args(const EalOptions& opt) {
 // with the same one-line error before touching hugepages or NICs.
 gw::config::Config check_config(const std::string& path) {
   gw::config::Config cfg = gw::config::load_config(path);
-  (void)gw::config::load_keyring(cfg);  // every key file: present, 32 bytes, mode 0600, no duplicates
+  (void)gw::config::load_keyring(cfg);       // every key file: present, 32 bytes, mode 0600, no duplicates
+  (void)gw::config::load_operator_key(cfg);  // a valid Ed25519 public key, if any
   // The persisted keyring the gateway would load instead (if there is one).
   if (!cfg.control.state_dir.empty())
     (void)gw::cp::load_keyring_state(cfg.control.state_dir, gw::config::resolve_suite(cfg));
@@ -345,6 +359,47 @@ std::string read_key_hex(const std::string& path) {
   return hex;
 }
 
+std::string hex_of(const std::uint8_t* p, std::size_t n) {
+  std::string hex;
+  char b[3];
+  for (std::size_t i = 0; i < n; ++i) {
+    std::snprintf(b, sizeof b, "%02x", p[i]);
+    hex += b;
+  }
+  return hex;
+}
+
+// Signs a cluster-wide change request (install, use, remove) with the
+// operator key in `operator_file` for the cluster `cluster_name`: adds
+// "issued_ns" (now) and "signature" (control/key_command.h says over what).
+void sign_request(Json& req, const std::string& operator_file, const std::string& cluster_name) {
+  const gw::crypto::OperatorSigner signer(gw::crypto::load_key_file(operator_file));
+  gw::cp::KeyChange change;
+  const std::string op = req["op"].get<std::string>();
+  if (op == "install") {
+    change.op = gw::cp::KeyChange::Op::kInstall;
+    const std::string hex = req["key"].get<std::string>();
+    for (std::size_t i = 0; i < change.key.size(); ++i) {
+      change.key[i] = static_cast<std::uint8_t>(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
+    }
+  } else {
+    change.op = op == "use" ? gw::cp::KeyChange::Op::kUse : gw::cp::KeyChange::Op::kRemove;
+    const std::string id = req["id"].get<std::string>();
+    if (id.size() != 8 ||
+        !std::all_of(id.begin(), id.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); })) {
+      throw std::invalid_argument("key id must be 8 hex digits (keys list)");
+    }
+    change.id = static_cast<std::uint32_t>(std::stoul(id, nullptr, 16));
+  }
+  const auto issued = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  const gw::crypto::Signature sig =
+      signer.sign(gw::cp::key_command_statement(gw::crypto::derive_cluster_id(cluster_name), change, issued));
+  req["issued_ns"] = std::to_string(issued);
+  req["signature"] = hex_of(sig.data(), sig.size());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -370,6 +425,15 @@ int main(int argc, char** argv) {
   CLI::App* keygen = sub(&app, "keygen", "write a new random 32-byte key file with mode 0600");
   keygen->add_option("--out,-o", out, "key file to create")->required();
   keygen->add_flag("--force", force, "replace an existing file");
+
+  CLI::App* op_keygen =
+      sub(&app, "operator-keygen",
+          "write a new operator signing key (mode 0600) and print its public key for cluster.operator_public_key");
+  op_keygen->add_option("--out,-o", out, "operator key file to create")->required();
+  op_keygen->add_flag("--force", force, "replace an existing file");
+  std::string op_key_file;
+  CLI::App* op_pub = sub(&app, "operator-key", "print the public key of an operator key file");
+  op_pub->add_option("file", op_key_file, "operator key file")->required();
 
   std::vector<std::string> files;
   CLI::App* keyid = sub(&app, "keyid", "print the key id of each key file");
@@ -433,6 +497,20 @@ int main(int argc, char** argv) {
   CLI::App* keys_remove = sub(keys, "remove", "stop accepting KEYID (not the primary)");
   keys_remove->add_option("id", key_id, "key id, 8 hex digits (keys list)")->required();
   keys_remove->add_flag("--cluster", cluster_wide, "remove it on every live member (use the new key everywhere first)");
+  std::string operator_key, cluster_name, submit_file;
+  bool sign_only = false;
+  for (CLI::App* k : {keys_install, keys_use, keys_remove}) {
+    k->add_option("--operator-key", operator_key,
+                  "with --cluster: sign the change with this operator key file (mode 0600); members apply only "
+                  "changes signed by the key their cluster.operator_public_key names");
+    k->add_option("--cluster-name", cluster_name,
+                  "with --operator-key: the cluster the change is for (default: ask the gateway)");
+    k->add_flag("--sign-only", sign_only,
+                "with --operator-key: print the signed request instead of sending it (keys submit sends it)");
+  }
+  CLI::App* keys_submit = sub(keys, "submit", "send a signed cluster-wide change made with --sign-only");
+  keys_submit->add_option("file", submit_file, "the signed request (one JSON line), '-' for standard input")
+      ->required();
   std::string join_addr;
   CLI::App* join = sub(&app, "join", "join the cluster through a member at IP:PORT ([IPv6]:PORT); waits up to 5 s");
   join->add_option("address", join_addr, "a member's gossip address")->required();
@@ -510,6 +588,26 @@ int main(int argc, char** argv) {
         print_json(Json{{"file", out}, {"key_id", idt}});
       } else {
         std::printf("%s: key id %s\n", out.c_str(), idt.c_str());
+      }
+    } else if (*op_keygen) {
+      (void)gw::crypto::write_key_file(out, force);
+      const gw::crypto::OperatorSigner signer(gw::crypto::load_key_file(out));
+      const std::string pk = gw::crypto::operator_key_text(signer.public_key());
+      if (as_json) {
+        print_json(Json{{"file", out}, {"operator_public_key", pk}});
+      } else {
+        std::printf(
+            "%s: operator key; keep it off the members. In every member's config:\n"
+            "cluster:\n  operator_public_key: \"%s\"\n",
+            out.c_str(), pk.c_str());
+      }
+    } else if (*op_pub) {
+      const gw::crypto::OperatorSigner signer(gw::crypto::load_key_file(op_key_file));
+      const std::string pk = gw::crypto::operator_key_text(signer.public_key());
+      if (as_json) {
+        print_json(Json{{"file", op_key_file}, {"operator_public_key", pk}});
+      } else {
+        std::printf("%s\n", pk.c_str());
       }
     } else if (*keyid) {
       Json arr = Json::array();
@@ -628,10 +726,24 @@ int main(int argc, char** argv) {
         req["op"] = *keys_use ? "use" : "remove";
         req["id"] = key_id;
       }
+      if (!cluster_wide && (!operator_key.empty() || sign_only || !cluster_name.empty())) {
+        throw std::invalid_argument("--operator-key, --cluster-name and --sign-only go with --cluster");
+      }
+      if (sign_only && operator_key.empty()) throw std::invalid_argument("--sign-only needs --operator-key");
       if (cluster_wide) {
         if (key_primary)
           throw std::invalid_argument("--primary with --cluster: install everywhere, then 'keys use --cluster'");
         req["scope"] = "cluster";
+        if (!operator_key.empty()) {
+          if (cluster_name.empty()) {
+            cluster_name = call(socket_path, Json{{"cmd", "info"}}).value("cluster", std::string());
+          }
+          sign_request(req, operator_key, cluster_name);
+        }
+        if (sign_only) {
+          std::printf("%s\n", req.dump().c_str());
+          return 0;
+        }
         // The whole outcome is printed either way; "ok" is the exit status.
         const Json reply = call_raw(socket_path, req);
         std::printf("%s\n", reply.dump(2).c_str());
@@ -646,6 +758,23 @@ int main(int argc, char** argv) {
           std::printf("ok: keys %s, primary %s\n", ids.c_str(), cell(reply["primary"]).c_str());
         }
       }
+    } else if (*keys_submit) {
+      std::string line;
+      if (submit_file == "-") {
+        std::getline(std::cin, line);
+      } else {
+        std::ifstream in(submit_file);
+        if (!in) throw std::invalid_argument("cannot read " + submit_file);
+        std::getline(in, line);
+      }
+      const Json req = Json::parse(line, nullptr, false);
+      if (req.is_discarded() || !req.is_object() || req.value("scope", std::string()) != "cluster" ||
+          !req.contains("signature")) {
+        throw std::invalid_argument(submit_file + ": not a signed cluster-wide key request (keys ... --sign-only)");
+      }
+      const Json reply = call_raw(socket_path, req);
+      std::printf("%s\n", reply.dump(2).c_str());
+      if (const int st = reply_status(reply); st != 0) return fail(st, reply.value("error", std::string("failed")));
     } else if (*join) {
       // Waits for the answer (at most 5 s): exit 0 once a member there
       // answered, 1 if none did, 2 for a malformed or wrong-family address.

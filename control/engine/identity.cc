@@ -1,11 +1,34 @@
 #include "control/engine/identity.h"
 
+#include <random>
+
+#include "crypto/siphash.h"
+
 namespace gw::cp::engine {
 
 IdentityPool::IdentityPool() {
   // Id 0 is "none": the empty name, and no profile.
   names_.emplace_back();
   profiles_.emplace_back();
+  // The kernel's random numbers (getrandom): the key must be unknown to
+  // whoever chooses names. It changes no output: runs stay reproducible.
+  std::random_device rd;
+  hash_k0_ = (std::uint64_t{rd()} << 32) ^ rd();
+  hash_k1_ = (std::uint64_t{rd()} << 32) ^ rd();
+}
+
+std::uint64_t IdentityPool::index_hash(std::string_view s) const {
+  return crypto::siphash13(crypto::SipKey{hash_k0_, hash_k1_}, reinterpret_cast<const std::uint8_t*>(s.data()),
+                           s.size());
+}
+
+std::size_t IdentityPool::name_probes(std::string_view name) const {
+  const std::uint64_t h = index_hash(name);
+  std::size_t n = 1;
+  for (std::size_t i = home(h);; i = (i + 1) & (name_slots_.size() - 1), ++n) {
+    const NameSlot& slot = name_slots_[i];
+    if (slot.id == kNone || (slot.tag == static_cast<std::uint32_t>(h >> 32) && names_[slot.id].text == name)) return n;
+  }
 }
 
 std::uint64_t IdentityPool::order_key(std::string_view s) {
@@ -30,12 +53,12 @@ void IdentityPool::index_name(std::uint32_t id) {
     old.swap(name_slots_);
     for (const NameSlot& o : old) {
       if (o.id == kNone) continue;
-      std::size_t i = home(names_[o.id].hash);
+      std::size_t i = home(names_[o.id].index_hash);
       while (name_slots_[i].id != kNone) i = (i + 1) & (name_slots_.size() - 1);
       name_slots_[i] = o;
     }
   }
-  const std::uint64_t h = names_[id].hash;
+  const std::uint64_t h = names_[id].index_hash;
   std::size_t i = home(h);
   while (name_slots_[i].id != kNone) i = (i + 1) & (name_slots_.size() - 1);
   name_slots_[i] = NameSlot{static_cast<std::uint32_t>(h >> 32), id};
@@ -44,12 +67,12 @@ void IdentityPool::index_name(std::uint32_t id) {
 
 void IdentityPool::unindex_name(std::uint32_t id) {
   const std::size_t mask = name_slots_.size() - 1;
-  std::size_t i = home(names_[id].hash);
+  std::size_t i = home(names_[id].index_hash);
   while (name_slots_[i].id != id) i = (i + 1) & mask;  // it is there
   // Backward shift: later members of the probe run move up, so no lookup
   // ever stops early at the hole.
   for (std::size_t j = (i + 1) & mask; name_slots_[j].id != kNone; j = (j + 1) & mask) {
-    const std::size_t k = home(names_[name_slots_[j].id].hash);
+    const std::size_t k = home(names_[name_slots_[j].id].index_hash);
     // Slot j's entry may fill the hole at i if its home is not in (i, j].
     const bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
     if (stays) continue;
@@ -77,6 +100,7 @@ std::uint32_t IdentityPool::intern_name(std::string_view name) {
   NameRec& r = names_[id];
   r.text.assign(name);
   r.hash = fnv1a(name);
+  r.index_hash = index_hash(name);
   r.refs = 1;
   if (id >= name_keys_.size()) name_keys_.resize(names_.size(), 0);
   name_keys_[id] = order_key(name);
@@ -86,7 +110,7 @@ std::uint32_t IdentityPool::intern_name(std::string_view name) {
 
 std::uint32_t IdentityPool::find_name(std::string_view name) const {
   if (name.empty()) return kNone;
-  const std::uint64_t h = fnv1a(name);
+  const std::uint64_t h = index_hash(name);
   const auto tag = static_cast<std::uint32_t>(h >> 32);
   for (std::size_t i = home(h);; i = (i + 1) & (name_slots_.size() - 1)) {
     const NameSlot& slot = name_slots_[i];
@@ -106,15 +130,17 @@ void IdentityPool::release_name(std::uint32_t id) {
 }
 
 std::uint64_t IdentityPool::profile_hash(const Address& addr, const std::vector<Tag>& tags,
-                                         std::uint32_t protocol_version) {
-  std::uint64_t h = fnv1a(std::string_view(reinterpret_cast<const char*>(addr.ip.data()), addr.ip.size()));
+                                         std::uint32_t protocol_version) const {
+  // Keyed too: the profile index places profiles by this hash, and every
+  // field is the sender's choice.
+  std::uint64_t h = index_hash(std::string_view(reinterpret_cast<const char*>(addr.ip.data()), addr.ip.size()));
   h = (h ^ addr.port) * 0x100000001b3ULL;
   h = (h ^ protocol_version) * 0x100000001b3ULL;
   for (const Tag& t : tags) {
-    h = (h ^ fnv1a(t.key)) * 0x100000001b3ULL;
-    h = (h ^ fnv1a(t.value)) * 0x100000001b3ULL;
+    h = (h ^ index_hash(t.key)) * 0x100000001b3ULL;
+    h = (h ^ index_hash(t.value)) * 0x100000001b3ULL;
   }
-  return h;
+  return index_hash(std::string_view(reinterpret_cast<const char*>(&h), sizeof h));
 }
 
 std::uint32_t IdentityPool::intern_profile(const Address& addr, const std::vector<Tag>& tags,

@@ -83,13 +83,23 @@ class IdentityPool {
   std::size_t bytes() const;
 
   static std::uint64_t fnv1a(std::string_view s);
+  // The keyed hash the name and profile indexes use (SipHash-1-3 under a
+  // random key drawn once per process): names and tags are chosen by
+  // whoever sends an Alive, and under the fixed FNV-1a they could be chosen
+  // to share one probe run (issue 51). Nothing visible depends on it: the
+  // indexes are never iterated, and FNV-1a stays the protocol's hash.
+  std::uint64_t index_hash(std::string_view s) const;
+  // Slots a lookup of `name` reads in the name index (tests and benchmarks:
+  // the cost a chosen-collision attack would raise).
+  std::size_t name_probes(std::string_view name) const;
 
  private:
   IdentityPool();
 
   struct NameRec {
     std::string text;
-    std::uint64_t hash = 0;
+    std::uint64_t hash = 0;        // FNV-1a: the protocol's (name_hash)
+    std::uint64_t index_hash = 0;  // keyed: the name index's
     std::uint32_t refs = 0;
   };
   struct ProfileRec {
@@ -97,15 +107,15 @@ class IdentityPool {
     std::uint64_t hash = 0;
     std::uint32_t refs = 0;
   };
-  static std::uint64_t profile_hash(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version);
+  std::uint64_t profile_hash(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version) const;
 
-  // The name index: open addressing over the names' FNV-1a hashes (linear
+  // The name index: open addressing over the names' keyed hashes (linear
   // probing, at most half full, backward-shift deletion). A lookup is one
   // hash, one slot read (upper hash bits compared there) and one string
   // compare; std::unordered_map spent a modulo and a node chase on top, and
   // was 13 % of the simulator's time at 10,000 members.
   struct NameSlot {
-    std::uint32_t tag = 0;     // the hash's upper 32 bits
+    std::uint32_t tag = 0;     // the index hash's upper 32 bits
     std::uint32_t id = kNone;  // kNone: empty
   };
   std::size_t home(std::uint64_t hash) const { return static_cast<std::size_t>(hash) & (name_slots_.size() - 1); }
@@ -128,6 +138,8 @@ class IdentityPool {
   // std::unordered_multimap chased a node per lookup: 8 % of the simulator's
   // time while 10,000 members joined.
   FlatIndex profile_index_;
+  std::uint64_t hash_k0_ = 0;  // index_hash's key (random per process)
+  std::uint64_t hash_k1_ = 0;
 };
 
 // Inline (every Name::str() and lookup goes through it): a guard check, not a call.

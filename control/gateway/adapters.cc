@@ -25,6 +25,7 @@ EngineHost::Options engine_plan(const config::Config& cfg, engine::EngineConfig 
   o.suite = config::resolve_suite(cfg);
   o.rng_seed = monotonic_ns() ^ (std::uint64_t{unix_seconds()} << 20);
   o.started_unix_ns = dp::unix_time_ns();
+  o.operator_key = config::load_operator_key(cfg);  // checked at start-up: cannot throw here
   return o;
 }
 

@@ -57,6 +57,7 @@ std::unique_ptr<DataplaneSnapshot> snapshot_with_members(const DataplaneSnapshot
 void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32_t unix_s, const Reply& reply) {
   const api::ParseResult parsed = api::parse_request(line);
   std::optional<cp::KeyChange> cluster_change;
+  cp::ClusterKeyChange::Authorisation cluster_auth;  // the operator's signature (install, use, remove)
   if (parsed.request) {
     std::visit(
         [&](const auto& req) {
@@ -68,6 +69,7 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
               std::copy(req.key.begin(), req.key.end(), c.key.begin());
               c.primary = req.primary;
               cluster_change = c;
+              cluster_auth = {req.auth.issued_unix_ns, req.auth.signature};
             }
           } else if constexpr (std::is_same_v<T, api::KeysListRequest>) {
             if (req.scope == api::Scope::kCluster) {
@@ -81,6 +83,7 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
               c.op = std::is_same_v<T, api::KeysUseRequest> ? cp::KeyChange::Op::kUse : cp::KeyChange::Op::kRemove;
               c.id = req.id;
               cluster_change = c;
+              cluster_auth = {req.auth.issued_unix_ns, req.auth.signature};
             }
           }
         },
@@ -101,7 +104,7 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
     return;
   }
   const std::string err = ctx_.host->start_cluster_key_change(
-      *cluster_change, now_ns, unix_s,
+      *cluster_change, cluster_auth, now_ns, unix_s,
       [this, reply, list = cluster_change->op == cp::KeyChange::Op::kList](const cp::EngineHost::KeyOpOutcome& o) {
         Json j;
         j["scope"] = "cluster";

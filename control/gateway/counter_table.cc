@@ -20,6 +20,10 @@ constexpr Family kVerdictPackets{"gossipgw_verdict_packets_total", "counter",
 constexpr Family kReplayExpired{"gossipgw_replay_windows_expired_total", "counter",
                                 "Replay windows freed because their newest datagram was older than "
                                 "limits.replay_window_s (windows)"};
+constexpr Family kReplayRebased{"gossipgw_replay_windows_rebased_total", "counter",
+                                "Replay windows reset by a datagram stamped after everything they accepted: a "
+                                "sender's counter had been pushed ahead (a key holder forging under its epoch) "
+                                "(windows)"};
 constexpr Family kTableEvictions{"gossipgw_table_evictions_total", "counter",
                                  "Entries evicted from a worker's bounded per-sender table: replay windows or "
                                  "rate-limit buckets (entries)"};
@@ -397,9 +401,11 @@ constexpr Family kControlApi{"gossipgw_control_api_total", "counter",
                              "cluster_key_changes, rejected_too_large, rejected_read (incomplete within the "
                              "whole-request deadline), timed_out, evicted (closed to make room while still sending) "
                              "(requests)"};
-constexpr Family kKeyCommands{"gossipgw_key_commands_total", "counter",
-                              "Cluster-wide key commands: sent, applied, refused, repeated, not_member, stale, "
-                              "results_received, results_unsolicited (commands)"};
+constexpr Family kKeyCommands{
+    "gossipgw_key_commands_total", "counter",
+    "Cluster-wide key commands: sent, applied, refused, repeated, not_member, stale, unsigned (no valid "
+    "operator signature), "
+    "results_received, results_unsolicited (commands)"};
 constexpr Family kEventHandler{"gossipgw_event_handler_total", "counter",
                                "Event handler: submitted, coalesced, dropped_queue_full, dropped_stopped, started, "
                                "succeeded, failed_exit, timed_out, spawn_errors (events or runs)"};
@@ -488,6 +494,7 @@ constexpr Field<KCC> kKeyCommandFields[] = {
     {"repeated", &KCC::key_commands_repeated, &gf::kKeyCommands, R"(result="repeated")"},
     {"not_member", &KCC::key_commands_not_member, &gf::kKeyCommands, R"(result="not_member")"},
     {"stale", &KCC::key_commands_stale, &gf::kKeyCommands, R"(result="stale")"},
+    {"unsigned", &KCC::key_commands_unsigned, &gf::kKeyCommands, R"(result="unsigned")"},
     {"results_received", &KCC::key_results_received, &gf::kKeyCommands, R"(result="results_received")"},
     {"results_unsolicited", &KCC::key_results_unsolicited, &gf::kKeyCommands, R"(result="results_unsolicited")"},
 };
@@ -598,6 +605,8 @@ class Walk {
     }
     put(kReplayExpiredName, c.replay_table_expired, kReplayExpired, "");
     put(kRateEvictName, c.ratelimit_table_evict, kTableEvictions, label("table", "ratelimit"));
+    put(kReplayEvictName, c.replay_table_evict, kTableEvictions, label("table", "replay"));
+    put(kReplayRebasedName, c.replay_window_rebased, kReplayRebased, "");
   }
 
   // Unkeyed packets by what the classifier named them; these add up to
@@ -799,6 +808,8 @@ class Walk {
       sum.unkeyed_unscanned += w.counters.unkeyed_unscanned;
       sum.replay_table_expired += w.counters.replay_table_expired;
       sum.ratelimit_table_evict += w.counters.ratelimit_table_evict;
+      sum.replay_table_evict += w.counters.replay_table_evict;
+      sum.replay_window_rebased += w.counters.replay_window_rebased;
       sum.arp_replies += w.counters.arp_replies;
       sum.arp_hints += w.counters.arp_hints;
     }

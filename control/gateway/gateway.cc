@@ -210,6 +210,10 @@ class Gateway {
     wiring.link_down = &link_down_;
     wiring.idle_exit_tsc = rte_get_tsc_hz() / 1000 * o_.idle_exit_ms;
     wiring.freeze_clock_s = o_.freeze_clock_s;
+    if (o_.freeze_clock_s == 0) {
+      wall_clock_.start(rte_get_tsc_hz(), rte_rdtsc(), dp::unix_time_ns());
+      wiring.wall_clock = &wall_clock_;
+    }
     std::vector<const std::atomic<bool>*> done_flags;
     for (std::size_t q = 0; q < cfg_.lcores.workers.size(); ++q) {
       try {
@@ -223,8 +227,8 @@ class Gateway {
     // The once-only check over all workers (issue 17): a copy of a datagram
     // that reached two workers is served once.
     try {
-      dp_.rings->check_once(cfg_.limits.replay_senders, cfg_.limits.replay_window_s,
-                            rte_rdtsc() ^ 0xD6E8FEB86659FD93ULL);
+      dp_.rings->check_once(cfg_.limits.replay_senders, cfg_.limits.replay_window_s, dp::random_table_seed(),
+                            cfg_.limits.replay_senders_per_source);
     } catch (const std::exception& e) {
       throw StartError(kExitRuntime, std::string("cannot allocate the control lcore's replay table: ") + e.what());
     }
@@ -337,6 +341,15 @@ class Gateway {
   }
 
   void housekeeping(std::uint64_t now) {
+    if (now >= next_clock_poll_ns_) {
+      // The workers follow the wall clock's steps (dataplane/guard.h).
+      next_clock_poll_ns_ = now + kClockPollNs;
+      const std::int64_t change = wall_clock_.poll(rte_rdtsc(), dp::unix_time_ns());
+      if (change >= 1'000'000'000LL || change <= -1'000'000'000LL) {
+        spdlog::warn("the wall clock was stepped by {:+.3f} s: the workers follow it (now {:+.3f} s from start)",
+                     static_cast<double>(change) / 1e9, static_cast<double>(wall_clock_.step_ns()) / 1e9);
+      }
+    }
     {
       // The once-only table ages on the workers' clock (frozen in pcap cases).
       dp::LadderState clock_now;
@@ -385,6 +398,9 @@ class Gateway {
   LinkWatch link_watch_;
   dp::SnapshotExchange snapshots_;
   std::vector<std::unique_ptr<dp::WorkerContext>> workers_;
+  dp::WallClockFollower wall_clock_;  // unused with --freeze-clock
+  static constexpr std::uint64_t kClockPollNs = 250'000'000ULL;
+  std::uint64_t next_clock_poll_ns_ = 0;
   dp::TxQueue tx_queue_;
   std::unique_ptr<EngineHost> host_;
   std::unique_ptr<ControlLoop> loop_;
@@ -412,6 +428,7 @@ Startup load_startup(const std::string& config_path, std::uint32_t freeze_clock_
   s.cfg = config::load_config(config_path);
   s.config_sha256 = file_sha256_hex(config_path);
   s.keyring = config::load_keyring(s.cfg, &s.key_material);
+  (void)config::load_operator_key(s.cfg);  // a bad cluster.operator_public_key is reported now, before EAL
   // A keyring persisted by an earlier run wins over the config's key files
   // (which only seed it): after a rotation the config may still name the
   // old key. docs/operations.md, "Rotating keys".

@@ -2,8 +2,6 @@
 
 #include <rte_telemetry.h>
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -94,50 +92,6 @@ void MetricsPublisher::publish(const CounterSnapshot& snapshot, std::uint64_t un
 MetricsPublisher::View MetricsPublisher::latest() const {
   std::lock_guard<std::mutex> lock(mu_);
   return view_;
-}
-
-PrometheusServer::PrometheusServer(const MetricsPublisher& publisher, const std::string& address, std::uint16_t port)
-    : server_(std::make_unique<httplib::Server>()) {
-  server_->Get("/metrics", [&publisher](const httplib::Request&, httplib::Response& res) {
-    const MetricsPublisher::View v = publisher.latest();
-    if (!v.text) {
-      res.status = 503;
-      res.set_content("no counters published yet\n", "text/plain");
-      return;
-    }
-    res.set_content(*v.text, "text/plain; version=0.0.4; charset=utf-8");
-  });
-  server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("gossipgw: counters at /metrics\n", "text/plain");
-  });
-  const int bound = port == 0 ? server_->bind_to_any_port(address) : (server_->bind_to_port(address, port) ? port : -1);
-  if (bound <= 0) {
-    throw std::runtime_error("metrics.prometheus_port: cannot listen on " + address + ":" + std::to_string(port));
-  }
-  port_ = static_cast<std::uint16_t>(bound);
-}
-
-void PrometheusServer::start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] {
-    server_->listen_after_bind();
-    finished_.store(true, std::memory_order_release);
-  });
-  // httplib's stop() does nothing until the accept loop runs, and a stop
-  // that does nothing leaves the thread in accept() for ever (issue 18):
-  // return only once stop() would take effect.
-  while (!server_->is_running() && !finished_.load(std::memory_order_acquire)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
-
-PrometheusServer::~PrometheusServer() {
-  if (!thread_.joinable()) return;  // never started: nothing listens, nothing to join
-  while (!server_->is_running() && !finished_.load(std::memory_order_acquire)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (!finished_.load(std::memory_order_acquire)) server_->stop();
-  thread_.join();
 }
 
 namespace {

@@ -23,10 +23,6 @@
 
 #include "control/gateway/counter_table.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace gw::dp {
 
 struct MetricSample {
@@ -77,23 +73,54 @@ class MetricsPublisher {
 // taken port is reported before anything runs; start() launches the thread
 // once the gateway is known good. The destructor always returns, whether or
 // not start() was called and however soon after it.
+//
+// Bounded like the control socket (issue 51 item 9): one poll loop serves
+// up to kMaxConnections connections at once, each with a deadline for its
+// whole request (kRequestTimeoutMs from accept) and for its whole answer
+// (kWriteTimeoutMs); a new connection when all slots are taken closes the
+// oldest one (one still sending its request first), so slow or idle
+// clients cannot keep a scraper out. One request per connection
+// (Connection: close). prometheus_server.cc.
 class PrometheusServer {
  public:
+  static constexpr std::size_t kMaxConnections = 64;
+  static constexpr int kRequestTimeoutMs = 1000;
+  static constexpr int kWriteTimeoutMs = 5000;
+  static constexpr std::size_t kMaxRequestBytes = 8192;
+
+  struct Counters {
+    std::atomic<std::uint64_t> connections{0};
+    std::atomic<std::uint64_t> scrapes{0};      // GET /metrics answered
+    std::atomic<std::uint64_t> timed_out{0};    // closed at a deadline
+    std::atomic<std::uint64_t> evicted{0};      // closed to make room for a newer connection
+    std::atomic<std::uint64_t> bad_request{0};  // not a GET we serve, or too large
+  };
+
   PrometheusServer(const MetricsPublisher& publisher, const std::string& address, std::uint16_t port);
   ~PrometheusServer();
-  // Main thread: starts serving; returns once the listener accepts.
+  // Main thread: starts serving.
   void start();
   PrometheusServer(const PrometheusServer&) = delete;
   PrometheusServer& operator=(const PrometheusServer&) = delete;
 
   std::uint16_t port() const noexcept { return port_; }
+  const Counters& counters() const noexcept;
 
  private:
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  std::atomic<bool> finished_{false};  // the listener thread has returned
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
   std::uint16_t port_ = 0;
 };
+
+// What the Prometheus endpoint makes of a request's head (its request line:
+// METHOD SP TARGET SP VERSION; the query string ignored). Pure, for the
+// server and the fuzzer (tests/fuzz/fuzz_http_request.cc).
+struct HttpAsk {
+  enum class What : std::uint8_t { kMetrics, kRoot, kNotFound, kBadMethod };
+  What what = What::kBadMethod;
+  bool head_only = false;  // HEAD: the headers without the body
+};
+HttpAsk parse_http_request(std::string_view head) noexcept;
 
 // The name a series has in DPDK telemetry, which accepts only [A-Za-z0-9_/]
 // in names: the family, then each label as "/name/value", e.g.

@@ -17,7 +17,9 @@ EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t no
       engine_(std::make_unique<engine::Engine>(options_.engine, options_.rng_seed, now_ns)),
       sealed_(crypto::kHeaderBytes + 0xFFFF),
       key_change_(
-          {options_.snapshots, options_.keys, options_.suite, options_.started_unix_ns}, *engine_,
+          {options_.snapshots, options_.keys, options_.suite, options_.started_unix_ns, now_ns, options_.operator_key,
+           options_.cluster_id},
+          *engine_,
           [this](const engine::Address& to, std::span<const std::uint8_t> plain, std::uint64_t now,
                  std::uint32_t unix_s) {
             return seal_and_submit(to, crypto::PriorityClass::kUrgent, plain, now, unix_s) == Sent::kQueued;
@@ -78,6 +80,7 @@ void EngineHost::poll(std::uint64_t now_ns, std::uint32_t unix_s) {
                  join_rounds_logged_ - 1);
   }
   flush(now_ns, unix_s);
+  key_change_.note_time(unix_s, now_ns);
   if (!key_change_.idle()) key_change_.tick(now_ns, unix_s);
   shaper_.release(now_ns);
   engine_->take_events(drained_events_);

@@ -79,6 +79,9 @@ class EngineHost {
     // we started (a replay of one we may have applied in an earlier run) is
     // refused, so each is applied at most once, also across restarts.
     std::uint64_t started_unix_ns = 0;
+    // The operator signing key (cluster.operator_public_key): cluster-wide
+    // key changes are applied only when it signed them. None: refused.
+    std::optional<crypto::OperatorPublicKey> operator_key;
   };
 
   // `sink` must outlive the host. Times: monotonic ns for the engine's timers,
@@ -118,9 +121,10 @@ class EngineHost {
   // Control lcore only. Applies `change` here, then sends it to every live
   // member and calls `done` once all answered or the deadline passed.
   // Returns an empty string if it started, else why not (nothing changed).
-  std::string start_cluster_key_change(const KeyChange& change, std::uint64_t now_ns, std::uint32_t unix_s,
-                                       KeyOpDone done) {
-    return key_change_.start(change, now_ns, unix_s, std::move(done));
+  // `auth` is the operator's signature (install, use, remove).
+  std::string start_cluster_key_change(const KeyChange& change, const ClusterKeyChange::Authorisation& auth,
+                                       std::uint64_t now_ns, std::uint32_t unix_s, KeyOpDone done) {
+    return key_change_.start(change, auth, now_ns, unix_s, std::move(done));
   }
 
   // Called on the control lcore for every member event, after it is logged

@@ -2,9 +2,16 @@
 // origin applies a change, sends it as a KeyCommand to every live member and
 // collects one KeyCommandResult from each, retrying those that have not
 // answered until a deadline; a member applies each command at most once (also
-// across restarts) and only from the live member that issued it. No I/O of
-// its own: the owner (EngineHost) hands it the key commands and results it
-// decoded, gives it the time, and seals what it sends.
+// across restarts) and only from the live member that relays it. A change
+// (install, use, remove) must carry the operator's Ed25519 signature over
+// the change, the cluster id and its issue time (issue 51): every member,
+// the origin too, checks it against cluster.operator_public_key, so a member
+// holding only the cluster key cannot change any keyring, and who relays a
+// command (or claims to) authorises nothing. Signed commands are applied in
+// issue order, each once: older than the newest applied, issued before this
+// node started or more than kMaxAgeNs ago, they are refused as stale. No
+// I/O of its own: the owner (EngineHost) hands it the key commands and
+// results it decoded, gives it the time, and seals what it sends.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +19,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -34,9 +42,12 @@ struct KeyCommandCounters {
   // Key commands ignored (not applied, not answered) because their sender is
   // not the live member that claims to have issued them.
   std::uint64_t key_commands_not_member = 0;
-  // ... because they were issued before this node started, or are older than
-  // the newest one already applied from the same origin (a replay).
+  // ... because they were issued before this node started, more than
+  // kMaxAgeNs ago, or before the newest signed command already applied (a replay).
   std::uint64_t key_commands_stale = 0;
+  // Key changes refused because the operator did not sign them (no valid
+  // signature under cluster.operator_public_key, or none configured).
+  std::uint64_t key_commands_unsigned = 0;
 };
 
 class ClusterKeyChange {
@@ -53,7 +64,24 @@ class ClusterKeyChange {
     // started (a replay of one we may have applied in an earlier run) is
     // refused, so each is applied at most once, also across restarts.
     std::uint64_t started_unix_ns = 0;
+    // The monotonic clock at that moment (0: unknown). With it, the start
+    // instant follows steps of the wall clock (note_time): a gateway started
+    // with its clock 300 s ahead does not refuse the operator's commands for
+    // 300 s once NTP corrects it (issue 51 item 8).
+    std::uint64_t started_mono_ns = 0;
+    // cluster.operator_public_key; none: every change is refused.
+    std::optional<crypto::OperatorPublicKey> operator_key;
+    std::uint64_t cluster_id = 0;  // what the operator's statement names
   };
+
+  // The operator's authorisation of a change (gossipctl signs it).
+  struct Authorisation {
+    std::uint64_t issued_unix_ns = 0;
+    crypto::Signature signature{};
+  };
+  // Signed commands older than this (by our clock) are refused: a command a
+  // member missed cannot be replayed to it much later.
+  static constexpr std::uint64_t kMaxAgeNs = 600'000'000'000ULL;
 
   struct Outcome {
     std::uint64_t request_id = 0;
@@ -84,7 +112,8 @@ class ClusterKeyChange {
   // Control lcore only. Applies `change` here, then sends it to every live
   // member and calls `done` once all answered or the deadline passed.
   // Returns an empty string if it started, else why not (nothing changed).
-  std::string start(const KeyChange& change, std::uint64_t now_ns, std::uint32_t unix_s, Done done);
+  std::string start(const KeyChange& change, const Authorisation& auth, std::uint64_t now_ns, std::uint32_t unix_s,
+                    Done done);
   // Control lcore only. A key command or result that `from` sent us: a
   // command is answered from tick(), a result is recorded.
   void on_key_control(const KeyControl& kc, const engine::Address& from);
@@ -92,6 +121,8 @@ class ClusterKeyChange {
   // sends and retries), and ends the changes that are complete or past
   // their deadline.
   void tick(std::uint64_t now_ns, std::uint32_t unix_s);
+  // Control lcore, every pass: the wall clock, for the age of signed commands.
+  void note_time(std::uint32_t unix_s, std::uint64_t now_ns) noexcept;
   // Whether tick() has anything to do.
   bool idle() const noexcept { return ops_.empty() && results_out_.empty(); }
 
@@ -101,6 +132,10 @@ class ClusterKeyChange {
   }
   void on_result(const KeyResultMsg& r);
   void on_command(const KeyCommandMsg& c, const engine::Address& from);
+  // Empty if the operator signed this change at `issued`, else why not.
+  std::string check_signature(const KeyChange& change, const Authorisation& auth) const;
+  // Empty if a signed command issued at `issued` may still be applied, else why not.
+  std::string check_fresh(std::uint64_t issued) const;
 
   struct Target {
     engine::Address addr;
@@ -133,10 +168,13 @@ class ClusterKeyChange {
   };
   static constexpr std::size_t kRememberedCommands = 64;
   std::deque<AppliedCommand> applied_commands_;
-  // The newest command id applied per origin: anything older that is not a
-  // remembered retry is a replay. Bounded like the members it is kept for.
-  static constexpr std::size_t kMaxOrigins = 4096;
-  std::map<std::string, std::uint64_t> newest_command_;
+  // The issue time of the newest signed command applied (here or at our
+  // request): anything not newer that is not a remembered retry is a replay.
+  std::uint64_t newest_signed_ns_ = 0;
+  std::uint64_t last_unix_s_ = 0;  // the wall clock at the last tick (for kMaxAgeNs)
+  // The start instant on the wall clock as it reads now (started_unix_ns
+  // moved by the steps note_time saw).
+  std::uint64_t start_unix_ns_ = 0;
 };
 
 }  // namespace gw::cp

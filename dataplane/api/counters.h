@@ -23,6 +23,11 @@ inline constexpr std::size_t kUnkeyedRuleSlots = 64;
 // buckets evicted.
 inline constexpr std::string_view kReplayExpiredName = "replay_table_expired";
 inline constexpr std::string_view kRateEvictName = "ratelimit_table_evict";
+// Replay windows evicted by a new sender when the table was full (its floor
+// rose past them), and windows rebased by a datagram stamped after all they
+// accepted (after a key holder forged a counter ahead: replay.h).
+inline constexpr std::string_view kReplayEvictName = "replay_table_evict";
+inline constexpr std::string_view kReplayRebasedName = "replay_window_rebased";
 
 struct alignas(64) WorkerCounters {
   std::uint64_t rx_total = 0;
@@ -39,6 +44,9 @@ struct alignas(64) WorkerCounters {
   // ARP (dataplane/arp.h), not verdicts: the frames stay drop_not_gossip.
   std::uint64_t arp_replies = 0;  // requests for our address answered
   std::uint64_t arp_hints = 0;    // senders taken as transmit MAC hints
+  // The replay table's evictions and rebases (kReplayEvictName, kReplayRebasedName).
+  std::uint64_t replay_table_evict = 0;
+  std::uint64_t replay_window_rebased = 0;
 
   void count(Verdict v) noexcept { ++verdicts[static_cast<std::size_t>(v)]; }
   std::uint64_t get(Verdict v) const noexcept { return verdicts[static_cast<std::size_t>(v)]; }

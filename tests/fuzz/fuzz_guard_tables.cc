@@ -4,12 +4,15 @@
 //
 // Invariants beyond "no crash":
 //   - the replay table never holds more than its capacity, and refuses a
-//     new sender only when it is full;
-//   - at most once: a counter committed for a sender is never fresh again
-//     while the sender's window is held, and a window is only ever dropped
-//     by age() once its newest datagram is stale (now - max_ts > window);
-//   - every window the shadow holds and the table does not was aged out
-//     legitimately, and every window the table holds the shadow holds;
+//     new sender only when it is full (of windows no older than it) or its
+//     source used its share;
+//   - at most once (issue 51: whatever rebases, evictions and floors did):
+//     a datagram (epoch, counter, timestamp) it accepted is never accepted
+//     again while its timestamp is within the window of now; commit()
+//     succeeds exactly when check() said fresh;
+//   - a window is only ever dropped by age() once its newest datagram is
+//     stale, or by an eviction (counted);
+//   - stamps go back in time too (a clock stepped back): still at most once.
 //   - FailedHeaders never claims a nonce that was not added;
 //   - the transmit MAC table (dataplane/neighbors.h; the same bytes read as
 //     pin/learn/hint/lookup operations): a pinned address always yields its
@@ -21,6 +24,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "dataplane/neighbors.h"
@@ -31,11 +35,6 @@ namespace {
 void check(bool ok) {
   if (!ok) std::abort();
 }
-
-struct Shadow {
-  std::set<std::uint32_t> counters;
-  std::uint32_t max_ts = 0;
-};
 
 gw::dp::Endpoint endpoint(std::uint8_t host, std::uint16_t port) {
   gw::dp::Endpoint e;
@@ -100,31 +99,35 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   neighbors_ops(data, size);
   const std::size_t capacity = 1 + data[0] % 16;
   constexpr std::uint32_t kWindow = 5;
-  gw::dp::ReplayTable t(capacity, 7, kWindow);
+  gw::dp::ReplayTable t(capacity, 7, kWindow, 1 + data[0] / 16 % 4);
   gw::dp::FailedHeaders failed(9);
-  std::map<std::uint64_t, Shadow> shadow;  // epoch -> what was committed
+  // Every datagram accepted: (epoch, counter, ts).
+  std::set<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>> accepted;
   std::set<std::pair<std::uint64_t, std::uint32_t>> added;
   std::uint32_t now = 1000;
   for (std::size_t i = 1; i + 3 <= size; i += 3) {
-    const std::uint8_t op = data[i] % 4;
+    const std::uint8_t op = data[i] % 5;
     const std::uint64_t epoch = data[i + 1] % 24;
-    const std::uint32_t counter = data[i + 2] % 64;
+    const std::uint32_t counter = data[i + 2] % 64 + (data[i] & 0x80 ? 0xFFFFFF00u : 0);
     const gw::dp::ReplayKey k{1, epoch};
+    gw::dp::SourceAddress src;
+    src.ip_len = 4;
+    src.ip[3] = static_cast<std::uint8_t>(data[i + 1] % 3);
     switch (op) {
-      case 0: {  // commit what the ladder would: a fresh counter, stamped now +- 3
-        const auto* e = t.find(k);
-        if (!gw::dp::ReplayTable::is_fresh(e, counter)) {
-          // Not fresh: it was committed (or is older than the window).
-          break;
-        }
+      case 0: {  // a datagram stamped now +- 3 (as the ladder would let through)
         const std::uint32_t ts = now - 3 + data[i + 2] % 7;
-        const bool was_full = t.full();
-        if (t.commit(k, counter, ts)) {
-          Shadow& s = shadow[epoch];
-          s.counters.insert(counter);
-          s.max_ts = std::max(s.max_ts, ts == 0 ? 1u : ts);
-        } else {
-          check(was_full && e == nullptr);
+        const gw::dp::ReplayCheck c = t.check(k, counter, ts, &src);
+        const bool seen = accepted.count({epoch, counter, ts}) != 0;
+        if (seen) check(c != gw::dp::ReplayCheck::kFresh);
+        const std::size_t size_before = t.size();
+        const bool had = t.find(k) != nullptr;
+        const bool ok = t.commit(k, counter, ts, &src);
+        check(ok == (c == gw::dp::ReplayCheck::kFresh));
+        if (ok) {
+          accepted.insert({epoch, counter, ts});
+        } else if (c == gw::dp::ReplayCheck::kNoRoom) {
+          check(!had);
+          check(size_before == t.capacity() || t.windows_of(src) >= 1);
         }
         break;
       }
@@ -137,27 +140,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         failed.add(k, counter);
         added.insert({epoch, counter});
         break;
+      case 3:  // the clock steps back a little
+        now -= data[i + 2] % 8;
+        break;
       default:
         if (failed.contains(k, counter)) check(added.count({epoch, counter}) == 1);
         break;
     }
     check(t.size() <= t.capacity());
-    // Table vs shadow.
-    for (auto it = shadow.begin(); it != shadow.end();) {
-      const auto* e = t.find({1, it->first});
-      if (e == nullptr) {
-        // Dropped: only legitimately, once stale.
-        check(now > it->second.max_ts && now - it->second.max_ts > kWindow);
-        it = shadow.erase(it);
-        continue;
-      }
-      for (const std::uint32_t c : it->second.counters) check(!gw::dp::ReplayTable::is_fresh(e, c));
-      ++it;
-    }
     std::size_t held = 0;
     for (std::uint64_t ep = 0; ep < 24; ++ep) held += t.find({1, ep}) != nullptr;
     check(held == t.size());
-    check(held == shadow.size());
+  }
+  // At most once, at the end, for everything still inside the timestamp
+  // window of now (the ladder refuses the rest as stale).
+  for (const auto& [epoch, counter, ts] : accepted) {
+    if (ts + kWindow < now || ts > now + kWindow) continue;
+    check(t.check({1, epoch}, counter, ts) != gw::dp::ReplayCheck::kFresh);
   }
   return 0;
 }

@@ -30,12 +30,12 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=${2:?}; shift 2 ;;
     --corpus) corpus=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
-    ladder|guard_tables|config|compound|engine|pcap|classifier|api_request|scenario) targets+=("$1"); shift ;;
+    ladder|guard_tables|config|compound|engine|pcap|classifier|api_request|http_request|scenario) targets+=("$1"); shift ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(ladder guard_tables config compound engine pcap classifier api_request)
+  targets=(ladder guard_tables config compound engine pcap classifier api_request http_request)
   [ -f perf/gossipsim/scenario.h ] && targets+=(scenario)
 fi
 
@@ -81,6 +81,15 @@ for req in '{"cmd":"members","state":"alive","tag":"role=db"}' '{"cmd":"stats"}'
   printf '%s' "$req" > "$seeds/api_request/$i"
   i=$((i + 1))
 done
+
+# Prometheus endpoint seeds: request heads (control/gateway/metrics.h, parse_http_request).
+mkdir -p "$seeds/http_request"
+printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' > "$seeds/http_request/get"
+printf 'HEAD /metrics?x=1 HTTP/1.0\n\n' > "$seeds/http_request/head"
+printf 'POST / HTTP/1.1\r\n\r\n' > "$seeds/http_request/post"
+# Signed cluster-wide key requests (issue 51).
+printf '%s' '{"cmd":"keys","op":"use","id":"0a1b2c3d","scope":"cluster","issued_ns":"1800000000000000000","signature":"'"$(printf 'ab%.0s' $(seq 64))"'"}' \
+  > "$seeds/api_request/signed"
 
 report="$build/fuzz-report.txt"
 : > "$report"

@@ -10,7 +10,11 @@ removed everywhere (`gossipctl keys ... --cluster`), while they keep probing
 each other. Afterwards both keyrings hold only the new key as primary, both
 members use it, nobody was suspected, no packet was dropped for a key reason,
 and gossip keeps flowing. A change the origin itself must refuse (removing
-the primary) is refused before anything is sent. Gateway A also runs an
+the primary) is refused before anything is sent. Every change is signed
+with the operator key (issue 51): one not signed, or signed with another
+key, is refused everywhere and changes nothing; one signed elsewhere
+(--sign-only) and submitted is applied once, and submitting it again is
+refused as stale. Gateway A also runs an
 event handler and keeps a hosts file of control-plane members: B's join and
 leave reach the handler (environment and stdin as docs/events.md says) and
 B appears in, then disappears from, the hosts file.
@@ -41,6 +45,13 @@ try:
     for k in (k1, k2):
         subprocess.run([CTL, "keygen", "--out", k], check=True, capture_output=True)
     id1, id2 = gwtest.key_id(CTL, k1), gwtest.key_id(CTL, k2)
+    # The operator signing key: its public half in every config, the file kept here.
+    op, rogue = os.path.join(tmp, "operator.key"), os.path.join(tmp, "rogue.key")
+    r = subprocess.run([CTL, "--json", "operator-keygen", "--out", op], check=True, capture_output=True, text=True)
+    op_pub = json.loads(r.stdout)["operator_public_key"]
+    subprocess.run([CTL, "operator-keygen", "--out", rogue], check=True, capture_output=True)
+    r = subprocess.run([CTL, "operator-key", op], check=True, capture_output=True, text=True)
+    check("operator-key prints the public key operator-keygen gave", r.stdout.strip() == op_pub, r.stdout)
     memif = os.path.join(tmp, "memif.sock")
     events_log = os.path.join(tmp, "events.log")
     hosts = os.path.join(tmp, "cp.hosts")
@@ -60,6 +71,7 @@ try:
   keys:
     - file: k1.key
       primary: true
+  operator_public_key: "{op_pub}"
 node:
   name: gw-{name}
   address: {ip}
@@ -107,8 +119,23 @@ control:
 
     before = {n: gwtest.ctl_json(CTL, "stats", sock=s)["totals"]["accepted"] for n, s in socks.items()}
 
-    # ---- rotation, driven from A only ----
+    # ---- without the operator key, nothing changes anywhere ----
     r = gwtest.ctl(CTL, "keys", "install", k2, "--cluster", sock=socks["a"])
+    check("unsigned install --cluster refused", r.returncode == 1 and "operator" in r.stdout + r.stderr,
+          r.stdout + r.stderr)
+    r = gwtest.ctl(CTL, "keys", "install", k2, "--cluster", "--operator-key", rogue, sock=socks["a"])
+    check("install signed with another key refused", r.returncode == 1 and "does not verify" in r.stdout + r.stderr,
+          r.stdout + r.stderr)
+    for n, s in socks.items():
+        ring = {k["id"]: k["primary"] for k in gwtest.ctl_json(CTL, "keys", "list", sock=s)["keys"]}
+        check(f"{n}: keyring unchanged by unsigned changes", ring == {id1: True}, str(ring))
+    kc = gwtest.ctl_json(CTL, "stats", sock=socks["a"])["key_commands"]
+    check("a counted both as unsigned", kc.get("unsigned") == 2 and kc["sent"] == 0, str(kc))
+    r = gwtest.ctl(CTL, "keys", "install", k2, "--operator-key", op, sock=socks["a"])
+    check("--operator-key without --cluster is bad input", r.returncode == 2, r.stdout + r.stderr)
+
+    # ---- rotation, driven from A only, each step signed ----
+    r = gwtest.ctl(CTL, "keys", "install", k2, "--cluster", "--operator-key", op, sock=socks["a"])
     rep = json.loads(r.stdout) if r.returncode == 0 else {}
     check("install --cluster complete", r.returncode == 0 and rep.get("applied") == ["gw-b"], r.stdout + r.stderr)
     ring_b = {k["id"]: k["primary"] for k in gwtest.ctl_json(CTL, "keys", "list", sock=socks["b"])["keys"]}
@@ -127,8 +154,18 @@ control:
     check("keys list --cluster table: [n/N]", table.returncode == 0 and f"{id2}  [2/2]" in table.stdout and
           "[0/2]" in table.stdout, table.stdout + table.stderr)
 
-    r = gwtest.ctl(CTL, "keys", "use", id2, "--cluster", sock=socks["a"])
-    check("use --cluster complete", r.returncode == 0 and json.loads(r.stdout).get("complete") is True,
+    # Signed elsewhere (the cluster named, nothing sent), then submitted on A.
+    r = subprocess.run([CTL, "keys", "use", id2, "--cluster", "--operator-key", op, "--cluster-name", "keys",
+                        "--sign-only"], capture_output=True, text=True, timeout=30)
+    signed = os.path.join(tmp, "use.json")
+    with open(signed, "w") as f:
+        f.write(r.stdout)
+    check("use --sign-only prints one signed request", r.returncode == 0 and '"signature"' in r.stdout, r.stderr)
+    r = gwtest.ctl(CTL, "keys", "submit", signed, sock=socks["a"])
+    check("use --cluster (submitted) complete", r.returncode == 0 and json.loads(r.stdout).get("complete") is True,
+          r.stdout + r.stderr)
+    r = gwtest.ctl(CTL, "keys", "submit", signed, sock=socks["a"])
+    check("the same signed request again: stale", r.returncode == 1 and "stale" in r.stdout + r.stderr,
           r.stdout + r.stderr)
     # Both now seal with k2: each sees the other's packets under k2.
     wait_for("both members use the new key", lambda: all(
@@ -137,11 +174,11 @@ control:
     check("both members use the new key", True)
 
     # A command B refuses is reported as such: B cannot remove its primary.
-    r = gwtest.ctl(CTL, "keys", "remove", id2, "--cluster", sock=socks["a"])
+    r = gwtest.ctl(CTL, "keys", "remove", id2, "--cluster", "--operator-key", op, sock=socks["a"])
     check("removing the primary cluster-wide refused locally first", r.returncode == 1 and "primary" in r.stderr,
           r.stdout + r.stderr)
 
-    r = gwtest.ctl(CTL, "keys", "remove", id1, "--cluster", sock=socks["a"])
+    r = gwtest.ctl(CTL, "keys", "remove", id1, "--cluster", "--operator-key", op, sock=socks["a"])
     check("remove --cluster complete", r.returncode == 0 and json.loads(r.stdout).get("complete") is True,
           r.stdout + r.stderr)
     for n, s in socks.items():

@@ -226,6 +226,28 @@ TEST(ConfigLoader, BooleanSpellings) {
 
 // --- Whole-file rejections ------------------------------------------------
 
+// Issue 51: the operator signing key's public half, 64 hex digits.
+TEST(ConfigLoader, OperatorPublicKeyIsOptionalAndMustBe64HexDigits) {
+  const Config none = parse_config(std::string(kMinimal), kSource, kBaseDir);
+  EXPECT_TRUE(none.cluster.operator_public_key.empty());
+  const std::string hex(64, 'a');
+  const Config c = parse_config(
+      "cluster:\n  name: demo\n  keys:\n    - file: keys/primary.key\n"
+      "  operator_public_key: \"" +
+          hex + "\"\nnode:\n  address: 10.0.0.1\n",
+      kSource, kBaseDir);
+  EXPECT_EQ(c.cluster.operator_public_key, hex);
+  EXPECT_REJECTED(
+      "cluster:\n  name: demo\n  keys:\n    - file: keys/primary.key\n"
+      "  operator_public_key: \"abc\"\nnode:\n  address: 10.0.0.1\n",
+      "cluster.operator_public_key", 5, "64 hex digits");
+  EXPECT_REJECTED(
+      "cluster:\n  name: demo\n  keys:\n    - file: keys/primary.key\n"
+      "  operator_public_key: \"" +
+          std::string(63, 'a') + "g\"\nnode:\n  address: 10.0.0.1\n",
+      "cluster.operator_public_key", 5, "64 hex digits");
+}
+
 TEST(ConfigLoaderReject, EmptyDocument) {
   EXPECT_REJECTED("", "", 0, "empty document");
   EXPECT_REJECTED("# nothing but a comment\n\n", "", 0, "empty document");
@@ -865,6 +887,8 @@ TEST(ConfigLoaderGuard, DefaultsAndTheExampleAgree) {
   const Config e = load_config(std::string(GW_SOURCE_ROOT) + "/config/examples/gossipgw.yaml");
   EXPECT_EQ(e.limits.replay_window_s, d.limits.replay_window_s);
   EXPECT_EQ(e.limits.replay_senders, d.limits.replay_senders);
+  EXPECT_EQ(e.limits.replay_senders_per_source, d.limits.replay_senders_per_source);
+  EXPECT_EQ(d.limits.replay_senders_per_source, 16u);
   EXPECT_EQ(e.limits.known_rate_pps, d.limits.known_rate_pps);
   EXPECT_EQ(e.limits.known_burst, d.limits.known_burst);
   EXPECT_EQ(e.limits.unknown_rate_pps, d.limits.unknown_rate_pps);
@@ -920,6 +944,10 @@ TEST(ConfigLoaderGuard, OutOfRangeLimitsAreRejected) {
   EXPECT_REJECTED(with_minimal("limits:\n  replay_window_s: 0\n"), "limits.replay_window_s", 8, "out of range");
   EXPECT_REJECTED(with_minimal("limits:\n  replay_window_s: 3601\n"), "limits.replay_window_s", 8, "1..3600");
   EXPECT_REJECTED(with_minimal("limits:\n  replay_senders: 63\n"), "limits.replay_senders", 8, "64..1048576");
+  EXPECT_REJECTED(with_minimal("limits:\n  replay_senders_per_source: 0\n"), "limits.replay_senders_per_source", 8,
+                  "1..4096");
+  EXPECT_REJECTED(with_minimal("limits:\n  replay_senders: 64\n  replay_senders_per_source: 65\n"),
+                  "limits.replay_senders_per_source", 9, "1..64");
   EXPECT_REJECTED(with_minimal("limits:\n  unknown_burst: 0\n"), "limits.unknown_burst", 8, "out of range");
   EXPECT_REJECTED(with_minimal("limits:\n  known_rate_pps: 10000001\n"), "limits.known_rate_pps", 8, "");
   EXPECT_REJECTED(with_minimal("limits:\n  sources: lots\n"), "limits.sources", 8, "expected an integer");

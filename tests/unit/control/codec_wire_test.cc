@@ -63,6 +63,10 @@ KeyCommandMsg command(KeyChange::Op op) {
     c.change.id = 0xdeadbeef;
   }
   c.origin = "gw-1";
+  if (op != KeyChange::Op::kList) {  // the operator's authorisation (issue 51)
+    c.issued_unix_ns = 0x1877'0000'1234'5679ULL;
+    c.signature.fill(0x5e);
+  }
   return c;
 }
 
@@ -83,13 +87,20 @@ TEST(CodecWire, MembershipCompoundBytesAreUnchanged) {
             "0a5a080a016112030001ff");
 }
 
+// Issue 51 changed install, use and remove: they end with the operator's
+// issue time (field 6, fixed64) and signature (field 7, 64 bytes). A list
+// is as it was.
 TEST(CodecWire, KeyCommandBytesAreUnchanged) {
+  const std::string signed_by =
+      "317956341200007718"
+      "3a40" +
+      repeat("5e", 64);
   EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kInstall))),
-            "123908f8acd1918180c0bb1810011a20" + repeat("ab", 32) + "25be53f6ee2a0467772d31");
+            "12840108f8acd1918180c0bb1810011a20" + repeat("ab", 32) + "25be53f6ee2a0467772d31" + signed_by);
   EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kUse))),
-            "121708f8acd1918180c0bb18100225efbeadde2a0467772d31");
+            "126208f8acd1918180c0bb18100225efbeadde2a0467772d31" + signed_by);
   EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kRemove))),
-            "121708f8acd1918180c0bb18100325efbeadde2a0467772d31");
+            "126208f8acd1918180c0bb18100325efbeadde2a0467772d31" + signed_by);
   EXPECT_EQ(hex(encode_key_command(command(KeyChange::Op::kList))), "121208f8acd1918180c0bb1810042a0467772d31");
 }
 

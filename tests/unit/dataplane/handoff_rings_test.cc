@@ -105,7 +105,7 @@ TEST(HandoffRings, TheConfigMemoryEstimateMatchesTheRings) {
   c.limits.max_payload_bytes = 1400;
   const HandoffRings rings(2, 64, 1400 - 16);
   EXPECT_EQ(config::memory_needed(c).rings, rings.bytes());
-  static_assert(sizeof(ReplayTable::Entry) <= 160, "config::memory_needed counts 160 bytes per replay window");
+  static_assert(sizeof(ReplayTable::Entry) <= 168, "config::memory_needed counts 168 bytes per replay window");
   static_assert(sizeof(FailedHeaders) <= 4096 * 32 + 64, "and 32 bytes per failed-header slot");
 }
 

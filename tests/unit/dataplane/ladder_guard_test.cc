@@ -311,6 +311,152 @@ TEST_F(LadderGuardTest, UnkeyedResultPointsAtTheUdpPayload) {
   EXPECT_EQ(r.plaintext_len, text.size());
 }
 
+// Issue 51 item 3: the nonce epoch is sent in clear, so a key holder can
+// seal a datagram under a live member's epoch with the highest counter.
+// Under a counter-only window every later datagram of the member was a
+// replay (for as long as the forger renewed it every 25 s). Now a datagram
+// stamped after everything the window accepted rebases it: the forgery
+// costs the member the datagrams stamped up to the forged timestamp, and
+// nothing the window accepted can come back.
+TEST_F(LadderGuardTest, AForgedTopCounterCostsAMemberOnlyUntilItsClockPassesTheForgery) {
+  st_.rate = nullptr;                                 // many datagrams from one address here
+  crypto::NonceSource forger{0x1122334455667788ULL};  // the member's epoch, read off the wire
+  const auto forged = [&](std::uint32_t ts) {
+    forger.set_counter_for_test(UINT32_MAX - 1);
+    Bytes out(crypto::kHeaderBytes + 4 + crypto::kTagBytes);
+    crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kGossip, ts, cfg_.local.receiver}, forger,
+                          reinterpret_cast<const std::uint8_t*>("lies"), 4, out.data(), out.size());
+    return frame(out, 66);  // from the forger's own address
+  };
+  std::vector<Bytes> accepted;
+  for (std::uint32_t c = 1; c <= 10; ++c) {
+    accepted.push_back(fresh(c));
+    ASSERT_EQ(run(accepted.back()), Verdict::kAccepted);
+  }
+  const Bytes lie = forged(kNow);
+  ASSERT_EQ(run(lie), Verdict::kAccepted);  // a key holder's datagram: it opens
+  // The member's datagrams stamped in the forged second are refused...
+  EXPECT_EQ(run(fresh(11)), Verdict::kReplay);
+  // ...and from the next second on it is heard again (before: kReplay for ever).
+  st_.now_s = kNow + 1;
+  const Bytes next = frame(sealed(kNow + 1, 12));
+  EXPECT_EQ(run(next), Verdict::kAccepted);
+  EXPECT_EQ(run(frame(sealed(kNow + 1, 13))), Verdict::kAccepted);
+  EXPECT_EQ(replay_.rebased(), 1u);
+  // Nothing accepted is accepted again: the member's old datagrams, the
+  // forgery, the rebasing datagram.
+  for (const Bytes& a : accepted) EXPECT_EQ(run(a), Verdict::kReplay);
+  EXPECT_EQ(run(lie), Verdict::kReplay);
+  EXPECT_EQ(run(next), Verdict::kReplay);
+
+  // A forgery stamped as far ahead as the window allows costs at most
+  // replay_window_s + 1 s of the member's datagrams.
+  const Bytes far = forged(kNow + 1 + 30);
+  ASSERT_EQ(run(far), Verdict::kAccepted);
+  st_.now_s = kNow + 31;
+  EXPECT_EQ(run(frame(sealed(kNow + 31, 14))), Verdict::kReplay);
+  st_.now_s = kNow + 32;
+  EXPECT_EQ(run(frame(sealed(kNow + 32, 15))), Verdict::kAccepted);
+  EXPECT_EQ(run(far), Verdict::kReplay);
+  for (const Bytes& a : accepted) EXPECT_EQ(run(a), Verdict::kStale);
+}
+
+// Issue 51 item 3: no source address opens more than its share of the
+// replay table (limits.replay_senders_per_source), and a table full of
+// windows from many (spoofed) sources still hears a restarted member or a
+// joiner: the oldest of a few windows is evicted, and only senders stamped
+// at or before it are refused from then on. Before, 4,096 fresh epochs kept
+// every new sender out for 60 s.
+TEST_F(LadderGuardTest, NoSourceFillsTheReplayTableAndNewSendersAreHeardWhenItIsFull) {
+  st_.rate = nullptr;
+  ReplayTable table(64, 3, 30, 4);
+  st_.replay = &table;
+  const auto from = [&](std::uint64_t epoch, std::uint32_t ts, std::uint8_t src) {
+    crypto::NonceSource n{epoch};
+    Bytes out(crypto::kHeaderBytes + 1 + crypto::kTagBytes);
+    crypto::seal_datagram(key_, {cfg_.cluster_id, crypto::PriorityClass::kGossip, ts, cfg_.local.receiver}, n,
+                          reinterpret_cast<const std::uint8_t*>("x"), 1, out.data(), out.size());
+    return frame(out, src);
+  };
+  // One address: four windows, then refused.
+  for (std::uint64_t e = 1; e <= 4; ++e) ASSERT_EQ(run(from(e, kNow - 10, 9)), Verdict::kAccepted);
+  EXPECT_EQ(run(from(5, kNow - 10, 9)), Verdict::kReplayTableFull);
+  EXPECT_EQ(table.windows_of(src_addr(9)), 4u);
+  // Many addresses (as a spoofer has) fill the rest, each within its share.
+  std::vector<Bytes> old;
+  for (std::uint64_t e = 100; table.size() < table.capacity() && e < 1000; ++e) {
+    Bytes f = from(e, kNow - 10, static_cast<std::uint8_t>(10 + e % 200));
+    if (run(f) == Verdict::kAccepted) old.push_back(std::move(f));  // (two addresses may share a count)
+  }
+  ASSERT_EQ(table.size(), table.capacity());
+  // A restarted member (a new epoch) is heard: before, drop_replay_table_full.
+  EXPECT_EQ(run(from(0xAB, kNow, 2)), Verdict::kAccepted);
+  EXPECT_EQ(table.evicted(), 1u);
+  EXPECT_EQ(table.size(), table.capacity());
+  // What the evicted window accepted is still refused: a sender without a
+  // window stamped at or before it is refused now.
+  std::size_t replays = 0;
+  for (const Bytes& f : old) replays += run(f) == Verdict::kReplay;
+  EXPECT_EQ(replays, old.size());
+  // A flood of windows stamped now: a newcomer stamped now finds none older
+  // to evict and waits at most a second.
+  for (std::uint64_t e = 1000; e < 1000 + 64; ++e) (void)run(from(e, kNow, static_cast<std::uint8_t>(10 + e % 200)));
+  EXPECT_EQ(run(from(0xCD, kNow, 3)), Verdict::kReplayTableFull);
+  st_.now_s = kNow + 1;
+  EXPECT_EQ(run(from(0xCD, kNow + 1, 3)), Verdict::kAccepted);
+}
+
+// Issue 51 item 8: a gateway started with its clock 300 s ahead heard
+// nobody (every datagram stale, and sealed before its start watermark), and
+// its workers never followed the clock once NTP stepped it back. With the
+// follower they do at the next burst, and the start watermark moves with
+// the step. And stepping the clock both ways reopens nothing: a window aged
+// out while the clock was ahead leaves the table's floor behind it.
+TEST_F(LadderGuardTest, WorkersFollowAWallClockSteppedEitherWay) {
+  st_.rate = nullptr;
+  WallClockFollower follower;
+  constexpr std::uint64_t kHz = 1'000'000'000ULL;
+  follower.start(kHz, 1000, std::uint64_t{kNow + 300} * kSecond);  // started 300 s ahead
+  WorkerClock clock;
+  clock.tsc_hz = follower.tsc_hz();
+  clock.tsc0 = follower.tsc0();
+  clock.unix_ns0 = follower.unix_ns0();
+  clock.step = follower.step();
+  cfg_.not_before_s = kNow + 300;  // the start watermark, from the wrong clock
+  clock.read(1000, st_);
+  EXPECT_EQ(st_.now_s, kNow + 300);
+  EXPECT_EQ(run(frame(sealed(kNow, 1))), Verdict::kStale);  // a peer with the right time
+
+  // NTP steps the clock back 1 s later: the worker follows at its next read.
+  EXPECT_EQ(follower.poll(1000 + kHz, std::uint64_t{kNow + 1} * kSecond), -300 * static_cast<std::int64_t>(kSecond));
+  clock.read(1000 + kHz, st_);
+  EXPECT_EQ(st_.now_s, kNow + 1);
+  EXPECT_EQ(st_.wall_step_s, -300);
+  const Bytes d = frame(sealed(kNow + 1, 2));
+  EXPECT_EQ(run(d), Verdict::kAccepted);
+  // Still refused: what was sealed before the start instant (now kNow).
+  EXPECT_EQ(run(frame(sealed(kNow - 1, 3))), Verdict::kBeforeStart);
+
+  // Stepped 100 s ahead: the window of d ages out there...
+  follower.poll(1000 + 2 * kHz, std::uint64_t{kNow + 102} * kSecond);
+  clock.read(1000 + 2 * kHz, st_);
+  EXPECT_EQ(st_.now_s, kNow + 102);
+  replay_.age(st_.now_s, 1024);
+  EXPECT_EQ(replay_.size(), 0u);
+  // ...and back: d is in the timestamp window again, and its window is
+  // gone, but the table's floor refuses it (before: accepted twice).
+  follower.poll(1000 + 3 * kHz, std::uint64_t{kNow + 3} * kSecond);
+  clock.read(1000 + 3 * kHz, st_);
+  EXPECT_EQ(st_.now_s, kNow + 3);
+  EXPECT_EQ(run(d), Verdict::kReplay);
+  EXPECT_EQ(run(frame(sealed(kNow + 3, 4))), Verdict::kAccepted);  // the peer goes on being heard
+
+  // A frozen clock (--freeze-clock) follows nothing.
+  clock.frozen = true;
+  clock.read(1000 + 4 * kHz, st_);
+  EXPECT_EQ(st_.now_s, kNow + 300);
+}
+
 TEST(WorkerClock, TscToWallAndMonotonicTime) {
   WorkerClock c;
   LadderState st;

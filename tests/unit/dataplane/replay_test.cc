@@ -201,5 +201,57 @@ TEST(ReplayTable, BackwardShiftKeepsEveryProbeChainIntact) {
   EXPECT_GT(t.expired(), 0u);
 }
 
+// Issue 51: a full table evicts the window with the oldest newest datagram
+// (if older than the newcomer) and raises its floor past it; an epoch whose
+// window was forgotten and that comes back keeps its old datagrams refused.
+TEST(ReplayTable, ForgettingAWindowReopensNothingEvenWhenItsEpochComesBack) {
+  ReplayTable t(4, 3, 30);
+  ASSERT_TRUE(t.commit({1, 0xA}, 5, 100));
+  for (std::uint64_t e = 1; e <= 3; ++e) ASSERT_TRUE(t.commit({1, e}, 0, 101));
+  ASSERT_TRUE(t.full());
+  // A newcomer stamped no later than every window: no room.
+  EXPECT_EQ(t.check({1, 0xB}, 0, 100), ReplayCheck::kNoRoom);
+  EXPECT_FALSE(t.commit({1, 0xB}, 0, 100));
+  // Stamped later: the oldest (0xA, newest datagram at 100) goes.
+  ASSERT_EQ(t.check({1, 0xB}, 0, 102), ReplayCheck::kFresh);
+  ASSERT_TRUE(t.commit({1, 0xB}, 0, 102));
+  EXPECT_EQ(t.evicted(), 1u);
+  EXPECT_EQ(t.find({1, 0xA}), nullptr);
+  EXPECT_EQ(t.floor_ts(), 101u);
+  // 0xA's datagram, replayed: refused (no window, stamped below the floor).
+  EXPECT_EQ(t.check({1, 0xA}, 5, 100), ReplayCheck::kReplay);
+  // 0xA comes back with a later datagram (after another eviction): its new
+  // window still refuses the old one, though counter 5 is inside it.
+  ASSERT_TRUE(t.commit({1, 0xA}, 10, 103));
+  EXPECT_EQ(t.check({1, 0xA}, 5, 100), ReplayCheck::kReplay);
+  EXPECT_FALSE(t.commit({1, 0xA}, 5, 100));
+  EXPECT_EQ(t.check({1, 0xA}, 6, 103), ReplayCheck::kFresh);
+}
+
+// Issue 51: a source address opens at most its share of windows.
+TEST(ReplayTable, ASourceOpensAtMostItsShare) {
+  ReplayTable t(64, 3, 30, 2);
+  SourceAddress a;
+  a.ip_len = 4;
+  a.ip[0] = 10;
+  a.ip[3] = 9;
+  ASSERT_TRUE(t.commit({1, 1}, 0, 100, &a));
+  ASSERT_TRUE(t.commit({1, 2}, 0, 100, &a));
+  EXPECT_EQ(t.check({1, 3}, 0, 100, &a), ReplayCheck::kNoRoom);
+  EXPECT_FALSE(t.commit({1, 3}, 0, 100, &a));
+  EXPECT_EQ(t.windows_of(a), 2u);
+  // Its existing windows go on; another address opens its own.
+  EXPECT_TRUE(t.commit({1, 1}, 1, 100, &a));
+  SourceAddress b = a;
+  b.ip[3] = 10;
+  if (t.windows_of(b) == 0) {  // (unless both share a count)
+    EXPECT_TRUE(t.commit({1, 3}, 0, 100, &b));
+  }
+  // A window of `a` ages out: its share is free again.
+  t.age(131, 1024);
+  EXPECT_EQ(t.windows_of(a), 0u);
+  EXPECT_TRUE(t.commit({1, 4}, 0, 131, &a));
+}
+
 }  // namespace
 }  // namespace gw::dp

@@ -72,6 +72,35 @@ TEST(ApiRequest, Keys) {
   (void)as<KeysListRequest>(parse_request(R"({"cmd":"keys","op":"list"})"));
 }
 
+// Issue 51: a cluster-wide change carries the operator's signature.
+TEST(ApiRequest, ClusterWideChangesCarryTheOperatorSignature) {
+  const std::string sig(128, 'b');
+  auto r = parse_request(
+      R"({"cmd":"keys","op":"use","id":"0a1b2c3d","scope":"cluster","issued_ns":"1800000000123456789","signature":")" +
+      sig + R"("})");
+  const auto& use = as<KeysUseRequest>(r);
+  EXPECT_EQ(use.scope, Scope::kCluster);
+  EXPECT_EQ(use.auth.issued_unix_ns, 1800000000123456789ULL);
+  EXPECT_EQ(use.auth.signature[0], 0xbb);
+  EXPECT_EQ(use.auth.signature[63], 0xbb);
+  // Unsigned: parsed, and refused by the cluster-wide change with its reason.
+  r = parse_request(R"({"cmd":"keys","op":"remove","id":"0a1b2c3d","scope":"cluster"})");
+  EXPECT_EQ(as<KeysRemoveRequest>(r).auth.signature, (std::array<std::uint8_t, 64>{}));
+  EXPECT_NE(error_of(R"({"cmd":"keys","op":"use","id":"0a1b2c3d","scope":"cluster","signature":")" + sig + R"("})")
+                .find("issued_ns"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"keys","op":"use","id":"0a1b2c3d","scope":"cluster","issued_ns":"12","signature":"ab"})")
+                .find("128 hex"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"keys","op":"use","id":"0a1b2c3d","scope":"cluster","issued_ns":12,"signature":")" +
+                     sig + R"("})")
+                .find("string"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"cmd":"keys","op":"use","id":"0a1b2c3d","issued_ns":"12","signature":")" + sig + R"("})")
+                .find("scope cluster only"),
+            std::string::npos);
+}
+
 TEST(ApiRequest, JoinAddresses) {
   auto r = parse_request(R"({"cmd":"join","address":"10.1.2.3:7946"})");
   EXPECT_EQ(as<JoinRequest>(r).ip, "10.1.2.3");

@@ -1,12 +1,14 @@
 // control/host/engine_host.h: who may change our keyring through a cluster key
-// command (issue 17 item 9). Only the live member that issued a command may
-// send it, each is applied at most once, also across a restart.
+// command (issue 17 item 9, issue 51 item 6). Only what the operator signed,
+// relayed by a live member from its own address, each applied at most
+// once, also across a restart.
 #include <gtest/gtest.h>
 
 #include "control/codec.h"
 #include "control/host/engine_host.h"
 #include "control/host/key_ops.h"
 #include "crypto/keys.h"
+#include "crypto/operator_key.h"
 
 namespace gw::cp {
 namespace {
@@ -17,12 +19,19 @@ constexpr std::uint64_t kSecondNs = 1'000'000'000ULL;
 constexpr std::uint64_t kStartNs = 1000 * kSecondNs;               // monotonic
 constexpr std::uint64_t kStartUnixNs = 1'800'000'000 * kSecondNs;  // wall clock when the host started
 
+constexpr std::uint64_t kClusterId = 0xC1C1C1C1C1C1C1C1ULL;
+
 Address addr(std::uint8_t i) { return Address{{10, 0, 0, i}, 7946}; }
 
 crypto::KeyBytes key_bytes(std::uint8_t fill) {
   crypto::KeyBytes k{};
   k.fill(fill);
   return k;
+}
+
+const crypto::OperatorSigner& op_key() {
+  static const crypto::OperatorSigner s(key_bytes(0xA5));
+  return s;
 }
 
 struct CountingSink : dp::DatagramSink {
@@ -46,6 +55,8 @@ struct Node {
     o.snapshots = snapshots.get();
     o.rng_seed = 7;
     o.started_unix_ns = started_unix_ns;
+    o.cluster_id = kClusterId;
+    o.operator_key = op_key().public_key();
     host = std::make_unique<EngineHost>(o, sink, kStartNs);
     host->engine().handle(addr(1), {engine::Alive{1, "n1", addr(1), {}, 1}}, kStartNs);
   }
@@ -69,12 +80,15 @@ struct Node {
   ControlCounters counters;
 };
 
+// Signed by the operator when issued at `request_id`.
 KeyCommandMsg install(std::uint8_t fill, std::uint64_t request_id, std::string origin = "n1") {
   KeyCommandMsg c;
   c.request_id = request_id;
   c.change.op = KeyChange::Op::kInstall;
   c.change.key = key_bytes(fill);
   c.origin = std::move(origin);
+  c.issued_unix_ns = request_id;
+  c.signature = op_key().sign(key_command_statement(kClusterId, c.change, request_id));
   return c;
 }
 
@@ -108,8 +122,8 @@ TEST(EngineHostKeyCommands, EachCommandIsAppliedAtMostOnce) {
   n.receive(c, addr(1));
   EXPECT_FALSE(n.has(2));
   EXPECT_EQ(n.host->counters().key_commands_repeated, 1u);
-  // A command older than one already applied from the same origin, never
-  // seen before: a replay from the past.
+  // A command older than the newest signed one applied, never seen
+  // before: a replay from the past.
   n.receive(install(3, kStartUnixNs + 2 * kSecondNs), addr(1));
   ASSERT_TRUE(n.has(3));
   n.receive(install(4, kStartUnixNs + kSecondNs + 1), addr(1));
@@ -133,6 +147,19 @@ TEST(EngineHostKeyCommands, ACommandFromBeforeARestartIsNotAppliedAgain) {
   // A command issued after the restart is applied.
   after.receive(install(2, kStartUnixNs + 61 * kSecondNs), addr(1));
   EXPECT_TRUE(after.has(2));
+}
+
+// Issue 51 item 6, through the whole host (decode included): a member that
+// holds the cluster key, relaying from its own address, cannot change our
+// keyring without the operator's signature.
+TEST(EngineHostKeyCommands, TheClusterKeyAloneChangesNoKeyring) {
+  Node n(kStartUnixNs);
+  KeyCommandMsg c = install(2, kStartUnixNs + kSecondNs);
+  c.signature = {};
+  n.receive(c, addr(1));
+  EXPECT_FALSE(n.has(2));
+  EXPECT_EQ(n.host->counters().key_commands_unsigned, 1u);
+  EXPECT_EQ(n.host->counters().key_commands_applied, 0u);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "control/codec.h"
 #include "crypto/keys.h"
+#include "crypto/operator_key.h"
 #include "crypto/wire_header.h"
 
 namespace gw::cp {
@@ -32,6 +33,12 @@ crypto::KeyBytes key_bytes(std::uint8_t fill) {
   crypto::KeyBytes k{};
   k.fill(fill);
   return k;
+}
+
+// The operator's signing key (issue 51: cluster-wide key changes need it).
+const crypto::OperatorSigner& operator_signer() {
+  static const crypto::OperatorSigner signer(key_bytes(0xA5));
+  return signer;
 }
 
 struct Datagram {
@@ -78,6 +85,7 @@ struct Host {
     o.snapshots = snapshots.get();
     o.rng_seed = 7;
     o.started_unix_ns = kStartUnixNs;
+    o.operator_key = operator_signer().public_key();
     o.shaper.bytes_per_sec = 0;  // unlimited: every datagram leaves at once
     host = std::make_unique<EngineHost>(o, sink, kNowNs);
     host->engine().handle(addr(1), {engine::Alive{1, "n1", addr(1), {}, 1}}, kNowNs);
@@ -157,6 +165,8 @@ TEST(EngineHost, KeyResultsLeaveThroughTheSameSealingPathAsTheEngines) {
   c.change.key = key_bytes(2);
   c.change.id = crypto::derive_key_id(c.change.key);
   c.origin = "n1";
+  c.issued_unix_ns = c.request_id;
+  c.signature = operator_signer().sign(key_command_statement(kClusterId, c.change, c.issued_unix_ns));
   h.receive(encode_key_command(c), addr(1), crypto::PriorityClass::kUrgent);
   EXPECT_EQ(h.host->counters().key_commands_applied, 1u);
   EXPECT_EQ(h.counters.msg_unknown + h.counters.msg_decode_error, 0u);

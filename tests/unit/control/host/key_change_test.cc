@@ -14,6 +14,7 @@
 #include "control/codec.h"
 #include "control/host/key_ops.h"
 #include "crypto/keys.h"
+#include "crypto/operator_key.h"
 
 namespace gw::cp {
 namespace {
@@ -25,12 +26,29 @@ constexpr std::uint64_t kNowNs = 1000 * kSecondNs;                 // monotonic
 constexpr std::uint64_t kStartUnixNs = 1'800'000'000 * kSecondNs;  // wall clock when this node started
 constexpr std::uint32_t kUnixS = 1'800'000'010;                    // wall clock now
 
+constexpr std::uint64_t kClusterId = 0xC1C1C1C1C1C1C1C1ULL;
+
 Address addr(std::uint8_t i) { return Address{{10, 0, 0, i}, 7946}; }
 
 crypto::KeyBytes key_bytes(std::uint8_t fill) {
   crypto::KeyBytes k{};
   k.fill(fill);
   return k;
+}
+
+// The operator's signing key (its seed), and another one nobody configured.
+const crypto::OperatorSigner& op_key() {
+  static const crypto::OperatorSigner s(key_bytes(0xA5));
+  return s;
+}
+const crypto::OperatorSigner& other_key() {
+  static const crypto::OperatorSigner s(key_bytes(0x5A));
+  return s;
+}
+
+ClusterKeyChange::Authorisation sign(const KeyChange& change, std::uint64_t issued,
+                                     const crypto::OperatorSigner& by = op_key(), std::uint64_t cluster = kClusterId) {
+  return {issued, by.sign(key_command_statement(cluster, change, issued))};
 }
 
 struct Sent {
@@ -40,7 +58,8 @@ struct Sent {
 
 // "n0", which knows the live members "n1" (10.0.0.1) and "n2" (10.0.0.2).
 struct Node {
-  explicit Node(std::uint64_t started_unix_ns = kStartUnixNs, bool with_snapshots = true) {
+  explicit Node(std::uint64_t started_unix_ns = kStartUnixNs, bool with_snapshots = true,
+                bool with_operator_key = true) {
     auto first = std::make_unique<dp::DataplaneSnapshot>();
     first->keys.add(crypto::Key(key_bytes(1), crypto::Suite::kChaCha20Poly1305), true);
     snapshots = std::make_unique<dp::SnapshotExchange>(1, std::move(first));
@@ -54,6 +73,9 @@ struct Node {
     o.snapshots = with_snapshots ? snapshots.get() : nullptr;
     o.keys = &snapshots->current().keys;
     o.started_unix_ns = started_unix_ns;
+    o.started_mono_ns = kNowNs;
+    if (with_operator_key) o.operator_key = op_key().public_key();
+    o.cluster_id = kClusterId;
     keys = std::make_unique<ClusterKeyChange>(
         o, *eng,
         [this](const Address& to, std::span<const std::uint8_t> plain, std::uint64_t, std::uint32_t) {
@@ -84,14 +106,25 @@ struct Node {
   std::unique_ptr<ClusterKeyChange> keys;
 };
 
-KeyCommandMsg install(std::uint8_t fill, std::uint64_t request_id, std::string origin = "n1") {
+// A command as a member relays it: signed by the operator when issued at
+// `request_id` (the relaying origin stamps its request ids the same way).
+KeyCommandMsg signed_command(KeyChange change, std::uint64_t request_id, std::string origin = "n1") {
   KeyCommandMsg c;
   c.request_id = request_id;
-  c.change.op = KeyChange::Op::kInstall;
-  c.change.key = key_bytes(fill);
-  c.change.id = crypto::derive_key_id(c.change.key);
+  c.change = change;
   c.origin = std::move(origin);
+  const ClusterKeyChange::Authorisation a = sign(change, request_id);
+  c.issued_unix_ns = a.issued_unix_ns;
+  c.signature = a.signature;
   return c;
+}
+
+KeyCommandMsg install(std::uint8_t fill, std::uint64_t request_id, std::string origin = "n1") {
+  KeyChange change;
+  change.op = KeyChange::Op::kInstall;
+  change.key = key_bytes(fill);
+  change.id = crypto::derive_key_id(change.key);
+  return signed_command(change, request_id, std::move(origin));
 }
 
 // ---- as a member that receives commands ----
@@ -129,12 +162,10 @@ TEST(ClusterKeyChangeMember, AppliesACommandOnceAndAnswersARetryWithoutApplyingA
 
 TEST(ClusterKeyChangeMember, ARefusedChangeIsAnsweredWithWhy) {
   Node n;
-  KeyCommandMsg use;
-  use.request_id = kStartUnixNs + kSecondNs;
-  use.change.op = KeyChange::Op::kUse;
-  use.change.id = 0x12345678;  // not in the keyring
-  use.origin = "n1";
-  n.receive(use, addr(1));
+  KeyChange change;
+  change.op = KeyChange::Op::kUse;
+  change.id = 0x12345678;  // not in the keyring
+  n.receive(signed_command(change, kStartUnixNs + kSecondNs), addr(1));
   EXPECT_EQ(n.counters.key_commands_refused, 1u);
   const std::vector<Sent> out = n.take();
   ASSERT_EQ(out.size(), 1u);
@@ -157,7 +188,7 @@ TEST(ClusterKeyChangeMember, RefusesCommandsFromBeforeItStartedAndReplays) {
   // against it (ids are stamped from a clock read in whole seconds).
   n.receive(install(3, kStartUnixNs + 1), addr(1));
   EXPECT_TRUE(n.has(3));
-  // Older than one already applied from the same origin, never seen: a replay.
+  // Older than the newest signed change applied, never seen: a replay.
   n.receive(install(4, kStartUnixNs + 2 * kSecondNs), addr(1));
   ASSERT_TRUE(n.has(4));
   n.receive(install(5, kStartUnixNs + kSecondNs), addr(1));
@@ -212,7 +243,8 @@ TEST(ClusterKeyChangeOrigin, AppliesHereSendsToEveryLiveMemberAndRetriesUntilAns
   KeyChange change;
   change.op = KeyChange::Op::kInstall;
   change.key = key_bytes(2);
-  ASSERT_EQ(n.keys->start(change, kNowNs, kUnixS, [&](const ClusterKeyChange::Outcome& o) { done = o; }), "");
+  const ClusterKeyChange::Authorisation auth = sign(change, std::uint64_t{kUnixS} * kSecondNs);
+  ASSERT_EQ(n.keys->start(change, auth, kNowNs, kUnixS, [&](const ClusterKeyChange::Outcome& o) { done = o; }), "");
   EXPECT_TRUE(n.has(2));  // applied here first
   // Sent at once to n1 and n2.
   ASSERT_EQ(n.sent.size(), 2u);
@@ -223,6 +255,8 @@ TEST(ClusterKeyChangeOrigin, AppliesHereSendsToEveryLiveMemberAndRetriesUntilAns
     EXPECT_EQ(s.what.command->origin, "n0");
     EXPECT_EQ(s.what.command->change.id, crypto::derive_key_id(key_bytes(2)));
     EXPECT_EQ(s.what.command->request_id, id);
+    EXPECT_EQ(s.what.command->signature, auth.signature);  // the operator's, relayed
+    EXPECT_EQ(s.what.command->issued_unix_ns, auth.issued_unix_ns);
   }
   EXPECT_EQ(n.counters.key_commands_sent, 2u);
   // n1 answers; nothing is resent before the retry interval.
@@ -250,7 +284,7 @@ TEST(ClusterKeyChangeOrigin, EndsAsSoonAsEveryMemberAnswered) {
   std::optional<ClusterKeyChange::Outcome> done;
   KeyChange list;
   list.op = KeyChange::Op::kList;
-  ASSERT_EQ(n.keys->start(list, kNowNs, kUnixS, [&](const ClusterKeyChange::Outcome& o) { done = o; }), "");
+  ASSERT_EQ(n.keys->start(list, {}, kNowNs, kUnixS, [&](const ClusterKeyChange::Outcome& o) { done = o; }), "");
   const std::uint64_t id = n.sent.at(0).what.command->request_id;
   n.receive(KeyResultMsg{id, "n1", true, {}, {7, 8}, 8}, addr(1));
   n.receive(KeyResultMsg{id, "n2", false, "no", {}, 0}, addr(2));
@@ -272,7 +306,7 @@ TEST(ClusterKeyChangeOrigin, ASendTheShaperDroppedIsNotCountedAsSent) {
   n.send_ok = false;
   KeyChange list;
   list.op = KeyChange::Op::kList;
-  ASSERT_EQ(n.keys->start(list, kNowNs, kUnixS, {}), "");
+  ASSERT_EQ(n.keys->start(list, {}, kNowNs, kUnixS, {}), "");
   EXPECT_EQ(n.sent.size(), 2u);
   EXPECT_EQ(n.counters.key_commands_sent, 0u);
 }
@@ -281,7 +315,7 @@ TEST(ClusterKeyChangeOrigin, RefusesWhatItCannotStart) {
   Node without(kStartUnixNs, /*with_snapshots=*/false);
   KeyChange list;
   list.op = KeyChange::Op::kList;
-  EXPECT_NE(without.keys->start(list, kNowNs, kUnixS, {}), "");
+  EXPECT_NE(without.keys->start(list, {}, kNowNs, kUnixS, {}), "");
   EXPECT_TRUE(without.sent.empty());
 
   Node n;
@@ -289,12 +323,13 @@ TEST(ClusterKeyChangeOrigin, RefusesWhatItCannotStart) {
   install_primary.op = KeyChange::Op::kInstall;
   install_primary.key = key_bytes(2);
   install_primary.primary = true;
-  EXPECT_NE(n.keys->start(install_primary, kNowNs, kUnixS, {}), "");
+  EXPECT_NE(
+      n.keys->start(install_primary, sign(install_primary, std::uint64_t{kUnixS} * kSecondNs), kNowNs, kUnixS, {}), "");
   EXPECT_FALSE(n.has(2));
   for (std::size_t i = 0; i < ClusterKeyChange::kMaxInFlight; ++i) {
-    EXPECT_EQ(n.keys->start(list, kNowNs, kUnixS, {}), "");
+    EXPECT_EQ(n.keys->start(list, {}, kNowNs, kUnixS, {}), "");
   }
-  EXPECT_NE(n.keys->start(list, kNowNs, kUnixS, {}), "");
+  EXPECT_NE(n.keys->start(list, {}, kNowNs, kUnixS, {}), "");
   // Each started change has its own, increasing request id.
   std::vector<std::uint64_t> ids;
   for (const Sent& s : n.sent) {
@@ -303,6 +338,118 @@ TEST(ClusterKeyChangeOrigin, RefusesWhatItCannotStart) {
   ASSERT_EQ(ids.size(), ClusterKeyChange::kMaxInFlight);
   EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
   EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
+}
+
+// Issue 51 item 8: a node started with its clock 300 s ahead, corrected
+// since, takes the operator's commands signed after its real start (before:
+// refused as issued before it started, for 300 s).
+TEST(ClusterKeyChangeMember, TheStartInstantFollowsAClockStep) {
+  Node n(kStartUnixNs + 300 * kSecondNs);  // what the wrong clock read at start
+  n.keys->note_time(static_cast<std::uint32_t>(kStartUnixNs / kSecondNs + 1), kNowNs + kSecondNs);  // NTP stepped it back
+  n.receive(install(2, kStartUnixNs + kSecondNs), addr(1));
+  EXPECT_TRUE(n.has(2));
+  // What was signed before the real start is still refused.
+  n.receive(install(3, kStartUnixNs - 60 * kSecondNs), addr(1));
+  EXPECT_FALSE(n.has(3));
+  EXPECT_EQ(n.counters.key_commands_stale, 1u);
+}
+
+// ---- the operator's signature (issue 51 item 6) ----
+
+// Before: any member holding the cluster key could install, use and remove
+// keys on every member (an insider made the cluster's keyring its own).
+TEST(ClusterKeyChangeMember, AKeyHolderWithoutTheOperatorKeyChangesNoKeyring) {
+  Node n;
+  const std::uint64_t t = kStartUnixNs + kSecondNs;
+  KeyCommandMsg unsigned_install = install(2, t);
+  unsigned_install.signature = {};  // what a member with only the cluster key can send
+  n.receive(unsigned_install, addr(1));
+  KeyCommandMsg other = install(2, t + 1);
+  other.signature = sign(other.change, t + 1, other_key()).signature;  // a key nobody configured
+  n.receive(other, addr(1));
+  KeyCommandMsg wrong_cluster = install(2, t + 2);
+  wrong_cluster.signature = sign(wrong_cluster.change, t + 2, op_key(), kClusterId + 1).signature;
+  n.receive(wrong_cluster, addr(1));
+  // A real signature, on another change: the operator installed key 3, not key 2.
+  KeyCommandMsg swapped = install(3, t + 3);
+  swapped.change.key = key_bytes(2);
+  swapped.change.id = crypto::derive_key_id(swapped.change.key);
+  n.receive(swapped, addr(1));
+  // ...or at another time (a replay moved forward to pass the freshness checks).
+  KeyCommandMsg later = install(2, t + 4);
+  later.issued_unix_ns = t + 5;
+  n.receive(later, addr(1));
+  EXPECT_FALSE(n.has(2));
+  EXPECT_EQ(n.counters.key_commands_unsigned, 5u);
+  EXPECT_EQ(n.counters.key_commands_applied, 0u);
+  const std::vector<Sent> out = n.take();  // each answered with why
+  ASSERT_EQ(out.size(), 5u);
+  for (const Sent& s : out) {
+    ASSERT_TRUE(s.what.result.has_value());
+    EXPECT_FALSE(s.what.result->ok);
+    EXPECT_NE(s.what.result->error.find("operator"), std::string::npos) << s.what.result->error;
+  }
+  // The operator's own command goes through.
+  n.receive(install(2, t + 6), addr(1));
+  EXPECT_TRUE(n.has(2));
+  EXPECT_EQ(n.counters.key_commands_applied, 1u);
+
+  // A member without cluster.operator_public_key applies no change at all.
+  Node bare(kStartUnixNs, true, /*with_operator_key=*/false);
+  bare.receive(install(2, t), addr(1));
+  EXPECT_FALSE(bare.has(2));
+  EXPECT_EQ(bare.counters.key_commands_unsigned, 1u);
+}
+
+// A command claiming a member's origin, sent from that member's (spoofed)
+// address: before, applied and logged as that member's request. Now what
+// a relay claims authorises nothing: unsigned it is refused, and a signed
+// command recorded earlier is a replay.
+TEST(ClusterKeyChangeMember, ACommandFromASpoofedMemberAddressIsNotThatMembersRequest) {
+  Node n;
+  KeyCommandMsg forged = install(2, kStartUnixNs + kSecondNs);
+  forged.signature[0] ^= 1;
+  n.receive(forged, addr(1));  // "n1" from n1's address
+  EXPECT_FALSE(n.has(2));
+  EXPECT_EQ(n.counters.key_commands_unsigned, 1u);
+  const KeyCommandMsg real = install(3, kStartUnixNs + 2 * kSecondNs);
+  n.receive(real, addr(1));
+  ASSERT_TRUE(n.has(3));
+  KeyChange remove;
+  remove.op = KeyChange::Op::kRemove;
+  remove.id = crypto::derive_key_id(key_bytes(3));
+  n.receive(signed_command(remove, kStartUnixNs + 3 * kSecondNs, "n2"), addr(2));
+  ASSERT_FALSE(n.has(3));
+  // The recorded install, replayed as n2's request (another request id):
+  // older than the newest signed change applied.
+  KeyCommandMsg replay = real;
+  replay.origin = "n2";
+  replay.request_id += 7;
+  n.receive(replay, addr(2));
+  EXPECT_FALSE(n.has(3));
+  EXPECT_EQ(n.counters.key_commands_stale, 1u);
+}
+
+TEST(ClusterKeyChangeOrigin, StartsOnlyWhatTheOperatorSigned) {
+  Node n;
+  KeyChange change;
+  change.op = KeyChange::Op::kInstall;
+  change.key = key_bytes(2);
+  const std::uint64_t now = std::uint64_t{kUnixS} * kSecondNs;
+  EXPECT_NE(n.keys->start(change, {}, kNowNs, kUnixS, {}).find("not signed"), std::string::npos);
+  EXPECT_NE(n.keys->start(change, sign(change, now, other_key()), kNowNs, kUnixS, {}), "");
+  // Signed long ago: stale (a command cannot be kept and submitted much later).
+  EXPECT_NE(n.keys->start(change, sign(change, now - ClusterKeyChange::kMaxAgeNs - kSecondNs), kNowNs, kUnixS, {})
+                .find("stale"),
+            std::string::npos);
+  EXPECT_FALSE(n.has(2));
+  EXPECT_TRUE(n.sent.empty());
+  EXPECT_EQ(n.counters.key_commands_unsigned, 2u);
+  Node bare(kStartUnixNs, true, /*with_operator_key=*/false);
+  EXPECT_NE(bare.keys->start(change, sign(change, now), kNowNs, kUnixS, {}).find("cluster.operator_public_key"),
+            std::string::npos);
+  EXPECT_EQ(n.keys->start(change, sign(change, now), kNowNs, kUnixS, {}), "");
+  EXPECT_TRUE(n.has(2));
 }
 
 }  // namespace
