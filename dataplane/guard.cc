@@ -1,14 +1,6 @@
 #include "dataplane/guard.h"
 
-#include <ctime>
-
 namespace gw::dp {
-
-std::uint64_t unix_time_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 void setup_guard(LcoreGuard& g, const config::Config& cfg, const Classifier* classifier, std::uint64_t seed) {
   const config::LimitsConfig& l = cfg.limits;

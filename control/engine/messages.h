@@ -4,72 +4,22 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <compare>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "base/endpoint.h"
+#include "base/priority_class.h"
 #include "control/engine/member_status.h"
 #include "control/engine/message_type.h"
-#include "crypto/priority_class.h"
 
 namespace gw::cp::engine {
 
-// An IP address's bytes, held inline (up to 16; the codec lets only 0, 4 or 16
-// in): an Address copies and compares without touching the heap, and messages
-// carry one each (issue 16: no allocation per message). Reads like the
-// std::vector<std::uint8_t> it replaces, and orders like it (byte by byte,
-// then the shorter first).
-class IpBytes {
- public:
-  static constexpr std::size_t kMax = 16;
-  IpBytes() = default;
-  IpBytes(std::initializer_list<std::uint8_t> bytes) { assign(bytes.begin(), bytes.end()); }
-  // Keeps at most kMax bytes.
-  template <typename It>
-  void assign(It first, It last) {
-    len_ = 0;
-    for (; first != last && len_ < kMax; ++first) b_[len_++] = static_cast<std::uint8_t>(*first);
-  }
-  void resize(std::size_t n) {
-    n = std::min(n, kMax);
-    for (std::size_t i = len_; i < n; ++i) b_[i] = 0;
-    len_ = static_cast<std::uint8_t>(n);
-  }
-  void clear() { len_ = 0; }
-  std::size_t size() const { return len_; }
-  bool empty() const { return len_ == 0; }
-  std::uint8_t* data() { return b_.data(); }
-  const std::uint8_t* data() const { return b_.data(); }
-  std::uint8_t* begin() { return b_.data(); }
-  std::uint8_t* end() { return b_.data() + len_; }
-  const std::uint8_t* begin() const { return b_.data(); }
-  const std::uint8_t* end() const { return b_.data() + len_; }
-  std::uint8_t& operator[](std::size_t i) { return b_[i]; }
-  std::uint8_t operator[](std::size_t i) const { return b_[i]; }
-  bool operator==(const IpBytes& o) const { return len_ == o.len_ && std::equal(begin(), end(), o.begin()); }
-  std::strong_ordering operator<=>(const IpBytes& o) const {
-    return std::lexicographical_compare_three_way(begin(), end(), o.begin(), o.end());
-  }
-
- private:
-  std::array<std::uint8_t, kMax> b_{};
-  std::uint8_t len_ = 0;
-};
-
-// A member's gossip endpoint. `ip` is 4 bytes (IPv4) or 16 bytes (IPv6); an empty
-// `ip` means "not given" (then the transport source address is used).
-struct Address {
-  IpBytes ip;
-  std::uint16_t port = 0;
-
-  bool empty() const { return ip.empty(); }
-  auto operator<=>(const Address&) const = default;
-  bool operator==(const Address&) const = default;
-};
+// Endpoints are the shared vocabulary's (base/endpoint.h).
+using base::Address;
+using base::IpBytes;
 
 // key=value member metadata, e.g. role=control-plane.
 struct Tag {
@@ -191,10 +141,10 @@ using Compound = std::vector<Message>;
 inline constexpr std::size_t kMessageTypes = std::variant_size_v<Message>;
 static_assert(kMessageTypes == kMessageTypeCount, "message_type.h names every Message alternative");
 
-// Egress/ingress priority classes, highest first: the gateway wire header's
-// (crypto/priority_class.h, a pure header; the dataplane queues by them).
-using PriorityClass = crypto::PriorityClass;
-inline constexpr std::size_t kPriorityClasses = crypto::kClassCount;
+// Egress/ingress priority classes, highest first: the shared vocabulary's
+// (base/priority_class.h; the gateway header carries one, the dataplane queues by them).
+using PriorityClass = base::PriorityClass;
+inline constexpr std::size_t kPriorityClasses = base::kClassCount;
 
 // The class a message has by type. An Alive that refutes a suspicion of ourselves
 // is urgent, which only its sender knows: the engine upgrades it when it queues it.

@@ -27,7 +27,7 @@ namespace httplib {
 class Server;
 }
 
-namespace gw::dp {
+namespace gw::cp {
 
 struct MetricSample {
   std::string labels;  // `a="x",b="y"` (empty: none)
@@ -110,4 +110,4 @@ std::uint64_t telemetry_refused();
 // (which must outlive EAL cleanup). Returns false if registration failed.
 bool register_telemetry(const MetricsPublisher* publisher, std::string node_name);
 
-}  // namespace gw::dp
+}  // namespace gw::cp

@@ -36,32 +36,6 @@ Compound every_type() {
   };
 }
 
-// The inline address bytes behave as the std::vector<std::uint8_t> they
-// replace: same equality, same order (byte by byte, then the shorter first),
-// capped at 16 bytes.
-TEST(IpBytes, OrdersAndComparesLikeAVector) {
-  const std::vector<std::vector<std::uint8_t>> cases = {
-      {}, {10}, {10, 0, 0, 1}, {10, 0, 0, 2}, {10, 0, 1}, {9, 255, 255, 255}, {10, 0, 0, 1, 0}};
-  for (const auto& a : cases) {
-    for (const auto& b : cases) {
-      IpBytes x, y;
-      x.assign(a.begin(), a.end());
-      y.assign(b.begin(), b.end());
-      EXPECT_EQ(x == y, a == b);
-      EXPECT_EQ(x < y, a < b);
-      EXPECT_EQ(x.size(), a.size());
-    }
-  }
-  const std::vector<std::uint8_t> long_input(40, 7);
-  IpBytes capped;
-  capped.assign(long_input.begin(), long_input.end());
-  EXPECT_EQ(capped.size(), IpBytes::kMax);
-  capped.resize(4);
-  EXPECT_EQ(capped, (IpBytes{7, 7, 7, 7}));
-  capped.resize(6);
-  EXPECT_EQ(capped, (IpBytes{7, 7, 7, 7, 0, 0}));
-}
-
 TEST(Codec, RoundTripsEveryMessageType) {
   const Compound in = every_type();
   ASSERT_EQ(in.size(), kMessageTypes);
