@@ -13,6 +13,7 @@
 // knows when to call release() again.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
