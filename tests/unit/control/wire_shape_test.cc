@@ -231,6 +231,54 @@ TEST(WireShape, ExactIsTheEncodersSizeAndTheBoundNeverLessForEveryType) {
   for (std::size_t t = 0; t < kMessageTypes; ++t) EXPECT_GE(seen[t], 402) << message_type_name(t);
 }
 
+// The engine packs datagrams by the bound, so a change to it changes every
+// simulation's results: these numbers are the bound of the code it replaced
+// (control/engine/wire_size.cc before the size model, issue 50), pinned.
+TEST(WireShape, TheBoundIsTheEnginesPackingRuleUnchanged) {
+  const Address v6{IpBytes{255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255}, 65535};
+  const Address v4{{10, 0, 0, 1}, 7946};
+  const MemberState wide{std::string(200, 'n'), v6, UINT64_MAX, MemberStatus::kLeft, {Tag{"", ""}, Tag{"k", "v"}}};
+  const std::vector<Message> messages = {Ping{},
+                                         Ack{},
+                                         IndirectPing{},
+                                         Nack{},
+                                         Alive{},
+                                         Suspect{},
+                                         Dead{},
+                                         Leave{},
+                                         SyncRequest{},
+                                         SyncResponse{},
+                                         UserData{},
+                                         Ping{7, "n-12", "n-3", v4},
+                                         Ack{7, "n-3"},
+                                         IndirectPing{9, "n-12", v4, true, "n-3", v4},
+                                         Nack{9, "n-5"},
+                                         Alive{1700000000, "n-3", v4, {Tag{"role", "db"}}, 1},
+                                         Suspect{1700000000, "n-12", "n-3"},
+                                         Dead{1700000000, "n-12", "n-3"},
+                                         Leave{1700000000, "n-3"},
+                                         SyncRequest{5,
+                                                     "n-3",
+                                                     true,
+                                                     0,
+                                                     1,
+                                                     {wide, MemberState{"n-4", v4, 3, MemberStatus::kAlive, {}}},
+                                                     0x0123456789abcdefULL,
+                                                     {1, 2, 3},
+                                                     1000},
+                                         SyncResponse{5, "n-12", 0, 1, {wide}, 0, {}},
+                                         UserData{"n-3", std::string(300, 'd')}};
+  const std::vector<std::size_t> bound = {16, 8,  24, 8,  16, 10, 10, 8,  16,  12,  8,
+                                          28, 11, 41, 11, 40, 21, 21, 15, 324, 275, 314};
+  ASSERT_EQ(messages.size(), bound.size());
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    EXPECT_EQ(estimated_size(messages[i]), bound[i]) << i << " " << message_type_name(type_of(messages[i]));
+  }
+  EXPECT_EQ(estimated_size(wide), 257u);
+  EXPECT_EQ(estimated_sync_overhead(0), 34u);
+  EXPECT_EQ(estimated_sync_overhead(200), 235u);
+}
+
 TEST(WireShape, TheSyncSizesAreThoseOfTheMessage) {
   Rng rng(17);
   for (int i = 0; i < 300; ++i) {
