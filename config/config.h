@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/endpoint.h"
+
 namespace gw::config {
 
 // Which AEAD seals the cluster's payloads. Every member of a cluster must use
@@ -200,12 +202,9 @@ struct MembershipConfig {
   // Timing preset: lan (1 s probes), wan (5 s probes), local (loopback,
   // fast). Default lan.
   std::string preset = "lan";
-  // Members to join through, "IP:PORT" ("[IPv6]:PORT"). 0..64 entries,
-  // default none (wait to be joined).
-  struct Seed {
-    std::string ip;
-    std::uint16_t port = 0;
-  };
+  // Members to join through, "IP:PORT" ("[IPv6]:PORT"; base/endpoint.h
+  // parses them). 0..64 entries, default none (wait to be joined).
+  using Seed = base::Address;
   std::vector<Seed> seeds;
   // key=value metadata carried in our Alive messages, e.g. role: control-plane.
   // Keys 1..64 bytes, values 0..256, at most 512 bytes in all. Default none.

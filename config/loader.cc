@@ -1,9 +1,7 @@
 #include "config/loader.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <hs.h>
-#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -22,6 +20,8 @@
 #include <system_error>
 #include <utility>
 #include <vector>
+
+#include "base/endpoint.h"
 
 namespace gw::config {
 
@@ -304,11 +304,8 @@ class Parser : public strict::Reader {
 
     const Field address = m.require("address");
     node.address = read_string(address);
-    // inet_pton stops at a NUL, which would accept "10.0.0.1\0junk".
-    std::array<unsigned char, sizeof(in6_addr)> buf{};
-    const bool has_nul = node.address.find('\0') != std::string::npos;
-    if (has_nul || (inet_pton(AF_INET, node.address.c_str(), buf.data()) != 1 &&
-                    inet_pton(AF_INET6, node.address.c_str(), buf.data()) != 1)) {
+    // parse_ip refuses a NUL, where inet_pton would accept "10.0.0.1\0junk".
+    if (!base::parse_ip(node.address)) {
       fail(address.path, address.line,
            "expected an IPv4 or IPv6 address (host names are not resolved), got " + quote(node.address));
     }
@@ -396,9 +393,7 @@ class Parser : public strict::Reader {
         const Field mac = nm.require("mac");
         DataplaneConfig::Neighbor n;
         n.address = read_string(address);
-        std::array<unsigned char, sizeof(in6_addr)> buf{};
-        if (n.address.find('\0') != std::string::npos || (inet_pton(AF_INET, n.address.c_str(), buf.data()) != 1 &&
-                                                          inet_pton(AF_INET6, n.address.c_str(), buf.data()) != 1)) {
+        if (!base::parse_ip(n.address)) {
           fail(address.path, address.line, "expected an IPv4 or IPv6 address, got " + quote(n.address));
         }
         for (const DataplaneConfig::Neighbor& seen : dp.neighbors) {
@@ -604,33 +599,20 @@ class Parser : public strict::Reader {
 
   // "10.0.0.2:7946" or "[fd00::2]:7946".
   MembershipConfig::Seed parse_seed(const Field& f, const std::string& text) const {
-    std::string host;
-    std::string port;
-    if (!text.empty() && text[0] == '[') {
-      const std::size_t close = text.find(']');
-      if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+    const base::ParsedEndpoint p = base::parse_endpoint(text);
+    switch (p.error) {
+      case base::EndpointError::kNone:
+        break;
+      case base::EndpointError::kBrackets:
         fail(f.path, f.line, "expected \"[IPv6]:PORT\", got " + quote(text));
-      }
-      host = text.substr(1, close - 1);
-      port = text.substr(close + 2);
-    } else {
-      const std::size_t colon = text.rfind(':');
-      if (colon == std::string::npos || text.find(':') != colon) {
+      case base::EndpointError::kForm:
         fail(f.path, f.line, "expected \"IP:PORT\" (IPv6 in brackets), got " + quote(text));
-      }
-      host = text.substr(0, colon);
-      port = text.substr(colon + 1);
+      case base::EndpointError::kIp:
+        fail(f.path, f.line, "not an IPv4 or IPv6 address: " + quote(std::string(p.host)));
+      case base::EndpointError::kPort:
+        fail(f.path, f.line, "port must be 1..65535, got " + quote(std::string(p.port)));
     }
-    std::array<unsigned char, sizeof(in6_addr)> buf{};
-    if (host.find('\0') != std::string::npos ||
-        (inet_pton(AF_INET, host.c_str(), buf.data()) != 1 && inet_pton(AF_INET6, host.c_str(), buf.data()) != 1)) {
-      fail(f.path, f.line, "not an IPv4 or IPv6 address: " + quote(host));
-    }
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoul(port) < 1 || std::stoul(port) > 65535) {
-      fail(f.path, f.line, "port must be 1..65535, got " + quote(port));
-    }
-    return {host, static_cast<std::uint16_t>(std::stoul(port))};
+    return p.addr;
   }
 
   void parse_control(const Map& m, ControlConfig& c) const {
@@ -659,12 +641,10 @@ class Parser : public strict::Reader {
     if (std::optional<Field> f = m.find("prometheus_port")) mc.prometheus_port = read_uint<std::uint16_t>(*f, 0, 65535);
     if (std::optional<Field> f = m.find("prometheus_address")) {
       mc.prometheus_address = read_string(*f);
-      std::array<unsigned char, sizeof(in6_addr)> buf{};
-      const bool v4 = mc.prometheus_address.find('\0') == std::string::npos &&
-                      inet_pton(AF_INET, mc.prometheus_address.c_str(), buf.data()) == 1;
-      const bool v6 = !v4 && mc.prometheus_address.find('\0') == std::string::npos &&
-                      inet_pton(AF_INET6, mc.prometheus_address.c_str(), buf.data()) == 1;
-      const bool loopback = (v4 && buf[0] == 127) || (v6 && mc.prometheus_address == "::1");
+      const std::optional<base::IpBytes> ip = base::parse_ip(mc.prometheus_address);
+      const bool v4 = ip && ip->size() == 4;
+      const bool v6 = ip && ip->size() == 16;
+      const bool loopback = (v4 && (*ip)[0] == 127) || (v6 && mc.prometheus_address == "::1");
       if (!loopback) {
         fail(f->path, f->line,
              "must be a loopback address (127.x.x.x or ::1), got " + quote(mc.prometheus_address) +

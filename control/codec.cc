@@ -24,6 +24,21 @@ using namespace gw::cp::engine;  // NOLINT: the engine types are this file's voc
 constexpr std::size_t kMaxNodeName = 255;
 constexpr std::size_t kMaxError = 256;
 
+// The body oneof's field numbers are the MessageType values + 1 (ToProto,
+// FromProto and count_bodies rely on it).
+static_assert(pb::Message::kPingFieldNumber == wire::kBodyNumber<Ping>);
+static_assert(pb::Message::kAckFieldNumber == wire::kBodyNumber<Ack>);
+static_assert(pb::Message::kIndirectPingFieldNumber == wire::kBodyNumber<IndirectPing>);
+static_assert(pb::Message::kNackFieldNumber == wire::kBodyNumber<Nack>);
+static_assert(pb::Message::kAliveFieldNumber == wire::kBodyNumber<Alive>);
+static_assert(pb::Message::kSuspectFieldNumber == wire::kBodyNumber<Suspect>);
+static_assert(pb::Message::kDeadFieldNumber == wire::kBodyNumber<Dead>);
+static_assert(pb::Message::kLeaveFieldNumber == wire::kBodyNumber<Leave>);
+static_assert(pb::Message::kSyncRequestFieldNumber == wire::kBodyNumber<SyncRequest>);
+static_assert(pb::Message::kSyncResponseFieldNumber == wire::kBodyNumber<SyncResponse>);
+static_assert(pb::Message::kUserDataFieldNumber == wire::kBodyNumber<UserData>);
+static_assert(pb::Compound::kMessagesFieldNumber == wire::kCompoundMessagesNumber);
+
 // ---- engine -> protobuf ----
 
 void put_addr(const Address& a, pb::Address* out) {
@@ -411,77 +426,10 @@ std::size_t encode_append(const Compound& compound, std::vector<std::uint8_t>& o
 
 // ---- exact encoded size, without building the protobuf ----
 //
-// What serialize_append would write, field by field, as to_proto sets them:
-// proto3 writes no scalar at its default (0, false, empty) but every
-// sub-message that was set, even an empty one (a oneof member, a member
-// state's address). Every field number in gossip.proto is below 16: one-byte
-// keys. The simulator counts every datagram's bytes this way; a test holds it
-// to encode() on random messages.
-namespace {
-namespace wire {
-
-std::size_t varint(std::uint64_t v) { return engine::varint_size(v); }
-std::size_t scalar(std::uint64_t v) { return v == 0 ? 0 : 1 + varint(v); }
-std::size_t flag(bool v) { return v ? 2 : 0; }
-std::size_t bytes(std::size_t n) { return n == 0 ? 0 : 1 + varint(n) + n; }
-std::size_t fixed64(std::uint64_t v) { return v == 0 ? 0 : 1 + 8; }
-std::size_t packed_fixed32(std::size_t count) { return count == 0 ? 0 : 1 + varint(4 * count) + 4 * count; }
-std::size_t sub(std::size_t n) { return 1 + varint(n) + n; }
-
-std::size_t address(const Address& a) { return bytes(a.ip.size()) + scalar(a.port); }
-std::size_t optional_address(const Address& a) { return a.empty() ? 0 : sub(address(a)); }
-
-std::size_t tags(const std::vector<Tag>& list) {
-  std::size_t n = 0;
-  for (const Tag& t : list) n += sub(bytes(t.key.size()) + bytes(t.value.size()));
-  return n;
-}
-
-std::size_t members(const std::vector<MemberState>& list) {
-  std::size_t n = 0;
-  for (const MemberState& s : list)
-    n += sub(bytes(s.node.size()) + sub(address(s.addr)) + scalar(s.incarnation) +
-             scalar(static_cast<std::uint64_t>(s.status)) + tags(s.tags));
-  return n;
-}
-
-struct Body {
-  std::size_t operator()(const Ping& m) const {
-    return scalar(m.seq_no) + bytes(m.target.size()) + bytes(m.source.size()) + optional_address(m.source_addr);
-  }
-  std::size_t operator()(const Ack& m) const { return scalar(m.seq_no) + bytes(m.source.size()); }
-  std::size_t operator()(const IndirectPing& m) const {
-    return scalar(m.seq_no) + bytes(m.target.size()) + optional_address(m.target_addr) + flag(m.want_nack) +
-           bytes(m.source.size()) + optional_address(m.source_addr);
-  }
-  std::size_t operator()(const Nack& m) const { return scalar(m.seq_no) + bytes(m.source.size()); }
-  std::size_t operator()(const Alive& m) const {
-    return scalar(m.incarnation) + bytes(m.node.size()) + optional_address(m.addr) + tags(m.tags) +
-           scalar(m.protocol_version);
-  }
-  std::size_t operator()(const Suspect& m) const {
-    return scalar(m.incarnation) + bytes(m.node.size()) + bytes(m.from.size());
-  }
-  std::size_t operator()(const Dead& m) const {
-    return scalar(m.incarnation) + bytes(m.node.size()) + bytes(m.from.size());
-  }
-  std::size_t operator()(const Leave& m) const { return scalar(m.incarnation) + bytes(m.node.size()); }
-  std::size_t operator()(const SyncRequest& m) const {
-    return scalar(m.seq_no) + bytes(m.source.size()) + flag(m.join) + scalar(m.part) + scalar(m.parts) +
-           members(m.members) + fixed64(m.digest) + packed_fixed32(m.buckets.size()) + scalar(m.view_size);
-  }
-  std::size_t operator()(const SyncResponse& m) const {
-    return scalar(m.seq_no) + bytes(m.source.size()) + scalar(m.part) + scalar(m.parts) + members(m.members) +
-           fixed64(m.digest) + packed_fixed32(m.buckets.size());
-  }
-  std::size_t operator()(const UserData& m) const { return bytes(m.source.size()) + bytes(m.data.size()); }
-};
-
-}  // namespace wire
-}  // namespace
-
-// Compound.messages[i] is a Message; its one body is a set oneof member.
-std::size_t encoded_size(const Message& message) { return wire::sub(wire::sub(std::visit(wire::Body{}, message))); }
+// What serialize_append writes, from the messages' one wire description
+// (control/engine/wire_shape.h, held to this encoder by its test). The
+// simulator counts every datagram's bytes this way.
+std::size_t encoded_size(const Message& message) { return engine::exact_size(message); }
 
 std::size_t encoded_size(const Compound& compound) {
   std::size_t n = 0;
@@ -553,7 +501,7 @@ std::optional<BodyCounts> count_bodies(std::span<const std::uint8_t> bytes) {
     if (!pc->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return std::nullopt;
     BodyCounts counts;
     for (const pb::Message& m : pc->messages()) {
-      // The oneof's field numbers are the engine::Message alternatives + 1.
+      // The oneof's field numbers are the MessageType values + 1 (asserted above).
       const auto field = static_cast<std::size_t>(m.body_case());
       if (field == 0 || field > counts.by_type.size()) {
         ++counts.unknown;

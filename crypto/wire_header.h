@@ -35,9 +35,13 @@
 #include <cstdint>
 #include <cstring>
 
-#include "crypto/priority_class.h"
+#include "base/priority_class.h"
 
 namespace gw::crypto {
+
+// The header's class byte: the shared priority classes (base/priority_class.h).
+using base::kClassCount;
+using base::PriorityClass;
 
 inline constexpr std::array<std::uint8_t, 4> kWireMagic = {'G', 'S', 'G', 'W'};
 inline constexpr std::uint8_t kWireVersion = 2;

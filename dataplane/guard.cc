@@ -2,17 +2,9 @@
 
 #include <sodium.h>
 
-#include <ctime>
-
 #include "dataplane/hash.h"
 
 namespace gw::dp {
-
-std::uint64_t unix_time_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<std::uint64_t>(ts.tv_nsec);
-}
 
 std::uint64_t random_table_seed() noexcept {
   std::uint64_t s = 0;

@@ -130,9 +130,6 @@ struct alignas(64) LcoreGuard {
   ScanBudget scan_budget;
 };
 
-// The wall clock now, in nanoseconds since the Unix epoch. Start-up only.
-std::uint64_t unix_time_ns() noexcept;
-
 // Builds the tables from cfg.limits and a scratch from `classifier` (null
 // when classifier.enabled is false). `seed` keys the table hashes. Allocates;
 // call at start, never on the data path.

@@ -1,26 +1,30 @@
 #include "dataplane/ladder.h"
 
-#include <arpa/inet.h>
+#include <algorithm>
+#include <optional>
+
+#include "base/endpoint.h"
 
 namespace gw::dp {
 
 bool parse_endpoint(const char* address, std::uint16_t port, LocalEndpoint* out) noexcept {
   LocalEndpoint ep;
   ep.port = port;
-  if (::inet_pton(AF_INET, address, ep.ipv4.data()) == 1) {
+  const std::optional<base::IpBytes> ip = base::parse_ip(address);
+  if (!ip) return false;
+  if (ip->size() == 4) {
+    std::copy(ip->begin(), ip->end(), ep.ipv4.begin());
     ep.receiver = crypto::receiver_of(ep.ipv4.data(), ep.ipv4.size(), port);
     ep.ipv4_bcast = ep.ipv4;
     ep.ipv4_net = ep.ipv4;
     *out = ep;
     return true;
   }
-  if (::inet_pton(AF_INET6, address, ep.ipv6_addr.data()) == 1) {
-    ep.ipv6 = true;
-    ep.receiver = crypto::receiver_of(ep.ipv6_addr.data(), ep.ipv6_addr.size(), port);
-    *out = ep;
-    return true;
-  }
-  return false;
+  std::copy(ip->begin(), ip->end(), ep.ipv6_addr.begin());
+  ep.ipv6 = true;
+  ep.receiver = crypto::receiver_of(ep.ipv6_addr.data(), ep.ipv6_addr.size(), port);
+  *out = ep;
+  return true;
 }
 
 void set_ipv4_subnet(LocalEndpoint* ep, unsigned prefix_len) noexcept {

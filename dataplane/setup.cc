@@ -1,9 +1,10 @@
 #include "dataplane/setup.h"
 
-#include <arpa/inet.h>
-
+#include <algorithm>
+#include <optional>
 #include <vector>
 
+#include "base/endpoint.h"
 #include "dataplane/api/config_check.h"
 
 namespace gw::dp {
@@ -36,14 +37,11 @@ void check_config(const config::Config& cfg) {
 void setup_neighbors(Neighbors& n, const config::Config& cfg) {
   n.allow_hints(cfg.dataplane.arp_hints);
   for (const config::DataplaneConfig::Neighbor& nb : cfg.dataplane.neighbors) {
+    const std::optional<base::IpBytes> ip = base::parse_ip(nb.address);
+    if (!ip) throw std::runtime_error("dataplane.neighbors: '" + nb.address + "' is not an IPv4 or IPv6 address");
     Endpoint e;
-    if (::inet_pton(AF_INET, nb.address.c_str(), e.ip.data()) == 1) {
-      e.ip_len = 4;
-    } else if (::inet_pton(AF_INET6, nb.address.c_str(), e.ip.data()) == 1) {
-      e.ip_len = 16;
-    } else {
-      throw std::runtime_error("dataplane.neighbors: '" + nb.address + "' is not an IPv4 or IPv6 address");
-    }
+    std::copy(ip->begin(), ip->end(), e.ip.begin());
+    e.ip_len = static_cast<std::uint8_t>(ip->size());
     if (!n.pin(e, nb.mac.data())) {
       throw std::runtime_error("dataplane.neighbors: cannot pin '" + nb.address + "' (table full or not unicast)");
     }

@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "base/clock.h"
 #include "dataplane/guard.h"
 #include "dataplane/hash.h"
 #include "dataplane/setup.h"
@@ -51,7 +52,7 @@ std::unique_ptr<WorkerContext> make_worker(const config::Config& cfg, std::size_
   w->guard.clock.tsc_hz = rte_get_tsc_hz();
   w->guard.clock.tsc0 = rte_rdtsc();
   w->guard.clock.unix_ns0 =
-      wiring.freeze_clock_s != 0 ? std::uint64_t{wiring.freeze_clock_s} * 1'000'000'000ULL : unix_time_ns();
+      wiring.freeze_clock_s != 0 ? std::uint64_t{wiring.freeze_clock_s} * 1'000'000'000ULL : base::unix_time_ns();
   w->guard.clock.frozen = wiring.freeze_clock_s != 0;
   if (wiring.wall_clock != nullptr && wiring.freeze_clock_s == 0) {
     // One reference for every worker, so one published step fits them all.

@@ -1,8 +1,5 @@
 #include "control/api/request.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -13,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/endpoint.h"
 #include "control/engine/member_status.h"
 
 namespace gw::cp::api {
@@ -340,32 +338,9 @@ std::optional<std::uint32_t> parse_key_id(std::string_view text) {
 }
 
 std::optional<std::pair<std::string, std::uint16_t>> parse_host_port(std::string_view text) {
-  std::string host;
-  std::string_view port;
-  if (!text.empty() && text.front() == '[') {
-    const std::size_t close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') return std::nullopt;
-    host = std::string(text.substr(1, close - 1));
-    port = text.substr(close + 2);
-  } else {
-    const std::size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos || text.find(':') != colon) return std::nullopt;
-    host = std::string(text.substr(0, colon));
-    port = text.substr(colon + 1);
-  }
-  if (host.empty() || host.find('\0') != std::string::npos) return std::nullopt;
-  std::array<unsigned char, sizeof(in6_addr)> buf{};
-  if (inet_pton(AF_INET, host.c_str(), buf.data()) != 1 && inet_pton(AF_INET6, host.c_str(), buf.data()) != 1) {
-    return std::nullopt;
-  }
-  if (port.empty() || port.size() > 5) return std::nullopt;
-  unsigned p = 0;
-  for (char c : port) {
-    if (c < '0' || c > '9') return std::nullopt;
-    p = p * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (p < 1 || p > 65535) return std::nullopt;
-  return std::make_pair(host, static_cast<std::uint16_t>(p));
+  const base::ParsedEndpoint p = base::parse_endpoint(text);
+  if (p.error != base::EndpointError::kNone) return std::nullopt;
+  return std::make_pair(std::string(p.host), p.addr.port);
 }
 
 }  // namespace gw::cp::api

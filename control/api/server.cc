@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <vector>
 
+#include "base/clock.h"
 #include "control/api/request.h"
 
 namespace gw::cp::api {
@@ -175,11 +175,7 @@ struct ApiServer::Conn {
 
 namespace {
 
-std::uint64_t now_ms() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
+std::uint64_t now_ms() { return base::monotonic_ns() / 1'000'000ULL; }
 
 }  // namespace
 

@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "base/token_bucket.h"
 #include "control/engine/messages.h"
-#include "dataplane/api/token_bucket.h"
 
 namespace gw::cp::engine {
 
 // The gateway's one integer token bucket (pure, header only).
-using TokenBucket = dp::TokenBucket;
+using TokenBucket = base::TokenBucket;
 
 enum class AdmitVerdict : std::uint8_t { kAdmit, kRateLimited, kPolicy };
 

@@ -1,75 +1,26 @@
 // Engine-side membership messages: plain structs mirroring proto/gossip.proto one
-// to one, so that the engine needs no protobuf (control/codec.h converts). The
-// variant order of `Message` follows the oneof field numbers of gw.proto.Message.
+// to one, so that the engine needs no protobuf (control/codec.h converts). Their
+// wire shape (field numbers and encodings) is control/engine/wire_shape.h.
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <compare>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
+#include "base/endpoint.h"
+#include "base/priority_class.h"
 #include "control/engine/member_status.h"
 #include "control/engine/message_type.h"
-#include "crypto/priority_class.h"
 
 namespace gw::cp::engine {
 
-// An IP address's bytes, held inline (up to 16; the codec lets only 0, 4 or 16
-// in): an Address copies and compares without touching the heap, and messages
-// carry one each (issue 16: no allocation per message). Reads like the
-// std::vector<std::uint8_t> it replaces, and orders like it (byte by byte,
-// then the shorter first).
-class IpBytes {
- public:
-  static constexpr std::size_t kMax = 16;
-  IpBytes() = default;
-  IpBytes(std::initializer_list<std::uint8_t> bytes) { assign(bytes.begin(), bytes.end()); }
-  // Keeps at most kMax bytes.
-  template <typename It>
-  void assign(It first, It last) {
-    len_ = 0;
-    for (; first != last && len_ < kMax; ++first) b_[len_++] = static_cast<std::uint8_t>(*first);
-  }
-  void resize(std::size_t n) {
-    n = std::min(n, kMax);
-    for (std::size_t i = len_; i < n; ++i) b_[i] = 0;
-    len_ = static_cast<std::uint8_t>(n);
-  }
-  void clear() { len_ = 0; }
-  std::size_t size() const { return len_; }
-  bool empty() const { return len_ == 0; }
-  std::uint8_t* data() { return b_.data(); }
-  const std::uint8_t* data() const { return b_.data(); }
-  std::uint8_t* begin() { return b_.data(); }
-  std::uint8_t* end() { return b_.data() + len_; }
-  const std::uint8_t* begin() const { return b_.data(); }
-  const std::uint8_t* end() const { return b_.data() + len_; }
-  std::uint8_t& operator[](std::size_t i) { return b_[i]; }
-  std::uint8_t operator[](std::size_t i) const { return b_[i]; }
-  bool operator==(const IpBytes& o) const { return len_ == o.len_ && std::equal(begin(), end(), o.begin()); }
-  std::strong_ordering operator<=>(const IpBytes& o) const {
-    return std::lexicographical_compare_three_way(begin(), end(), o.begin(), o.end());
-  }
-
- private:
-  std::array<std::uint8_t, kMax> b_{};
-  std::uint8_t len_ = 0;
-};
-
-// A member's gossip endpoint. `ip` is 4 bytes (IPv4) or 16 bytes (IPv6); an empty
-// `ip` means "not given" (then the transport source address is used).
-struct Address {
-  IpBytes ip;
-  std::uint16_t port = 0;
-
-  bool empty() const { return ip.empty(); }
-  auto operator<=>(const Address&) const = default;
-  bool operator==(const Address&) const = default;
-};
+// Endpoints are the shared vocabulary's (base/endpoint.h).
+using base::Address;
+using base::IpBytes;
 
 // key=value member metadata, e.g. role=control-plane.
 struct Tag {
@@ -181,7 +132,9 @@ struct UserData {
   bool operator==(const UserData&) const = default;
 };
 
-// Alternative order = gw.proto.Message oneof field number - 1.
+// Alternative order = MessageType (message_type.h) = gw.proto.Message oneof
+// field number - 1: the static_asserts below hold the first two together,
+// control/engine/wire_shape.h and its test the protobuf.
 using Message =
     std::variant<Ping, Ack, IndirectPing, Nack, Alive, Suspect, Dead, Leave, SyncRequest, SyncResponse, UserData>;
 
@@ -191,36 +144,75 @@ using Compound = std::vector<Message>;
 inline constexpr std::size_t kMessageTypes = std::variant_size_v<Message>;
 static_assert(kMessageTypes == kMessageTypeCount, "message_type.h names every Message alternative");
 
-// Egress/ingress priority classes, highest first: the gateway wire header's
-// (crypto/priority_class.h, a pure header; the dataplane queues by them).
-using PriorityClass = crypto::PriorityClass;
-inline constexpr std::size_t kPriorityClasses = crypto::kClassCount;
+namespace detail {
+template <typename T, typename... Ts>
+constexpr std::size_t index_in() {
+  constexpr bool same[] = {std::is_same_v<T, Ts>...};
+  for (std::size_t i = 0; i < sizeof...(Ts); ++i)
+    if (same[i]) return i;
+  return sizeof...(Ts);
+}
+template <typename T, typename V>
+struct AlternativeIndex;
+template <typename T, typename... Ts>
+struct AlternativeIndex<T, std::variant<Ts...>> {
+  static constexpr std::size_t value = index_in<T, Ts...>();
+};
+}  // namespace detail
+
+// The MessageType of a message struct: its Message alternative.
+template <typename T>
+inline constexpr MessageType kTypeOf = static_cast<MessageType>(detail::AlternativeIndex<T, Message>::value);
+
+static_assert(kTypeOf<Ping> == MessageType::kPing);
+static_assert(kTypeOf<Ack> == MessageType::kAck);
+static_assert(kTypeOf<IndirectPing> == MessageType::kIndirectPing);
+static_assert(kTypeOf<Nack> == MessageType::kNack);
+static_assert(kTypeOf<Alive> == MessageType::kAlive);
+static_assert(kTypeOf<Suspect> == MessageType::kSuspect);
+static_assert(kTypeOf<Dead> == MessageType::kDead);
+static_assert(kTypeOf<Leave> == MessageType::kLeave);
+static_assert(kTypeOf<SyncRequest> == MessageType::kSyncRequest);
+static_assert(kTypeOf<SyncResponse> == MessageType::kSyncResponse);
+static_assert(kTypeOf<UserData> == MessageType::kUserData);
+
+// The type of the message `m` holds.
+inline MessageType type_of(const Message& m) { return static_cast<MessageType>(m.index()); }
+
+// Egress/ingress priority classes, highest first: the shared vocabulary's
+// (base/priority_class.h; the gateway header carries one, the dataplane queues by them).
+using PriorityClass = base::PriorityClass;
+inline constexpr std::size_t kPriorityClasses = base::kClassCount;
 
 // The class a message has by type. An Alive that refutes a suspicion of ourselves
 // is urgent, which only its sender knows: the engine upgrades it when it queues it.
-inline PriorityClass default_priority(const Message& m) {
-  switch (m.index()) {
-    case 6:  // Dead
-    case 7:  // Leave
+inline PriorityClass default_priority(MessageType t) {
+  switch (t) {
+    case MessageType::kDead:
+    case MessageType::kLeave:
       return PriorityClass::kUrgent;
-    case 0:  // Ping
-    case 1:  // Ack
-    case 2:  // IndirectPing
-    case 3:  // Nack
+    case MessageType::kPing:
+    case MessageType::kAck:
+    case MessageType::kIndirectPing:
+    case MessageType::kNack:
       return PriorityClass::kProbe;
-    case 8:  // SyncRequest
-    case 9:  // SyncResponse
+    case MessageType::kSyncRequest:
+    case MessageType::kSyncResponse:
       return PriorityClass::kBulk;
-    default:  // Alive, Suspect, UserData
+    case MessageType::kAlive:
+    case MessageType::kSuspect:
+    case MessageType::kUserData:
       return PriorityClass::kGossip;
   }
+  return PriorityClass::kGossip;  // not a MessageType: the class of unknown gossip
 }
+inline PriorityClass default_priority(const Message& m) { return default_priority(type_of(m)); }
 
 // The most urgent class a message may travel in (issue 17): its default
 // class, except Alive, which may be urgent (a refutation, and relays of one:
 // the broadcast queue keeps a refutation urgent).
 inline PriorityClass class_ceiling(const Message& m) {
-  return m.index() == 4 ? PriorityClass::kUrgent : default_priority(m);
+  return type_of(m) == MessageType::kAlive ? PriorityClass::kUrgent : default_priority(m);
 }
 
 // Whether a datagram's header class is one its content can justify: a

@@ -1,25 +1,18 @@
-// Upper bounds of the protobuf-encoded size of engine messages, so the engine can
-// fill datagrams to `max_packet_bytes` without depending on protobuf. Every field
-// is counted as if present (proto3 omits defaults), so the bound is never below
-// the codec's real size (tests/unit/control/engine/codec_test.cc checks this).
+// The protobuf-encoded size of engine messages, from their one wire
+// description (wire_shape.h), so the engine can fill datagrams to
+// `max_packet_bytes` without depending on protobuf. The estimates are upper
+// bounds (every field counted as if present: proto3 omits defaults), never
+// below the codec's real size; exact_size is what the codec writes.
+// tests/unit/control/wire_shape_test.cc holds both to the real encoder.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "control/engine/messages.h"
+#include "control/engine/wire_shape.h"
 
 namespace gw::cp::engine {
-
-// Bytes of a base-128 varint holding `v`.
-constexpr std::size_t varint_size(std::uint64_t v) {
-  std::size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
 
 // Bytes `m` adds to an encoded Compound (its repeated-field tag and length included).
 std::size_t estimated_size(const Message& m);
@@ -37,5 +30,9 @@ std::size_t estimated_sync_size(const SyncResponse& s);
 
 // Bytes of a SyncRequest/SyncResponse carrying no members, as a Compound element.
 std::size_t estimated_sync_overhead(std::size_t source_bytes);
+
+// Exactly the bytes `m` adds to the codec's encoding of a Compound
+// (control/codec.h encoded_size).
+std::size_t exact_size(const Message& m);
 
 }  // namespace gw::cp::engine

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/clock.h"
 #include "config/keys.h"
-#include "dataplane/guard.h"
 
 namespace gw::cp {
 
@@ -16,15 +16,12 @@ EngineHost::Options engine_plan(const config::Config& cfg, engine::EngineConfig 
   o.shaper.bytes_per_sec = cfg.membership.egress_bytes_per_sec;
   o.shaper.burst_bytes = cfg.membership.egress_burst_bytes;
   o.shaper.queue_bytes = cfg.membership.egress_queue_bytes;
-  for (const auto& seed : cfg.membership.seeds) {
-    dp::LocalEndpoint ep;
-    if (dp::parse_endpoint(seed.ip.c_str(), seed.port, &ep)) o.seeds.push_back(engine_address(ep));
-  }
+  o.seeds = cfg.membership.seeds;  // parsed by the loader (base/endpoint.h)
   o.cluster_id = ladder.cluster_id;
   o.snapshots = &snapshots;
   o.suite = config::resolve_suite(cfg);
-  o.rng_seed = monotonic_ns() ^ (std::uint64_t{unix_seconds()} << 20);
-  o.started_unix_ns = dp::unix_time_ns();
+  o.rng_seed = base::monotonic_ns() ^ (std::uint64_t{base::unix_seconds()} << 20);
+  o.started_unix_ns = base::unix_time_ns();
   o.operator_key = config::load_operator_key(cfg);  // checked at start-up: cannot throw here
   return o;
 }

@@ -8,17 +8,14 @@
 #include <optional>
 #include <variant>
 
+#include "base/endpoint.h"
 #include "control/api/request.h"
-#include "control/gateway/stats_json.h"
 #include "control/host/key_ops.h"
-#include "dataplane/ladder.h"
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 using Json = nlohmann::ordered_json;
-namespace api = cp::api;
-namespace engine = cp::engine;
 
 const char* suite_name(crypto::Suite s) { return s == crypto::Suite::kAes256Gcm ? "aes-256-gcm" : "chacha20-poly1305"; }
 
@@ -36,14 +33,15 @@ bool has_tag(const engine::Member& m, const std::pair<std::string, std::string>&
 
 }  // namespace
 
-std::unique_ptr<DataplaneSnapshot> snapshot_with_members(const DataplaneSnapshot& current, const engine::Engine& eng) {
-  auto next = std::make_unique<DataplaneSnapshot>();
+std::unique_ptr<dp::DataplaneSnapshot> snapshot_with_members(const dp::DataplaneSnapshot& current,
+                                                             const engine::Engine& eng) {
+  auto next = std::make_unique<dp::DataplaneSnapshot>();
   next->keys = current.keys;
   next->key_material = current.key_material;
   for (const engine::Member& m : eng.members()) {
     if (m.is_tombstone() || m.name == eng.name()) continue;
     if (m.addr().ip.size() != 4 && m.addr().ip.size() != 16) continue;
-    SourceAddress a;
+    dp::SourceAddress a;
     std::copy(m.addr().ip.begin(), m.addr().ip.end(), a.ip.begin());
     a.ip_len = static_cast<std::uint8_t>(m.addr().ip.size());
     next->known_members.push_back(a);
@@ -187,8 +185,8 @@ void ControlApi::start_join(const api::JoinRequest& req, std::uint64_t now_ns, c
     reply(api::error_reply("membership is disabled on this gateway (membership.enabled: false)"));
     return;
   }
-  LocalEndpoint ep;
-  if (!parse_endpoint(req.ip.c_str(), req.port, &ep)) {
+  const std::optional<base::IpBytes> ip = base::parse_ip(req.ip);
+  if (!ip) {
     ++counters_.bad_requests;
     reply(api::error_reply("address " + shown + " is not an IP literal", api::kStatusBadInput));
     return;
@@ -196,21 +194,16 @@ void ControlApi::start_join(const api::JoinRequest& req, std::uint64_t now_ns, c
   engine::Engine& eng = ctx_.host->engine();
   // Datagrams go out in our own family only: one for the other family would
   // be dropped as drop_bad_endpoint, and the join could never be answered.
+  const bool ipv6 = ip->size() == 16;
   const bool we_are_ipv6 = eng.config().addr.ip.size() == 16;
-  if (ep.ipv6 != we_are_ipv6) {
+  if (ipv6 != we_are_ipv6) {
     ++counters_.bad_requests;
-    reply(api::error_reply("address " + shown + " is " + (ep.ipv6 ? "IPv6" : "IPv4") + ", but this node gossips over " +
+    reply(api::error_reply("address " + shown + " is " + (ipv6 ? "IPv6" : "IPv4") + ", but this node gossips over " +
                                (we_are_ipv6 ? "IPv6" : "IPv4") + " (node.address)",
                            api::kStatusBadInput));
     return;
   }
-  engine::Address a;
-  if (ep.ipv6) {
-    a.ip.assign(ep.ipv6_addr.begin(), ep.ipv6_addr.end());
-  } else {
-    a.ip.assign(ep.ipv4.begin(), ep.ipv4.end());
-  }
-  a.port = req.port;
+  const engine::Address a{*ip, req.port};
   if (a == eng.config().addr) {
     ++counters_.bad_requests;
     reply(api::error_reply("address " + shown + " is this node's own address", api::kStatusBadInput));
@@ -302,7 +295,7 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
             if (req.tag && !has_tag(m, *req.tag)) continue;
             Json mj;
             mj["name"] = m.name;
-            mj["address"] = ip_text(m.addr().ip);
+            mj["address"] = base::ip_text(m.addr().ip);
             mj["port"] = m.addr().port;
             mj["state"] = engine::status_name(m.status);
             mj["incarnation"] = m.incarnation;
@@ -484,4 +477,4 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
       *parsed.request);
 }
 
-}  // namespace gw::dp
+}  // namespace gw::cp

@@ -17,7 +17,7 @@
 #include "crypto/wire_header.h"
 #include "dataplane/api/snapshot.h"
 
-namespace gw::dp {
+namespace gw::cp {
 
 struct ControlApiCounters {
   std::uint64_t requests = 0;
@@ -31,7 +31,7 @@ class ControlApi {
  public:
   struct Context {
     cp::EngineHost* host = nullptr;  // null when membership is disabled
-    SnapshotExchange* snapshots = nullptr;
+    dp::SnapshotExchange* snapshots = nullptr;
     crypto::Suite suite = crypto::Suite::kChaCha20Poly1305;
     // The full counter document (compact JSON), as --stats-json writes it.
     std::function<std::string()> stats_json;
@@ -81,7 +81,7 @@ class ControlApi {
 
 // The snapshot to publish after membership changed: same keys, the live
 // members' addresses as known sources.
-std::unique_ptr<DataplaneSnapshot> snapshot_with_members(const DataplaneSnapshot& current,
-                                                         const cp::engine::Engine& engine);
+std::unique_ptr<dp::DataplaneSnapshot> snapshot_with_members(const dp::DataplaneSnapshot& current,
+                                                             const cp::engine::Engine& engine);
 
-}  // namespace gw::dp
+}  // namespace gw::cp

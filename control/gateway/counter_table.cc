@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <iterator>
 
-#include "control/gateway/stats_json.h"
+#include "base/endpoint.h"
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 // ---- the families (docs/metrics.md lists them; their names are stable) ----
@@ -91,22 +91,23 @@ struct Field {
   std::string_view labels;  // fixed labels of the series, beside the context's (lcore, class)
 };
 
-constexpr Field<TxCounters> kTxFields[] = {
-    {"tx_packets", &TxCounters::tx_packets, &kTxPackets, ""},
-    {"tx_bytes", &TxCounters::tx_bytes, &kTxBytes, ""},
-    {"tx_drop_nic", &TxCounters::tx_drop_nic, &kTxNicDropped, ""},
-    {"tx_broadcast_unknown_mac", &TxCounters::tx_broadcast_unknown, &kTxBroadcast, ""},
+constexpr Field<dp::TxCounters> kTxFields[] = {
+    {"tx_packets", &dp::TxCounters::tx_packets, &kTxPackets, ""},
+    {"tx_bytes", &dp::TxCounters::tx_bytes, &kTxBytes, ""},
+    {"tx_drop_nic", &dp::TxCounters::tx_drop_nic, &kTxNicDropped, ""},
+    {"tx_broadcast_unknown_mac", &dp::TxCounters::tx_broadcast_unknown, &kTxBroadcast, ""},
 };
-static_assert(std::size(kTxFields) * sizeof(std::uint64_t) == sizeof(TxCounters), "a TxCounters field is not exported");
+static_assert(std::size(kTxFields) * sizeof(std::uint64_t) == sizeof(dp::TxCounters),
+              "a TxCounters field is not exported");
 
-constexpr Field<TxQueueCounters> kTxQueueFields[] = {
-    {"queued", &TxQueueCounters::queued, &kTxQueue, R"(result="queued")"},
-    {"drop_no_buffer", &TxQueueCounters::drop_no_buffer, &kTxQueue, R"(result="drop_no_buffer")"},
-    {"drop_ring_full", &TxQueueCounters::drop_ring_full, &kTxQueue, R"(result="drop_ring_full")"},
-    {"drop_too_large", &TxQueueCounters::drop_too_large, &kTxQueue, R"(result="drop_too_large")"},
-    {"drop_bad_endpoint", &TxQueueCounters::drop_bad_endpoint, &kTxQueue, R"(result="drop_bad_endpoint")"},
+constexpr Field<dp::TxQueueCounters> kTxQueueFields[] = {
+    {"queued", &dp::TxQueueCounters::queued, &kTxQueue, R"(result="queued")"},
+    {"drop_no_buffer", &dp::TxQueueCounters::drop_no_buffer, &kTxQueue, R"(result="drop_no_buffer")"},
+    {"drop_ring_full", &dp::TxQueueCounters::drop_ring_full, &kTxQueue, R"(result="drop_ring_full")"},
+    {"drop_too_large", &dp::TxQueueCounters::drop_too_large, &kTxQueue, R"(result="drop_too_large")"},
+    {"drop_bad_endpoint", &dp::TxQueueCounters::drop_bad_endpoint, &kTxQueue, R"(result="drop_bad_endpoint")"},
 };
-static_assert(std::size(kTxQueueFields) * sizeof(std::uint64_t) == sizeof(TxQueueCounters),
+static_assert(std::size(kTxQueueFields) * sizeof(std::uint64_t) == sizeof(dp::TxQueueCounters),
               "a TxQueueCounters field is not exported");
 
 // The shaper's counters per class (label class).
@@ -579,11 +580,11 @@ class Walk {
   void by_class(std::string_view key, const std::array<std::uint64_t, N>& by, const Family* family,
                 std::string_view ctx) {
     v_.open(key);
-    for (std::size_t c = 0; c < kClassNames.size(); ++c) {
+    for (std::size_t c = 0; c < dp::kClassNames.size(); ++c) {
       if (family != nullptr) {
-        counter(kClassNames[c], by[c], *family, ctx, label("class", kClassNames[c]));
+        counter(dp::kClassNames[c], by[c], *family, ctx, label("class", dp::kClassNames[c]));
       } else {
-        v_.number(kClassNames[c], by[c]);
+        v_.number(dp::kClassNames[c], by[c]);
       }
     }
     v_.close();
@@ -591,7 +592,7 @@ class Walk {
 
   // Worker counters: the verdicts and the guard tables' ageing and evictions
   // (not verdicts: no drop_ prefix).
-  void worker_counters(const WorkerCounters& c, std::string_view ctx, bool exported) {
+  void worker_counters(const dp::WorkerCounters& c, std::string_view ctx, bool exported) {
     const auto put = [&](std::string_view key, std::uint64_t value, const Family& f, std::string_view labels) {
       if (exported) {
         counter(key, value, f, ctx, labels);
@@ -600,18 +601,19 @@ class Walk {
       }
     };
     put("rx_total", c.rx_total, kRxPackets, "");
-    for (std::size_t i = 0; i < kVerdictCount; ++i) {
-      put(kVerdictNames[i], c.verdicts[i], kVerdictPackets, label("verdict", kVerdictNames[i]));
+    for (std::size_t i = 0; i < dp::kVerdictCount; ++i) {
+      put(dp::kVerdictNames[i], c.verdicts[i], kVerdictPackets, label("verdict", dp::kVerdictNames[i]));
     }
-    put(kReplayExpiredName, c.replay_table_expired, kReplayExpired, "");
-    put(kRateEvictName, c.ratelimit_table_evict, kTableEvictions, label("table", "ratelimit"));
-    put(kReplayEvictName, c.replay_table_evict, kTableEvictions, label("table", "replay"));
-    put(kReplayRebasedName, c.replay_window_rebased, kReplayRebased, "");
+    put(dp::kReplayExpiredName, c.replay_table_expired, kReplayExpired, "");
+    put(dp::kRateEvictName, c.ratelimit_table_evict, kTableEvictions, label("table", "ratelimit"));
+    put(dp::kReplayEvictName, c.replay_table_evict, kTableEvictions, label("table", "replay"));
+    put(dp::kReplayRebasedName, c.replay_window_rebased, kReplayRebased, "");
   }
 
   // Unkeyed packets by what the classifier named them; these add up to
   // drop_unkeyed.
-  void unkeyed(const WorkerCounters& c, const std::vector<std::string>* rules, std::string_view ctx, bool exported) {
+  void unkeyed(const dp::WorkerCounters& c, const std::vector<std::string>* rules, std::string_view ctx,
+               bool exported) {
     const auto put = [&](std::string_view rule, std::uint64_t value) {
       if (exported) {
         counter(rule, value, kUnkeyedPackets, ctx, label("rule", rule));
@@ -620,15 +622,15 @@ class Walk {
       }
     };
     v_.open("unkeyed");
-    const std::size_t n = rules != nullptr ? std::min(rules->size(), kUnkeyedRuleSlots) : 0;
+    const std::size_t n = rules != nullptr ? std::min(rules->size(), dp::kUnkeyedRuleSlots) : 0;
     for (std::size_t i = 0; i < n; ++i) put((*rules)[i], c.unkeyed_by_rule[i]);
-    put(kUnkeyedUnmatchedName, c.unkeyed_by_rule[kUnkeyedRuleSlots]);
-    put(kUnkeyedUnscannedName, c.unkeyed_unscanned);
+    put(dp::kUnkeyedUnmatchedName, c.unkeyed_by_rule[dp::kUnkeyedRuleSlots]);
+    put(dp::kUnkeyedUnscannedName, c.unkeyed_unscanned);
     v_.close();
   }
 
   // Beside the verdicts: ARP frames stay drop_not_gossip (dataplane/arp.h).
-  void arp(const WorkerCounters& c, std::string_view ctx, bool exported) {
+  void arp(const dp::WorkerCounters& c, std::string_view ctx, bool exported) {
     v_.open("arp");
     if (exported) {
       counter("replies", c.arp_replies, kArp, ctx, label("result", "replies"));
@@ -656,10 +658,10 @@ class Walk {
     }
     put("msg_decode_error", c.msg_decode_error, kDecodeErrors, "");
     put("msg_unknown", c.msg_unknown, kMessageUnknown, "");
-    put("handoff_drop_replay", c.once_refused[static_cast<std::size_t>(Once::kReplay)], kHandoffDropped,
+    put("handoff_drop_replay", c.once_refused[static_cast<std::size_t>(dp::Once::kReplay)], kHandoffDropped,
         label("reason", "replay"));
-    put("handoff_drop_replay_table_full", c.once_refused[static_cast<std::size_t>(Once::kTableFull)], kHandoffDropped,
-        label("reason", "replay_table_full"));
+    put("handoff_drop_replay_table_full", c.once_refused[static_cast<std::size_t>(dp::Once::kTableFull)],
+        kHandoffDropped, label("reason", "replay_table_full"));
     std::uint64_t mismatch = 0;
     for (const std::uint64_t n : c.class_drop_mismatch) mismatch += n;
     v_.number("class_drop_mismatch", mismatch);
@@ -714,8 +716,8 @@ class Walk {
     counter("drop_encode", m.host.drop_encode, kSealDropped, "", label("reason", "encode"));
     v_.open("shaper");
     for (std::size_t cls = 0; cls < crypto::kClassCount; ++cls) {
-      v_.open(kClassNames[cls]);
-      fields(m.shaper[cls], kShaperFields, label("class", kClassNames[cls]), true);
+      v_.open(dp::kClassNames[cls]);
+      fields(m.shaper[cls], kShaperFields, label("class", dp::kClassNames[cls]), true);
       v_.close();
     }
     v_.close();
@@ -762,8 +764,8 @@ class Walk {
               join(label("direction", "out"), label("type", type)));
     }
     for (std::size_t k = 0; k < c.broadcast_drop.size(); ++k) {
-      counter(std::string("broadcast_drop_") + std::string(kClassNames[k]), c.broadcast_drop[k], ef::kBroadcastsDropped,
-              "", label("class", kClassNames[k]));
+      counter(std::string("broadcast_drop_") + std::string(dp::kClassNames[k]), c.broadcast_drop[k],
+              ef::kBroadcastsDropped, "", label("class", dp::kClassNames[k]));
     }
     fields(c, kEngineFields, "", true);
     v_.close();
@@ -798,10 +800,10 @@ class Walk {
   }
 
   void all(const CounterSnapshot& s) {
-    WorkerCounters sum;
+    dp::WorkerCounters sum;
     for (const WorkerStats& w : s.workers) {
       sum.rx_total += w.counters.rx_total;
-      for (std::size_t v = 0; v < kVerdictCount; ++v) sum.verdicts[v] += w.counters.verdicts[v];
+      for (std::size_t v = 0; v < dp::kVerdictCount; ++v) sum.verdicts[v] += w.counters.verdicts[v];
       for (std::size_t c = 0; c < 4; ++c) sum.accepted_by_class[c] += w.counters.accepted_by_class[c];
       for (std::size_t i = 0; i < sum.unkeyed_by_rule.size(); ++i)
         sum.unkeyed_by_rule[i] += w.counters.unkeyed_by_rule[i];
@@ -872,7 +874,7 @@ class Walk {
 }  // namespace
 
 CounterSnapshot counter_snapshot(std::vector<WorkerStats> workers, unsigned control_lcore,
-                                 const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
+                                 const cp::ControlCounters& control, const dp::TxQueueCounters& tx_queue,
                                  const cp::EngineHost* host, bool include_members,
                                  std::optional<GatewaySections> gateway) {
   CounterSnapshot s;
@@ -895,7 +897,7 @@ CounterSnapshot counter_snapshot(std::vector<WorkerStats> workers, unsigned cont
     if (!include_members) continue;
     MembershipSnapshot::Member mm;
     mm.name = member.name.str();
-    mm.address = ip_text(member.addr().ip);
+    mm.address = base::ip_text(member.addr().ip);
     mm.port = member.addr().port;
     mm.status = member.status;
     mm.incarnation = member.incarnation;
@@ -912,4 +914,4 @@ CounterSnapshot counter_snapshot(std::vector<WorkerStats> workers, unsigned cont
 
 void walk_counters(const CounterSnapshot& s, CounterVisitor& v) { Walk(v).all(s); }
 
-}  // namespace gw::dp
+}  // namespace gw::cp

@@ -27,13 +27,13 @@
 #include "dataplane/api/counters.h"
 #include "dataplane/tx_path.h"
 
-namespace gw::dp {
+namespace gw::cp {
 
 struct WorkerStats {
   unsigned lcore = 0;
   unsigned queue = 0;
-  WorkerCounters counters;
-  TxCounters tx;
+  dp::WorkerCounters counters;
+  dp::TxCounters tx;
   // Names of the classifier's rules, in counter order (null: classifier off).
   const std::vector<std::string>* unkeyed_rules = nullptr;
 };
@@ -113,14 +113,14 @@ struct CounterSnapshot {
   std::vector<WorkerStats> workers;
   unsigned control_lcore = 0;
   cp::ControlCounters control;
-  TxQueueCounters tx_queue;
+  dp::TxQueueCounters tx_queue;
   std::optional<MembershipSnapshot> membership;  // none: membership disabled
   std::optional<GatewaySections> gateway;        // none: not a running gateway (tests, tools)
 };
 
 // Control lcore (or after the workers stopped). `host` may be null.
 CounterSnapshot counter_snapshot(std::vector<WorkerStats> workers, unsigned control_lcore,
-                                 const cp::ControlCounters& control, const TxQueueCounters& tx_queue,
+                                 const cp::ControlCounters& control, const dp::TxQueueCounters& tx_queue,
                                  const cp::EngineHost* host, bool include_members,
                                  std::optional<GatewaySections> gateway = std::nullopt);
 
@@ -158,4 +158,4 @@ class CounterVisitor {
 
 void walk_counters(const CounterSnapshot& s, CounterVisitor& v);
 
-}  // namespace gw::dp
+}  // namespace gw::cp

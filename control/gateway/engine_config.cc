@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "dataplane/guard.h"
+#include "base/clock.h"
 
 namespace gw::cp {
 
@@ -32,7 +32,7 @@ engine::EngineConfig engine_config(const config::Config& cfg, const dp::LocalEnd
   e.admit_burst = cfg.membership.admit_burst;
   // Seconds since the epoch: a restarted member always comes back with a
   // higher incarnation than any it used before, so its tombstone cannot hold it.
-  e.initial_incarnation = dp::unix_time_ns() / 1'000'000'000ULL;
+  e.initial_incarnation = base::unix_time_ns() / 1'000'000'000ULL;
   if (const std::string why = e.validate(); !why.empty()) throw std::invalid_argument("membership: " + why);
   return e;
 }

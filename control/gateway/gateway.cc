@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "config/keys.h"
 #include "config/loader.h"
 #include "control/api/server.h"
@@ -84,19 +85,19 @@ void check_lcores(const config::Config& cfg) {
 // up, so a socket in use or a port taken is reported before anything starts;
 // neither serves (no thread runs) until start().
 struct Listeners {
-  Listeners(const config::Config& cfg, dp::MetricsPublisher& metrics) {
+  Listeners(const config::Config& cfg, MetricsPublisher& metrics) {
     try {
       if (!cfg.control.socket.empty()) api = std::make_unique<api::ApiServer>(cfg.control.socket);
       if (cfg.metrics.prometheus_port != 0) {
-        prometheus = std::make_unique<dp::PrometheusServer>(metrics, cfg.metrics.prometheus_address,
-                                                            cfg.metrics.prometheus_port);
+        prometheus =
+            std::make_unique<PrometheusServer>(metrics, cfg.metrics.prometheus_address, cfg.metrics.prometheus_port);
       }
     } catch (const std::exception& e) {
       throw StartError(kExitUsage, e.what());
     }
   }
   std::unique_ptr<api::ApiServer> api;
-  std::unique_ptr<dp::PrometheusServer> prometheus;
+  std::unique_ptr<PrometheusServer> prometheus;
 };
 
 // The packet path's resources: the port, the handoff rings and the transmit
@@ -155,14 +156,14 @@ class Gateway {
         tx_queue_(dp_.port.tx_pool, dp_.tx_ring, s.ladder.local.ipv6) {
     start_workers();
     if (cfg_.membership.enabled) {
-      host_ =
-          std::make_unique<EngineHost>(engine_plan(cfg_, s.engine, s.ladder, snapshots_), tx_queue_, monotonic_ns());
+      host_ = std::make_unique<EngineHost>(engine_plan(cfg_, s.engine, s.ladder, snapshots_), tx_queue_,
+                                           base::monotonic_ns());
     }
     loop_ = std::make_unique<ControlLoop>(*dp_.rings, loop_plan(cfg_, o.defer_control), host_.get());
     wire_member_events();
     if (!cfg_.control.state_dir.empty())
       keyring_persister_ = std::make_unique<KeyringPersister>(cfg_.control.state_dir);
-    api_ = std::make_unique<dp::ControlApi>(api_context());
+    api_ = std::make_unique<ControlApi>(api_context());
     loop_->set_housekeeping([this](std::uint64_t now) { housekeeping(now); });
   }
 
@@ -180,8 +181,8 @@ class Gateway {
     if (svc_.event_runner != nullptr) svc_.event_runner->stop();  // waits for handlers, bounded by their timeout
 
     int status = 0;
-    const std::string json = dp::stats_json(counters(true), false);  // with the member list
-    if (!o_.stats_json.empty() && !dp::write_file_atomically(o_.stats_json, json)) {
+    const std::string json = stats_json(counters(true), false);  // with the member list
+    if (!o_.stats_json.empty() && !write_file_atomically(o_.stats_json, json)) {
       std::fprintf(stderr, "gossipgw: --stats-json: cannot write '%s': %s\n", o_.stats_json.c_str(),
                    std::strerror(errno));
       status = kExitRuntime;
@@ -211,7 +212,7 @@ class Gateway {
     wiring.idle_exit_tsc = rte_get_tsc_hz() / 1000 * o_.idle_exit_ms;
     wiring.freeze_clock_s = o_.freeze_clock_s;
     if (o_.freeze_clock_s == 0) {
-      wall_clock_.start(rte_get_tsc_hz(), rte_rdtsc(), dp::unix_time_ns());
+      wall_clock_.start(rte_get_tsc_hz(), rte_rdtsc(), base::unix_time_ns());
       wiring.wall_clock = &wall_clock_;
     }
     std::vector<const std::atomic<bool>*> done_flags;
@@ -254,12 +255,12 @@ class Gateway {
     });
   }
 
-  dp::ControlApi::Context api_context() {
-    dp::ControlApi::Context ctx;
+  ControlApi::Context api_context() {
+    ControlApi::Context ctx;
     ctx.host = host_.get();
     ctx.snapshots = &snapshots_;
     ctx.suite = config::resolve_suite(cfg_);
-    ctx.stats_json = [this] { return dp::stats_json(counters(false), true); };
+    ctx.stats_json = [this] { return stats_json(counters(false), true); };
     ctx.request_stop = [this] { svc_.stop_requested->store(true, std::memory_order_relaxed); };
     ctx.logs = svc_.logs;
     info_.cfg = &cfg_;
@@ -311,32 +312,32 @@ class Gateway {
 
   // Every counter at this moment. Worker counters are read live: each is one
   // aligned 64-bit word, so a reader sees an old or a new value, never a torn one.
-  dp::CounterSnapshot counters(bool include_members) const {
-    std::vector<dp::WorkerStats> live;
+  CounterSnapshot counters(bool include_members) const {
+    std::vector<WorkerStats> live;
     for (const auto& w : workers_) {
       live.push_back(
           {w->lcore, w->queue, w->counters, w->tx.counters, s_.classifier ? &s_.classifier->rule_names() : nullptr});
     }
-    return dp::counter_snapshot(std::move(live), rte_get_main_lcore(), loop_->counters(), tx_queue_.counters(),
-                                host_.get(), include_members, sections());
+    return counter_snapshot(std::move(live), rte_get_main_lcore(), loop_->counters(), tx_queue_.counters(), host_.get(),
+                            include_members, sections());
   }
 
   // The sections of the parts wired here (counter_table.h, GatewaySections).
-  dp::GatewaySections sections() const {
-    dp::GatewaySections g;
+  GatewaySections sections() const {
+    GatewaySections g;
     g.snapshots = {snapshots_.current().version, snapshots_.retained()};
     if (svc_.event_runner != nullptr) g.event_handler = svc_.event_runner->counters();
     if (hosts_file_ != nullptr) g.hosts_file = hosts_file_->counters();
-    if (cfg_.metrics.telemetry) g.telemetry = dp::TelemetryCounters{dp::telemetry_refused()};
+    if (cfg_.metrics.telemetry) g.telemetry = TelemetryCounters{telemetry_refused()};
     g.process.start_time_unix = s_.started_unix_s;
     g.port = {link_watch_.up() ? 1u : 0u, link_watch_.down_events()};
     rte_eth_stats es{};
     if (rte_eth_stats_get(dp_.port.port_id, &es) == 0) {
-      g.nic = dp::NicCounters{es.ipackets, es.opackets, es.imissed, es.ierrors, es.rx_nombuf, es.oerrors};
+      g.nic = NicCounters{es.ipackets, es.opackets, es.imissed, es.ierrors, es.rx_nombuf, es.oerrors};
     }
     if (keyring_persister_ != nullptr) g.keyring_state = keyring_persister_->counters();
     if (listeners_.api != nullptr)
-      g.control_api = dp::ControlApiSection{api::load(listeners_.api->counters()), api_->counters()};
+      g.control_api = ControlApiSection{api::load(listeners_.api->counters()), api_->counters()};
     return g;
   }
 
@@ -344,7 +345,7 @@ class Gateway {
     if (now >= next_clock_poll_ns_) {
       // The workers follow the wall clock's steps (dataplane/guard.h).
       next_clock_poll_ns_ = now + kClockPollNs;
-      const std::int64_t change = wall_clock_.poll(rte_rdtsc(), dp::unix_time_ns());
+      const std::int64_t change = wall_clock_.poll(rte_rdtsc(), base::unix_time_ns());
       if (change >= 1'000'000'000LL || change <= -1'000'000'000LL) {
         spdlog::warn("the wall clock was stepped by {:+.3f} s: the workers follow it (now {:+.3f} s from start)",
                      static_cast<double>(change) / 1e9, static_cast<double>(wall_clock_.step_ns()) / 1e9);
@@ -360,14 +361,14 @@ class Gateway {
     systemd_.poll(now, systemd_status_);
     if (listeners_.api != nullptr) {
       listeners_.api->serve_async([&](std::string_view line, const api::ApiServer::Reply& reply) {
-        api_->handle(line, now, unix_seconds(), reply);
+        api_->handle(line, now, base::unix_seconds(), reply);
       });
     }
     api_->poll(now);
     if (host_ != nullptr && host_->membership_version() != members_published_version_ && now >= next_members_ns_) {
       members_published_version_ = host_->membership_version();
       next_members_ns_ = now + kMembersRepublishNs;
-      snapshots_.publish(dp::snapshot_with_members(snapshots_.current(), host_->engine()));
+      snapshots_.publish(snapshot_with_members(snapshots_.current(), host_->engine()));
     }
     if (keyring_persister_ != nullptr) {
       keyring_persister_->sync(snapshots_.current().keys, snapshots_.current().key_material);
@@ -383,7 +384,7 @@ class Gateway {
     }
     if (export_metrics_ && now >= next_metrics_ns_) {
       next_metrics_ns_ = now + std::uint64_t{cfg_.metrics.interval_ms} * 1'000'000ULL;
-      svc_.metrics->publish(counters(false), std::uint64_t{unix_seconds()} * 1000ULL);
+      svc_.metrics->publish(counters(false), std::uint64_t{base::unix_seconds()} * 1000ULL);
     }
   }
 
@@ -408,7 +409,7 @@ class Gateway {
   bool hosts_dirty_ = false;
   std::unique_ptr<KeyringPersister> keyring_persister_;
   InfoSources info_;
-  std::unique_ptr<dp::ControlApi> api_;
+  std::unique_ptr<ControlApi> api_;
   SystemdNotifier systemd_;
   const std::string systemd_status_ = "cluster " + cfg_.cluster.name + " node " + cfg_.node.name + ": " +
                                       std::to_string(cfg_.lcores.workers.size()) + " worker(s) on port " +
@@ -424,7 +425,7 @@ class Gateway {
 Startup load_startup(const std::string& config_path, std::uint32_t freeze_clock_s) {
   Startup s;
   s.config_path = config_path;
-  s.started_unix_s = unix_seconds();
+  s.started_unix_s = base::unix_seconds();
   s.cfg = config::load_config(config_path);
   s.config_sha256 = file_sha256_hex(config_path);
   s.keyring = config::load_keyring(s.cfg, &s.key_material);
@@ -443,7 +444,7 @@ Startup load_startup(const std::string& config_path, std::uint32_t freeze_clock_
   // The restart watermark (docs/ladder.md): nothing sealed before this start
   // is accepted, whatever an earlier run of this gateway accepted.
   s.ladder.not_before_s =
-      freeze_clock_s != 0 ? freeze_clock_s : static_cast<std::uint32_t>(dp::unix_time_ns() / 1'000'000'000ULL);
+      freeze_clock_s != 0 ? freeze_clock_s : static_cast<std::uint32_t>(base::unix_time_ns() / 1'000'000'000ULL);
   s.classifier = dp::make_classifier(s.cfg);
   if (s.cfg.membership.enabled) s.engine = engine_config(s.cfg, s.ladder.local);
   return s;

@@ -65,7 +65,7 @@ struct RunOptions {
 
 struct Services {
   std::atomic<bool>* stop_requested = nullptr;  // set by signals and the API's stop
-  dp::MetricsPublisher* metrics = nullptr;
+  MetricsPublisher* metrics = nullptr;
   LogRing* logs = nullptr;
   events::EventRunner* event_runner = nullptr;  // null: no handler configured
 };

@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
+#include "base/clock.h"
 #include "config/keys.h"
-#include "control/host/control_loop.h"
 #include "control/version.h"
 #include "crypto/aes_gcm.h"
 
@@ -25,7 +25,7 @@ std::string info_json(const InfoSources& s) {
   j["config"] = s.config_path;
   j["config_sha256"] = s.config_sha256;
   j["started_unix"] = s.started_unix_s;
-  j["uptime_s"] = unix_seconds() - s.started_unix_s;
+  j["uptime_s"] = base::unix_seconds() - s.started_unix_s;
   j["driver"] = s.driver;
   j["workers"] = s.workers;
   if (s.host != nullptr) {

@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   auto log_ring = install_logger(opt.log_level.empty() ? cfg.log.level : opt.log_level);
 
   // Telemetry callbacks read it until EAL cleanup: it lives as long as main.
-  static gw::dp::MetricsPublisher metrics;
+  static gw::cp::MetricsPublisher metrics;
   metrics.set_build_info(GW_VERSION, GW_COMMIT);
 
   // Event handlers run from their own thread, started before EAL pins this
@@ -209,7 +209,7 @@ int main(int argc, char** argv) {
 
   if (const int refused = start_eal(opt.eal_argv)) return refused;
   install_signal_handlers(cfg.membership.leave_timeout_ms / 1000 + 1 + kStopMarginS);
-  if (cfg.metrics.telemetry && !gw::dp::register_telemetry(&metrics, cfg.node.name)) {
+  if (cfg.metrics.telemetry && !gw::cp::register_telemetry(&metrics, cfg.node.name)) {
     spdlog::warn("DPDK telemetry: could not register /gossipgw/* commands (is telemetry disabled?)");
   }
 

@@ -9,7 +9,7 @@
 #include <map>
 #include <stdexcept>
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 class Builder final : public CounterVisitor {
@@ -228,4 +228,4 @@ bool register_telemetry(const MetricsPublisher* publisher, std::string node_name
   return rc == 0;
 }
 
-}  // namespace gw::dp
+}  // namespace gw::cp

@@ -23,7 +23,7 @@
 
 #include "control/gateway/counter_table.h"
 
-namespace gw::dp {
+namespace gw::cp {
 
 struct MetricSample {
   std::string labels;  // `a="x",b="y"` (empty: none)
@@ -137,4 +137,4 @@ std::uint64_t telemetry_refused();
 // (which must outlive EAL cleanup). Returns false if registration failed.
 bool register_telemetry(const MetricsPublisher* publisher, std::string node_name);
 
-}  // namespace gw::dp
+}  // namespace gw::cp

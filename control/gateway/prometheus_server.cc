@@ -25,7 +25,7 @@
 
 #include "control/gateway/metrics.h"
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 std::uint64_t now_ms() {
@@ -299,4 +299,4 @@ PrometheusServer::~PrometheusServer() {
 
 const PrometheusServer::Counters& PrometheusServer::counters() const noexcept { return impl_->counters; }
 
-}  // namespace gw::dp
+}  // namespace gw::cp

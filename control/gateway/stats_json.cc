@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -48,24 +48,11 @@ std::string stats_json(const CounterSnapshot& snapshot, bool compact) {
 }
 
 std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control_lcore,
-                       const cp::ControlCounters& control, const TxQueueCounters& tx_queue, const cp::EngineHost* host,
-                       bool compact, bool include_members, const std::optional<GatewaySections>& gateway) {
+                       const cp::ControlCounters& control, const dp::TxQueueCounters& tx_queue,
+                       const cp::EngineHost* host, bool compact, bool include_members,
+                       const std::optional<GatewaySections>& gateway) {
   return stats_json(counter_snapshot(workers, control_lcore, control, tx_queue, host, include_members, gateway),
                     compact);
-}
-
-std::string ip_text(std::span<const std::uint8_t> ip) {
-  char buf[64] = "";
-  if (ip.size() == 4) {
-    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);
-    return buf;
-  }
-  std::string s;
-  for (std::size_t i = 0; i + 1 < ip.size(); i += 2) {
-    std::snprintf(buf, sizeof buf, "%s%x", i == 0 ? "" : ":", (ip[i] << 8) | ip[i + 1]);
-    s += buf;
-  }
-  return s;
 }
 
 bool write_file_atomically(const std::string& path, const std::string& text) {
@@ -80,4 +67,4 @@ bool write_file_atomically(const std::string& path, const std::string& text) {
   return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
-}  // namespace gw::dp
+}  // namespace gw::cp

@@ -9,7 +9,7 @@
 
 #include "control/gateway/counter_table.h"
 
-namespace gw::dp {
+namespace gw::cp {
 
 // The JSON text of a snapshot (stable key order, documented in README.md):
 // pretty-printed with a final newline, or compact on one line.
@@ -17,14 +17,11 @@ std::string stats_json(const CounterSnapshot& snapshot, bool compact = false);
 
 // The same from the counter structs. `host` may be null (membership disabled).
 std::string stats_json(const std::vector<WorkerStats>& workers, unsigned control_lcore,
-                       const cp::ControlCounters& control, const TxQueueCounters& tx_queue, const cp::EngineHost* host,
-                       bool compact = false, bool include_members = true,
+                       const cp::ControlCounters& control, const dp::TxQueueCounters& tx_queue,
+                       const cp::EngineHost* host, bool compact = false, bool include_members = true,
                        const std::optional<GatewaySections>& gateway = std::nullopt);
-
-// Dotted-quad or RFC 5952-ish hex groups for a 4- or 16-byte address.
-std::string ip_text(std::span<const std::uint8_t> ip);
 
 // Writes `text` to `path` atomically (temporary file + rename); false on error.
 bool write_file_atomically(const std::string& path, const std::string& text);
 
-}  // namespace gw::dp
+}  // namespace gw::cp

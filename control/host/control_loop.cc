@@ -9,17 +9,6 @@ namespace {
 constexpr std::size_t kChunk = 64;
 }  // namespace
 
-std::uint64_t monotonic_ns() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
-
-std::uint32_t unix_seconds() {
-  return static_cast<std::uint32_t>(
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
-
 std::size_t ControlLoop::poll_once(std::uint64_t now_ns) {
   std::array<dp::Handoff, kChunk> items;
   std::size_t total = 0;
@@ -59,7 +48,7 @@ void ControlLoop::run(const StopControl& stop) {
   while (options_.defer_until_inputs_idle && !stop.inputs_idle() && !stop.requested->load(std::memory_order_relaxed)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  if (host_ != nullptr) host_->start(monotonic_ns(), unix_seconds());
+  if (host_ != nullptr) host_->start(base::monotonic_ns(), base::unix_seconds());
 
   bool stopping = false;
   std::uint64_t stop_deadline = 0;
@@ -67,16 +56,16 @@ void ControlLoop::run(const StopControl& stop) {
     // Read "done" before the pass: if the producers had finished and the pass
     // then found nothing, nothing can arrive later.
     const bool done = source_.producers_done();
-    const std::uint64_t now = monotonic_ns();
+    const std::uint64_t now = base::monotonic_ns();
     const std::size_t n = poll_once(now);
-    if (host_ != nullptr) host_->poll(now, unix_seconds());
+    if (host_ != nullptr) host_->poll(now, base::unix_seconds());
     if (housekeeping_) housekeeping_(now);
 
     if (!stopping && (stop.requested->load(std::memory_order_relaxed) || stop.inputs_idle())) {
       // Leave before the workers stop: they carry the leave out.
       stopping = true;
       stop_deadline = now + options_.leave_timeout_ns;
-      if (host_ != nullptr) host_->begin_leave(now, unix_seconds());
+      if (host_ != nullptr) host_->begin_leave(now, base::unix_seconds());
     }
     if (stopping && !stop.workers_stop->load(std::memory_order_relaxed) &&
         (host_ == nullptr || host_->leave_done() || now >= stop_deadline)) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "base/clock.h"
 #include "config/config.h"
 #include "control/host/engine_host.h"
 #include "control/host/message_stats.h"
@@ -63,9 +64,5 @@ class ControlLoop {
   ControlCounters counters_;
   std::function<void(std::uint64_t)> housekeeping_;
 };
-
-// The clocks the host uses: monotonic ns for timers, Unix seconds for headers.
-std::uint64_t monotonic_ns();
-std::uint32_t unix_seconds();
 
 }  // namespace gw::cp

@@ -13,9 +13,9 @@ namespace gw::cp {
 
 EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t now_ns)
     : options_(std::move(options)),
-      shaper_(options_.shaper, sink, now_ns),
+      sink_(sink),
+      shaper_(options_.shaper, sink_, now_ns),
       engine_(std::make_unique<engine::Engine>(options_.engine, options_.rng_seed, now_ns)),
-      sealed_(crypto::kHeaderBytes + 0xFFFF),
       key_change_(
           {options_.snapshots, options_.keys, options_.suite, options_.started_unix_ns, now_ns, options_.operator_key,
            options_.cluster_id},
@@ -108,15 +108,20 @@ EngineHost::Sent EngineHost::seal_and_submit(const engine::Address& to, crypto::
   // Bound to its receiver (issue 17): only `to` can open it.
   const crypto::SealParams params{options_.cluster_id, cls, unix_s,
                                   crypto::receiver_of(to.ip.data(), to.ip.size(), to.port)};
+  // Sealed straight into the buffer the shaper will queue.
+  SealedBytes buffer = sink_.take(crypto::kHeaderBytes + plain.size() + crypto::kTagBytes);
   const std::size_t n =
-      crypto::seal_datagram(*key, params, nonces_, plain.data(), plain.size(), sealed_.data(), sealed_.size());
+      crypto::seal_datagram(*key, params, nonces_, plain.data(), plain.size(), buffer.data(), buffer.size());
   if (n == 0) {
     ++counters_.drop_encode;
+    sink_.recycle(buffer);
     return Sent::kNotSealed;
   }
   ++counters_.sealed;
   // The shaper counts what it defers and drops, by class.
-  return shaper_.submit(to_endpoint(to), cls, sealed_.data(), n, now_ns) ? Sent::kQueued : Sent::kDropped;
+  if (shaper_.submit(to_endpoint(to), cls, std::move(buffer), n, now_ns)) return Sent::kQueued;
+  sink_.recycle(buffer);  // refused: still ours
+  return Sent::kDropped;
 }
 
 void EngineHost::begin_leave(std::uint64_t now_ns, std::uint32_t unix_s) {

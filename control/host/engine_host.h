@@ -59,6 +59,46 @@ struct ProbeRtt {
   }
 };
 
+// A sealed datagram's bytes, as the shaper queues them (the first `bytes`
+// the shaper was told are the datagram; a reused buffer may be longer).
+using SealedBytes = std::vector<std::uint8_t>;
+using HostShaper = EgressShaper<SealedBytes>;
+
+// The host's shaper sink: sealed bytes out to the transmit path, and every
+// buffer back into a small pool, so that sealing writes straight into the
+// buffer the shaper queues (no copy into the shaper) and, once the pool has
+// grown, nothing is allocated per datagram.
+class SealedSink final : public ShaperSink<SealedBytes> {
+ public:
+  static constexpr std::size_t kSpareBuffers = 64;
+  explicit SealedSink(dp::DatagramSink& out) : out_(out) { spare_.reserve(kSpareBuffers); }
+  bool send(const dp::Endpoint& to, crypto::PriorityClass cls, SealedBytes& b, std::size_t bytes) noexcept override {
+    const bool ok = out_.send(to, cls, b.data(), bytes);
+    recycle(b);
+    return ok;
+  }
+  void evicted(crypto::PriorityClass, SealedBytes& b) noexcept override { recycle(b); }
+  // Control lcore only. A buffer of at least `bytes` for the next datagram.
+  SealedBytes take(std::size_t bytes) {
+    SealedBytes b;
+    if (!spare_.empty()) {
+      b = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    // Never shrunk: a reused buffer is zeroed only where it grows.
+    if (b.size() < bytes) b.resize(bytes);
+    return b;
+  }
+  // Control lcore only. Keeps `b` for reuse (up to kSpareBuffers; the rest are freed).
+  void recycle(SealedBytes& b) noexcept {
+    if (spare_.size() < kSpareBuffers) spare_.push_back(std::move(b));  // reserved: never allocates
+  }
+
+ private:
+  dp::DatagramSink& out_;
+  std::vector<SealedBytes> spare_;
+};
+
 class EngineHost {
  public:
   struct Options {
@@ -107,7 +147,7 @@ class EngineHost {
   }
   const EngineHostCounters& counters() const noexcept { return counters_; }
   const ProbeRtt& probe_rtt() const noexcept { return probe_rtt_; }
-  const EgressShaper& shaper() const noexcept { return shaper_; }
+  const HostShaper& shaper() const noexcept { return shaper_; }
 
   // Member events for local consumers (MemberEventLog): each is logged,
   // counted and the most recent kRecentEvents kept.
@@ -158,11 +198,11 @@ class EngineHost {
 
   std::uint32_t join_rounds_logged_ = 1;  // the first round is logged by start()
   Options options_;
-  EgressShaper shaper_;
+  SealedSink sink_;
+  HostShaper shaper_;
   std::unique_ptr<engine::Engine> engine_;
   crypto::NonceSource nonces_;
   std::vector<std::uint8_t> plain_;
-  std::vector<std::uint8_t> sealed_;
   // What flush() and poll() drain the engine into: storage traded with the
   // engine (Engine::take_outbox), so the control lcore allocates none for it
   // per pass once both have grown.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/endpoint.h"
+
 namespace gw::perf {
 namespace {
 
@@ -66,14 +68,12 @@ void pad_to_minimum(Frame& f) {
 }  // namespace
 
 std::optional<IpAddr> parse_ip(std::string_view text) {
-  const std::string s(text);
+  const std::optional<base::IpBytes> parsed = base::parse_ip(text);
+  if (!parsed) return std::nullopt;
   IpAddr ip;
-  if (::inet_pton(AF_INET, s.c_str(), ip.bytes.data()) == 1) return ip;
-  if (::inet_pton(AF_INET6, s.c_str(), ip.bytes.data()) == 1) {
-    ip.v6 = true;
-    return ip;
-  }
-  return std::nullopt;
+  ip.v6 = parsed->size() == 16;
+  std::copy(parsed->begin(), parsed->end(), ip.bytes.begin());
+  return ip;
 }
 
 std::string format_ip(const IpAddr& ip) {

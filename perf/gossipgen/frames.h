@@ -46,7 +46,7 @@ struct IpAddr {
   bool operator==(const IpAddr&) const = default;
 };
 
-// Parses an IPv4 or IPv6 literal; nullopt if it is neither.
+// Parses an IPv4 or IPv6 literal (base::parse_ip); nullopt if it is neither.
 std::optional<IpAddr> parse_ip(std::string_view text);
 std::string format_ip(const IpAddr& ip);
 

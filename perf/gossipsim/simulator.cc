@@ -95,61 +95,23 @@ enum class State : std::uint8_t { kNotStarted, kUp, kDown };
 
 class Simulator;
 
+// What a member's shaper queues: the messages of one datagram (its size the
+// shaper knows) and, with Scenario::decode_at_receiver, their codec bytes.
+struct Parcel {
+  Compound messages;
+  std::vector<std::uint8_t> bytes;
+};
+using Shaper = cp::EgressShaper<Parcel>;
+
 // What a member's shaper transmits goes onto the virtual network.
-class NodeSink final : public dp::DatagramSink {
+class NodeSink final : public cp::ShaperSink<Parcel> {
  public:
   NodeSink(Simulator& sim, std::uint32_t node) : sim_(sim), node_(node) {}
-  bool send(const dp::Endpoint& to, crypto::PriorityClass cls, const std::uint8_t* datagram,
-            std::size_t len) noexcept override;
+  bool send(const dp::Endpoint& to, crypto::PriorityClass cls, Parcel& parcel, std::size_t len) noexcept override;
 
  private:
   Simulator& sim_;
   std::uint32_t node_;
-};
-
-// A datagram waiting in a shaper: its wire size, and the messages it carries.
-struct Queued {
-  std::uint32_t len = 0;
-  Compound messages;
-};
-
-// A FIFO of queued datagrams without std::deque's per-instance allocation.
-class SizeFifo {
- public:
-  bool empty() const { return head_ == v_.size(); }
-  std::size_t size() const { return v_.size() - head_; }
-  std::uint32_t front() const { return v_[head_].len; }
-  Queued& front_item() { return v_[head_]; }
-  void push_back(Queued x) { v_.push_back(std::move(x)); }
-  void pop_back() {
-    if (!empty()) v_.pop_back();
-  }
-  void pop_front() {
-    if (empty()) return;
-    v_[head_].messages = Compound{};
-    if (++head_ == v_.size()) {
-      v_.clear();
-      head_ = 0;
-    }
-  }
-  void clear() {
-    v_.clear();
-    head_ = 0;
-  }
-
- private:
-  std::vector<Queued> v_;
-  std::size_t head_ = 0;
-};
-
-// The simulator's own copy of a shaper's token count and per-class queue of
-// sizes, kept from what it submits, what the shaper drops and what reaches the
-// sink. It only tells when to call release() next (when the head datagram
-// becomes affordable); the shaper alone decides what goes.
-struct ShaperMirror {
-  double tokens = 0;
-  std::uint64_t last_ns = 0;
-  std::array<SizeFifo, crypto::kClassCount> queues;
 };
 
 struct TypeCount {
@@ -161,8 +123,7 @@ struct TypeCount {
 struct Node {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<NodeSink> sink;  // declared before the shaper: outlives it
-  std::unique_ptr<cp::EgressShaper> shaper;
-  ShaperMirror mirror;
+  std::unique_ptr<Shaper> shaper;
   State state = State::kNotStarted;
   bool departed = false;  // crashed or leaving: it should leave every view
   bool stall_prone = false;
@@ -177,6 +138,8 @@ struct Node {
   // Something was submitted to the shaper or released since arm_release last
   // looked (or the shaper is new).
   bool shaper_changed = true;
+  // The shaper had datagrams waiting when arm_release last looked.
+  bool shaper_waiting = false;
   std::uint64_t bytes_out = 0;    // wire
   std::uint64_t payload_out = 0;  // codec
   std::uint64_t packets_out = 0;
@@ -417,11 +380,9 @@ class Simulator {
     const cp::ShaperConfig shaper{sc_.network.egress_bytes_per_s, sc_.network.egress_burst_bytes,
                                   sc_.network.egress_queue_bytes};
     n.sink = std::make_unique<NodeSink>(*this, i);
-    n.shaper = std::make_unique<cp::EgressShaper>(shaper, *n.sink, now_);
+    n.shaper = std::make_unique<Shaper>(shaper, *n.sink, now_);
     n.shaper_changed = true;
-    n.mirror.tokens = static_cast<double>(shaper.burst_bytes);
-    n.mirror.last_ns = now_;
-    for (SizeFifo& q : n.mirror.queues) q.clear();
+    n.shaper_waiting = false;
     const std::vector<Address> seeds = pick_seeds(i, restart);
     if (!seeds.empty()) n.engine->join(seeds, now_);
     if (i >= n_steady_) {
@@ -510,7 +471,7 @@ class Simulator {
     n.engine.reset();  // a phantom storm must not keep 41,000 dead engines
     n.shaper.reset();  // its queue dies with it
     n.sink.reset();
-    for (SizeFifo& q : n.mirror.queues) q.clear();
+    n.shaper_waiting = false;
     n.release_at = kNever;
     for (std::uint32_t slot : n.inbox) free_slot(slot);
     n.inbox.clear();
@@ -628,79 +589,40 @@ class Simulator {
     free_.push_back(s);
   }
 
-  void mirror_refill(Node& n) {
-    ShaperMirror& m = n.mirror;
-    if (now_ <= m.last_ns) return;
-    const double earned =
-        static_cast<double>(now_ - m.last_ns) * static_cast<double>(sc_.network.egress_bytes_per_s) / 1e9;
-    m.tokens = std::min(m.tokens + earned, static_cast<double>(sc_.network.egress_burst_bytes));
-    m.last_ns = now_;
-  }
-
-  // The engine's datagram, sealed-sized (header and tag as zeros around the
-  // codec bytes), into the member's shaper.
+  // The engine's datagram, sealed-sized (its exact codec size with the
+  // header and tag), into the member's shaper.
   void send(std::uint32_t i, Outgoing&& out) {
     Node& n = nodes_[i];
     ++r_.datagrams_sent;
-    // Its exact codec size; the bytes themselves only when the receiver
-    // decodes them (else the shaper carries zeros of that length).
-    std::size_t len;
+    // The codec bytes themselves only when the receiver decodes them.
+    Parcel parcel{std::move(out.messages), {}};
+    std::size_t codec_bytes;
     if (sc_.decode_at_receiver) {
-      wire_.assign(crypto::kHeaderBytes, 0);
-      cp::encode_append(out.messages, wire_);
-      wire_.resize(wire_.size() + crypto::kTagBytes, 0);
-      len = wire_.size();
+      cp::encode_append(parcel.messages, parcel.bytes);
+      codec_bytes = parcel.bytes.size();
     } else {
-      len = crypto::kHeaderBytes + cp::encoded_size(out.messages) + crypto::kTagBytes;
-      if (wire_.size() < len) wire_.resize(len, 0);
+      codec_bytes = cp::encoded_size(parcel.messages);
     }
-    const Address to = out.to;
-    r_.max_datagram_bytes = std::max<std::uint64_t>(r_.max_datagram_bytes, len - kWireOverheadBytes);
-    const crypto::PriorityClass cls = out.priority;
-    const auto c = static_cast<std::size_t>(cls);
-    std::array<std::uint64_t, crypto::kClassCount> dropped{};
-    for (std::size_t k = 0; k < crypto::kClassCount; ++k) dropped[k] = n.shaper->counters()[k].dropped;
-    // Before submitting: it may go at once.
-    n.mirror.queues[c].push_back(Queued{static_cast<std::uint32_t>(len), std::move(out.messages)});
-    const bool ok = n.shaper->submit(cp::to_endpoint(to), cls, wire_.data(), len, now_);
+    const std::size_t len = codec_bytes + kWireOverheadBytes;
+    r_.max_datagram_bytes = std::max<std::uint64_t>(r_.max_datagram_bytes, codec_bytes);
+    n.shaper->submit(cp::to_endpoint(out.to), out.priority, std::move(parcel), len, now_);
     n.shaper_changed = true;
-    for (std::size_t k = 0; k < crypto::kClassCount; ++k) {
-      std::uint64_t evicted = n.shaper->counters()[k].dropped - dropped[k];
-      if (!ok && k == c) evicted -= 1;  // the newcomer refused, counted below
-      for (; evicted > 0; --evicted) n.mirror.queues[k].pop_back();
-    }
-    if (!ok) n.mirror.queues[c].pop_back();
   }
 
-  // Arms a release for when the head datagram (first class with one waiting)
-  // becomes affordable, as the gateway's control loop would find on its next pass.
+  // Arms a release for when the shaper's head datagram becomes affordable,
+  // as the gateway's control loop would find on its next pass.
   void arm_release(std::uint32_t i) {
     Node& n = nodes_[i];
     if (!n.shaper) return;
-    // Nothing submitted or released since the last look, which left nothing
-    // queued: this one would find the same (no mismatch, nothing to arm), and
-    // reading the shaper is a cache miss on every event of ten thousand members.
-    if (!n.shaper_changed &&
-        std::all_of(n.mirror.queues.begin(), n.mirror.queues.end(), [](const SizeFifo& q) { return q.empty(); }))
-      return;
+    // Nothing submitted or released since the last look, which found nothing
+    // waiting: this one would find the same, and reading the shaper is a cache
+    // miss on every event of ten thousand members.
+    if (!n.shaper_changed && !n.shaper_waiting) return;
     n.shaper_changed = false;
-    for (std::size_t c = 0; c < crypto::kClassCount; ++c)
-      if (n.mirror.queues[c].size() != n.shaper->queued(static_cast<crypto::PriorityClass>(c)))
-        ++r_.shaper_mirror_mismatches;
-    if (n.shaper->queued_bytes() == 0) return;
-    std::uint64_t wait = 1'000'000;  // fallback: 1 ms steps if the mirror knows no head
-    const std::uint64_t rate = sc_.network.egress_bytes_per_s;
-    for (const SizeFifo& q : n.mirror.queues) {
-      if (q.empty()) continue;
-      if (rate == 0) break;
-      mirror_refill(n);
-      const double need = std::min(static_cast<double>(q.front()), static_cast<double>(sc_.network.egress_burst_bytes));
-      const double deficit = need - n.mirror.tokens;
-      wait = deficit <= 0 ? 0 : static_cast<std::uint64_t>(std::ceil(deficit * 1e9 / static_cast<double>(rate)));
-      wait = std::max<std::uint64_t>(wait + 1, 1000);  // never a busy loop on rounding
-      break;
-    }
-    const std::uint64_t at = now_ + wait;
+    const std::uint64_t next = n.shaper->next_release_ns(now_);
+    n.shaper_waiting = next != Shaper::kNever;
+    if (!n.shaper_waiting) return;
+    const std::uint64_t at = std::max<std::uint64_t>(next, now_ + 1000);  // never a busy loop on rounding
     if (n.release_at != kNever && n.release_at >= now_ && n.release_at <= at) return;
     n.release_at = at;
     push(at, Kind::kRelease, i);
@@ -718,17 +640,8 @@ class Simulator {
 
  public:
   // A datagram leaves member i's shaper now: onto the virtual network.
-  void on_wire(std::uint32_t i, const dp::Endpoint& to_ep, crypto::PriorityClass cls, const std::uint8_t* data,
-               std::size_t len) {
+  void on_wire(std::uint32_t i, const dp::Endpoint& to_ep, Parcel& parcel, std::size_t len) {
     Node& n = nodes_[i];
-    SizeFifo& queue = n.mirror.queues[static_cast<std::size_t>(cls)];
-    Compound messages = queue.empty() ? Compound{} : std::move(queue.front_item().messages);
-    queue.pop_front();
-    if (sc_.network.egress_bytes_per_s != 0) {
-      mirror_refill(n);
-      n.mirror.tokens -= static_cast<double>(len);
-    }
-    const std::uint8_t* payload = data + crypto::kHeaderBytes;
     const std::size_t plen = len - kWireOverheadBytes;
     n.bytes_out += len;
     n.payload_out += plen;
@@ -737,7 +650,7 @@ class Simulator {
     r_.bytes_sent += len;
     r_.payload_bytes_sent += plen;
     ++r_.datagrams_on_wire;
-    if (steady(i) && n.marked) charge_types(type_counts_[i], messages);
+    if (steady(i) && n.marked) charge_types(type_counts_[i], parcel.messages);
     const auto to = index_of(to_ep);
     if (!to || *to >= nodes_.size()) return;
     if ((sc_.network.loss > 0 && uniform01() < sc_.network.loss) || partitioned(i, *to)) {
@@ -745,8 +658,8 @@ class Simulator {
       return;
     }
     const std::uint32_t slot = alloc_slot();
-    if (sc_.decode_at_receiver) pool_[slot].bytes.assign(payload, payload + plen);
-    pool_[slot].messages = std::move(messages);
+    if (sc_.decode_at_receiver) pool_[slot].bytes = std::move(parcel.bytes);
+    pool_[slot].messages = std::move(parcel.messages);
     pool_[slot].from = i;
     const double jitter = -std::log1p(-uniform01()) * static_cast<double>(sc_.network.latency_jitter_ns);
     const std::uint64_t at = now_ + sc_.network.latency_base_ns + static_cast<std::uint64_t>(jitter);
@@ -1229,7 +1142,6 @@ class Simulator {
   std::vector<std::uint64_t> prev_payload_ = std::vector<std::uint64_t>(nodes_.size(), 0);
   std::vector<std::array<TypeCount, kTypes>> type_counts_ = std::vector<std::array<TypeCount, kTypes>>(n_steady_);
   std::vector<std::uint32_t> views_;
-  std::vector<std::uint8_t> wire_;
   std::vector<Batch> batches_;
   std::uint64_t last_phantom_death_ = 0;
   std::uint64_t prev_suspicions_ = 0;
@@ -1255,9 +1167,8 @@ class Simulator {
   Results r_;
 };
 
-bool NodeSink::send(const dp::Endpoint& to, crypto::PriorityClass cls, const std::uint8_t* datagram,
-                    std::size_t len) noexcept {
-  sim_.on_wire(node_, to, cls, datagram, len);
+bool NodeSink::send(const dp::Endpoint& to, crypto::PriorityClass, Parcel& parcel, std::size_t len) noexcept {
+  sim_.on_wire(node_, to, parcel, len);
   return true;
 }
 

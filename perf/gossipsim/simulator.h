@@ -163,9 +163,6 @@ struct Results {
   std::uint64_t urgent_drops = 0;
   std::array<std::uint64_t, 4> egress_drops = {};     // shaper drops by class
   std::array<std::uint64_t, 4> egress_deferred = {};  // shaper: datagrams that had to wait
-  // Times the simulator's record of a shaper's queues disagreed with the shaper
-  // (it schedules release() calls from it); 0 unless the shaper's rules change.
-  std::uint64_t shaper_mirror_mismatches = 0;
   std::uint64_t outbox_drops = 0;
   std::uint64_t budget_violations = 0;  // node-intervals above the egress budget
 

@@ -9,8 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view head(reinterpret_cast<const char*>(data), size);
-  const gw::dp::HttpAsk a = gw::dp::parse_http_request(head);
-  if (a.what == gw::dp::HttpAsk::What::kMetrics && !(head.starts_with("GET /metrics") || head.starts_with("HEAD /metrics"))) {
+  const gw::cp::HttpAsk a = gw::cp::parse_http_request(head);
+  if (a.what == gw::cp::HttpAsk::What::kMetrics && !(head.starts_with("GET /metrics") || head.starts_with("HEAD /metrics"))) {
     std::abort();
   }
   if (a.head_only && !head.starts_with("HEAD")) std::abort();

@@ -22,6 +22,7 @@
 #include <system_error>
 #include <utility>
 
+#include "base/clock.h"
 #include "control/host/events/member_line.h"
 
 extern char** environ;
@@ -37,11 +38,7 @@ constexpr int kFallbackPollMs = 20;
 // Member names shown in one log line.
 constexpr std::size_t kLogNames = 8;
 
-std::uint64_t steady_ns() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
+std::uint64_t steady_ns() { return base::monotonic_ns(); }
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);

@@ -809,10 +809,9 @@ TEST(ConfigLoaderMembership, DefaultsAndEveryField) {
   EXPECT_FALSE(c.membership.enabled);
   EXPECT_EQ(c.membership.preset, "local");
   ASSERT_EQ(c.membership.seeds.size(), 2u);
-  EXPECT_EQ(c.membership.seeds[0].ip, "10.0.0.2");
-  EXPECT_EQ(c.membership.seeds[0].port, 7946);
-  EXPECT_EQ(c.membership.seeds[1].ip, "fd00::2");
-  EXPECT_EQ(c.membership.seeds[1].port, 8000);
+  EXPECT_EQ(c.membership.seeds[0], (base::Address{{10, 0, 0, 2}, 7946}));
+  EXPECT_EQ(c.membership.seeds[1], (base::Address{*base::parse_ip("fd00::2"), 8000}));
+  EXPECT_EQ(c.membership.seeds[1].ip.size(), 16u);
   ASSERT_EQ(c.membership.tags.size(), 2u);
   EXPECT_EQ(c.membership.tags[0], (std::pair<std::string, std::string>{"role", "control-plane"}));
   EXPECT_EQ(c.membership.leave_timeout_ms, 500u);

@@ -13,7 +13,7 @@
 
 #include "crypto/keys.h"
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 using Json = nlohmann::json;
@@ -38,12 +38,12 @@ class ControlApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(crypto::init());
-    auto first = std::make_unique<DataplaneSnapshot>();
+    auto first = std::make_unique<dp::DataplaneSnapshot>();
     const crypto::Key k1(key_bytes(1), crypto::Suite::kChaCha20Poly1305);
     first->keys.add(k1, true);
     first->key_material[k1.id()] = key_bytes(1);
     k1_ = k1.id();
-    snapshots_ = std::make_unique<SnapshotExchange>(1, std::move(first));
+    snapshots_ = std::make_unique<dp::SnapshotExchange>(1, std::move(first));
     ControlApi::Context ctx;
     ctx.snapshots = snapshots_.get();
     ctx.suite = crypto::Suite::kChaCha20Poly1305;
@@ -59,7 +59,7 @@ class ControlApiTest : public ::testing::Test {
     return Json::parse(out);
   }
 
-  std::unique_ptr<SnapshotExchange> snapshots_;
+  std::unique_ptr<dp::SnapshotExchange> snapshots_;
   std::unique_ptr<ControlApi> api_;
   std::uint32_t k1_ = 0;
   int stops_ = 0;
@@ -131,4 +131,4 @@ TEST_F(ControlApiTest, NodeKeyChangesPublishASnapshotEachAndAreIdempotent) {
 }
 
 }  // namespace
-}  // namespace gw::dp
+}  // namespace gw::cp

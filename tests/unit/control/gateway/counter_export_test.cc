@@ -26,7 +26,7 @@
 #error "GW_COUNTER_GOLDEN_DIR: the directory of the golden files"
 #endif
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 // Every 64-bit word of `c` gets the next value: distinct values let a test
@@ -38,8 +38,10 @@ void fill(T& c, std::uint64_t& next) {
   for (std::size_t i = 0; i < sizeof(T) / sizeof(std::uint64_t); ++i) words[i] = next++;
 }
 
-struct NullSink : DatagramSink {
-  bool send(const Endpoint&, crypto::PriorityClass, const std::uint8_t*, std::size_t) noexcept override { return true; }
+struct NullSink : dp::DatagramSink {
+  bool send(const dp::Endpoint&, crypto::PriorityClass, const std::uint8_t*, std::size_t) noexcept override {
+    return true;
+  }
 };
 
 cp::engine::Address addr(std::uint8_t i) { return cp::engine::Address{{10, 0, 0, i}, 7946}; }
@@ -115,7 +117,7 @@ struct Fixture {
   std::vector<std::string> rules = {"memberlist", "serf"};
   std::vector<WorkerStats> workers;
   cp::ControlCounters control;
-  TxQueueCounters tx_queue;
+  dp::TxQueueCounters tx_queue;
   crypto::Keyring keys;
   NullSink sink;
   std::unique_ptr<cp::EngineHost> host;
@@ -144,4 +146,4 @@ TEST(CounterExport, CompactStatsJsonAsRecorded) {
 TEST(CounterExport, PrometheusTextAsRecorded) { check_golden("metrics.prom", Fixture().prometheus()); }
 
 }  // namespace
-}  // namespace gw::dp
+}  // namespace gw::cp

@@ -17,7 +17,7 @@
 #include "control/gateway/stats_json.h"
 #include "control/host/engine_host.h"
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -160,20 +160,20 @@ TEST(Metrics, NamesAndLabels) {
   const auto has = [&text](const std::string& series, std::uint64_t v) {
     return text.find(series + " " + std::to_string(v) + "\n") != std::string::npos;
   };
-  const WorkerCounters& w = s.workers[0].counters;
-  EXPECT_TRUE(
-      has(R"(gossipgw_verdict_packets_total{lcore="1",queue="0",verdict="drop_unkeyed"})", w.get(Verdict::kUnkeyed)))
+  const dp::WorkerCounters& w = s.workers[0].counters;
+  EXPECT_TRUE(has(R"(gossipgw_verdict_packets_total{lcore="1",queue="0",verdict="drop_unkeyed"})",
+                  w.get(dp::Verdict::kUnkeyed)))
       << text;
   EXPECT_TRUE(has(R"(gossipgw_rx_packets_total{lcore="1",queue="0"})", w.rx_total));
   EXPECT_TRUE(has(R"(gossipgw_accepted_packets_total{lcore="1",queue="0",class="gossip"})", w.accepted_by_class[2]));
   EXPECT_TRUE(has(R"(gossipgw_table_evictions_total{lcore="1",queue="0",table="ratelimit"})", w.ratelimit_table_evict));
   EXPECT_TRUE(has(R"(gossipgw_unkeyed_packets_total{lcore="1",queue="0",rule="serf"})", w.unkeyed_by_rule[1]));
   EXPECT_TRUE(has(R"(gossipgw_unkeyed_packets_total{lcore="1",queue="0",rule="unmatched"})",
-                  w.unkeyed_by_rule[kUnkeyedRuleSlots]));
+                  w.unkeyed_by_rule[dp::kUnkeyedRuleSlots]));
   EXPECT_TRUE(has(R"(gossipgw_messages_total{lcore="0",type="ping"})", s.control.msgs[0]));
   EXPECT_TRUE(has(R"(gossipgw_message_decode_errors_total{lcore="0"})", s.control.msg_decode_error));
   EXPECT_TRUE(has(R"(gossipgw_handoff_dropped_total{lcore="0",reason="replay_table_full"})",
-                  s.control.once_refused[static_cast<std::size_t>(Once::kTableFull)]));
+                  s.control.once_refused[static_cast<std::size_t>(dp::Once::kTableFull)]));
   EXPECT_TRUE(has(R"(gossipgw_tx_queue_datagrams_total{result="drop_ring_full"})", s.tx_queue.drop_ring_full));
   const MembershipSnapshot& m = *s.membership;
   EXPECT_TRUE(has(R"(gossipgw_members{state="dead"})", m.by_state[2]));
@@ -214,9 +214,9 @@ TEST(Metrics, PublisherKeepsLatest) {
 }
 
 }  // namespace
-}  // namespace gw::dp
+}  // namespace gw::cp
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 // DPDK telemetry accepts only [A-Za-z0-9_/] in names (issue 18: 54 of 201
@@ -264,9 +264,9 @@ TEST(TelemetryNames, TooLongIsEmptyNotTruncated) {
 }
 
 }  // namespace
-}  // namespace gw::dp
+}  // namespace gw::cp
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 // What an operator alerts on (issue 18): the NIC's own drops, one family per
@@ -295,9 +295,9 @@ TEST(Metrics, NicCountersProcessStartAndBuildInfo) {
 }
 
 }  // namespace
-}  // namespace gw::dp
+}  // namespace gw::cp
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 TEST(Metrics, ProbeRttIsAPrometheusHistogram) {
@@ -341,9 +341,9 @@ TEST(ProbeRtt, BucketsByUpperBound) {
 }
 
 }  // namespace
-}  // namespace gw::dp
+}  // namespace gw::cp
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 // Issue 18: the engine's counters as labelled families a Prometheus operator
@@ -397,4 +397,4 @@ TEST(Metrics, EngineCountersAreLabelledFamilies) {
 }
 
 }  // namespace
-}  // namespace gw::dp
+}  // namespace gw::cp

@@ -16,7 +16,7 @@
 
 #include "control/gateway/metrics.h"
 
-namespace gw::dp {
+namespace gw::cp {
 namespace {
 
 int connect_to(std::uint16_t port, int timeout_ms) {
@@ -136,4 +136,4 @@ TEST_F(PrometheusServerTest, AnswersOnlyWhatItServes) {
 }
 
 }  // namespace
-}  // namespace gw::dp
+}  // namespace gw::cp

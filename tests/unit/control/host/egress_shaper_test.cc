@@ -10,18 +10,26 @@ namespace {
 using crypto::PriorityClass;
 constexpr std::uint64_t kMs = 1'000'000;
 
-struct RecordingSink : dp::DatagramSink {
+// The payload: an id the test gives each datagram, so it can see which went
+// out, which were given back, in what order.
+using Id = int;
+using Shaper = EgressShaper<Id>;
+
+struct RecordingSink : ShaperSink<Id> {
   struct Sent {
     PriorityClass cls;
     std::size_t len;
+    Id id;
   };
   std::vector<Sent> sent;
+  std::vector<Id> evicted_ids;
   bool refuse = false;
-  bool send(const dp::Endpoint&, PriorityClass cls, const std::uint8_t*, std::size_t len) noexcept override {
+  bool send(const dp::Endpoint&, PriorityClass cls, Id& id, std::size_t len) noexcept override {
     if (refuse) return false;
-    sent.push_back({cls, len});
+    sent.push_back({cls, len, id});
     return true;
   }
+  void evicted(PriorityClass, Id& id) noexcept override { evicted_ids.push_back(id); }
 };
 
 dp::Endpoint peer() {
@@ -32,14 +40,13 @@ dp::Endpoint peer() {
   return e;
 }
 
-bool submit(EgressShaper& s, PriorityClass c, std::size_t len, std::uint64_t now) {
-  const std::vector<std::uint8_t> bytes(len, 0xAB);
-  return s.submit(peer(), c, bytes.data(), bytes.size(), now);
+bool submit(Shaper& s, PriorityClass c, std::size_t len, std::uint64_t now, Id id = 0) {
+  return s.submit(peer(), c, Id{id}, len, now);
 }
 
 TEST(EgressShaper, WithinBudgetEverythingGoesAtOnce) {
   RecordingSink sink;
-  EgressShaper s({1'000'000, 10'000, 100'000}, sink, 0);
+  Shaper s({1'000'000, 10'000, 100'000}, sink, 0);
   for (int i = 0; i < 10; ++i) EXPECT_TRUE(submit(s, PriorityClass::kGossip, 1000, 0));
   EXPECT_EQ(sink.sent.size(), 10u);
   EXPECT_EQ(s.counters()[2].deferred, 0u);
@@ -49,7 +56,7 @@ TEST(EgressShaper, WithinBudgetEverythingGoesAtOnce) {
 TEST(EgressShaper, SustainedRateNeverExceedsTheBudget) {
   RecordingSink sink;
   const std::uint64_t rate = 100'000;  // bytes per second
-  EgressShaper s({rate, 5'000, 10'000'000}, sink, 0);
+  Shaper s({rate, 5'000, 10'000'000}, sink, 0);
   // Offer 10x the budget for 10 virtual seconds.
   std::uint64_t now = 0;
   for (int step = 0; step < 1000; ++step) {
@@ -67,7 +74,7 @@ TEST(EgressShaper, SustainedRateNeverExceedsTheBudget) {
 
 TEST(EgressShaper, UrgentGoesFirstWhenBudgetIsShort) {
   RecordingSink sink;
-  EgressShaper s({10'000, 1'000, 1'000'000}, sink, 0);
+  Shaper s({10'000, 1'000, 1'000'000}, sink, 0);
   submit(s, PriorityClass::kBulk, 1000, 0);    // uses the whole burst
   submit(s, PriorityClass::kBulk, 1000, 0);    // waits
   submit(s, PriorityClass::kGossip, 1000, 0);  // waits
@@ -87,7 +94,7 @@ TEST(EgressShaper, UrgentGoesFirstWhenBudgetIsShort) {
 
 TEST(EgressShaper, FullQueueDropsTheLowestClassFirst) {
   RecordingSink sink;
-  EgressShaper s({1, 1, 3'000}, sink, 0);    // next to no budget, room for three
+  Shaper s({1, 1, 3'000}, sink, 0);          // next to no budget, room for three
   submit(s, PriorityClass::kBulk, 1000, 0);  // the full bucket lets one through, then debt
   ASSERT_EQ(sink.sent.size(), 1u);
   submit(s, PriorityClass::kBulk, 1000, 0);
@@ -112,7 +119,7 @@ TEST(EgressShaper, FullQueueDropsTheLowestClassFirst) {
 
 TEST(EgressShaper, OversizedDatagramGoesWhenTheBucketIsFull) {
   RecordingSink sink;
-  EgressShaper s({1'000, 500, 100'000}, sink, 0);
+  Shaper s({1'000, 500, 100'000}, sink, 0);
   submit(s, PriorityClass::kBulk, 2'000, 0);
   EXPECT_EQ(sink.sent.size(), 1u);  // a full bucket lets it through, with a debt
   submit(s, PriorityClass::kBulk, 100, 0);
@@ -125,7 +132,7 @@ TEST(EgressShaper, OversizedDatagramGoesWhenTheBucketIsFull) {
 
 TEST(EgressShaper, ZeroRateMeansUnlimited) {
   RecordingSink sink;
-  EgressShaper s({0, 0, 1'000'000}, sink, 0);
+  Shaper s({0, 0, 1'000'000}, sink, 0);
   for (int i = 0; i < 100; ++i) submit(s, PriorityClass::kBulk, 1400, 0);
   EXPECT_EQ(sink.sent.size(), 100u);
 }
@@ -133,10 +140,83 @@ TEST(EgressShaper, ZeroRateMeansUnlimited) {
 TEST(EgressShaper, RefusalsByTheTransmitPathAreCounted) {
   RecordingSink sink;
   sink.refuse = true;
-  EgressShaper s({0, 0, 1'000'000}, sink, 0);
+  Shaper s({0, 0, 1'000'000}, sink, 0);
   submit(s, PriorityClass::kProbe, 100, 0);
   EXPECT_EQ(s.counters()[1].refused, 1u);
   EXPECT_EQ(s.counters()[1].depth, 0u);
+}
+
+// The payload is the caller's: each goes out once, in order, or comes back
+// evicted; a refused newcomer is never taken.
+TEST(EgressShaper, PayloadsGoOutOrComeBackExactlyOnce) {
+  RecordingSink sink;
+  Shaper s({1, 1, 3'000}, sink, 0);
+  EXPECT_TRUE(submit(s, PriorityClass::kBulk, 1000, 0, 1));  // out at once, then debt
+  EXPECT_TRUE(submit(s, PriorityClass::kBulk, 1000, 0, 2));
+  EXPECT_TRUE(submit(s, PriorityClass::kGossip, 1000, 0, 3));
+  EXPECT_TRUE(submit(s, PriorityClass::kGossip, 1000, 0, 4));
+  EXPECT_TRUE(submit(s, PriorityClass::kUrgent, 1000, 0, 5));  // evicts 2 (bulk)
+  EXPECT_TRUE(submit(s, PriorityClass::kUrgent, 1000, 0, 6));  // evicts 4, the newest gossip
+  EXPECT_TRUE(submit(s, PriorityClass::kUrgent, 1000, 0, 7));  // evicts 3
+  Id refused = 8;
+  EXPECT_FALSE(s.submit(peer(), PriorityClass::kUrgent, std::move(refused), 1000, 0));
+  EXPECT_EQ(refused, 8);  // not taken
+  EXPECT_EQ(sink.evicted_ids, (std::vector<Id>{2, 4, 3}));
+  for (std::uint64_t k = 1; k <= 3; ++k) s.release(k * 2'000'000 * kMs);  // a full bucket each time
+  std::vector<Id> out;
+  for (const auto& x : sink.sent) out.push_back(x.id);
+  EXPECT_EQ(out, (std::vector<Id>{1, 5, 6, 7}));
+  EXPECT_EQ(s.queued_bytes(), 0u);
+}
+
+// next_release_ns names the moment release() lets the head datagram out:
+// not a nanosecond is missing at that time, and one ns before it is too early.
+TEST(EgressShaper, NextReleaseIsWhenTheHeadBecomesAffordable) {
+  RecordingSink sink;
+  Shaper s({10'000, 1'000, 1'000'000}, sink, 0);  // 10 bytes per ms
+  EXPECT_EQ(s.next_release_ns(0), Shaper::kNever);
+  submit(s, PriorityClass::kBulk, 1000, 0, 1);  // the whole burst
+  submit(s, PriorityClass::kBulk, 500, 0, 2);
+  submit(s, PriorityClass::kProbe, 300, 0, 3);  // the head: highest class waiting
+  ASSERT_EQ(sink.sent.size(), 1u);
+  const std::uint64_t at = s.next_release_ns(0);
+  EXPECT_EQ(at, 30 * kMs + 1);                // 300 bytes at 10 per ms, and one ns against rounding
+  EXPECT_EQ(s.next_release_ns(5 * kMs), at);  // asking changes nothing
+  s.release(at - 1000);                       // 0.01 bytes short
+  EXPECT_EQ(sink.sent.size(), 1u);
+  s.release(at);
+  ASSERT_EQ(sink.sent.size(), 2u);
+  EXPECT_EQ(sink.sent[1].id, 3);
+  // The bulk one next: 500 more bytes, 50 ms.
+  const std::uint64_t bulk_at = s.next_release_ns(at);
+  EXPECT_GE(bulk_at, at + 50 * kMs);
+  EXPECT_LE(bulk_at, at + 50 * kMs + 2);
+  s.release(bulk_at - 1000);
+  EXPECT_EQ(sink.sent.size(), 2u);
+  // Already affordable (no release since): now.
+  EXPECT_EQ(s.next_release_ns(bulk_at + 1), bulk_at + 1);
+  s.release(bulk_at);
+  EXPECT_EQ(sink.sent.size(), 3u);
+  EXPECT_EQ(s.next_release_ns(bulk_at), Shaper::kNever);
+}
+
+TEST(EgressShaper, NextReleaseOfAnOversizedDatagramIsAFullBucket) {
+  RecordingSink sink;
+  Shaper s({1'000, 500, 100'000}, sink, 0);      // 1 byte per ms
+  submit(s, PriorityClass::kBulk, 2'000, 0, 1);  // goes, leaving a debt of 1500
+  submit(s, PriorityClass::kBulk, 2'000, 0, 2);
+  // It needs a full bucket (500), not 2000: 2000 ms to get back to 500.
+  EXPECT_EQ(s.next_release_ns(0), 2'000 * kMs + 1);
+  s.release(2'000 * kMs + 1);
+  EXPECT_EQ(sink.sent.size(), 2u);
+}
+
+TEST(EgressShaper, UnlimitedNeverKeepsAnythingWaiting) {
+  RecordingSink sink;
+  Shaper s({0, 0, 1'000'000}, sink, 0);
+  submit(s, PriorityClass::kBulk, 1400, 0, 1);
+  EXPECT_EQ(s.next_release_ns(0), Shaper::kNever);
+  EXPECT_EQ(sink.sent.size(), 1u);
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
-#include "dataplane/api/token_bucket.h"
+#include "base/token_bucket.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
 
-namespace gw::dp {
+namespace gw::base {
 namespace {
 
 constexpr std::uint64_t kMs = 1'000'000;
@@ -87,4 +87,4 @@ TEST(TokenBucket, PerEntryFunctionsTakeOneOrN) {
 }
 
 }  // namespace
-}  // namespace gw::dp
+}  // namespace gw::base
