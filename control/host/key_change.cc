@@ -33,7 +33,8 @@ std::string ClusterKeyChange::start(const KeyChange& change, std::uint64_t now_n
   if (change.op == KeyChange::Op::kInstall && change.primary) {
     return "install and use are separate cluster-wide steps: install everywhere first, then use";
   }
-  const std::string err = apply_key_change(*options_.snapshots, options_.suite, change, /*idempotent=*/true);
+  const std::string err =
+      apply_key_change(*options_.snapshots, options_.suite, change, /*idempotent=*/true, options_.saver);
   if (!err.empty()) return err;
 
   Op op;
@@ -137,9 +138,9 @@ void ClusterKeyChange::on_command(const KeyCommandMsg& c, const engine::Address&
     answer.ok = seen->ok;
     answer.error = seen->error;
   } else {
-    answer.error = options_.snapshots == nullptr
-                       ? std::string("key changes are not available on this gateway")
-                       : apply_key_change(*options_.snapshots, options_.suite, c.change, /*idempotent=*/true);
+    answer.error = options_.snapshots == nullptr ? std::string("key changes are not available on this gateway")
+                                                 : apply_key_change(*options_.snapshots, options_.suite, c.change,
+                                                                    /*idempotent=*/true, options_.saver);
     answer.ok = answer.error.empty();
     if (answer.ok) {
       ++counters_.key_commands_applied;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "control/engine/engine.h"
+#include "control/host/key_ops.h"
 #include "control/key_command.h"
 #include "crypto/keys.h"
 #include "dataplane/api/snapshot.h"
@@ -53,6 +54,9 @@ class ClusterKeyChange {
     // started (a replay of one we may have applied in an earlier run) is
     // refused, so each is applied at most once, also across restarts.
     std::uint64_t started_unix_ns = 0;
+    // Saves a changed keyring before it takes effect (control.state_dir);
+    // empty: nothing is saved.
+    KeyringSaver saver;
   };
 
   struct Outcome {
