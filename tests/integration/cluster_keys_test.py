@@ -108,9 +108,11 @@ control:
     before = {n: gwtest.ctl_json(CTL, "stats", sock=s)["totals"]["accepted"] for n, s in socks.items()}
 
     # ---- rotation, driven from A only ----
+    # Without --json: what each member did, in words (issue 52: no JSON).
     r = gwtest.ctl(CTL, "keys", "install", k2, "--cluster", sock=socks["a"])
-    rep = json.loads(r.stdout) if r.returncode == 0 else {}
-    check("install --cluster complete", r.returncode == 0 and rep.get("applied") == ["gw-b"], r.stdout + r.stderr)
+    check("install --cluster complete: applied here and on gw-b, said without JSON",
+          r.returncode == 0 and "applied here and on 1 of 1 other member(s)" in r.stdout and
+          "  applied:   gw-b\n" in r.stdout and "{" not in r.stdout, r.stdout + r.stderr)
     ring_b = {k["id"]: k["primary"] for k in gwtest.ctl_json(CTL, "keys", "list", sock=socks["b"])["keys"]}
     check("b holds both keys, old primary", ring_b == {id1: True, id2: False}, str(ring_b))
 
@@ -127,7 +129,7 @@ control:
     check("keys list --cluster table: [n/N]", table.returncode == 0 and f"{id2}  [2/2]" in table.stdout and
           "[0/2]" in table.stdout, table.stdout + table.stderr)
 
-    r = gwtest.ctl(CTL, "keys", "use", id2, "--cluster", sock=socks["a"])
+    r = gwtest.ctl(CTL, "--json", "keys", "use", id2, "--cluster", sock=socks["a"])
     check("use --cluster complete", r.returncode == 0 and json.loads(r.stdout).get("complete") is True,
           r.stdout + r.stderr)
     # Both now seal with k2: each sees the other's packets under k2.
@@ -141,7 +143,7 @@ control:
     check("removing the primary cluster-wide refused locally first", r.returncode == 1 and "primary" in r.stderr,
           r.stdout + r.stderr)
 
-    r = gwtest.ctl(CTL, "keys", "remove", id1, "--cluster", sock=socks["a"])
+    r = gwtest.ctl(CTL, "--json", "keys", "remove", id1, "--cluster", sock=socks["a"])
     check("remove --cluster complete", r.returncode == 0 and json.loads(r.stdout).get("complete") is True,
           r.stdout + r.stderr)
     for n, s in socks.items():
