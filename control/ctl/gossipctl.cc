@@ -847,8 +847,15 @@ int main(int argc, char** argv) {
           !req.contains("signature")) {
         throw std::invalid_argument(submit_file + ": not a signed cluster-wide key request (keys ... --sign-only)");
       }
+      // As `keys install|use|remove --cluster`: the one document under
+      // --json, else what each member did in words; "ok" is the exit status.
       const Json reply = call_raw(socket_path, req);
-      std::printf("%s\n", reply.dump(2).c_str());
+      if (as_json) {
+        std::printf("%s\n", reply.dump(2).c_str());
+      } else if (reply.contains("targets")) {
+        const std::string op = req.contains("op") && req["op"].is_string() ? req["op"].get<std::string>() : "?";
+        print_cluster_step("keys " + op + " --cluster (submitted)", reply);
+      }
       if (const int st = reply_status(reply); st != 0) return fail(st, reply.value("error", std::string("failed")));
     } else if (*join) {
       // Waits for the answer (at most 5 s): exit 0 once a member there
