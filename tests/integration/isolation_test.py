@@ -44,6 +44,10 @@ killed = []
 memif = os.path.join(tmp, "memif.sock")
 ADDR = {"a": "10.0.0.1", "b": "10.0.0.2"}
 ROLE = {"a": "client", "b": "server"}
+# The operator signing key (issue 51): cluster-wide key steps are signed with it.
+OP_KEY = os.path.join(tmp, "operator.key")
+OP_PUB = json.loads(subprocess.run([CTL, "--json", "operator-keygen", "--out", OP_KEY], check=True, capture_output=True,
+                                   text=True).stdout)["operator_public_key"]
 
 
 def ctl(*args, node="a", timeout=60):
@@ -58,6 +62,7 @@ def write_config(name, seeds=""):
         f.write(f"""cluster:
   name: iso
   suite: chacha20poly1305
+  operator_public_key: "{OP_PUB}"
   keys:
     - file: k1.key
       primary: true
@@ -208,7 +213,7 @@ try:
         one = False
     check("incomplete keys list --cluster --json: one JSON document, exit 1", one,
           f"{r.returncode} {r.stdout!r} {r.stderr!r}")
-    r = ctl("keys", "install", keys["k2"], "--cluster", node="b")
+    r = ctl("keys", "install", keys["k2"], "--cluster", "--operator-key", OP_KEY, node="b")
     check("cluster step without --json: no JSON, says what each member did",
           "{" not in r.stdout and ("no answer: gw-a" in r.stdout or "applied here and on 0 of 0" in r.stdout),
           f"{r.returncode} {r.stdout!r} {r.stderr!r}")
