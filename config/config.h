@@ -238,13 +238,15 @@ struct ControlConfig {
   // Empty: no API. Default empty; config/examples/gossipgw.yaml sets
   // /run/gossipgw/gossipgw.sock, which is gossipctl's default.
   std::string socket;
-  // Directory for state that must survive a restart: the keyring as changed
-  // at run time (keyring.json, mode 0600; the directory is created 0700).
-  // When keyring.json exists it is loaded instead of cluster.keys (the
-  // config's key files seed the keyring on the very first start only; docs/
-  // operations.md, "Rotating keys"). Absolute path. Empty (default): nothing
-  // is persisted. config/examples/gossipgw.yaml sets /var/lib/gossipgw (the
-  // unit's StateDirectory).
+  // Directory for state that must survive a restart: the keyring and this
+  // member's tags as changed at run time (keyring.json, tags.json, mode
+  // 0600; the directory is created 0700). When they exist they are loaded
+  // instead of cluster.keys and membership.tags (the config's seed the very
+  // first start only; docs/operations.md, "Rotating keys"). A change that
+  // cannot be saved is refused. Must be writable, or creatable (checked at
+  // start and by gossipctl config check: exit 2). Absolute path. Empty
+  // (default): nothing is persisted. config/examples/gossipgw.yaml sets
+  // /var/lib/gossipgw (the unit's StateDirectory).
   std::string state_dir;
 };
 

@@ -147,7 +147,8 @@ struct LadderFront {
 // and a whole LadderResult, zeroed per packet, cost more than the checks.
 struct FrontResult {
   Verdict verdict = Verdict::kMalformed;
-  // For kUnkeyed: the UDP payload (what the classifier scans).
+  // For kUnkeyed: the UDP payload (what the classifier scans); for
+  // kUnknownKey: the datagram (its header names the key id we lack).
   std::uint32_t payload_offset = 0;
   std::uint32_t payload_len = 0;
 };

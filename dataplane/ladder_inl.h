@@ -309,6 +309,8 @@ inline Endpoint UdpView::from() const noexcept {
   const crypto::Key* key = cfg.keys->find(h.key_id);
   if (key == nullptr || key->suite() != h.suite) {
     r.verdict = Verdict::kUnknownKey;
+    r.payload_offset = off;  // the header: the worker may sample its key id and source
+    r.payload_len = plen;
     return r;
   }
   out->udp = udp;

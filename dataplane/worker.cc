@@ -44,6 +44,23 @@ inline void prefetch_frame(const rte_mbuf* m) noexcept {
   rte_prefetch0(reinterpret_cast<const std::uint8_t*>(m) + sizeof(rte_mbuf) + kMbufPrivSize + RTE_PKTMBUF_HEADROOM);
 }
 
+// A datagram of our cluster under a key id we lack (the front of the ladder
+// found its header well formed): its key id, suite and claimed source into
+// the lcore's sample. Only while the sample has room or was taken, so an
+// unknown-key flood costs one compare per packet once it is full.
+[[gnu::noinline, gnu::cold]] void sample_unknown_key(WorkerContext& w, const std::uint8_t* frame, std::uint32_t len,
+                                                     std::uint32_t dgram_offset) noexcept {
+  UdpView udp;
+  if (parse_l2_l4(w.ladder.local, frame, len, &udp) != Verdict::kAccepted) return;  // not reached: it parsed before
+  crypto::WireHeader h;
+  crypto::read_header_fields(frame + dgram_offset, &h);
+  UnknownKeySighting s;
+  s.key_id = h.key_id;
+  s.suite = static_cast<std::uint8_t>(h.suite);
+  s.from = udp.from();
+  w.unknown_keys.note(s);
+}
+
 // Replay-table slots looked at per burst for windows whose datagrams are
 // all stale: 16 tags are four cache lines, and a table of 8,192 slots is
 // swept every 512 bursts.
@@ -108,6 +125,9 @@ void process_burst(WorkerContext& w, rte_mbuf** pkts, std::uint16_t n) noexcept 
       continue;
     }
     w.counters.count(r.verdict);
+    if (r.verdict == Verdict::kUnknownKey && w.unknown_keys.wants()) [[unlikely]] {
+      sample_unknown_key(w, rte_pktmbuf_mtod(m, const std::uint8_t*), m->data_len, r.payload_offset);
+    }
     if (r.verdict == Verdict::kNotGossip && arp_take(m, w.ladder.local, w.tx, w.counters, arp)) {  // now a reply
       pkts[i] = nullptr;
       ++taken;

@@ -11,6 +11,7 @@
 #include "crypto/wire_header.h"
 #include "dataplane/api/counters.h"
 #include "dataplane/api/snapshot.h"
+#include "dataplane/api/unknown_keys.h"
 #include "dataplane/guard.h"
 #include "dataplane/ladder.h"
 #include "dataplane/payload_ring.h"
@@ -54,6 +55,9 @@ struct alignas(64) WorkerContext {
   std::atomic<bool> idle{false};
   std::atomic<bool> done{false};
   WorkerCounters counters;
+  // Who sends under key ids we lack: a few distinct (key id, source) for
+  // the control lcore to name (dataplane/api/unknown_keys.h).
+  UnknownKeySample unknown_keys;
   // Replay windows, token buckets, classifier scratch and the clock they
   // read (setup_guard() at start; without it those steps are skipped).
   LcoreGuard guard;

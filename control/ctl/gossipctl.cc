@@ -28,7 +28,9 @@
 //   gossipctl join IP:PORT | leave | force-leave NAME | tags set K=V... | tags unset K...
 //   gossipctl log-level LEVEL | monitor [--level L] [--duration S]
 // --json and --socket are accepted in any position, by every command; with
-// --json the output is one JSON object whose "ok" is the exit status.
+// --json the output is one JSON object whose "ok" is the exit status (usage
+// errors included); without it, nothing is JSON. `gossipctl --version`
+// prints gossipctl's version (exit 0).
 // Exit status (docs/operations.md, "Exit status"): 0 ok, 1 the gateway refused,
 // failed or cannot be reached, 2 bad input (options, files, addresses, ids).
 #include <sys/socket.h>
@@ -49,9 +51,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "config/keys.h"
@@ -172,15 +176,30 @@ gw::config::Config check_config(const std::string& path) {
   gw::config::Config cfg = gw::config::load_config(path);
   (void)gw::config::load_keyring(cfg);       // every key file: present, 32 bytes, mode 0600, no duplicates
   (void)gw::config::load_operator_key(cfg);  // a valid Ed25519 public key, if any
-  // The persisted keyring the gateway would load instead (if there is one).
-  if (!cfg.control.state_dir.empty())
+  // The state directory, by the gateway's rule (a directory it can write,
+  // or create), and the persisted keyring and tags it would load instead of
+  // the config's (if there are any).
+  std::optional<std::vector<std::pair<std::string, std::string>>> tags;
+  if (!cfg.control.state_dir.empty()) {
+    gw::cp::check_state_dir(cfg.control.state_dir, /*create=*/false);
     (void)gw::cp::load_keyring_state(cfg.control.state_dir, gw::config::resolve_suite(cfg));
+    tags = gw::cp::load_tags_state(cfg.control.state_dir);
+  }
   // The ladder's inputs, and the classifier as gossipgw compiles it at start
   // (bounded by classifier.compile_budget_ms): a rule too costly to compile
   // fails here too.
   gw::dp::check_config(cfg);
   // The membership engine's own check, as gossipgw runs it before EAL.
-  if (cfg.membership.enabled) (void)gw::cp::engine_config(cfg);
+  if (cfg.membership.enabled) {
+    gw::cp::engine::EngineConfig e = gw::cp::engine_config(cfg);
+    if (tags) {
+      e.tags.clear();
+      for (const auto& [k, v] : *tags) e.tags.push_back({k, v});
+      if (const std::string why = e.validate(); !why.empty()) {
+        throw gw::crypto::KeyError("tags state '" + cfg.control.state_dir + "/" + gw::cp::kTagsStateFile + "': " + why);
+      }
+    }
+  }
   return cfg;
 }
 
@@ -400,11 +419,52 @@ void sign_request(Json& req, const std::string& operator_file, const std::string
   req["signature"] = hex_of(sig.data(), sig.size());
 }
 
+// `keys install|use|remove --cluster` without --json: what each member did.
+void print_cluster_step(const std::string& step, const Json& reply) {
+  std::vector<std::string> applied;
+  for (const Json& n : reply.value("applied", Json::array())) applied.push_back(cell(n));
+  std::printf("%s: applied here and on %zu of %s other member(s)%s\n", step.c_str(), applied.size(),
+              cell(reply.value("targets", Json(0))).c_str(),
+              reply.value("complete", false) ? "" : " (incomplete: re-run it once they are back)");
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+    return out;
+  };
+  if (!applied.empty()) std::printf("  applied:   %s\n", list(applied).c_str());
+  for (const Json& r : reply.value("refused", Json::array())) {
+    std::printf("  refused:   %s: %s\n", cell(r.value("member", Json(""))).c_str(),
+                cell(r.value("error", Json(""))).c_str());
+  }
+  std::vector<std::string> silent;
+  for (const Json& n : reply.value("no_answer", Json::array())) silent.push_back(cell(n));
+  if (!silent.empty()) std::printf("  no answer: %s\n", list(silent).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --json is known before the command line is parsed, so that a usage
+  // error under --json is one JSON object too.
+  bool json_asked = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) break;
+    if (std::strcmp(argv[i], "--json") == 0) json_asked = true;
+  }
+  auto usage_error = [&](const std::string& message) {
+    if (json_asked) {
+      std::printf("%s\n", Json{{"ok", false}, {"error", message}, {"status", kExitUsage}}.dump().c_str());
+    }
+    std::fprintf(stderr, "gossipctl: %s (try --help)\n", message.c_str());
+    return kExitUsage;
+  };
+
   CLI::App app{"gossipctl: operate a gossipgw node"};
-  app.require_subcommand(1);
+  // One command, or --version alone (checked after parsing: CLI11 would
+  // refuse a missing command before it saw --version).
+  app.require_subcommand(0, 1);
+  bool show_version = false;
+  app.add_flag("--version", show_version, "print gossipctl's version and exit");
   // --json and --socket belong to the whole command line: any position,
   // before or after (nested) subcommands. Every command honours --json.
   const char* env_socket = std::getenv("GOSSIPGW_SOCKET");
@@ -543,9 +603,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gossipctl: %s (try --help)\n", e.what());
-    return kExitUsage;
+    return usage_error(e.what());
   }
+  if (show_version) {
+    if (as_json) {
+      std::printf("%s\n",
+                  Json{{"ok", true}, {"gossipctl", {{"version", GW_VERSION}, {"commit", GW_COMMIT}}}}.dump(2).c_str());
+    } else {
+      std::printf("gossipctl %s (git %s)\n", GW_VERSION, GW_COMMIT);
+    }
+    return 0;
+  }
+  if (app.get_subcommands().empty()) return usage_error("a command is required");
 
   // One JSON object on stdout with --json, for errors too: "ok" is the exit status.
   auto failed = [&](int status, const std::string& message) {
@@ -701,7 +770,9 @@ int main(int argc, char** argv) {
         for (const Json& n : reply["no_answer"]) missing += (missing.empty() ? "" : ",") + cell(n);
         if (!missing.empty()) std::printf("no answer from: %s\n", missing.c_str());
       }
-      if (const int st = reply_status(reply); st != 0) return failed(st, reply.value("error", std::string("failed")));
+      // The reply printed above is the one document (with "ok" false): the
+      // error goes to stderr only.
+      if (const int st = reply_status(reply); st != 0) return fail(st, reply.value("error", std::string("failed")));
     } else if (*keys_list) {
       const Json reply = call(socket_path, Json{{"cmd", "keys"}, {"op", "list"}});
       if (as_json) {
@@ -746,7 +817,11 @@ int main(int argc, char** argv) {
         }
         // The whole outcome is printed either way; "ok" is the exit status.
         const Json reply = call_raw(socket_path, req);
-        std::printf("%s\n", reply.dump(2).c_str());
+        if (as_json) {
+          std::printf("%s\n", reply.dump(2).c_str());
+        } else if (reply.contains("targets")) {
+          print_cluster_step("keys " + req["op"].get<std::string>() + " --cluster", reply);
+        }
         if (const int st = reply_status(reply); st != 0) return fail(st, reply.value("error", std::string("failed")));
       } else {
         const Json reply = call(socket_path, req);
@@ -772,8 +847,15 @@ int main(int argc, char** argv) {
           !req.contains("signature")) {
         throw std::invalid_argument(submit_file + ": not a signed cluster-wide key request (keys ... --sign-only)");
       }
+      // As `keys install|use|remove --cluster`: the one document under
+      // --json, else what each member did in words; "ok" is the exit status.
       const Json reply = call_raw(socket_path, req);
-      std::printf("%s\n", reply.dump(2).c_str());
+      if (as_json) {
+        std::printf("%s\n", reply.dump(2).c_str());
+      } else if (reply.contains("targets")) {
+        const std::string op = req.contains("op") && req["op"].is_string() ? req["op"].get<std::string>() : "?";
+        print_cluster_step("keys " + op + " --cluster (submitted)", reply);
+      }
       if (const int st = reply_status(reply); st != 0) return fail(st, reply.value("error", std::string("failed")));
     } else if (*join) {
       // Waits for the answer (at most 5 s): exit 0 once a member there
@@ -790,7 +872,8 @@ int main(int argc, char** argv) {
       if (as_json) {
         print_json(reply);
       } else {
-        std::printf("leaving: the gateway broadcasts its leave, then stops\n");
+        // Answered once the leave went out (docs/operations.md, "Exit status").
+        std::printf("graceful leave complete (%s ms); the gateway is stopping\n", cell(reply["took_ms"]).c_str());
       }
     } else if (*force_leave) {
       const Json reply = call(socket_path, Json{{"cmd", "force-leave"}, {"node", force_node}});

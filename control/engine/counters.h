@@ -127,11 +127,14 @@ static_assert((2 * kMessageTypes + kPriorityClasses + kCounterInfo.size()) * siz
                   sizeof(Counters),
               "a Counters field is outside GW_ENGINE_COUNTERS");
 
-// The description of the counter called `name`, or nullptr.
-constexpr const CounterInfo* counter_info(std::string_view name) {
-  for (const CounterInfo& c : kCounterInfo)
-    if (c.name == name) return &c;
-  return nullptr;
+// The index in kCounterInfo of the counter called `name`, or
+// kCounterInfo.size(). An index rather than a pointer: GCC 12 with
+// -fsanitize=undefined cannot fold a pointer comparison in a constant
+// expression.
+constexpr std::size_t counter_index(std::string_view name) {
+  for (std::size_t i = 0; i < kCounterInfo.size(); ++i)
+    if (kCounterInfo[i].name == name) return i;
+  return kCounterInfo.size();
 }
 
 }  // namespace gw::cp::engine

@@ -91,6 +91,14 @@ void ControlApi::handle(std::string_view line, std::uint64_t now_ns, std::uint32
     start_join(std::get<api::JoinRequest>(*parsed.request), now_ns, reply);
     return;
   }
+  // Like Consul's "graceful leave complete": the answer waits for the leave.
+  if (parsed.request && std::holds_alternative<api::LeaveRequest>(*parsed.request) && ctx_.stop_phase) {
+    ++counters_.requests;
+    if (leaves_.empty()) spdlog::info("leave requested through the control API");
+    ctx_.request_stop();
+    leaves_.push_back({now_ns, reply});
+    return;
+  }
   if (!cluster_change) {
     reply(handle_now(line, now_ns));
     return;
@@ -209,12 +217,49 @@ void ControlApi::start_join(const api::JoinRequest& req, std::uint64_t now_ns, c
     reply(api::error_reply("address " + shown + " is this node's own address", api::kStatusBadInput));
     return;
   }
-  eng.join(std::span<const engine::Address>(&a, 1), now_ns);
-  spdlog::info("joining through {} (control API)", shown);
+  // Added to the configured seeds, never in their place: if this address
+  // does not answer, the engine keeps retrying the seeds as well.
+  ctx_.host->join(a, now_ns);
+  spdlog::info("joining through {} (control API), {} seed(s) in all", shown, ctx_.host->seeds().size());
   joins_.push_back({a, shown, now_ns + kJoinTimeoutNs, reply});
 }
 
+void ControlApi::poll_leaves(std::uint64_t now_ns) {
+  const cp::StopPhase phase = ctx_.stop_phase();
+  std::erase_if(leaves_, [&](const PendingLeave& pl) {
+    const std::uint64_t took_ms = now_ns > pl.asked_ns ? (now_ns - pl.asked_ns) / 1'000'000ULL : 0;
+    if (phase == cp::StopPhase::kLeft) {
+      Json j;
+      j["left"] = true;
+      j["took_ms"] = took_ms;
+      pl.reply(ok_reply(std::move(j)));
+      return true;
+    }
+    std::string why;
+    if (phase == cp::StopPhase::kLeaveTimedOut) {
+      why = "the leave did not go out within membership.leave_timeout_ms (" + std::to_string(ctx_.leave_timeout_ms) +
+            " ms): peers may see this node fail rather than leave; the gateway stops anyway";
+    } else if (now_ns - pl.asked_ns >= kLeaveAnswerNs) {
+      why = "the leave is still going out after " + std::to_string(kLeaveAnswerNs / 1'000'000'000ULL) +
+            " s (membership.leave_timeout_ms " + std::to_string(ctx_.leave_timeout_ms) +
+            " ms); the gateway stops once it is done";
+    } else {
+      return false;
+    }
+    ++counters_.failed;
+    Json j;
+    j["ok"] = false;
+    j["error"] = why;
+    j["status"] = api::kStatusFailed;
+    j["left"] = false;
+    j["took_ms"] = took_ms;
+    pl.reply(j.dump(-1, ' ', true, Json::error_handler_t::replace));
+    return true;
+  });
+}
+
 void ControlApi::poll(std::uint64_t now_ns) {
+  if (!leaves_.empty()) poll_leaves(now_ns);
   if (joins_.empty() || ctx_.host == nullptr) return;
   const engine::Engine& eng = ctx_.host->engine();
   std::erase_if(joins_, [&](const PendingJoin& pj) {
@@ -243,7 +288,8 @@ void ControlApi::poll(std::uint64_t now_ns) {
     Json j;
     j["ok"] = false;
     j["error"] = "no member answered at " + pj.shown + " within " + std::to_string(kJoinTimeoutNs / 1'000'000ULL) +
-                 " ms (still retrying in the background)";
+                 (eng.joined() ? " ms (this node is joined through another seed)"
+                               : " ms (still retrying in the background, with the configured seeds)");
     j["answered"] = 0;
     pj.reply(j.dump(-1, ' ', true, Json::error_handler_t::replace));
     return true;
@@ -267,7 +313,8 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
   auto change_keys = [&](const cp::KeyChange& change) -> std::string {
     // Idempotent, node by node as cluster-wide: re-running a step that is
     // already done (installing a key present, removing one gone) succeeds.
-    const std::string err = cp::apply_key_change(*ctx_.snapshots, ctx_.suite, change, /*idempotent=*/true);
+    const std::string err =
+        cp::apply_key_change(*ctx_.snapshots, ctx_.suite, change, /*idempotent=*/true, ctx_.keyring_saver);
     if (!err.empty()) return refuse(err);
     const std::uint64_t version = ctx_.snapshots->current().version;
     ++counters_.key_changes;
@@ -401,6 +448,18 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
           } else {
             for (const std::string& k : req.keys) {
               std::erase_if(tags, [&](const engine::Tag& t) { return t.key == k; });
+            }
+          }
+          std::size_t bytes = 0;
+          for (const engine::Tag& t : tags) bytes += t.key.size() + t.value.size();
+          if (bytes > eng.config().max_tag_bytes) {
+            return refuse("tags exceed " + std::to_string(eng.config().max_tag_bytes) + " bytes in all");
+          }
+          // Saved first (control.state_dir): tags a restart would lose are
+          // refused, as key changes are.
+          if (ctx_.save_tags) {
+            if (const std::string err = ctx_.save_tags(tags); !err.empty()) {
+              return refuse("tags not changed: they could not be saved: " + err);
             }
           }
           if (!eng.set_tags(tags, now_ns)) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "control/api/request.h"
+#include "control/host/control_loop.h"
 #include "control/host/engine_host.h"
 #include "control/host/log_ring.h"
 #include "crypto/wire_header.h"
@@ -42,6 +43,17 @@ class ControlApi {
     std::function<std::string()> info_json;
     // Recent log lines for `monitor`; null: monitor is refused.
     cp::LogRing* logs = nullptr;
+    // Where a stop stands: `leave` is answered once the leave went out (or
+    // timed out). Null: `leave` is answered as soon as the stop is asked.
+    std::function<cp::StopPhase()> stop_phase;
+    // membership.leave_timeout_ms, for what `leave` says when it timed out.
+    std::uint32_t leave_timeout_ms = 0;
+    // control.state_dir: a key change is saved before it takes effect, and
+    // refused if it cannot be (empty: nothing is saved).
+    cp::KeyringSaver keyring_saver;
+    // The same for our tags: returns an empty string, or why they could not
+    // be saved (the change is then refused). Empty: nothing is saved.
+    std::function<std::string(const std::vector<cp::engine::Tag>&)> save_tags;
   };
 
   explicit ControlApi(Context ctx) : ctx_(std::move(ctx)) {}
@@ -53,13 +65,16 @@ class ControlApi {
   // every error is a {"ok":false,"error":...} reply.
   void handle(std::string_view line, std::uint64_t now_ns, std::uint32_t unix_s, const Reply& reply);
   // Control lcore, every pass: answers the joins that got their answer or
-  // ran out of time.
+  // ran out of time, and the leaves once the leave is done.
   void poll(std::uint64_t now_ns);
   const ControlApiCounters& counters() const noexcept { return counters_; }
 
   // How long `join` waits for a member at the address to answer. The engine
   // keeps retrying in the background after that (with backoff, for ever).
   static constexpr std::uint64_t kJoinTimeoutNs = 5'000'000'000ULL;
+  // The longest `leave` waits before it answers that the leave is still
+  // going out (the socket server gives up on an answer after 10 s).
+  static constexpr std::uint64_t kLeaveAnswerNs = 8'000'000'000ULL;
 
  private:
   // A join waiting for its answer.
@@ -71,6 +86,13 @@ class ControlApi {
   };
   std::vector<PendingJoin> joins_;
   void start_join(const cp::api::JoinRequest& req, std::uint64_t now_ns, const Reply& reply);
+  // A leave waiting for the leave broadcast to go out.
+  struct PendingLeave {
+    std::uint64_t asked_ns = 0;
+    Reply reply;
+  };
+  std::vector<PendingLeave> leaves_;
+  void poll_leaves(std::uint64_t now_ns);
 
   // Requests that are answered at once (everything but cluster-wide keys).
   std::string handle_now(std::string_view line, std::uint64_t now_ns);

@@ -56,7 +56,7 @@ constexpr Family kHandoffDropped{"gossipgw_handoff_dropped_total", "counter",
 constexpr Family kHandoffs{"gossipgw_handoffs_total", "counter",
                            "Payloads the control lcore took from the workers' rings, by class (payloads)"};
 constexpr Family kRingDepthMax{"gossipgw_ring_depth_max", "gauge",
-                               "Deepest a worker-to-control ring of the class was seen (payloads)"};
+                               "Deepest a worker-to-control ring of the class was seen (payloads)", true};
 constexpr Family kClassMismatch{"gossipgw_class_mismatch_dropped_total", "counter",
                                 "Decoded payloads dropped because their header class was more urgent than their "
                                 "messages justify, by header class (payloads)"};
@@ -89,6 +89,7 @@ struct Field {
   std::uint64_t S::*member;
   const Family* family;
   std::string_view labels;  // fixed labels of the series, beside the context's (lcore, class)
+  double scale = 1;         // Prometheus value = JSON value x scale (microseconds to seconds)
 };
 
 constexpr Field<dp::TxCounters> kTxFields[] = {
@@ -124,7 +125,7 @@ constexpr Family kEgressRefused{"gossipgw_egress_refused_total", "counter",
 constexpr Family kEgressDepth{"gossipgw_egress_queue_depth", "gauge",
                               "Datagrams waiting in the egress queue now (datagrams)"};
 constexpr Family kEgressDepthMax{"gossipgw_egress_queue_depth_max", "gauge",
-                                 "Most datagrams ever waiting in the egress queue"};
+                                 "Most datagrams ever waiting in the egress queue", true};
 constexpr Field<cp::ShaperClassCounters> kShaperFields[] = {
     {"sent", &cp::ShaperClassCounters::sent, &kEgressSent, ""},
     {"sent_bytes", &cp::ShaperClassCounters::sent_bytes, &kEgressSentBytes, ""},
@@ -387,8 +388,8 @@ static_assert((2 * cp::engine::kMessageTypes + cp::engine::kPriorityClasses + st
 // each entry's key names the field it reads.
 constexpr bool engine_keys_match() {
   for (const Field<EC>& f : kEngineFields) {
-    const cp::engine::CounterInfo* info = cp::engine::counter_info(f.key);
-    if (info == nullptr || info->field != f.member) return false;
+    const std::size_t i = cp::engine::counter_index(f.key);
+    if (i == cp::engine::kCounterInfo.size() || cp::engine::kCounterInfo[i].field != f.member) return false;
   }
   return true;
 }
@@ -420,12 +421,23 @@ constexpr Family kSnapshotVersion{"gossipgw_snapshot_version", "gauge",
                                   "Version of the keys and known-members snapshot published to the workers"};
 constexpr Family kSnapshotsRetained{"gossipgw_snapshots_retained", "gauge",
                                     "Snapshots kept until every worker has moved past them (snapshots)"};
-constexpr Family kStartTime{"gossipgw_process_start_time_seconds", "gauge",
-                            "When the gateway process started (Unix seconds)"};
+// The process's own, under the names every Prometheus client library uses
+// (no gossipgw_ prefix), so the usual dashboards and alerts work.
+constexpr Family kStartTime{"process_start_time_seconds", "gauge",
+                            "Start time of the process since the Unix epoch (seconds)"};
+constexpr Family kCpu{"process_cpu_seconds_total", "counter", "User and system CPU time spent (seconds)"};
+constexpr Family kResident{"process_resident_memory_bytes", "gauge", "Resident memory size (bytes)"};
+constexpr Family kVirtual{"process_virtual_memory_bytes", "gauge", "Virtual memory size (bytes)"};
+constexpr Family kOpenFds{"process_open_fds", "gauge", "Open file descriptors (descriptors)"};
+constexpr Family kMaxFds{"process_max_fds", "gauge", "Maximum number of open file descriptors (descriptors)"};
 constexpr Family kLinkUp{"gossipgw_port_link_up", "gauge",
                          "1 while the port's link is up; the workers do not poll it while 0"};
 constexpr Family kLinkDown{"gossipgw_port_link_down_total", "counter",
                            "Times the port's link went down after being seen (a memif peer gone, a cable) (events)"};
+constexpr Family kUnknownKeySenders{
+    "gossipgw_unknown_key_senders", "gauge",
+    "Distinct sources heard in the last 3 minutes under a key id this node's keyring lacks, by kind: member (of "
+    "our view), seed (a configured or joined seed), other; not authenticated (sources)"};
 // The NIC's: they count unlike things (a sum would be meaningless).
 constexpr Family kNicRxPackets{"gossipgw_nic_rx_packets_total", "counter", "Packets the NIC received (packets)"};
 constexpr Family kNicTxPackets{"gossipgw_nic_tx_packets_total", "counter", "Packets the NIC sent (packets)"};
@@ -469,6 +481,11 @@ constexpr Field<TelemetryCounters> kTelemetryFields[] = {
 };
 constexpr Field<ProcessGauges> kProcessFields[] = {
     {"start_time_unix", &ProcessGauges::start_time_unix, &gf::kStartTime, ""},
+    {"cpu_us", &ProcessGauges::cpu_us, &gf::kCpu, "", 1e-6},
+    {"resident_memory_bytes", &ProcessGauges::resident_memory_bytes, &gf::kResident, ""},
+    {"virtual_memory_bytes", &ProcessGauges::virtual_memory_bytes, &gf::kVirtual, ""},
+    {"open_fds", &ProcessGauges::open_fds, &gf::kOpenFds, ""},
+    {"max_fds", &ProcessGauges::max_fds, &gf::kMaxFds, ""},
 };
 constexpr Field<PortGauges> kPortFields[] = {
     {"link_up", &PortGauges::link_up, &gf::kLinkUp, ""},
@@ -486,6 +503,12 @@ using KPC = cp::KeyringPersister::Counters;
 constexpr Field<KPC> kKeyringStateFields[] = {
     {"writes", &KPC::writes, &gf::kKeyringState, R"(result="writes")"},
     {"write_errors", &KPC::write_errors, &gf::kKeyringState, R"(result="write_errors")"},
+};
+using UKS = cp::UnknownKeyWatch::Senders;
+constexpr Field<UKS> kUnknownKeySenderFields[] = {
+    {"member", &UKS::member, &gf::kUnknownKeySenders, R"(kind="member")"},
+    {"seed", &UKS::seed, &gf::kUnknownKeySenders, R"(kind="seed")"},
+    {"other", &UKS::other, &gf::kUnknownKeySenders, R"(kind="other")"},
 };
 using KCC = cp::KeyCommandCounters;
 constexpr Field<KCC> kKeyCommandFields[] = {
@@ -523,6 +546,8 @@ constexpr Field<SCV> kApiServerFieldsAfter[] = {
 static_assert(std::size(kEventHandlerFields) * sizeof(std::uint64_t) == sizeof(EVC));
 static_assert(std::size(kHostsFileFields) * sizeof(std::uint64_t) == sizeof(HFC));
 static_assert(std::size(kNicFields) * sizeof(std::uint64_t) == sizeof(NicCounters));
+static_assert(std::size(kProcessFields) * sizeof(std::uint64_t) == sizeof(ProcessGauges));
+static_assert(std::size(kUnknownKeySenderFields) * sizeof(std::uint64_t) == sizeof(UKS));
 static_assert(std::size(kKeyringStateFields) * sizeof(std::uint64_t) == sizeof(KPC));
 static_assert(std::size(kKeyCommandFields) * sizeof(std::uint64_t) == sizeof(KCC));
 static_assert(std::size(kControlApiFields) * sizeof(std::uint64_t) == sizeof(CAC));
@@ -561,15 +586,15 @@ class Walk {
 
   // A counter in the JSON and in `family`, with the context's labels and `labels`.
   void counter(std::string_view key, std::uint64_t value, const Family& family, std::string_view ctx,
-               std::string_view labels = {}) {
-    v_.counter(key, value, Series{&family, join(ctx, labels), static_cast<double>(value), {}});
+               std::string_view labels = {}, double scale = 1) {
+    v_.counter(key, value, Series{&family, join(ctx, labels), static_cast<double>(value) * scale, {}});
   }
 
   template <class S, std::size_t N>
   void fields(const S& s, const Field<S> (&table)[N], std::string_view ctx, bool exported) {
     for (const Field<S>& f : table) {
       if (exported) {
-        counter(f.key, s.*f.member, *f.family, ctx, f.labels);
+        counter(f.key, s.*f.member, *f.family, ctx, f.labels, f.scale);
       } else {
         v_.number(f.key, s.*f.member);
       }
@@ -787,6 +812,7 @@ class Walk {
     section("port", g.port, kPortFields);
     if (g.nic) section("nic", *g.nic, kNicFields);
     if (g.keyring_state) section("keyring_state", *g.keyring_state, kKeyringStateFields);
+    section("unknown_key_senders", g.unknown_key_senders, kUnknownKeySenderFields);
     if (membership != nullptr) {
       section("key_commands", static_cast<const cp::KeyCommandCounters&>(membership->host), kKeyCommandFields);
     }

@@ -18,12 +18,14 @@
 #include "control/api/server.h"
 #include "control/engine/engine.h"
 #include "control/gateway/control_api.h"
+#include "control/gateway/process_stats.h"
 #include "control/host/egress_shaper.h"
 #include "control/host/engine_host.h"
 #include "control/host/events/event_runner.h"
 #include "control/host/events/hosts_file.h"
 #include "control/host/keyring_state.h"
 #include "control/host/message_stats.h"
+#include "control/host/unknown_keys.h"
 #include "dataplane/api/counters.h"
 #include "dataplane/tx_path.h"
 
@@ -44,9 +46,6 @@ struct WorkerStats {
 struct SnapshotGauges {
   std::uint64_t version = 0;   // of the snapshot the workers read
   std::uint64_t retained = 0;  // snapshots kept until every worker moved past them
-};
-struct ProcessGauges {
-  std::uint64_t start_time_unix = 0;
 };
 struct PortGauges {
   std::uint64_t link_up = 0;  // 1 or 0
@@ -80,6 +79,8 @@ struct GatewaySections {
   std::optional<NicCounters> nic;
   std::optional<cp::KeyringPersister::Counters> keyring_state;
   std::optional<ControlApiSection> control_api;
+  // Sources heard under key ids our keyring lacks (cp::UnknownKeyWatch).
+  cp::UnknownKeyWatch::Senders unknown_key_senders;
 };
 
 // What the stats document says about membership, copied from the EngineHost
@@ -129,6 +130,9 @@ struct Family {
   std::string_view name;  // gossipgw_...
   std::string_view type;  // counter | gauge | histogram | untyped
   std::string_view help;
+  // A gauge of maxima (deepest queue seen): its series do not add up, their
+  // total is the largest (DPDK telemetry's /gossipgw/totals).
+  bool maximum = false;
 };
 
 // Where one counter goes in Prometheus.

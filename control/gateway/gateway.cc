@@ -10,6 +10,8 @@
 #include <sodium.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -32,6 +34,7 @@
 #include "control/host/control_loop.h"
 #include "control/host/engine_host.h"
 #include "control/host/events/hosts_file.h"
+#include "control/host/unknown_keys.h"
 #include "crypto/aes_gcm.h"
 #include "dataplane/guard.h"
 #include "dataplane/handoff_rings.h"
@@ -48,6 +51,8 @@ constexpr unsigned kTxRingSize = 4096;
 // Known members reach the workers' rate limits through a snapshot,
 // republished at most every 100 ms after the membership changed.
 constexpr std::uint64_t kMembersRepublishNs = 100'000'000ULL;
+// The workers' unknown-key samples are taken this often.
+constexpr std::uint64_t kUnknownKeysTakeNs = 100'000'000ULL;
 
 // SHA-256 of a file's bytes, hex (the config as read: gossipctl info shows it,
 // so an operator can tell which config a running gateway started with).
@@ -155,14 +160,15 @@ class Gateway {
         snapshots_(cfg_.lcores.workers.size(), first_snapshot(s)),
         tx_queue_(dp_.port.tx_pool, dp_.tx_ring, s.ladder.local.ipv6) {
     start_workers();
+    if (!cfg_.control.state_dir.empty())
+      keyring_persister_ = std::make_unique<KeyringPersister>(cfg_.control.state_dir);
     if (cfg_.membership.enabled) {
-      host_ = std::make_unique<EngineHost>(engine_plan(cfg_, s.engine, s.ladder, snapshots_), tx_queue_,
-                                           base::monotonic_ns());
+      EngineHost::Options plan = engine_plan(cfg_, s.engine, s.ladder, snapshots_);
+      plan.keyring_saver = keyring_saver();
+      host_ = std::make_unique<EngineHost>(std::move(plan), tx_queue_, base::monotonic_ns());
     }
     loop_ = std::make_unique<ControlLoop>(*dp_.rings, loop_plan(cfg_, o.defer_control), host_.get());
     wire_member_events();
-    if (!cfg_.control.state_dir.empty())
-      keyring_persister_ = std::make_unique<KeyringPersister>(cfg_.control.state_dir);
     api_ = std::make_unique<ControlApi>(api_context());
     loop_->set_housekeeping([this](std::uint64_t now) { housekeeping(now); });
   }
@@ -255,6 +261,14 @@ class Gateway {
     });
   }
 
+  // Key changes are saved (control.state_dir) before they take effect.
+  KeyringSaver keyring_saver() {
+    if (keyring_persister_ == nullptr) return {};
+    return [this](const crypto::Keyring& ring, const KeyMaterial& material) {
+      return keyring_persister_->save_now(ring, material);
+    };
+  }
+
   ControlApi::Context api_context() {
     ControlApi::Context ctx;
     ctx.host = host_.get();
@@ -263,6 +277,22 @@ class Gateway {
     ctx.stats_json = [this] { return stats_json(counters(false), true); };
     ctx.request_stop = [this] { svc_.stop_requested->store(true, std::memory_order_relaxed); };
     ctx.logs = svc_.logs;
+    ctx.stop_phase = [this] { return loop_->stop_phase(); };
+    ctx.leave_timeout_ms = cfg_.membership.leave_timeout_ms;
+    ctx.keyring_saver = keyring_saver();
+    if (!cfg_.control.state_dir.empty()) {
+      ctx.save_tags = [dir = cfg_.control.state_dir](const std::vector<engine::Tag>& tags) -> std::string {
+        std::vector<std::pair<std::string, std::string>> kv;
+        for (const engine::Tag& t : tags) kv.emplace_back(t.key, t.value);
+        try {
+          save_tags_state(dir, kv);
+        } catch (const std::exception& e) {
+          spdlog::error("{}", e.what());
+          return e.what();
+        }
+        return {};
+      };
+    }
     info_.cfg = &cfg_;
     info_.config_path = s_.config_path;
     info_.config_sha256 = s_.config_sha256;
@@ -286,6 +316,9 @@ class Gateway {
     // instruction set from the CPU flags; libsodium runs ChaCha20-Poly1305.
     spdlog::info("suite {}; aes256gcm: {}; chacha20poly1305: {}", suite_text(config::resolve_suite(cfg_)),
                  crypto::aes256gcm_impl_name(), crypto::chacha20poly1305_impl_name());
+    if (!s_.tags_source.empty()) {
+      spdlog::info("tags from {}; membership.tags in the config is not used while it exists", s_.tags_source);
+    }
     if (s_.keyring_source != "cluster.keys") {
       spdlog::info("keyring from {} ({} key(s), primary {}); cluster.keys in the config is not used while it exists",
                    s_.keyring_source, s_.keyring.size(), crypto::key_id_text(s_.keyring.primary()->id()));
@@ -330,15 +363,55 @@ class Gateway {
     if (hosts_file_ != nullptr) g.hosts_file = hosts_file_->counters();
     if (cfg_.metrics.telemetry) g.telemetry = TelemetryCounters{telemetry_refused()};
     g.process.start_time_unix = s_.started_unix_s;
+    (void)read_process_gauges(g.process);
     g.port = {link_watch_.up() ? 1u : 0u, link_watch_.down_events()};
     rte_eth_stats es{};
     if (rte_eth_stats_get(dp_.port.port_id, &es) == 0) {
       g.nic = NicCounters{es.ipackets, es.opackets, es.imissed, es.ierrors, es.rx_nombuf, es.oerrors};
     }
     if (keyring_persister_ != nullptr) g.keyring_state = keyring_persister_->counters();
+    g.unknown_key_senders = unknown_keys_.senders(base::monotonic_ns());
     if (listeners_.api != nullptr)
       g.control_api = ControlApiSection{api::load(listeners_.api->counters()), api_->counters()};
     return g;
+  }
+
+  // What an address that sends under a key we lack is to us.
+  UnknownKeyWatch::Who who_is(const dp::Endpoint& e) const {
+    UnknownKeyWatch::Who who;
+    if (host_ == nullptr) return who;
+    const engine::Engine& eng = host_->engine();
+    const engine::Address a = to_engine_address(e);
+    for (const engine::Member& m : eng.members()) {
+      if (m.addr() == a && m.name != eng.name()) {
+        who.kind = UnknownKeyWatch::Kind::kMember;
+        who.name = m.name.str();
+        who.state = engine::status_name(m.status);
+        return who;
+      }
+    }
+    const std::vector<engine::Address>& seeds = host_->seeds();
+    if (std::find(seeds.begin(), seeds.end(), a) != seeds.end()) who.kind = UnknownKeyWatch::Kind::kSeed;
+    return who;
+  }
+
+  // The workers' samples of unknown-key senders, every 100 ms; said in the
+  // log at most once a minute (control/host/unknown_keys.h).
+  void watch_unknown_keys(std::uint64_t now) {
+    if (now < next_unknown_keys_ns_) return;
+    next_unknown_keys_ns_ = now + kUnknownKeysTakeNs;
+    const UnknownKeyWatch::Resolve who = [this](const dp::Endpoint& e) { return who_is(e); };
+    std::array<dp::UnknownKeySighting, dp::UnknownKeySample::kSlots> got;
+    std::uint64_t drops = 0;
+    for (auto& w : workers_) {
+      const std::size_t n = w->unknown_keys.take(got);
+      for (std::size_t i = 0; i < n; ++i) unknown_keys_.add(got[i], now, who);
+      drops += w->counters.get(dp::Verdict::kUnknownKey);
+    }
+    const bool alone = host_ != nullptr && host_->engine().num_live() <= 1;
+    for (const std::string& line : unknown_keys_.report(now, who, snapshots_.current().keys.ids(), drops, alone)) {
+      spdlog::warn("{}", line);
+    }
   }
 
   void housekeeping(std::uint64_t now) {
@@ -365,13 +438,14 @@ class Gateway {
       });
     }
     api_->poll(now);
+    watch_unknown_keys(now);
     if (host_ != nullptr && host_->membership_version() != members_published_version_ && now >= next_members_ns_) {
       members_published_version_ = host_->membership_version();
       next_members_ns_ = now + kMembersRepublishNs;
       snapshots_.publish(snapshot_with_members(snapshots_.current(), host_->engine()));
     }
     if (keyring_persister_ != nullptr) {
-      keyring_persister_->sync(snapshots_.current().keys, snapshots_.current().key_material);
+      keyring_persister_->sync(snapshots_.current().keys, snapshots_.current().key_material, now);
     }
     snapshots_.reclaim();
     if (hosts_file_ != nullptr) {
@@ -408,6 +482,8 @@ class Gateway {
   std::unique_ptr<events::HostsFileWriter> hosts_file_;
   bool hosts_dirty_ = false;
   std::unique_ptr<KeyringPersister> keyring_persister_;
+  UnknownKeyWatch unknown_keys_;
+  std::uint64_t next_unknown_keys_ns_ = 0;
   InfoSources info_;
   std::unique_ptr<ControlApi> api_;
   SystemdNotifier systemd_;
@@ -432,8 +508,10 @@ Startup load_startup(const std::string& config_path, std::uint32_t freeze_clock_
   (void)config::load_operator_key(s.cfg);  // a bad cluster.operator_public_key is reported now, before EAL
   // A keyring persisted by an earlier run wins over the config's key files
   // (which only seed it): after a rotation the config may still name the
-  // old key. docs/operations.md, "Rotating keys".
+  // old key. docs/operations.md, "Rotating keys". The state directory must
+  // be one we can write (or create), or nothing could be kept: exit 2.
   if (!s.cfg.control.state_dir.empty()) {
+    check_state_dir(s.cfg.control.state_dir, /*create=*/true);
     if (auto stored = load_keyring_state(s.cfg.control.state_dir, config::resolve_suite(s.cfg))) {
       s.keyring = stored->ring;
       s.key_material = std::move(stored->material);
@@ -446,7 +524,21 @@ Startup load_startup(const std::string& config_path, std::uint32_t freeze_clock_
   s.ladder.not_before_s =
       freeze_clock_s != 0 ? freeze_clock_s : static_cast<std::uint32_t>(base::unix_time_ns() / 1'000'000'000ULL);
   s.classifier = dp::make_classifier(s.cfg);
-  if (s.cfg.membership.enabled) s.engine = engine_config(s.cfg, s.ladder.local);
+  if (s.cfg.membership.enabled) {
+    s.engine = engine_config(s.cfg, s.ladder.local);
+    // Tags changed at run time (gossipctl tags) win over membership.tags,
+    // as the persisted keyring wins over cluster.keys.
+    if (!s.cfg.control.state_dir.empty()) {
+      if (auto stored = load_tags_state(s.cfg.control.state_dir)) {
+        s.engine.tags.clear();
+        for (auto& [k, v] : *stored) s.engine.tags.push_back({std::move(k), std::move(v)});
+        if (const std::string why = s.engine.validate(); !why.empty()) {
+          throw crypto::KeyError("tags state '" + s.cfg.control.state_dir + "/" + kTagsStateFile + "': " + why);
+        }
+        s.tags_source = s.cfg.control.state_dir + "/" + kTagsStateFile;
+      }
+    }
+  }
   return s;
 }
 

@@ -46,6 +46,7 @@ struct Startup {
   crypto::Keyring keyring;
   KeyMaterial key_material;
   std::string keyring_source = "cluster.keys";  // or the state file it came from
+  std::string tags_source;                      // the state file our tags came from (empty: the config)
   dp::LadderConfig ladder;
   std::unique_ptr<dp::Classifier> classifier;  // null: classifier.enabled is false
   engine::EngineConfig engine;                 // membership.enabled only

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "control/gateway/gateway.h"
@@ -167,6 +169,39 @@ std::shared_ptr<gw::cp::LogRing> install_logger(const std::string& level) {
   return log_ring;
 }
 
+// The EAL file prefix the arguments ask for ("rte" by default); empty when
+// EAL keeps no shared files (--in-memory, --no-shconf).
+std::string eal_file_prefix(const std::vector<char*>& eal_argv) {
+  std::string prefix = "rte";
+  for (std::size_t i = 1; i < eal_argv.size(); ++i) {
+    const std::string a = eal_argv[i];
+    if (a == "--in-memory" || a == "--no-shconf") return {};
+    if (a == "--file-prefix" && i + 1 < eal_argv.size()) {
+      prefix = eal_argv[++i];
+    } else if (a.rfind("--file-prefix=", 0) == 0) {
+      prefix = a.substr(std::strlen("--file-prefix="));
+    }
+  }
+  return prefix;
+}
+
+// The process holding the lock on the file prefix's EAL config file, as
+// EAL names the directory (root: /var/run/dpdk/PREFIX; others:
+// $XDG_RUNTIME_DIR/dpdk/PREFIX, else /tmp/dpdk/PREFIX); 0 if nobody does.
+pid_t file_prefix_holder(const std::string& prefix) {
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  const std::string base = getuid() == 0 ? "/var/run" : (xdg != nullptr ? xdg : "/tmp");
+  const std::string config = base + "/dpdk/" + prefix + "/config";
+  const int fd = open(config.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct flock lk {};
+  lk.l_type = F_WRLCK;
+  lk.l_whence = SEEK_SET;  // the whole file: EAL locks a range of it
+  const pid_t holder = fcntl(fd, F_GETLK, &lk) == 0 && lk.l_type != F_UNLCK ? lk.l_pid : 0;
+  close(fd);
+  return holder;
+}
+
 // Returns 0, or the exit status after EAL refused its options.
 int start_eal(std::vector<char*>& eal_argv) {
   if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) >= 0) return 0;
@@ -174,7 +209,16 @@ int start_eal(std::vector<char*>& eal_argv) {
   // until exit: flush it first so our one line is the last one.
   const int eal_errno = rte_errno;
   std::fflush(stdout);
-  return fail(kExitUsage, std::string("EAL initialisation failed: ") + rte_strerror(eal_errno) +
+  // A second primary process on one file prefix: EAL only logs it and
+  // leaves rte_errno 0 ("Success"), so say it ourselves.
+  const std::string prefix = eal_file_prefix(eal_argv);
+  if (const pid_t holder = prefix.empty() ? 0 : file_prefix_holder(prefix); holder > 0) {
+    return fail(kExitUsage, "EAL file prefix '" + prefix + "' is in use by process " + std::to_string(holder) +
+                                " (another gossipgw with the same node.name, or the same --file-prefix): stop it, "
+                                "or give this one its own --file-prefix");
+  }
+  return fail(kExitUsage, "EAL initialisation failed" +
+                              (eal_errno != 0 ? std::string(": ") + rte_strerror(eal_errno) : std::string()) +
                               " (EAL options come before '--'; see the lines above)");
 }
 

@@ -2,10 +2,17 @@
 
 #include <rte_telemetry.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 
@@ -24,7 +31,7 @@ class Builder final : public CounterVisitor {
     auto it = index_.find(name);
     if (it == index_.end()) {
       it = index_.emplace(name, families_.size()).first;
-      families_.push_back({name, std::string(s.family->type), std::string(s.family->help), {}});
+      families_.push_back({name, std::string(s.family->type), std::string(s.family->help), {}, s.family->maximum});
     }
     families_[it->second].samples.push_back({s.labels, s.value, std::string(s.suffix)});
   }
@@ -37,10 +44,79 @@ class Builder final : public CounterVisitor {
 
 }  // namespace
 
+std::string bind_failure(const std::string& address, std::uint16_t port) {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  int family = AF_INET;
+  if (auto* a4 = reinterpret_cast<sockaddr_in*>(&ss); ::inet_pton(AF_INET, address.c_str(), &a4->sin_addr) == 1) {
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(port);
+    len = sizeof(sockaddr_in);
+  } else if (auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
+             ::inet_pton(AF_INET6, address.c_str(), &a6->sin6_addr) == 1) {
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(port);
+    len = sizeof(sockaddr_in6);
+    family = AF_INET6;
+  } else {
+    return "not an IPv4 or IPv6 address (metrics.prometheus_address)";
+  }
+  // The same bind the listener does (SO_REUSEADDR, as PrometheusServer
+  // sets it), to learn the kernel's reason.
+  const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::string("socket(): ") + std::strerror(errno);
+  const int one = 1;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  int err = 0;
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&ss), len) != 0) {
+    err = errno;
+  } else if (::listen(fd, 1) != 0) {
+    err = errno;
+  }
+  ::close(fd);
+  if (err == 0) return "the listener failed, but the port can be bound now (try again)";
+  return bind_error_text(err, address, port);
+}
+
+std::string bind_error_text(int err, const std::string& address, std::uint16_t port) {
+  switch (err) {
+    case EADDRINUSE:
+      return std::string(std::strerror(err)) +
+             ": another process listens there (ss -ltnp 'sport = :" + std::to_string(port) +
+             "'); choose another metrics.prometheus_port";
+    case EACCES:
+      return std::string(std::strerror(err)) + ": ports below 1024 need CAP_NET_BIND_SERVICE; use a higher port";
+    case EADDRNOTAVAIL:
+      return std::string(std::strerror(err)) + ": no interface of this host has the address " + address;
+    default:
+      return std::strerror(err);
+  }
+}
+
 std::vector<MetricFamily> metric_families(const CounterSnapshot& snapshot) {
   Builder b;
   walk_counters(snapshot, b);
   return b.take();
+}
+
+std::vector<std::pair<std::string, double>> family_totals(const std::vector<MetricFamily>& families) {
+  std::vector<std::pair<std::string, double>> out;
+  out.reserve(families.size());
+  for (const MetricFamily& f : families) {
+    double total = 0;
+    for (const MetricSample& s : f.samples) {
+      if (f.type == "histogram") {
+        // Its buckets and sum do not add up: its total is its count.
+        if (s.suffix == "_count") total = s.value;
+      } else if (f.maximum) {
+        total = std::max(total, s.value);
+      } else {
+        total += s.value;
+      }
+    }
+    out.emplace_back(f.name, total);
+  }
+  return out;
 }
 
 std::string prometheus_text(const std::vector<MetricFamily>& families) {
@@ -162,20 +238,11 @@ int tel_totals(const char*, const char*, rte_tel_data* d) {
   const MetricsPublisher::View v = g_publisher->latest();
   rte_tel_data_start_dict(d);
   if (!v.families) return 0;
-  // One number per family: the sum over its series (per-lcore counters add up).
+  // One number per family (family_totals).
   int added = 0;
-  for (const MetricFamily& f : *v.families) {
+  for (const auto& [name, total] : family_totals(*v.families)) {
     if (added >= kPageEntries) break;
-    double sum = 0;
-    for (const MetricSample& s : f.samples) {
-      // A histogram's total is its count; its buckets and sum do not add up.
-      if (f.type == "histogram") {
-        if (s.suffix == "_count") sum = s.value;
-      } else {
-        sum += s.value;
-      }
-    }
-    if (tel_add(d, f.name, sum)) ++added;
+    if (tel_add(d, name, total)) ++added;
   }
   return 0;
 }

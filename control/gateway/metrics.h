@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "control/gateway/counter_table.h"
@@ -36,7 +37,13 @@ struct MetricFamily {
   std::string type;  // counter | gauge | histogram
   std::string help;  // includes the unit
   std::vector<MetricSample> samples;
+  bool maximum = false;  // a gauge of maxima: the total is the largest, not the sum
 };
+
+// One number per family, as DPDK telemetry's /gossipgw/totals gives it: the
+// sum over its series (per-lcore and per-class counters add up), except a
+// histogram (its count) and a gauge of maxima (the largest).
+std::vector<std::pair<std::string, double>> family_totals(const std::vector<MetricFamily>& families);
 
 // The families of a snapshot: every counter of its stats JSON but the sums of
 // per-lcore series, in the document's order.
@@ -67,6 +74,13 @@ class MetricsPublisher {
   View view_;
   MetricFamily build_info_;
 };
+
+// Why `address`:`port` cannot be listened on, in words (the kernel's reason
+// and what to do), found by trying the same bind.
+std::string bind_failure(const std::string& address, std::uint16_t port);
+// The same words for an errno that bind() or listen() on `address`:`port`
+// gave (PrometheusServer's constructor reports it so).
+std::string bind_error_text(int err, const std::string& address, std::uint16_t port);
 
 // Serves GET /metrics from `publisher` on its own thread. The constructor
 // only binds (throws std::runtime_error if the address cannot be bound), so a

@@ -266,14 +266,17 @@ PrometheusServer::PrometheusServer(const MetricsPublisher& publisher, const std:
     sin6->sin6_port = htons(port);
     len = sizeof(sockaddr_in6);
   } else {
-    fail("not an IPv4 or IPv6 address");
+    fail("not an IPv4 or IPv6 address (metrics.prometheus_address)");
   }
   impl_->listen_fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (impl_->listen_fd < 0) fail(std::strerror(errno));
   const int one = 1;
   ::setsockopt(impl_->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(impl_->listen_fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) fail(std::strerror(errno));
-  if (::listen(impl_->listen_fd, SOMAXCONN) != 0) fail(std::strerror(errno));
+  // The kernel's reason in words, with what to do (issue 52 item 10).
+  if (::bind(impl_->listen_fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    fail(bind_error_text(errno, address, port));
+  }
+  if (::listen(impl_->listen_fd, SOMAXCONN) != 0) fail(bind_error_text(errno, address, port));
   sockaddr_storage got{};
   socklen_t got_len = sizeof got;
   ::getsockname(impl_->listen_fd, reinterpret_cast<sockaddr*>(&got), &got_len);

@@ -64,11 +64,13 @@ void ControlLoop::run(const StopControl& stop) {
     if (!stopping && (stop.requested->load(std::memory_order_relaxed) || stop.inputs_idle())) {
       // Leave before the workers stop: they carry the leave out.
       stopping = true;
+      phase_ = StopPhase::kLeaving;
       stop_deadline = now + options_.leave_timeout_ns;
       if (host_ != nullptr) host_->begin_leave(now, base::unix_seconds());
     }
     if (stopping && !stop.workers_stop->load(std::memory_order_relaxed) &&
         (host_ == nullptr || host_->leave_done() || now >= stop_deadline)) {
+      phase_ = host_ == nullptr || host_->leave_done() ? StopPhase::kLeft : StopPhase::kLeaveTimedOut;
       stop.workers_stop->store(true, std::memory_order_release);
     }
 

@@ -37,6 +37,14 @@ struct StopControl {
   std::atomic<bool>* workers_stop = nullptr;     // the loop sets it once leave is done
 };
 
+// Where a stop stands (for `gossipctl leave`, which waits for the leave).
+enum class StopPhase : std::uint8_t {
+  kRunning,
+  kLeaving,        // the leave is going out
+  kLeft,           // it went out (or there was no engine): the workers are being stopped
+  kLeaveTimedOut,  // the leave timeout passed first: stopping anyway
+};
+
 class ControlLoop {
  public:
   // `host` may be null: messages are then only counted.
@@ -52,6 +60,8 @@ class ControlLoop {
   std::size_t poll_once(std::uint64_t now_ns);
 
   const ControlCounters& counters() const noexcept { return counters_; }
+  // Control lcore (the housekeeping callback reads it).
+  StopPhase stop_phase() const noexcept { return phase_; }
 
   // Runs once per pass on the control lcore, after the rings and the engine:
   // the control API, counter publication, snapshots. Must not block.
@@ -62,6 +72,7 @@ class ControlLoop {
   ControlLoopOptions options_;
   EngineHost* host_;
   ControlCounters counters_;
+  StopPhase phase_ = StopPhase::kRunning;
   std::function<void(std::uint64_t)> housekeeping_;
 };
 

@@ -18,7 +18,7 @@ EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t no
       engine_(std::make_unique<engine::Engine>(options_.engine, options_.rng_seed, now_ns)),
       key_change_(
           {options_.snapshots, options_.keys, options_.suite, options_.started_unix_ns, now_ns, options_.operator_key,
-           options_.cluster_id},
+           options_.cluster_id, options_.keyring_saver},
           *engine_,
           [this](const engine::Address& to, std::span<const std::uint8_t> plain, std::uint64_t now,
                  std::uint32_t unix_s) {
@@ -27,11 +27,28 @@ EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t no
           counters_) {}
 
 void EngineHost::start(std::uint64_t now_ns, std::uint32_t unix_s) {
-  if (!options_.seeds.empty()) {
-    engine_->join(options_.seeds, now_ns);
-    spdlog::info("joining through {} seed(s)", options_.seeds.size());
-  }
+  seeds_ = options_.seeds;
+  // Also without seeds: the engine then counts itself joined (the first
+  // member has nobody to ask), which `info` and the stats report.
+  engine_->join(seeds_, now_ns);
+  if (!seeds_.empty()) spdlog::info("joining through {} seed(s)", seeds_.size());
   flush(now_ns, unix_s);
+}
+
+void EngineHost::join(const engine::Address& through, std::uint64_t now_ns) {
+  const bool configured = std::find(options_.seeds.begin(), options_.seeds.end(), through) != options_.seeds.end();
+  if (!configured && std::find(manual_seeds_.begin(), manual_seeds_.end(), through) == manual_seeds_.end()) {
+    if (manual_seeds_.size() >= kMaxManualSeeds) manual_seeds_.erase(manual_seeds_.begin());
+    manual_seeds_.push_back(through);
+  }
+  // The engine asks at most kMaxSeeds: the manual ones always, the
+  // configured ones in their order as far as room is left.
+  const std::size_t room = engine::Engine::kMaxSeeds - manual_seeds_.size();
+  seeds_.assign(options_.seeds.begin(),
+                options_.seeds.begin() + static_cast<std::ptrdiff_t>(std::min(room, options_.seeds.size())));
+  seeds_.insert(seeds_.end(), manual_seeds_.begin(), manual_seeds_.end());
+  engine_->join(seeds_, now_ns);
+  join_rounds_logged_ = 1;  // a new first round
 }
 
 void EngineHost::on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlCounters& counters) {
@@ -76,7 +93,7 @@ void EngineHost::poll(std::uint64_t now_ns, std::uint32_t unix_s) {
   // backing off to join_retry_max_ns, and counts join_retries).
   if (!engine_->joined() && engine_->join_attempts() > join_rounds_logged_) {
     join_rounds_logged_ = engine_->join_attempts();
-    spdlog::warn("join: no answer from {} seed(s) after {} round(s); retrying with backoff", options_.seeds.size(),
+    spdlog::warn("join: no answer from {} seed(s) after {} round(s); retrying with backoff", seeds_.size(),
                  join_rounds_logged_ - 1);
   }
   flush(now_ns, unix_s);

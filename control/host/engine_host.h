@@ -122,14 +122,27 @@ class EngineHost {
     // The operator signing key (cluster.operator_public_key): cluster-wide
     // key changes are applied only when it signed them. None: refused.
     std::optional<crypto::OperatorPublicKey> operator_key;
+    // Saves the keyring a cluster-wide key change leads to before it takes
+    // effect here (control.state_dir); empty: nothing is saved.
+    KeyringSaver keyring_saver;
   };
 
   // `sink` must outlive the host. Times: monotonic ns for the engine's timers,
   // Unix seconds for the header timestamp.
   EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t now_ns);
 
-  // Control lcore only. Joins through the seeds (if any).
+  // Control lcore only. Joins through the seeds; with none (the first
+  // member of a cluster) it is joined at once.
   void start(std::uint64_t now_ns, std::uint32_t unix_s);
+  // Control lcore only. A manual join (`gossipctl join`): `through` is added
+  // to the seeds the engine retries, never put in their place, so a join
+  // through an address that does not answer leaves the configured seeds
+  // working. At most kMaxManualSeeds are kept (the oldest goes first).
+  void join(const engine::Address& through, std::uint64_t now_ns);
+  static constexpr std::size_t kMaxManualSeeds = 4;
+  // What the engine's join rounds ask: the configured seeds (as many as fit
+  // beside the manual ones in the engine's kMaxSeeds), then the manual ones.
+  const std::vector<engine::Address>& seeds() const noexcept { return seeds_; }
   // Control lcore only. One opened payload from a worker.
   void on_payload(const dp::Handoff& h, std::uint64_t now_ns, ControlCounters& counters);
   // Control lcore only. Runs due timers and sends what the engine queued.
@@ -198,6 +211,8 @@ class EngineHost {
 
   std::uint32_t join_rounds_logged_ = 1;  // the first round is logged by start()
   Options options_;
+  std::vector<engine::Address> manual_seeds_;  // gossipctl join, oldest first
+  std::vector<engine::Address> seeds_;         // see seeds()
   SealedSink sink_;
   HostShaper shaper_;
   std::unique_ptr<engine::Engine> engine_;

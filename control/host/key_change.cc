@@ -92,7 +92,8 @@ std::string ClusterKeyChange::start(const KeyChange& change, const Authorisation
       return why;
     }
   }
-  const std::string err = apply_key_change(*options_.snapshots, options_.suite, change, /*idempotent=*/true);
+  const std::string err =
+      apply_key_change(*options_.snapshots, options_.suite, change, /*idempotent=*/true, options_.saver);
   if (!err.empty()) return err;
   if (change.op != KeyChange::Op::kList) newest_signed_ns_ = auth.issued_unix_ns;
 
@@ -203,9 +204,9 @@ void ClusterKeyChange::on_command(const KeyCommandMsg& c, const engine::Address&
     refuse(counters_.key_commands_stale, why);
     return;
   }
-  answer.error = options_.snapshots == nullptr
-                     ? std::string("key changes are not available on this gateway")
-                     : apply_key_change(*options_.snapshots, options_.suite, c.change, /*idempotent=*/true);
+  answer.error = options_.snapshots == nullptr ? std::string("key changes are not available on this gateway")
+                                               : apply_key_change(*options_.snapshots, options_.suite, c.change,
+                                                                  /*idempotent=*/true, options_.saver);
   answer.ok = answer.error.empty();
   if (answer.ok) {
     ++counters_.key_commands_applied;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "control/engine/engine.h"
+#include "control/host/key_ops.h"
 #include "control/key_command.h"
 #include "crypto/keys.h"
 #include "dataplane/api/snapshot.h"
@@ -72,6 +73,9 @@ class ClusterKeyChange {
     // cluster.operator_public_key; none: every change is refused.
     std::optional<crypto::OperatorPublicKey> operator_key;
     std::uint64_t cluster_id = 0;  // what the operator's statement names
+    // Saves a changed keyring before it takes effect (control.state_dir);
+    // empty: nothing is saved.
+    KeyringSaver saver;
   };
 
   // The operator's authorisation of a change (gossipctl signs it).

@@ -21,7 +21,7 @@ const char* key_op_name(KeyChange::Op op) {
 }
 
 std::string apply_key_change(dp::SnapshotExchange& snapshots, crypto::Suite suite, const KeyChange& change,
-                             bool idempotent) {
+                             bool idempotent, const KeyringSaver& saver) {
   if (change.op == KeyChange::Op::kList) return {};  // nothing to change
   const dp::DataplaneSnapshot& cur = snapshots.current();
   auto next = std::make_unique<dp::DataplaneSnapshot>();
@@ -56,6 +56,11 @@ std::string apply_key_change(dp::SnapshotExchange& snapshots, crypto::Suite suit
     }
   } catch (const std::exception& e) {
     return e.what();
+  }
+  if (saver) {
+    if (const std::string err = saver(next->keys, next->key_material); !err.empty()) {
+      return "not changed: the keyring could not be saved: " + err;
+    }
   }
   snapshots.publish(std::move(next));
   return {};

@@ -1,9 +1,12 @@
-// The keyring as changed at run time, kept in control.state_dir so that a
-// restart comes back with the keys the cluster rotated to, not the ones the
-// config named at first start (like Consul's local.keyring).
+// What a gateway changes at run time and must find again after a restart,
+// kept in control.state_dir: the keyring, so that a restart comes back with
+// the keys the cluster rotated to, not the ones the config named at first
+// start (like Consul's local.keyring), and this member's tags as `gossipctl
+// tags` left them (like Serf's tags file).
 //
 //   <state_dir>/            mode 0700, created if missing
 //   <state_dir>/keyring.json  mode 0600: {"version":1,"primary":"<hex key>","keys":["<hex key>",...]}
+//   <state_dir>/tags.json     mode 0600: {"version":1,"tags":[["<key>","<value>"],...]}
 //
 // Written atomically (temporary file, fsync, rename, fsync of the directory),
 // so a crash leaves the old or the new keyring, never half of one. Control
@@ -14,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "crypto/keys.h"
@@ -29,7 +33,16 @@ struct StoredKeyring {
 };
 
 constexpr const char* kKeyringStateFile = "keyring.json";
+constexpr const char* kTagsStateFile = "tags.json";
 
+// One rule for control.state_dir, at start and in `gossipctl config check`:
+// it must be a directory this process can write (exit 2 with the reason
+// otherwise: missing parent, a path under a regular file, not a directory,
+// read-only file system, permission). `create`: make it (mode 0700, the last
+// component only) if it is missing, as the gateway does at start; without,
+// a missing directory passes when its parent could hold it. Throws
+// crypto::KeyError naming the directory.
+void check_state_dir(const std::string& dir, bool create);
 // The keyring in `dir`, or nullopt if the directory has none yet. Throws
 // crypto::KeyError naming the file when it exists but cannot be used: not a
 // regular file, readable by group or others, malformed, no primary, a key
@@ -40,11 +53,22 @@ std::optional<StoredKeyring> load_keyring_state(const std::string& dir, crypto::
 // crypto::KeyError naming the path on failure (the old file stays).
 void save_keyring_state(const std::string& dir, const crypto::Keyring& ring, const KeyMaterial& material);
 
-// Keeps the keyring in `dir` the running one: sync() writes it at its first
-// call and whenever the key ids or the primary changed since (a key command,
-// node or cluster scope, or one from another member), so the next start
-// loads what this one ended with. A failed write is logged and counted, not
-// retried in a loop: the next change writes again.
+// This member's tags in `dir`, or nullopt if none were saved yet. Throws
+// crypto::KeyError naming the file when it exists but cannot be used (not a
+// regular file, readable by group or others, malformed, an empty or
+// repeated key, more than 64 KiB).
+std::optional<std::vector<std::pair<std::string, std::string>>> load_tags_state(const std::string& dir);
+
+// Writes `tags` to `dir` (atomically, as the keyring). Throws
+// crypto::KeyError naming the path on failure (the old file stays).
+void save_tags_state(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& tags);
+
+// Keeps the keyring in `dir` the running one. A key change is saved before
+// it takes effect (save_now(): a change that cannot be saved is refused, so
+// a restart never brings back a key that was removed); sync() writes the
+// keyring at start and retries a write that failed, with backoff (1 s
+// doubling to 60 s), whenever the key ids or the primary differ from what
+// the file holds.
 class KeyringPersister {
  public:
   struct Counters {
@@ -54,14 +78,24 @@ class KeyringPersister {
 
   explicit KeyringPersister(std::string dir) : dir_(std::move(dir)) {}
 
-  void sync(const crypto::Keyring& ring, const KeyMaterial& material);
+  // Writes `ring` now; returns an empty string, or why it could not be saved.
+  std::string save_now(const crypto::Keyring& ring, const KeyMaterial& material);
+  // Control lcore, housekeeping: writes `ring` if the file does not hold it
+  // yet and a retry is due.
+  void sync(const crypto::Keyring& ring, const KeyMaterial& material, std::uint64_t now_ns);
   const Counters& counters() const noexcept { return counters_; }
+  const std::string& dir() const noexcept { return dir_; }
+
+  static constexpr std::uint64_t kRetryMinNs = 1'000'000'000ULL;
+  static constexpr std::uint64_t kRetryMaxNs = 60'000'000'000ULL;
 
  private:
   std::string dir_;
-  bool synced_ = false;
+  bool saved_ = false;  // the file holds ids_ and primary_
   std::vector<std::uint32_t> ids_;
   std::uint32_t primary_ = 0;
+  std::uint64_t next_try_ns_ = 0;
+  std::uint64_t backoff_ns_ = kRetryMinNs;
   Counters counters_;
 };
 

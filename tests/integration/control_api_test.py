@@ -229,7 +229,7 @@ metrics:
     m = re.search(r'^gossipgw_verdict_packets_total\{lcore="1",queue="0",verdict="accepted"\} (\d+)$', body, re.M)
     check("prometheus: accepted packets", m is not None and int(m.group(1)) >= 1, body[:400])
     doc_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "metrics.md")
-    documented = set(re.findall(r"^\| `(gossipgw_[a-z0-9_]+)`", open(doc_path).read(), re.M))
+    documented = set(re.findall(r"^\| `((?:gossipgw|process)_[a-z0-9_]+)`", open(doc_path).read(), re.M))
     check("prometheus: every family documented in docs/metrics.md", helps <= documented and
           not any(ln.endswith(" untyped") for ln in body.splitlines() if ln.startswith("# TYPE")),
           str(sorted(helps - documented)))

@@ -8,7 +8,12 @@ usage: startup_test.py GOSSIPGW GOSSIPCTL
   handler, hosts file) exits 2 with one gossipgw line, never hangs, every
   time (the Prometheus listener used to start before the port and hang in
   its destructor; the exit status was 1).
-- A Prometheus port already taken and a control socket still served exit 2.
+- A Prometheus port already taken and a control socket still served exit 2;
+  the port's line says why (issue 52).
+- A second start with the file prefix of a running gateway exits 2 naming
+  the prefix and the process that holds it (it said "Success").
+- A control.state_dir that cannot be created exits 2 at start and in
+  `gossipctl config check` (it used to start with one error line).
 - A wrong EAL option: exit 2 and our one line is the last line of the
   combined output, also when stdout is a pipe (the journal).
 - SIGTERM ends the process within its bound even when a stop step wedges
@@ -121,6 +126,44 @@ try:
     check("Prometheus port taken: one line naming metrics.prometheus_port",
           [l for l in err.splitlines() if l.startswith("gossipgw:")] != [] and "metrics.prometheus_port" in err,
           repr(err))
+    check("Prometheus port taken: says why", "Address already in use: another process listens there" in err, repr(err))
+
+    # ---- a state directory the gateway cannot create ----
+    orphan = os.path.join(tmp, "no", "such", "state")
+    state_cfg = config("state")
+    with open(state_cfg) as f:
+        text = f.read()
+    with open(state_cfg, "w") as f:
+        f.write(text.replace("control:\n", f"control:\n  state_dir: {orphan}\n"))
+    rc, err = run(eal("state") + ["--", "--config", state_cfg])
+    check("state_dir whose parent is missing: exit 2 with the reason",
+          rc == 2 and f"control.state_dir '{orphan}': cannot create it" in err, f"exit {rc}: {err!r}")
+    r = subprocess.run([CTL, "config", "check", "--config", state_cfg], capture_output=True, text=True)
+    check("... and gossipctl config check refuses it too",
+          r.returncode == 2 and f"control.state_dir '{orphan}'" in r.stderr, f"{r.returncode} {r.stderr!r}")
+
+    # ---- a second start on the file prefix of a running gateway ----
+    first_cfg = config("prefix1", prom_port=0)
+    with open(first_cfg) as f:
+        text = f.read()
+    with open(first_cfg, "w") as f:
+        f.write(text[:text.index("events:")])
+    first = subprocess.Popen(eal("sameprefix") + ["--", "--config", first_cfg], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs.append(first)
+    wait_for("the first gateway serves", lambda: subprocess.run(
+        [CTL, "info", "--socket", os.path.join(tmp, "prefix1.sock")], capture_output=True).returncode == 0)
+    second_cfg = config("prefix2", prom_port=0)
+    with open(second_cfg) as f:
+        text = f.read()
+    with open(second_cfg, "w") as f:
+        f.write(text[:text.index("events:")])
+    rc, err = run(eal("sameprefix") + ["--", "--config", second_cfg])
+    check("same file prefix: exit 2, names the prefix and the process holding it",
+          rc == 2 and f"EAL file prefix 'gwstart-sameprefix-{os.getpid()}' is in use by process {first.pid}" in err
+          and "Success" not in err, f"exit {rc}: {err!r}")
+    first.send_signal(signal.SIGTERM)
+    first.wait(timeout=20)
 
     # ---- a wrong EAL option: our line last, also through a pipe ----
     rc, out = run(eal("eal") + ["--no-such-eal-option", "--", "--config", config("eal")], merged=True)

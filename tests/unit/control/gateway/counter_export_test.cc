@@ -92,6 +92,7 @@ struct Fixture {
     g.port.link_down_events = next++;
     fill(g.nic.emplace(), next);
     fill(g.keyring_state.emplace(), next);
+    fill(g.unknown_key_senders, next);
     auto& kc = const_cast<cp::EngineHostCounters&>(host->counters());
     for (std::uint64_t* c :
          {&kc.key_commands_sent, &kc.key_commands_applied, &kc.key_commands_refused, &kc.key_commands_repeated,

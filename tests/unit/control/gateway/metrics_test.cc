@@ -4,7 +4,14 @@
 // valid exposition format and telemetry names split back into their labels.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -76,6 +83,7 @@ CounterSnapshot full_snapshot() {
   fill(api.server, next);
   api.server.requests = 0;  // exported once, as the commands' requests
   fill(api.api, next);
+  fill(g.unknown_key_senders, next);
   return s;
 }
 
@@ -87,8 +95,8 @@ void exported_values(const Json& j, const std::string& path, std::multiset<doubl
   if (j.is_number()) {
     const std::string key = path.substr(path.rfind('.') + 1);
     if (key == "lcore" || key == "queue" || key == "class_drop_mismatch") return;
-    // Prometheus has the histogram's sum in seconds.
-    out.insert(key == "sum_us" ? j.get<double>() / 1e6 : j.get<double>());
+    // Prometheus has the histogram's sum and the process's CPU time in seconds.
+    out.insert(key == "sum_us" || key == "cpu_us" ? j.get<double>() * 1e-6 : j.get<double>());
     return;
   }
   if (j.is_array()) {
@@ -277,11 +285,22 @@ TEST(Metrics, NicCountersProcessStartAndBuildInfo) {
   CounterSnapshot s;
   GatewaySections& g = s.gateway.emplace();
   g.process.start_time_unix = 1800000000;
+  g.process.cpu_us = 2'500'000;
+  g.process.resident_memory_bytes = 123456789;
+  g.process.virtual_memory_bytes = 987654321;
+  g.process.open_fds = 42;
+  g.process.max_fds = 1024;
   g.nic = NicCounters{10, 4, 3, 0, 2, 1};
   p.publish(s, 1000);
   const std::string& text = *p.latest().text;
   for (const char* expected : {
-           "# TYPE gossipgw_process_start_time_seconds gauge\ngossipgw_process_start_time_seconds 1800000000\n",
+           // Issue 52 item 10: the process's own, under the standard names.
+           "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1800000000\n",
+           "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 2.5\n",
+           "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes 123456789\n",
+           "process_virtual_memory_bytes 987654321\n",
+           "# TYPE process_open_fds gauge\nprocess_open_fds 42\n",
+           "process_max_fds 1024\n",
            "# TYPE gossipgw_nic_rx_missed_total counter\ngossipgw_nic_rx_missed_total 3\n",
            "gossipgw_nic_rx_nombuf_total 2\n",
            "gossipgw_nic_tx_errors_total 1\n",
@@ -394,6 +413,90 @@ TEST(Metrics, EngineCountersAreLabelledFamilies) {
   // The old one-family-per-counter names are gone.
   EXPECT_EQ(text.find("gossipgw_engine_probe_failed_total"), std::string::npos);
   EXPECT_EQ(text.find("gossipgw_engine_messages_in_total"), std::string::npos);
+}
+
+// Issue 52 item 10: DPDK telemetry's /gossipgw/totals adds up what adds up;
+// a gauge of maxima (deepest ring seen) gives its largest series.
+TEST(Metrics, TotalsAddCountersButTakeTheLargestOfMaxima) {
+  CounterSnapshot s = full_snapshot();
+  s.control.ring_depth_max = {5, 90, 7, 40};
+  s.membership->shaper[0].depth_max = 3;
+  s.membership->shaper[1].depth_max = 11;
+  s.membership->shaper[2].depth_max = 2;
+  s.membership->shaper[3].depth_max = 1;
+  std::map<std::string, double> totals;
+  for (const auto& [name, v] : family_totals(metric_families(s))) totals[name] = v;
+  EXPECT_EQ(totals["gossipgw_ring_depth_max"], 90);
+  EXPECT_EQ(totals["gossipgw_egress_queue_depth_max"], 11);
+  EXPECT_EQ(totals["gossipgw_rx_packets_total"],
+            static_cast<double>(s.workers[0].counters.rx_total + s.workers[1].counters.rx_total));
+  EXPECT_EQ(totals["gossipgw_probe_rtt_seconds"], static_cast<double>(s.membership->probe_rtt.count));
+}
+
+TEST(Metrics, UnknownKeySendersByKind) {
+  CounterSnapshot s;
+  GatewaySections& g = s.gateway.emplace();
+  g.unknown_key_senders = {2, 1, 0};
+  const std::string text = prometheus_text(metric_families(s));
+  EXPECT_NE(text.find("# TYPE gossipgw_unknown_key_senders gauge\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("gossipgw_unknown_key_senders{kind=\"member\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("gossipgw_unknown_key_senders{kind=\"seed\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("gossipgw_unknown_key_senders{kind=\"other\"} 0\n"), std::string::npos) << text;
+}
+
+// Issue 52 item 10: a Prometheus port that cannot be bound says why.
+TEST(PrometheusServer, APortInUseSaysSoAndWhatToDo) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::uint16_t port = ntohs(a.sin_port);
+  MetricsPublisher p;
+  std::string err;
+  try {
+    PrometheusServer server(p, "127.0.0.1", port);
+  } catch (const std::runtime_error& e) {
+    err = e.what();
+  }
+  ::close(fd);
+  EXPECT_NE(err.find("cannot listen on 127.0.0.1:" + std::to_string(port) + ": Address already in use"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("choose another metrics.prometheus_port"), std::string::npos) << err;
+  EXPECT_NE(bind_failure("192.0.2.77", 9464).find("no interface of this host has the address 192.0.2.77"),
+            std::string::npos);
+  EXPECT_NE(bind_failure("nonsense", 9464).find("not an IPv4 or IPv6 address"), std::string::npos);
+}
+
+// The process's own resources, read from /proc/self.
+TEST(ProcessGauges, ReadFromProcSelf) {
+  ProcessGauges g;
+  ASSERT_TRUE(read_process_gauges(g));
+  EXPECT_GT(g.resident_memory_bytes, 1024u * 1024u);
+  EXPECT_GE(g.virtual_memory_bytes, g.resident_memory_bytes);
+  EXPECT_GT(g.max_fds, 0u);
+  const std::uint64_t fds = g.open_fds;
+  EXPECT_GE(fds, 3u);  // stdin, stdout, stderr at least
+  const int extra = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(extra, 0);
+  ASSERT_TRUE(read_process_gauges(g));
+  EXPECT_EQ(g.open_fds, fds + 1);
+  ::close(extra);
+  // CPU time only grows: spend some.
+  const std::uint64_t cpu = g.cpu_us;
+  volatile std::uint64_t x = 0;
+  for (std::uint64_t i = 0; i < 300'000'000ULL && g.cpu_us < cpu + 20'000; ++i) {
+    x = x + i;
+    if (i % 10'000'000 == 0) (void)read_process_gauges(g);
+  }
+  EXPECT_GE(g.cpu_us, cpu + 20'000);
+  ProcessGauges none;
+  EXPECT_FALSE(read_process_gauges(none, "/nonexistent"));
 }
 
 }  // namespace

@@ -224,5 +224,37 @@ TEST(EngineHost, AnAckOfOurPingGivesItsRoundTrip) {
   EXPECT_EQ(h.host->probe_rtt().count, 1u);
 }
 
+// Issue 52 item 10: the first member (no seed to ask) is joined, and says so.
+TEST(EngineHost, TheFirstMemberWithoutSeedsIsJoinedOnceStarted) {
+  Host h;
+  EXPECT_FALSE(h.host->engine().joined());
+  h.host->start(kNowNs, kUnixS);
+  EXPECT_TRUE(h.host->engine().joined());
+  EXPECT_TRUE(h.host->seeds().empty());
+}
+
+// Issue 52 item 2: manual joins add seeds (at most kMaxManualSeeds, the
+// oldest going first) and never remove a configured one.
+TEST(EngineHost, ManualJoinsAddToTheConfiguredSeedsBounded) {
+  RecordingSink sink;
+  auto first = std::make_unique<dp::DataplaneSnapshot>();
+  first->keys.add(crypto::Key(key_bytes(1), crypto::Suite::kChaCha20Poly1305), true);
+  dp::SnapshotExchange snapshots(1, std::move(first));
+  EngineHost::Options o;
+  o.engine = engine::EngineConfig::lan();
+  o.engine.name = "n0";
+  o.engine.addr = addr(100);
+  o.seeds = {addr(5), addr(6)};
+  o.snapshots = &snapshots;
+  o.shaper.bytes_per_sec = 0;
+  EngineHost host(o, sink, kNowNs);
+  host.start(kNowNs, kUnixS);
+  EXPECT_EQ(host.seeds(), (std::vector<Address>{addr(5), addr(6)}));
+  host.join(addr(6), kNowNs);  // a configured seed: nothing added
+  EXPECT_EQ(host.seeds().size(), 2u);
+  for (std::uint8_t i = 20; i < 26; ++i) host.join(addr(i), kNowNs);
+  EXPECT_EQ(host.seeds(), (std::vector<Address>{addr(5), addr(6), addr(22), addr(23), addr(24), addr(25)}));
+}
+
 }  // namespace
 }  // namespace gw::cp

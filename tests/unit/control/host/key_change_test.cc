@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -58,8 +60,8 @@ struct Sent {
 
 // "n0", which knows the live members "n1" (10.0.0.1) and "n2" (10.0.0.2).
 struct Node {
-  explicit Node(std::uint64_t started_unix_ns = kStartUnixNs, bool with_snapshots = true,
-                bool with_operator_key = true) {
+  explicit Node(std::uint64_t started_unix_ns = kStartUnixNs, bool with_snapshots = true, bool with_operator_key = true,
+                KeyringSaver saver = {}) {
     auto first = std::make_unique<dp::DataplaneSnapshot>();
     first->keys.add(crypto::Key(key_bytes(1), crypto::Suite::kChaCha20Poly1305), true);
     snapshots = std::make_unique<dp::SnapshotExchange>(1, std::move(first));
@@ -76,6 +78,7 @@ struct Node {
     o.started_mono_ns = kNowNs;
     if (with_operator_key) o.operator_key = op_key().public_key();
     o.cluster_id = kClusterId;
+    o.saver = std::move(saver);
     keys = std::make_unique<ClusterKeyChange>(
         o, *eng,
         [this](const Address& to, std::span<const std::uint8_t> plain, std::uint64_t, std::uint32_t) {
@@ -450,6 +453,62 @@ TEST(ClusterKeyChangeOrigin, StartsOnlyWhatTheOperatorSigned) {
             std::string::npos);
   EXPECT_EQ(n.keys->start(change, sign(change, now), kNowNs, kUnixS, {}), "");
   EXPECT_TRUE(n.has(2));
+}
+
+// Issue 52 item 5 with issue 51 item 6: a signed change is saved
+// (control.state_dir) before it takes effect, on the member that issues it
+// and on a member it is relayed to; one that cannot be saved is refused with
+// the reason and never published, and an unsigned one never gets as far as
+// the save.
+TEST(ClusterKeyChange, ASignedChangeThatCannotBeSavedIsRefusedAndNotPublished) {
+  std::string fail_with = "control.state_dir '/x': No space left on device";
+  std::vector<std::vector<std::uint32_t>> saved;  // the keyrings the saver was given
+  Node n(kStartUnixNs, true, true, [&](const crypto::Keyring& ring, const std::map<std::uint32_t, crypto::KeyBytes>&) {
+    saved.push_back(ring.ids());
+    return fail_with;
+  });
+  const std::uint64_t v0 = n.snapshots->current().version;
+  KeyChange change;
+  change.op = KeyChange::Op::kInstall;
+  change.key = key_bytes(2);
+  const std::uint64_t now = std::uint64_t{kUnixS} * kSecondNs;
+
+  // Unsigned: refused before anything is saved.
+  EXPECT_NE(n.keys->start(change, {}, kNowNs, kUnixS, {}).find("not signed"), std::string::npos);
+  EXPECT_TRUE(saved.empty());
+
+  // Signed, but the save fails: refused here, nothing published or sent.
+  const std::string err = n.keys->start(change, sign(change, now), kNowNs, kUnixS, {});
+  EXPECT_NE(err.find("could not be saved: control.state_dir '/x': No space left on device"), std::string::npos) << err;
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved[0].size(), 2u);  // the keyring it would have led to
+  EXPECT_FALSE(n.has(2));
+  EXPECT_EQ(n.snapshots->current().version, v0);
+  EXPECT_TRUE(n.sent.empty());
+  EXPECT_EQ(n.counters.key_commands_sent, 0u);
+
+  // Relayed by n1, signed, the save fails: refused and answered with why.
+  n.receive(install(3, kStartUnixNs + kSecondNs), addr(1));
+  EXPECT_FALSE(n.has(3));
+  EXPECT_EQ(n.snapshots->current().version, v0);
+  EXPECT_EQ(n.counters.key_commands_refused, 1u);
+  EXPECT_EQ(n.counters.key_commands_applied, 0u);
+  std::vector<Sent> out = n.take();
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(out[0].what.result.has_value());
+  EXPECT_FALSE(out[0].what.result->ok);
+  EXPECT_NE(out[0].what.result->error.find("could not be saved"), std::string::npos) << out[0].what.result->error;
+
+  // Once it can be saved, the step run again (signed anew) goes through,
+  // saved first.
+  fail_with.clear();
+  EXPECT_EQ(n.keys->start(change, sign(change, now + kSecondNs), kNowNs, kUnixS, {}), "");
+  EXPECT_TRUE(n.has(2));
+  EXPECT_EQ(saved.size(), 3u);
+  n.receive(install(3, now + 2 * kSecondNs), addr(1));  // issued after the step above
+  EXPECT_TRUE(n.has(3));
+  EXPECT_EQ(n.counters.key_commands_applied, 1u);
+  EXPECT_EQ(saved.size(), 4u);
 }
 
 }  // namespace
