@@ -205,6 +205,12 @@ def main():
             print(f"skip: {tool} not installed (scripts/setup-deps.sh installs bubblewrap)")
             return SKIP
 
+    probe = subprocess.run(["bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--unshare-pid", "--proc",
+                            "/proc", "--unshare-net", "--tmpfs", "/run", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        print(f"skip: bwrap cannot make namespaces here: {probe.stderr.strip()}")
+        return SKIP
+
     unit = parse_unit(os.path.join(SCRIPTS, "gossipgw.service"))
     service = unit["Service"]
     # The documented paths are the ones under test.
@@ -397,8 +403,9 @@ def run_hugepages_unit(tmp):
     unit = parse_unit(os.path.join(SCRIPTS, "gossipgw-hugepages.service"))
     service = unit["Service"]
     counter = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
-    if not os.path.exists(counter) or shutil.which("dpdk-hugepages.py") is None:
-        print("skip hugepages unit: no 2 MB hugepages or no dpdk-hugepages.py here")
+    if not os.path.exists(counter) or shutil.which("dpdk-hugepages.py") is None or \
+            os.statvfs("/sys").f_flag & os.ST_RDONLY:
+        print("skip hugepages unit: no 2 MB hugepages, a read-only /sys, or no dpdk-hugepages.py here")
         return
     before = int(open(counter).read())
     exec_start = shlex.split(service["ExecStart"][-1].replace("${GOSSIPGW_HUGEPAGES_2M}", str(before + 1)))
