@@ -287,13 +287,32 @@ struct EventsConfig {
   // before its handler starts, in ms. 0..60000. Default 0 (events that queue
   // behind busy handlers are still merged).
   std::uint32_t coalesce_ms = 0;
+  // A stable DNS-style name for every live member with a tag, e.g. every
+  // role=master member as api.internal.<cluster> (docs/events.md, "Aliases").
+  struct HostsAlias {
+    // "key=value": members with exactly this tag get `name`. "key" alone:
+    // members with any value V of that key get `name` with {value} replaced by
+    // V, when V is a DNS label (others are refused and counted).
+    std::string tag;
+    // A DNS name: dot-separated labels of 1..63 letters, digits and '-' (not
+    // first or last), 253 bytes at most, stored in lower case; {cluster} is
+    // replaced by cluster.name at load. With a key-only tag it holds {value}
+    // once, as a whole label.
+    std::string name;
+  };
   struct HostsFile {
     // Absolute path of the hosts-style file to maintain. Empty (default): off.
     std::string path;
     // Only members with this tag, "key=value". Empty (default): every member.
     std::string tag;
-    // List this node too (when it matches the tag). Default true.
+    // List this node too (when it matches the tag, or an alias's). Default true.
     bool include_self = true;
+    // false (default): gossipgw writes the whole file. true: `path` is an
+    // existing file (e.g. /etc/hosts) in which gossipgw replaces only the
+    // lines between its BEGIN/END markers, atomically, leaving the rest as is.
+    bool managed_block = false;
+    // 0..64 aliases. Default none.
+    std::vector<HostsAlias> aliases;
   };
   HostsFile hosts_file;
   // Least time between two rewrites of the hosts file, in ms; the last

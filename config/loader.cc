@@ -1,5 +1,7 @@
 #include "config/loader.h"
 
+#include "config/dns_name.h"
+
 #include <fcntl.h>
 #include <hs.h>
 #include <sys/stat.h>
@@ -172,7 +174,7 @@ class Parser : public strict::Reader {
     parse_events(section(top, "events",
                          {"handler", "handler_args", "max_concurrent", "queue", "timeout_ms", "coalesce_ms",
                           "hosts_file", "hosts_min_interval_ms"}),
-                 config.events);
+                 config.events, config.cluster.name);
     parse_log(section(top, "log", {"level"}), config.log);
     return config;
   }
@@ -655,7 +657,7 @@ class Parser : public strict::Reader {
 
   // events: (docs/events.md). The handler is checked now, so a typo fails at
   // start rather than at the first member event.
-  void parse_events(const Map& m, EventsConfig& ev) const {
+  void parse_events(const Map& m, EventsConfig& ev, const std::string& cluster_name) const {
     if (std::optional<Field> f = m.find("handler")) {
       ev.handler = read_string(*f);
       if (ev.handler.find('\0') != std::string::npos) fail(f->path, f->line, "must not contain NUL bytes");
@@ -691,7 +693,8 @@ class Parser : public strict::Reader {
       ev.hosts_min_interval_ms = read_uint<std::uint32_t>(*f, 0, 3600000);
     }
     if (std::optional<Field> hf = m.find("hosts_file")) {
-      const Map h(*this, hf->value, hf->path, hf->line, {"path", "tag", "include_self"}, true);
+      const Map h(*this, hf->value, hf->path, hf->line, {"path", "tag", "include_self", "managed_block", "aliases"},
+                  true);
       const Field path = h.require("path");
       ev.hosts_file.path = read_string(path);
       if (ev.hosts_file.path.empty() || ev.hosts_file.path.front() != '/' || ev.hosts_file.path.back() == '/' ||
@@ -708,6 +711,89 @@ class Parser : public strict::Reader {
         }
       }
       if (std::optional<Field> f = h.find("include_self")) ev.hosts_file.include_self = read_bool(*f);
+      if (std::optional<Field> f = h.find("managed_block")) ev.hosts_file.managed_block = read_bool(*f);
+      if (ev.hosts_file.managed_block) {
+        // The block goes into someone else's file: it must be there already,
+        // so a typo fails now and not at the first member event.
+        struct stat st {};
+        if (::stat(ev.hosts_file.path.c_str(), &st) != 0) {
+          fail(path.path, path.line,
+               "managed_block: true edits an existing file, and " + quote(ev.hosts_file.path) +
+                   " cannot be read: " + std::system_category().message(errno) +
+                   " (create it, or set managed_block: false for a file of gossipgw's own)");
+        }
+        if (!S_ISREG(st.st_mode)) {
+          fail(path.path, path.line, "managed_block: true needs a regular file, got " + quote(ev.hosts_file.path));
+        }
+      }
+      if (std::optional<Field> f = h.find("aliases")) parse_hosts_aliases(*f, ev.hosts_file.aliases, cluster_name);
+    }
+  }
+
+  // events.hosts_file.aliases: [{tag, name}] (docs/events.md, "Aliases").
+  void parse_hosts_aliases(const Field& list_f, std::vector<EventsConfig::HostsAlias>& out,
+                           const std::string& cluster_name) const {
+    constexpr std::size_t kMaxAliases = 64;
+    const YAML::Node& list = list_f.value;
+    if (!list.IsSequence()) fail(list_f.path, list_f.line, "expected a list of {tag, name} maps, got " + describe(list));
+    if (list.size() > kMaxAliases) {
+      fail(list_f.path, list_f.line,
+           "at most " + std::to_string(kMaxAliases) + " aliases, got " + std::to_string(list.size()));
+    }
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const YAML::Node item = list[i];
+      const std::string path = indexed(list_f.path, i);
+      const int line = line_of(item) > 0 ? line_of(item) : list_f.line;
+      const Map am(*this, item, path, line, {"tag", "name"}, false);
+      const Field tag_f = am.require("tag");
+      const Field name_f = am.require("name");
+      EventsConfig::HostsAlias a;
+      a.tag = read_string(tag_f);
+      const std::size_t eq = a.tag.find('=');
+      const std::size_t key_len = eq == std::string::npos ? a.tag.size() : eq;
+      if (key_len == 0 || key_len > 64 || (eq != std::string::npos && (eq + 1 == a.tag.size() || a.tag.size() - eq - 1 > 256)) ||
+          a.tag.find('\0') != std::string::npos) {
+        fail(tag_f.path, tag_f.line,
+             "expected \"key=value\" (key 1..64 bytes, value 1..256) or \"key\" (every value of it, as {value} in "
+             "name), got " + quote(a.tag));
+      }
+      const bool per_value = eq == std::string::npos;
+      const std::string raw = read_string(name_f);
+      std::string name;  // {cluster} replaced
+      for (std::size_t at = 0; at < raw.size();) {
+        if (raw.compare(at, 9, "{cluster}") == 0) {
+          name += cluster_name;
+          at += 9;
+        } else {
+          name += raw[at++];
+        }
+      }
+      name = lower_ascii(name);
+      const std::size_t v = name.find("{value}");
+      if (per_value) {
+        if (v == std::string::npos || name.find("{value}", v + 1) != std::string::npos) {
+          fail(name_f.path, name_f.line,
+               "tag " + quote(a.tag) + " has no value, so the name must hold {value} exactly once (e.g. "
+               "\"{value}.internal.{cluster}\"), got " + quote(raw));
+        }
+        if ((v != 0 && name[v - 1] != '.') || (v + 7 != name.size() && name[v + 7] != '.')) {
+          fail(name_f.path, name_f.line, "{value} must be a whole label (between dots), got " + quote(raw));
+        }
+      } else if (v != std::string::npos) {
+        fail(name_f.path, name_f.line,
+             "{value} needs a tag without a value (\"" + a.tag.substr(0, eq) + "\"), got tag " + quote(a.tag));
+      }
+      // Checked with a one-byte stand-in for {value}; the writer checks each
+      // real name again (a value makes it longer).
+      std::string probe = name;
+      if (per_value) probe.replace(v, 7, "v");
+      if (const std::string why = dns_name_problem(probe); !why.empty()) {
+        fail(name_f.path, name_f.line,
+             quote(name) + (raw != name ? " (from " + quote(raw) + ")" : std::string()) +
+                 " is not a DNS name: " + why);
+      }
+      a.name = std::move(name);
+      out.push_back(std::move(a));
     }
   }
 

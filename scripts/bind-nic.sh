@@ -34,8 +34,16 @@ unbind    give DEVICE back: to --to DRIVER, else the kernel driver remembered at
 
 Needs root for bind and unbind. Exit status: 0 done (or nothing to do),
 1 the kernel or dpdk-devbind.py failed, 2 bad usage or a refused device.
-Testing aid: GW_SYSFS_ROOT (default /sys) points at a fake sysfs tree,
-GW_STATE_DIR (default /run/gossipgw) holds what bind remembered.
+
+The default-route check looks at the host's network namespace (PID 1's, else
+kthreadd's), also when the script runs inside another one (ip netns exec, a
+container sharing the host's PCI devices): as root it re-runs itself there,
+with a sysfs that shows the host's interfaces; without root, inside another
+namespace, it refuses bind rather than check the wrong routes.
+Testing aids: GW_SYSFS_ROOT (default /sys) points at a fake sysfs tree,
+GW_STATE_DIR (default /run/gossipgw) holds what bind remembered,
+GW_HOST_NETNS names the namespace whose routes count (a /proc/PID/ns/net or
+/run/netns/NAME file).
 TXT
 }
 
@@ -49,11 +57,60 @@ dpdk_drivers=" vfio-pci uio_pci_generic igb_uio "
 
 normalize_pci() { local p=$1; [[ "$p" =~ ^[0-9a-fA-F]{4}: ]] || p="0000:$p"; echo "${p,,}"; }
 
-# Interfaces that carry a default route, in any routing table, IPv4 or IPv6.
+# Interfaces that carry a default route, in any routing table, IPv4 or IPv6;
+# nothing (and success) on a host without one.
 default_route_devs() {
   { ip -o route show default table all 2>/dev/null || true
     ip -o -6 route show default table all 2>/dev/null || true
-  } | grep -o 'dev [^ ]*' | awk '{print $2}' | sort -u
+  } | { grep -o 'dev [^ ]*' || true; } | awk '{print $2}' | sort -u
+}
+
+# ---- the host's network namespace ----
+# The routes that matter are the host's. Run inside another network namespace
+# (ip netns exec, a container), `ip route` shows that namespace's routes and
+# /sys/class/net its interfaces, so the guard would see nothing to protect.
+
+host_netns_file() {  # the host's netns handle, "" when none can be read
+  local p
+  if [ -n "${GW_HOST_NETNS:-}" ]; then echo "$GW_HOST_NETNS"; return 0; fi
+  for p in 1 2; do
+    # PID 2 is kthreadd (always in the initial namespaces) only outside a
+    # PID namespace.
+    [ "$p" = 1 ] || [ "$(cat /proc/2/comm 2>/dev/null)" = kthreadd ] || continue
+    if stat -L -c %i "/proc/$p/ns/net" >/dev/null 2>&1; then echo "/proc/$p/ns/net"; return 0; fi
+  done
+  echo ""
+}
+
+# Re-runs this script in the host's network namespace (with a sysfs of that
+# namespace, unless GW_SYSFS_ROOT points at a fake one) when it runs in
+# another. Without root, inside another namespace, the check cannot be made:
+# host_view=unseen, and bind refuses.
+host_view=same
+ensure_host_netns() {
+  local host ours theirs
+  [ -z "${GW_BIND_NIC_IN_HOST_NETNS:-}" ] || return 0
+  host=$(host_netns_file)
+  if [ -z "$host" ]; then
+    # Neither PID 1's namespace nor kthreadd's can be read: not root, or a
+    # PID namespace. Inside a network namespace of our own?
+    if [ -n "$(ip netns identify $$ 2>/dev/null)" ]; then host_view=unseen; fi
+    return 0
+  fi
+  ours=$(stat -L -c %i /proc/self/ns/net)
+  theirs=$(stat -L -c %i "$host")
+  [ "$ours" != "$theirs" ] || return 0
+  if [ "$(id -u)" != 0 ] || ! command -v nsenter >/dev/null || ! command -v unshare >/dev/null; then
+    host_view=unseen
+    return 0
+  fi
+  export GW_BIND_NIC_IN_HOST_NETNS=1
+  if [ -n "${GW_SYSFS_ROOT:-}" ]; then
+    exec nsenter --net="$host" -- bash "$self" "${script_args[@]}"
+  fi
+  # shellcheck disable=SC2016
+  exec nsenter --net="$host" -- unshare --mount --propagation private -- \
+    bash -c 'mount -t sysfs sysfs /sys && exec bash "$@"' bash "$self" "${script_args[@]}"
 }
 
 # The interface and every interface stacked on it (bond, VLAN, bridge, macvlan).
@@ -104,6 +161,9 @@ driver_of() {  # pci -> driver name or ""
 refuse_default_route() {  # what interfaces...
   local what=$1 routed n
   shift
+  if [ "$host_view" = unseen ]; then
+    die "refusing to bind $what: this shell is in a network namespace of its own ($(ip netns identify $$ 2>/dev/null || readlink /proc/self/ns/net)) and cannot see the host's routes without root; run bind-nic.sh as root, or in the host's network namespace" 2
+  fi
   [ $# -gt 0 ] || return 0
   routed=" $(default_route_devs | tr '\n' ' ') "
   for n in $(with_uppers "$@"); do
@@ -223,7 +283,7 @@ cmd_unbind() {
 }
 
 cmd_status() {
-  local f
+  local f routed
   if command -v dpdk-devbind.py >/dev/null; then
     # lspci in containers complains about kernel modules it cannot list.
     dpdk-devbind.py --status-dev net 2> >(grep -v 'libkmod' >&2) || die "dpdk-devbind.py --status-dev net failed"
@@ -231,13 +291,20 @@ cmd_status() {
     echo "(dpdk-devbind.py not installed: install the Debian package 'dpdk')"
   fi
   echo
-  echo "default route via: $(default_route_devs | tr '\n' ' ')(never bound by this script)"
+  if [ "$host_view" = unseen ]; then
+    echo "default route via: unknown (a network namespace of its own, without root: the host's routes cannot be seen)"
+  else
+    routed=$(default_route_devs | tr '\n' ' ')
+    echo "default route via: ${routed:-none }(never bound by this script)"
+  fi
   for f in "$state_dir"/*; do
     [ -f "$f" ] || continue
     echo "bound by bind-nic.sh: ${f##*/} ($(tr '\n' ' ' <"$f"))"
   done
 }
 
+self=$(readlink -f "${BASH_SOURCE[0]}")
+script_args=("$@")
 [ $# -gt 0 ] || usage_error "missing command: bind, unbind or --status"
 cmd=$1
 shift
@@ -249,6 +316,7 @@ case "$cmd" in
   -h|--help|help) usage; exit 0 ;;
   --status|-s|status)
     [ $# -eq 0 ] || usage_error "--status takes no arguments"
+    ensure_host_netns
     cmd_status; exit 0 ;;
   bind|unbind) ;;
   *) usage_error "unknown command '$cmd'" ;;
@@ -272,4 +340,5 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$device" ] || usage_error "$cmd needs a DEVICE (PCI address or interface name)"
+ensure_host_netns
 if [ "$cmd" = bind ]; then cmd_bind "$device" "$driver"; else cmd_unbind "$device" "$to"; fi

@@ -50,7 +50,10 @@ Global options:
 Addresses: gateway i is 10.77.0.i, MAC 02:47:57:00:00:0i, UDP port 7946, on
 interface gwc0 in namespace gwc<ID>-n<i> (no kernel IP on it: DPDK owns it).
 The attacker is 10.77.0.250, MAC 02:47:57:00:00:fe, interface gwc0 in
-gwc<ID>-atk, with static neighbour entries for every gateway. Needs root.
+gwc<ID>-atk, with static neighbour entries for every gateway. Every namespace
+has lo up; each gateway serves Prometheus metrics on its namespace's own
+http://127.0.0.1:9464/metrics (status prints it; reach it with exec, e.g.
+`cluster.sh exec 1 -- curl -s http://127.0.0.1:9464/metrics`). Needs root.
 Binaries: --bin-dir (a meson build dir), else $GOSSIPGW_BIN_DIR, else build/.
 TXT
 }
@@ -84,6 +87,7 @@ mac_node() { printf '02:47:57:00:00:%02x' "$1"; }
 atk_ip=10.77.0.250
 atk_mac=02:47:57:00:00:fe
 port=7946
+metrics_port=9464
 bridge=gwcbr0
 max_nodes=5
 
@@ -307,6 +311,9 @@ ENV
   local ns
   for ns in "$ns_sw" "$ns_atk" $(for i in $(seq 1 "$nodes"); do ns_node "$i"; done); do
     ip netns add "$ns"
+    # Loopback up: a new namespace has lo down, and the gateway's Prometheus
+    # listener (metrics.prometheus_address 127.0.0.1) is reached through it.
+    ip -n "$ns" link set lo up
     # No IPv6 autoconfiguration chatter (router solicitations, MLD) on our
     # segment: every frame the gateways see is either gossip or an attack.
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
@@ -381,7 +388,12 @@ membership:
 log:
   level: $level
 YAML
-      if [ "$control_ok" = 1 ]; then printf 'control:\n  socket: %s/n%s/control.sock\n' "$dir" "$i"; fi
+      if [ "$control_ok" = 1 ]; then
+        printf 'control:\n  socket: %s/n%s/control.sock\n' "$dir" "$i"
+        # Prometheus on the namespace's own loopback: the same port in
+        # every namespace (status prints the URLs).
+        printf 'metrics:\n  prometheus_address: 127.0.0.1\n  prometheus_port: %s\n' "$metrics_port"
+      fi
     } >"$dir/n$i/gossipgw.yaml"
     "$CTL" config check --config "$dir/n$i/gossipgw.yaml" >/dev/null
   done
@@ -404,10 +416,11 @@ status() {
       pid=$(node_pid "$i")
       if is_ours "$pid" "$i"; then state=running; else state=stopped; pid=0; fi
       [ "$i" = 1 ] || printf ','
-      printf '{"node":%s,"name":"gw-%s","namespace":"%s","ip":"%s","mac":"%s","port":%s,"pid":%s,"state":"%s","config":"%s","log":"%s","stats":"%s","socket":"%s","prefix":"%s"}' \
+      printf '{"node":%s,"name":"gw-%s","namespace":"%s","ip":"%s","mac":"%s","port":%s,"pid":%s,"state":"%s","config":"%s","log":"%s","stats":"%s","socket":"%s","prefix":"%s","metrics":"%s"}' \
         "$i" "$i" "$(ns_node "$i")" "$(ip_node "$i")" "$(mac_node "$i")" "$PORT" "${pid:-0}" "$state" \
         "$dir/n$i/gossipgw.yaml" "$dir/n$i/gw.log" "$dir/n$i/stats.json" \
-        "$([ "$CONTROL_API" = 1 ] && echo "$dir/n$i/control.sock")" "$(prefix_node "$i")"
+        "$([ "$CONTROL_API" = 1 ] && echo "$dir/n$i/control.sock")" "$(prefix_node "$i")" \
+        "$([ "$CONTROL_API" = 1 ] && echo "http://127.0.0.1:$metrics_port/metrics")"
     done
     printf '],"attacker":{"namespace":"%s","ip":"%s","mac":"%s","iface":"gwc0"},"switch":{"namespace":"%s","bridge":"%s"},"gw":"%s","ctl":"%s","gen":"%s","preset":"%s","control_api":%s}\n' \
       "$NS_ATK" "$ATK_IP" "$ATK_MAC" "$NS_SW" "$BRIDGE" "$GW" "$CTL" "$GEN" "$PRESET" "$CONTROL_API"
@@ -423,6 +436,8 @@ status() {
   ip netns list | awk '{print $1}' | grep -E "^gwc$ID-" | tr '\n' ' ' | sed 's/^/  namespaces: /; s/$/\n/'
   ip -n "$NS_SW" -br link show master "$BRIDGE" 2>/dev/null | sed 's/^/  bridge port: /' || true
   if [ "$CONTROL_API" = 1 ]; then
+    echo "  metrics: http://127.0.0.1:$metrics_port/metrics inside each gateway's namespace, e.g."
+    echo "    $0 --id $ID exec 1 -- curl -s http://127.0.0.1:$metrics_port/metrics"
     for i in $(seq 1 "$NODES"); do
       [ -S "$dir/n$i/control.sock" ] || continue
       echo "  gw-$i members:"

@@ -11,7 +11,8 @@ Installs gossipgw's build, test and demo dependencies from Debian 12 packages
 (DPDK 22.11, libsodium, protobuf, Hyperscan, spdlog, GoogleTest, yaml-cpp, CLI11,
 nlohmann-json, cpp-httplib, libsystemd (sd_notify), Intel ipsec-mb (AES-256-GCM), meson, clang for fuzzing, tcpreplay and
 tcpdump for the cluster demo, prometheus for promtool, which checks
-docs/alerts.yml). Needs root. Safe to re-run.
+docs/alerts.yml, bubblewrap to test the systemd unit's sandbox where systemd
+is not running). Needs root. Safe to re-run.
 TXT
 }
 
@@ -33,6 +34,7 @@ packages=(
   libsystemd-dev
   clang libclang-rt-14-dev llvm
   iproute2 tcpdump tcpreplay procps
+  bubblewrap
   prometheus
 )
 

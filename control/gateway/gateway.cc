@@ -246,7 +246,7 @@ class Gateway {
     if (host_ == nullptr) return;
     if (!cfg_.events.hosts_file.path.empty()) {
       hosts_file_ = std::make_unique<events::HostsFileWriter>(cfg_.events.hosts_file, cfg_.node.name,
-                                                              cfg_.events.hosts_min_interval_ms);
+                                                              cfg_.events.hosts_min_interval_ms, cfg_.cluster.name);
       hosts_dirty_ = true;  // written once at start (ourselves)
     }
     if (svc_.event_runner == nullptr && hosts_file_ == nullptr) return;

@@ -153,6 +153,24 @@ def gen(c, i, out_base, mix, seed, key=None):
         return json.load(f)
 
 
+def check_metrics_urls(c, running):
+    """Issue 52 item 9: the metrics URL cluster.sh prints answers inside each
+    gateway's namespace (it needs lo up there)."""
+    for i in running:
+        ns = c.ns(i)
+        link = c.run_in(i, ["ip", "-o", "link", "show", "lo"], capture_output=True, text=True)
+        check(f"gw-{i}: lo is up in {ns}", ",UP" in link.stdout or "<LOOPBACK,UP" in link.stdout, link.stdout.strip())
+        url = c.node(i).get("metrics", "")
+        if not c.info.get("control_api"):
+            continue
+        fetch = c.run_in(i, [sys.executable, "-c",
+                             "import sys, urllib.request; "
+                             "sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())", url],
+                         capture_output=True, text=True, timeout=60)
+        check(f"gw-{i}: the printed metrics URL {url or '(none)'} answers inside {ns}",
+              fetch.returncode == 0 and "gossipgw_" in fetch.stdout, (fetch.stderr or fetch.stdout)[-300:])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin-dir", required=True, help="meson build dir with gossipgw, gossipctl, gossipgen")
@@ -218,6 +236,7 @@ def main():
               f"{time.time() - t_up:.1f} s after the last)", ok)
         print_views(c, running)
         print_counters(c, running)
+        check_metrics_urls(c, running)
         first_inc = {}
         for i in running:
             for j in running:

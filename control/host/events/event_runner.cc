@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -380,6 +381,15 @@ void EventRunner::run() {
   sigemptyset(&pipe_set);
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
+  // Handlers get none of the gateway's ambient capabilities (under the
+  // systemd unit CAP_IPC_LOCK, CAP_NET_RAW and CAP_NET_ADMIN, which are
+  // DPDK's): an event consumer has no business reconfiguring the host's
+  // network. Capabilities are per thread, so only this thread, and every
+  // handler it spawns, gives them up; the gateway keeps them.
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) {
+    spdlog::warn("event runner: cannot clear the ambient capabilities handlers would inherit: {}",
+                 std::strerror(errno));
+  }
   if (!cpus_.empty()) {
     // Set here, on this thread, so every handler it spawns inherits it too.
     cpu_set_t set;

@@ -1116,5 +1116,74 @@ TEST(ConfigLoaderEvents, RangesAndHostsFile) {
                   10, "unknown field");
 }
 
+// Issue 52 item 4: stable names from tags, and a managed block in an existing
+// file. kMinimal's cluster is "demo".
+TEST(ConfigLoaderEvents, HostsAliasesAndManagedBlock) {
+  const Config d = parse_config(with_minimal("events:\n  hosts_file: {path: /h}\n"), kSource, kBaseDir);
+  EXPECT_FALSE(d.events.hosts_file.managed_block);
+  EXPECT_TRUE(d.events.hosts_file.aliases.empty());
+
+  const Config c = parse_config(with_minimal("events:\n"
+                                             "  hosts_file:\n"
+                                             "    path: /etc/hosts\n"
+                                             "    managed_block: true\n"
+                                             "    aliases:\n"
+                                             "      - {tag: role=master, name: \"api.internal.{cluster}\"}\n"
+                                             "      - {tag: role, name: \"{value}.Role.{cluster}\"}\n"
+                                             "      - {tag: zone, name: \"{value}\"}\n"),
+                                kSource, kBaseDir);
+  EXPECT_TRUE(c.events.hosts_file.managed_block);
+  ASSERT_EQ(c.events.hosts_file.aliases.size(), 3u);
+  EXPECT_EQ(c.events.hosts_file.aliases[0].tag, "role=master");
+  EXPECT_EQ(c.events.hosts_file.aliases[0].name, "api.internal.demo");
+  EXPECT_EQ(c.events.hosts_file.aliases[1].tag, "role");
+  EXPECT_EQ(c.events.hosts_file.aliases[1].name, "{value}.role.demo");  // lower case
+  EXPECT_EQ(c.events.hosts_file.aliases[2].name, "{value}");
+
+  const std::string h = "events:\n  hosts_file:\n    path: /h\n    aliases:\n";  // items from line 11
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: role=master}\n"), "events.hosts_file.aliases[0].name", 11,
+                  "required field missing");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: role=master, name: api, ttl: 5}\n"),
+                  "events.hosts_file.aliases[0].ttl", 11, "unknown field");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: /h\n    aliases: api.internal\n"),
+                  "events.hosts_file.aliases", 10, "expected a list of {tag, name}");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: \"=master\", name: api}\n"), "events.hosts_file.aliases[0].tag", 11,
+                  "key=value");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: \"role=\", name: api}\n"), "events.hosts_file.aliases[0].tag", 11,
+                  "value 1..256");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: role=master, name: api_internal}\n"),
+                  "events.hosts_file.aliases[0].name", 11, "is not a DNS name: '_' at byte 3");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: role=master, name: api.internal.}\n"),
+                  "events.hosts_file.aliases[0].name", 11, "an empty label");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: role=master, name: -api.internal}\n"),
+                  "events.hosts_file.aliases[0].name", 11, "starts or ends with '-'");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: role=master, name: " + std::string(64, 'a') + ".x}\n"),
+                  "events.hosts_file.aliases[0].name", 11, "at most 63");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: role, name: api.internal}\n"),
+                  "events.hosts_file.aliases[0].name", 11, "{value} exactly once");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: role, name: \"{value}.{value}\"}\n"),
+                  "events.hosts_file.aliases[0].name", 11, "{value} exactly once");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: role, name: \"x{value}.internal\"}\n"),
+                  "events.hosts_file.aliases[0].name", 11, "whole label");
+  EXPECT_REJECTED(with_minimal(h + "      - {tag: role=master, name: \"{value}.internal\"}\n"),
+                  "events.hosts_file.aliases[0].name", 11, "{value} needs a tag without a value (\"role\")");
+  // {cluster} is substituted first, so a cluster name that is not a DNS
+  // label is named in the error.
+  EXPECT_REJECTED("cluster:\n  name: my_cluster\n  keys:\n    - file: keys/primary.key\nnode:\n  address: 10.0.0.1\n" +
+                      h + "      - {tag: role=master, name: \"api.{cluster}\"}\n",
+                  "events.hosts_file.aliases[0].name", 11, "'api.my_cluster' (from 'api.{cluster}') is not a DNS name");
+  std::string many = h;
+  for (int i = 0; i < 65; ++i) many += "      - {tag: a=b, name: x}\n";
+  EXPECT_REJECTED(with_minimal(many), "events.hosts_file.aliases", 10, "at most 64 aliases");
+
+  // A managed block goes into a file that exists.
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: /nonexistent/hosts\n    managed_block: true\n"),
+                  "events.hosts_file.path", 9, "managed_block: true edits an existing file");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: /tmp\n    managed_block: true\n"),
+                  "events.hosts_file.path", 9, "needs a regular file");
+  EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: /h\n    managed_block: 1\n"),
+                  "events.hosts_file.managed_block", 10, "boolean");
+}
+
 }  // namespace
 }  // namespace gw::config

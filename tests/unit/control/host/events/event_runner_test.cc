@@ -6,7 +6,11 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <spdlog/logger.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
@@ -478,6 +482,51 @@ TEST(EventRunner, HandlersRunOnTheGivenCpus) {
   EXPECT_TRUE(runner.submit(event(EventKind::kJoin, "a")));
   ASSERT_TRUE(runner.wait_for([](const EventCounters& k) { return k.succeeded == 1; }, test::kWaitLimit));
   EXPECT_EQ(test::read_file(dir / "cpus"), "Cpus_allowed_list:\t" + std::to_string(cpu) + "\n");
+}
+
+// Issue 52 item 3: under the systemd unit the gateway runs as an ordinary
+// user with ambient CAP_IPC_LOCK, CAP_NET_RAW and CAP_NET_ADMIN for DPDK;
+// handlers must not inherit them. Reproduced in a forked child that becomes
+// nobody with an ambient CAP_NET_ADMIN (needs root to set up).
+TEST(EventRunner, HandlersInheritNoAmbientCapabilities) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a non-root process an ambient capability";
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  const std::string handler =
+      script(dir, "caps.sh", "#!/bin/sh\ngrep -E '^Cap(Amb|Prm|Eff)' /proc/self/status > '@DIR@/caps'\n");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // As the unit starts the gateway: uid nobody, CAP_NET_ADMIN ambient.
+    if (::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) _exit(10);
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) _exit(11);
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (::syscall(SYS_capget, &hdr, data) != 0) _exit(12);
+    data[0].effective = data[0].inheritable = 1u << CAP_NET_ADMIN;
+    data[0].permitted &= 1u << CAP_NET_ADMIN;
+    data[1] = {};
+    if (::syscall(SYS_capset, &hdr, data) != 0) _exit(13);
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_NET_ADMIN, 0, 0) != 0) _exit(14);
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, CAP_NET_ADMIN, 0, 0) != 1) _exit(15);
+    {
+      EventRunner runner(events_config(handler), "gw-1", "demo");
+      if (!runner.submit(event(EventKind::kJoin, "a"))) _exit(16);
+      if (!runner.wait_for([](const EventCounters& k) { return k.succeeded + k.failed_exit == 1; },
+                           test::kWaitLimit)) {
+        _exit(17);
+      }
+      if (runner.counters().succeeded != 1) _exit(18);
+    }
+    // The gateway itself keeps its capability.
+    _exit(::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, CAP_NET_ADMIN, 0, 0) == 1 ? 0 : 19);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  ASSERT_EQ(WEXITSTATUS(status), 0) << "child failed at step " << WEXITSTATUS(status);
+  EXPECT_EQ(test::read_file(dir / "caps"),
+            "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\n");
 }
 
 TEST(EventRunner, WithoutAHandlerNothingRuns) {
