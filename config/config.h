@@ -228,6 +228,11 @@ struct MembershipConfig {
   // How long a graceful stop waits for the leave broadcast, in ms. 0..60000.
   // Default 3000.
   std::uint32_t leave_timeout_ms = 3000;
+  // How long a member that failed stays a candidate for reconnects (a split
+  // of up to this long heals), in seconds. 60..31536000 (a year). Default
+  // 86400 (24 h, as Serf's reconnect_timeout). A member given up is logged
+  // and counted (gossipgw_engine_reconnect_give_ups_total{reason="expired"}).
+  std::uint64_t reconnect_timeout_s = 86400;
 };
 
 // The local control API that gossipctl talks to (members, stats, keys, join,

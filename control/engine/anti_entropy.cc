@@ -13,7 +13,8 @@ AntiEntropy::AntiEntropy(Core& core, Effects& fx, std::uint64_t now_ns)
       fx_(fx),
       syncs_(core.config.max_concurrent_syncs, core.config.sync_timeout_ns, core.config.sync_answer_rate,
              core.config.sync_answer_burst, core.config.max_sync_bytes, core.config.max_packet_bytes, now_ns,
-             core.config.join_answer_rate, core.config.join_answer_burst) {
+             core.config.join_answer_rate, core.config.join_answer_burst),
+      failed_(core.config.max_members) {
   const EngineConfig& c = core_.config;
   next_sync_ns_ = now_ns + c.push_pull_interval_ns + core_.rng.uniform(c.push_pull_interval_ns);
   next_reconnect_ns_ = next_reconnect_at(now_ns);
@@ -244,27 +245,30 @@ std::uint64_t AntiEntropy::next_reconnect_at(std::uint64_t now_ns) {
   return now_ns + interval / 2 + core_.rng.uniform(interval) + 1;
 }
 
+void AntiEntropy::note_failed(const Member& m, std::uint64_t now_ns) {
+  if (failed_.add(m.name, m.addr(), m.incarnation, now_ns)) ++core_.counters.reconnect_evicted;
+}
+
 void AntiEntropy::reconnect(std::uint64_t now_ns) {
-  const MemberTable& table = core_.table;
-  // No tombstones at all (the usual case): nobody to reconnect to, and no walk.
-  if (table.size() <= table.live_count() + table.probation_count()) return;
   // Reconnect (as Serf does): a partition leaves both sides thinking the other
   // dead, and nobody talks to the dead after gossip_to_the_dead_ns; a group
   // that restarted together through seeds among them (ci/restart seed 223:
-  // both shared seeds) knows only itself. A sync to a failed (not left)
-  // member with probability D / (L + D), and always when nobody live is
-  // left, heals both through refutation or the newer lives it brings back.
-  // Not members that died as newcomers: a storm's thousands of dead phantoms
-  // would take nearly every reconnect (partitions part established members).
-  std::vector<const Member*> failed;
-  table.for_each_outside_view([&](const Member& m) {
-    if (m.status == MemberStatus::kDead && !core_.young(m, m.state_change_ns)) failed.push_back(&m);
-  });
-  if (failed.empty() || !syncs_.has_capacity()) return;
-  const std::uint64_t live = table.live_count() - 1;
-  if (core_.rng.uniform(live + failed.size()) >= failed.size()) return;
+  // both shared seeds) knows only itself. A sync to a failed member with
+  // probability D / (L + D), and always when nobody live is left: the member,
+  // if it is alive, hears that we hold it dead and refutes, and we hear that
+  // it holds us dead (Engine::tell_if_failed, both ways); the views then
+  // merge. Failed members stay candidates for reconnect_timeout_ns, whatever
+  // their tombstone's lifetime (a 7-minute split outlived the 5-minute
+  // tombstones and never healed). Not members that died as newcomers: a
+  // storm's thousands of dead phantoms would take nearly every reconnect
+  // (partitions part established members); nor members that left.
+  if (!failed_.size() || !syncs_.has_capacity()) return;
+  const std::uint64_t live = core_.table.live_count() - 1;
+  const std::uint64_t d = failed_.size();
+  if (core_.rng.uniform(live + d) >= d) return;
+  const FailedMembers::Entry* e = failed_.pick(core_.rng);
   ++core_.counters.sync_reconnects;
-  sync_with(failed[static_cast<std::size_t>(core_.rng.uniform(failed.size()))]->addr(), now_ns);
+  sync_with(e->addr, now_ns);
 }
 
 void AntiEntropy::sync_with(const Address& to, std::uint64_t now_ns) {
@@ -327,10 +331,14 @@ void AntiEntropy::run(std::uint64_t now_ns) {
     if (!leaving) reconnect(now_ns);
     next_reconnect_ns_ = next_reconnect_at(now_ns);
   }
+  // Not heard of for reconnect_timeout_ns: given up, and counted (a split
+  // that long is reported, not silently permanent).
+  core_.counters.reconnect_expired += failed_.expire(now_ns, core_.config.reconnect_timeout_ns);
 }
 
 std::uint64_t AntiEntropy::next_deadline() const {
-  return std::min({next_sync_ns_, syncs_.next_expiry(), settle_sync_ns_, next_reconnect_ns_});
+  return std::min({next_sync_ns_, syncs_.next_expiry(), settle_sync_ns_, next_reconnect_ns_,
+                   failed_.next_expiry(core_.config.reconnect_timeout_ns)});
 }
 
 }  // namespace gw::cp::engine

@@ -18,6 +18,7 @@
 
 #include "control/engine/core.h"
 #include "control/engine/effects.h"
+#include "control/engine/failed_members.h"
 #include "control/engine/sync.h"
 
 namespace gw::cp::engine {
@@ -42,6 +43,16 @@ class AntiEntropy {
   void sync_by(std::uint64_t at_ns) { next_sync_ns_ = std::min(next_sync_ns_, at_ns); }
   // A member joined our view by gossip: one sync a settle delay later.
   void settle_after_join(std::uint64_t now_ns) { settle_sync_ns_ = now_ns + settle_delay(); }
+
+  // ---- reconnects ----
+  // `m` failed as an established member: a reconnect candidate until
+  // reconnect_timeout_ns after now.
+  void note_failed(const Member& m, std::uint64_t now_ns);
+  // `name_id` is back (a newer life) or left: no reconnect to it.
+  void note_back(std::uint32_t name_id) { failed_.remove(name_id); }
+  // The member we hold failed under `name_id`, if any.
+  FailedMembers::Entry* failed(std::uint32_t name_id) { return failed_.find(name_id); }
+  bool any_failed() const { return failed_.size() != 0; }
 
   // ---- timers ----
   // Syncs timed out; our digest syncs that timed out incomplete are retried soon.
@@ -89,6 +100,7 @@ class AntiEntropy {
   Core& core_;
   Effects& fx_;
   SyncManager syncs_;
+  FailedMembers failed_;  // reconnect candidates
   std::uint64_t next_sync_ns_ = 0;
   // A settle delay after the latest join we heard by gossip: one sync then.
   std::uint64_t settle_sync_ns_ = UINT64_MAX;

@@ -141,6 +141,13 @@ struct EngineConfig {
   // is D / L of one sync. 0 = never (a partition then heals only by chance
   // gossip to the dead). LAN 30 s
   std::uint64_t reconnect_interval_ns = 30 * kSecond;
+  // How long a member that failed (as an established member: not a
+  // newcomer that died young, not one that left) stays a reconnect candidate
+  // after its death, however long its tombstone lasts: a partition of any
+  // length up to this heals (Serf's reconnect_timeout). Past it the member is
+  // given up, counted in reconnect_expired (the host logs it): a split that
+  // long is reported, not silently permanent. 24 h
+  std::uint64_t reconnect_timeout_ns = 24 * 3600 * kSecond;
   // A periodic sync sends at most this many bytes per second of its interval
   // (each way), as a rotating window of the table: anti-entropy costs the same
   // per member at any N. Join syncs send the whole view (max_sync_bytes).
@@ -206,6 +213,7 @@ inline std::string EngineConfig::validate() const {
     return "probe_timeout_ns: must be > 0 and below probe_interval_ns";
   if (gossip_interval_ns == 0) return "gossip_interval_ns: must be > 0";
   if (push_pull_interval_ns == 0) return "push_pull_interval_ns: must be > 0";
+  if (reconnect_timeout_ns == 0) return "reconnect_timeout_ns: must be > 0";
   if (sync_timeout_ns == 0) return "sync_timeout_ns: must be > 0";
   if (join_retry_min_ns == 0 || join_retry_max_ns < join_retry_min_ns)
     return "join_retry_min_ns: must be > 0 and at most join_retry_max_ns";

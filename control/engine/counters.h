@@ -82,6 +82,9 @@ namespace gw::cp::engine {
   X(relay_nack_sent, "nacks sent to the member that asked")                                                           \
   X(sync_started, "syncs started (periodic, join, follow-up, reconnect)")                                             \
   X(sync_reconnects, "syncs sent to a member we consider failed")                                                     \
+  X(reconnect_expired, "failed members given up reconnect_timeout after their death (a split that long)")            \
+  X(reconnect_evicted, "failed members forgotten early: the reconnect list was full")                                 \
+  X(dead_told, "datagrams telling a member we hold dead that we do (alive, it refutes)")                             \
   X(sync_answered, "sync requests answered")                                                                          \
   X(sync_digest_equal, "periodic syncs that found both views the same")                                               \
   X(sync_digest_differ, "periodic syncs whose views still differed after the responder's window")                     \
@@ -92,6 +95,7 @@ namespace gw::cp::engine {
   X(join_drop_rate, "join syncs over the join answer rate (the joiner retries)")                                      \
   X(join_retries, "join rounds that had no answer and were sent again")                                               \
   X(join_followups, "whole-view syncs with other members after joining")                                              \
+  X(rejoins, "whole-view syncs with a member that held us dead (we were cut off)")                                    \
   X(sync_drop_concurrency, "sync requests refused: too many syncs in flight")                                         \
   X(sync_drop_rate, "sync requests refused: over the answer rate")                                                    \
   X(sync_drop_unsolicited, "sync responses to no sync of ours")                                                       \

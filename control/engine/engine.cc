@@ -28,6 +28,11 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
   ++core_.counters.packets_in;
   inbound_.corrections.clear();
   inbound_.from = &from;
+  // A member we hold failed is talking to us (after a partition heals, a
+  // reconnect from the other side): it is told, and refutes.
+  if (anti_entropy_.any_failed())
+    if (const std::string_view sender = sender_of(messages); !sender.empty())
+      tell_if_failed(identities().find_name(sender), from, now_ns);
   // The entries of the members this datagram is about, asked for together
   // before any is read (a piggybacked datagram carries a dozen or more); the
   // first kNamedAhead names' ids are kept for their turn (hashed once).
@@ -83,6 +88,31 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
   }
 }
 
+std::string_view Engine::sender_of(const Compound& messages) {
+  for (const Message& msg : messages) {
+    if (const auto* p = std::get_if<Ping>(&msg)) return p->source;
+    if (const auto* p = std::get_if<IndirectPing>(&msg)) return p->source;
+    if (const auto* n = std::get_if<Nack>(&msg)) return n->source;
+    if (const auto* r = std::get_if<SyncRequest>(&msg)) return r->source;
+    if (const auto* r = std::get_if<SyncResponse>(&msg)) return r->source;
+  }
+  return {};
+}
+
+void Engine::tell_if_failed(std::uint32_t name_id, const Address& to, std::uint64_t now_ns) {
+  if (name_id == IdentityPool::kNone) return;
+  FailedMembers::Entry* e = anti_entropy_.failed(name_id);
+  if (e == nullptr || (e->told_ns != 0 && now_ns - std::min(now_ns, e->told_ns) < core_.config.probe_interval_ns))
+    return;
+  // Its tombstone says more (a later death) while it lasts.
+  std::uint64_t incarnation = e->incarnation;
+  if (const Member* m = core_.table.find_id(name_id); m != nullptr && m->status == MemberStatus::kDead)
+    incarnation = std::max(incarnation, m->incarnation);
+  e->told_ns = now_ns;
+  ++core_.counters.dead_told;
+  send(to, PriorityClass::kUrgent, Compound{Dead{incarnation, e->name.str(), core_.config.name}}, false);
+}
+
 void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
   // Our probe's, a proof or last ping's (newcomers), or a relay's.
   if (probing_.on_probe_ack(m, now_ns) || newcomers_.on_ack(m, now_ns)) return;
@@ -115,6 +145,7 @@ void Engine::tick(std::uint64_t now_ns) {
   core_.last_now_ns = std::max(core_.last_now_ns, now_ns);
   // In this order: a verdict reached in one step is seen by the next.
   probing_.run_probes(now_ns);
+  newcomers_.weigh_suspicions(now_ns);
   newcomers_.expire_last_pings(now_ns);
   probing_.run_suspicions(now_ns);
   dissemination_.run(now_ns);

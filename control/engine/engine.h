@@ -164,13 +164,25 @@ class Engine final : private Effects {
   void member_joined(const Member& m, AliveSource source, std::uint64_t now_ns);
   // told: the suspicion was told on the ring, not gossiped (Probing::spread_suspicion).
   void refute(std::uint64_t heard_incarnation, bool told = false);
-  // Queues our Dead/Leave about tombstoned `m` as a reply to the current sender.
-  void correct(const Member& m, bool accused = false);
+  // Queues our word about tombstoned `m` as a reply to the current sender: a
+  // Leave, a newcomer's Dead, or our suspicion of an established member.
+  void correct(const Member& m);
+  // Queues our suspicion of an established member we hold dead, as a reply to
+  // the current sender (once per sender and member).
+  void correct_established(const Name& name, std::uint64_t incarnation);
   // Queues our newer Alive about live `m` (us included) as a reply to a
   // sender that spread an older incarnation's Suspect or Dead.
   void correct_stale(const Member& m);
   // The same for a member we hold only as a graveyard trace.
-  void correct_buried(const std::string& node, std::uint64_t incarnation);
+  void correct_buried(const std::string& node, std::uint64_t incarnation, std::uint64_t now_ns);
+  // We hold the member `name_id` failed (FailedMembers) and have evidence it
+  // may be alive (a datagram from it at `to`, or an Alive of it no newer than
+  // its death): tell it, at most once a probe interval. Only the member can
+  // refute; arguing with whoever still believes it alive settles nothing.
+  void tell_if_failed(std::uint32_t name_id, const Address& to, std::uint64_t now_ns);
+  // The sender of a datagram, as its messages name it (a ping, indirect ping,
+  // nack or sync names its sender; an ack or user data may be relayed).
+  static std::string_view sender_of(const Compound& messages);
   // True if `incarnation` is beyond belief: more than max_incarnation_jump above
   // what we hold for `known` (nullptr: never seen), or near UINT64_MAX.
   bool far_future(std::uint64_t incarnation, const Member* known) const;

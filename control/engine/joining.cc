@@ -58,6 +58,24 @@ void Joining::send_join(std::uint64_t now_ns) {
   next_join_ns_ = now_ns + wait;
 }
 
+void Joining::rejoin(const Address& via, std::uint64_t now_ns) {
+  if (rejoin_attempts_ > 0 ||
+      (rejoined_ && now_ns - std::min(now_ns, last_rejoin_ns_) < core_.config.push_pull_interval_ns))
+    return;
+  rejoined_ = true;
+  last_rejoin_ns_ = now_ns;
+  ++core_.counters.rejoins;
+  send_rejoin(via, now_ns);
+}
+
+void Joining::send_rejoin(const Address& via, std::uint64_t now_ns) {
+  ++rejoin_attempts_;
+  rejoin_seq_ = core_.take_seq();
+  join_seqs_.push_back(rejoin_seq_);
+  next_rejoin_ns_ = now_ns + core_.config.join_retry_min_ns;
+  fx_.request_whole_view(via, rejoin_seq_, now_ns);
+}
+
 bool Joining::on_answer(std::uint32_t seq_no, std::uint64_t now_ns) {
   const EngineConfig& c = core_.config;
   const bool join_answer = std::find(join_seqs_.begin(), join_seqs_.end(), seq_no) != join_seqs_.end();
@@ -70,6 +88,10 @@ bool Joining::on_answer(std::uint32_t seq_no, std::uint64_t now_ns) {
       f != followup_seqs_.end() && fx_.sync_answered(seq_no)) {
     followup_seqs_.erase(f);
     if (followups_wanted_ > 0 && --followups_wanted_ == 0) next_followup_ns_ = UINT64_MAX;
+  }
+  if (rejoin_attempts_ > 0 && seq_no == rejoin_seq_ && fx_.sync_answered(seq_no)) {
+    rejoin_attempts_ = 0;
+    next_rejoin_ns_ = UINT64_MAX;
   }
   if (join_answer && fx_.sync_answered(seq_no) && !joined_) {
     joined_ = true;
@@ -126,11 +148,22 @@ void Joining::run(std::uint64_t now_ns) {
     next_followup_ns_ = UINT64_MAX;
   }
   if (followups_wanted_ > 0 && now_ns >= next_followup_ns_) follow_up(now_ns);
+  // A rejoin unanswered (refused, or lost): another member, a settled one.
+  if (rejoin_attempts_ > 0 && now_ns >= next_rejoin_ns_) {
+    const std::vector<std::string> peer = fx_.random_peers(1, {});
+    if (rejoin_attempts_ >= kRejoinAttempts || peer.empty()) {
+      rejoin_attempts_ = 0;
+      next_rejoin_ns_ = UINT64_MAX;
+    } else {
+      send_rejoin(core_.table.find(peer.front())->addr(), now_ns);
+    }
+  }
 }
 
 std::uint64_t Joining::next_deadline() const {
   std::uint64_t t = joined_ ? UINT64_MAX : next_join_ns_;
   if (followups_wanted_ > 0) t = std::min(t, next_followup_ns_);
+  if (rejoin_attempts_ > 0) t = std::min(t, next_rejoin_ns_);
   return t;
 }
 

@@ -23,6 +23,12 @@ class Joining {
   // Sends a whole-view request to each seed (at most kMaxSeeds), retried
   // while no seed has answered. No seed (or only ourselves): joined at once.
   void join(std::span<const Address> seeds, std::uint64_t now_ns);
+  // We were held dead by the member at `via` (we refuted): whole views with
+  // it, as a join (at most one rejoin a push_pull_interval_ns), retried with
+  // other members until one answers (kRejoinAttempts in all): at a heal,
+  // every member rejoins at once, and syncs over the concurrency cap are
+  // refused.
+  void rejoin(const Address& via, std::uint64_t now_ns);
   // A response part to our sync `seq_no` was accepted: true if it answers a
   // join or a follow-up (merged as a join answer).
   bool on_answer(std::uint32_t seq_no, std::uint64_t now_ns);
@@ -58,6 +64,13 @@ class Joining {
   std::uint32_t followup_attempts_ = 0;
   std::vector<std::uint32_t> followup_seqs_;  // follow-ups sent, not yet wholly answered
   std::uint64_t next_followup_ns_ = UINT64_MAX;
+  static constexpr std::uint32_t kRejoinAttempts = 5;
+  std::uint64_t last_rejoin_ns_ = 0;
+  bool rejoined_ = false;
+  std::uint32_t rejoin_seq_ = 0;       // the latest rejoin request
+  std::uint32_t rejoin_attempts_ = 0;  // sent so far; 0: no rejoin under way
+  std::uint64_t next_rejoin_ns_ = UINT64_MAX;
+  void send_rejoin(const Address& via, std::uint64_t now_ns);
 };
 
 }  // namespace gw::cp::engine

@@ -25,6 +25,25 @@ void Newcomers::note_failure(const std::string& name, std::uint64_t now_ns) {
   if (in_storm(now_ns)) storm_until_ns_ = now_ns + c.storm_window_ns;
 }
 
+void Newcomers::note_suspected(const Member& m, std::uint64_t now_ns) {
+  const EngineConfig& c = core_.config;
+  if (!core_.newcomer(m, now_ns) || c.storm_newcomer_failures == 0 || suspected_.size() >= c.max_members) return;
+  suspected_.push_back({now_ns + kRefuteRounds * c.probe_interval_ns, m.incarnation, m.name});
+}
+
+void Newcomers::weigh_suspicions(std::uint64_t now_ns) {
+  while (!suspected_.empty() && suspected_.front().due_ns <= now_ns) {
+    const Suspected s = std::move(suspected_.front());
+    suspected_.pop_front();
+    const Member* m = core_.table.find(s.name);
+    // Refuted (a newer incarnation, or Alive again), or forgotten: no failure.
+    if (m == nullptr || m->incarnation != s.incarnation ||
+        (m->status != MemberStatus::kSuspect && m->status != MemberStatus::kDead))
+      continue;
+    note_failure(s.name.str(), now_ns);
+  }
+}
+
 bool Newcomers::in_storm(std::uint64_t now_ns) const {
   const EngineConfig& c = core_.config;
   if (c.storm_newcomer_failures == 0) return false;
@@ -120,8 +139,7 @@ void Newcomers::admit_waiting(std::uint64_t now_ns) {
 
 bool Newcomers::burying(Member& m, std::uint64_t incarnation, MemberStatus status, const Address* told_by,
                         std::uint64_t now_ns) {
-  if (status == MemberStatus::kDead && m.status == MemberStatus::kAlive && core_.newcomer(m, now_ns))
-    note_failure(m.name.str(), now_ns);
+  if (status == MemberStatus::kDead && core_.newcomer(m, now_ns)) note_failure(m.name.str(), now_ns);
   forget(m.name.str());
   if (!m.probation) return false;
   ++core_.counters.probation_died;
@@ -297,6 +315,7 @@ std::uint64_t Newcomers::next_deadline() const {
   if (!probationers_.empty()) t = std::min(t, probationers_.front().first);
   if (!proof_checks_.empty()) t = std::min(t, proof_checks_.front().first);
   if (!last_pings_.empty()) t = std::min(t, last_pings_.front().due_ns);
+  if (!suspected_.empty()) t = std::min(t, suspected_.front().due_ns);
   return t;
 }
 

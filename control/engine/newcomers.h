@@ -36,7 +36,13 @@ class Newcomers {
   // An arrival surge (config: surge_*): never-seen members arrive faster
   // than a running cluster grows; they are admitted on probation.
   bool in_surge(std::uint64_t now_ns) const { return now_ns < surge_until_ns_; }
-  // A newcomer was suspected or declared dead here.
+  // A newcomer was suspected here: a storm signal only if the suspicion still
+  // stands a refutation's time later (kRefuteRounds probe intervals). A live
+  // newcomer refutes; a phantom cannot. Counted at once, every suspicion of a
+  // live newcomer on a lossy network read as a storm (issue 55: 10 % loss
+  // made 200,000 false deaths while a cluster formed).
+  void note_suspected(const Member& m, std::uint64_t now_ns);
+  // A newcomer was declared dead here (or a member that had been one).
   void note_failure(const std::string& name, std::uint64_t now_ns);
 
   // ---- admission ----
@@ -73,6 +79,8 @@ class Newcomers {
   bool last_ping(const Member& m, std::uint64_t now_ns);
 
   // ---- timers ----
+  // Suspicions of newcomers noted a refutation's time ago that still stand.
+  void weigh_suspicions(std::uint64_t now_ns);
   void admit_waiting(std::uint64_t now_ns);
   void expire_last_pings(std::uint64_t now_ns);
   void end_probations(std::uint64_t now_ns);
@@ -80,6 +88,10 @@ class Newcomers {
 
   // Proof pings a probationer gets before it is declared dead unproven.
   static constexpr std::uint8_t kProofPings = 4;
+  // Probe intervals a suspected newcomer has to refute before its suspicion
+  // counts towards a storm: it hears it on the next probe of it (or a
+  // retelling), and its refutation spreads in a gossip epidemic.
+  static constexpr std::uint32_t kRefuteRounds = 2;
 
  private:
   void note_arrival(std::uint64_t now_ns);
@@ -100,6 +112,13 @@ class Newcomers {
   // The last storm_newcomer_failures distinct newcomers that failed: (when, name hash).
   std::deque<std::pair<std::uint64_t, std::uint64_t>> failures_;
   std::uint64_t storm_until_ns_ = 0;
+  // Newcomers suspected here, by when their suspicion counts if it stands.
+  struct Suspected {
+    std::uint64_t due_ns;
+    std::uint64_t incarnation;
+    Name name;  // held, so that its id is not reused meanwhile
+  };
+  std::deque<Suspected> suspected_;
   // When never-seen members were admitted, within the last surge_window_ns.
   std::deque<std::uint64_t> arrivals_;
   std::uint64_t surge_until_ns_ = 0;

@@ -40,18 +40,53 @@ void Engine::refute(std::uint64_t heard_incarnation, bool told) {
   // limit.
   broadcast(core_.config.name, core_.self_alive(), PriorityClass::kUrgent,
             told ? core_.suspicion_retransmit_limit() : 0);
-  if (told && inbound_.from != nullptr)
-    send(*inbound_.from, PriorityClass::kUrgent, Compound{core_.self_alive()}, false);
+  // The one that told us hears it first-hand: after a partition heals it may
+  // be the only member on its side that knows of us at all.
+  if (inbound_.from != nullptr) send(*inbound_.from, PriorityClass::kUrgent, Compound{core_.self_alive()}, false);
 }
 
 // ---------------------------------------------------------------- corrections
 
-void Engine::correct_buried(const std::string& node, std::uint64_t incarnation) {
+void Engine::correct_buried(const std::string& node, std::uint64_t incarnation, std::uint64_t now_ns) {
+  // An established member's death may be a partition's false verdict: it is
+  // told itself (it refutes if alive), and the sender gets our suspicion, not
+  // our verdict (correct_established). A newcomer's (a storm's phantom),
+  // or one we no longer hold failed, gets our Dead.
+  const std::uint32_t id = anti_entropy_.any_failed() ? identities().find_name(node) : IdentityPool::kNone;
+  if (FailedMembers::Entry* e = id != IdentityPool::kNone ? anti_entropy_.failed(id) : nullptr) {
+    tell_if_failed(id, e->addr, now_ns);
+    correct_established(e->name, e->incarnation);
+    return;
+  }
   Compound& out = inbound_.corrections;
   if (out.size() >= kMaxCorrections) return;
   for (const Message& c : out)
     if (const Dead* d = std::get_if<Dead>(&c); d != nullptr && d->node == node) return;
   out.emplace_back(Dead{incarnation, node, core_.config.name});
+}
+
+void Engine::correct_established(const Name& name, std::uint64_t incarnation) {
+  // An established member we hold dead, which the sender holds alive (or only
+  // suspects): our suspicion, not our verdict (memberlist merges a peer's
+  // Dead as a suspicion too). The sender then suspects it: alive, it hears of
+  // it and refutes (we tell it ourselves too: tell_if_failed); gone, the
+  // sender's suspicion runs out and it stops holding a zombie. Its own probes
+  // would rarely find it: on the probe ring, a member that few views hold is
+  // probed by few. To a sender that suspects it already we are an independent
+  // accuser (Lifeguard): with everyone else past it, no other confirmation
+  // would come, and the suspicion would wait its longest timeout.
+  Compound& out = inbound_.corrections;
+  if (out.size() >= kMaxCorrections || inbound_.from == nullptr) return;
+  for (const Message& c : out)
+    if (const Suspect* s = std::get_if<Suspect>(&c); s != nullptr && s->node == name) return;
+  // Once per (sender, member): the sender may hold the member dead by now
+  // too, and would confirm back, and so on for ever.
+  const std::pair<Address, std::uint32_t> key{*inbound_.from, name.id()};
+  auto& confirmed = inbound_.confirmed;
+  if (std::find(confirmed.begin(), confirmed.end(), key) != confirmed.end()) return;
+  if (confirmed.size() >= kMaxConfirmed) confirmed.pop_front();
+  confirmed.push_back(key);
+  out.emplace_back(Suspect{incarnation, name.str(), core_.config.name});
 }
 
 void Engine::correct_stale(const Member& m) {
@@ -67,30 +102,15 @@ void Engine::correct_stale(const Member& m) {
   }
 }
 
-void Engine::correct(const Member& m, bool accused) {
+void Engine::correct(const Member& m) {
   Compound& out = inbound_.corrections;
   if (out.size() >= kMaxCorrections) return;
   // A Leave is the member's own word; a death only if it died a newcomer (a
   // storm's phantom). An established member's death may be a partition's
   // false verdict: spreading it to a side that still sees the member alive
-  // would only make more (the member refutes when it hears, as usual). To a
-  // sender that suspects the member itself (`accused`) we confirm the
-  // suspicion instead (Lifeguard: an independent accuser): with everyone else
-  // past it, no other confirmation would come, and the suspicion would wait
-  // its longest timeout; with ours it waits the shortest, which still leaves
-  // a live member (after a partition) the time to refute.
+  // would only make more (the member refutes when it hears, as usual).
   if (m.status == MemberStatus::kDead && !core_.young(m, m.state_change_ns)) {
-    if (!accused || inbound_.from == nullptr) return;
-    for (const Message& c : out)
-      if (const Suspect* s = std::get_if<Suspect>(&c); s != nullptr && s->node == m.name) return;
-    // Once per (sender, member): the sender may hold the member dead by now
-    // too, and would confirm back, and so on for ever.
-    const std::pair<Address, std::uint32_t> key{*inbound_.from, m.name.id()};
-    auto& confirmed = inbound_.confirmed;
-    if (std::find(confirmed.begin(), confirmed.end(), key) != confirmed.end()) return;
-    if (confirmed.size() >= kMaxConfirmed) confirmed.pop_front();
-    confirmed.push_back(key);
-    out.emplace_back(Suspect{m.incarnation, m.name, core_.config.name});
+    correct_established(m.name, m.incarnation);
     return;
   }
   for (const Message& c : out)
@@ -160,8 +180,10 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     if (a.incarnation <= m->incarnation) {
       ++n.alive_drop_tombstone;
       correct(*m);
+      tell_if_failed(m->name.id(), m->addr(), now_ns);
       return;
     }
+    anti_entropy_.note_back(m->name.id());
     m->incarnation = a.incarnation;
     m->set_profile(a.addr, a.tags, a.protocol_version);
     core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
@@ -204,7 +226,7 @@ void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source)
   // moving (a restart comes with a higher incarnation).
   if (const auto dead_at = table.buried(a.node); dead_at && a.incarnation <= *dead_at) {
     ++n.alive_drop_graveyard;
-    correct_buried(a.node, *dead_at);
+    correct_buried(a.node, *dead_at, now_ns);
     return;
   }
   // A never-seen member: admission control first (bounded table, policy, rate).
@@ -212,8 +234,16 @@ void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source)
     ++n.admission_drop_table_full;
     return;
   }
+  // Or one we knew as an established member and hold failed, whose tombstone
+  // expired (a partition longer than tombstone_ttl_ns heals, a member comes
+  // back after a long outage): it is no newcomer, and comes back as from a
+  // tombstone, without the admission rate or probation. After a 7-minute
+  // split, half the cluster came back at once, waited for admission tokens
+  // at 100 a second and was held on probation as an arrival surge.
+  const std::uint32_t failed_id = anti_entropy_.any_failed() ? identities().find_name(a.node) : IdentityPool::kNone;
+  const bool returning = failed_id != IdentityPool::kNone && anti_entropy_.failed(failed_id) != nullptr;
   const bool from_join = source == AliveSource::kJoinAnswer;
-  if (from_join) {
+  if (from_join || returning) {
     if (!newcomers_.policy_allows(a)) {
       ++n.admission_drop_policy;
       return;
@@ -226,11 +256,16 @@ void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source)
   fresh.set_profile(a.addr, a.tags, a.protocol_version);
   fresh.incarnation = a.incarnation;
   fresh.state_change_ns = now_ns;
-  fresh.probation = newcomers_.probation_now(now_ns);
+  fresh.probation = !returning && newcomers_.probation_now(now_ns);
   Member* m = table.insert(std::move(fresh));
   if (m == nullptr) return;
   probing_.add_member(m->name);
-  newcomers_.admitted(*m, inbound_.from, now_ns);
+  if (returning) {
+    anti_entropy_.note_back(m->name.id());
+    newcomers_.remember(*m);
+  } else {
+    newcomers_.admitted(*m, inbound_.from, now_ns);
+  }
   if (m->probation) return;
   member_joined(*m, source, now_ns);
   if (!from_join) broadcast(a.node, a, PriorityClass::kGossip, 0);
@@ -246,7 +281,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged) 
   if (m == nullptr) {
     ++n.update_drop_unknown;
     if (const auto dead_at = core_.table.buried(s.node); dead_at && s.incarnation <= *dead_at)
-      correct_buried(s.node, *dead_at);
+      correct_buried(s.node, *dead_at, now_ns);
     return;
   }
   // Beyond belief (corrupt or hostile): about us it would make us refute to an
@@ -267,7 +302,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged) 
   if (probing_.confirm(s)) return;
   // Dead or left: the accuser is behind (tell it); suspected already: nothing new.
   if (m->is_tombstone()) {
-    if (s.incarnation <= m->incarnation) correct(*m, true);
+    if (s.incarnation <= m->incarnation) correct(*m);
     return;
   }
   if (m->status != MemberStatus::kAlive) return;
@@ -279,7 +314,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged) 
   m->incarnation = s.incarnation;
   core_.table.set_status(*m, MemberStatus::kSuspect, now_ns);
   ++n.suspicions;
-  if (core_.newcomer(*m, now_ns)) newcomers_.note_failure(s.node, now_ns);
+  newcomers_.note_suspected(*m, now_ns);
   probing_.suspect(s, *m, now_ns, merged);
 }
 
@@ -316,8 +351,15 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, cons
   // Leave (late, or given by an operator's force-leave) marks it left.
   if (m->is_tombstone() && !(status == MemberStatus::kLeft && m->status == MemberStatus::kDead)) return;
   if (node == core_.config.name) {
-    // About us: refute, unless it is our own farewell coming back.
-    if (!core_.leaving) refute(incarnation);
+    // About us: refute, unless it is our own farewell coming back. Held dead,
+    // we were cut off from the teller (a partition, a long stall): we rejoin
+    // through it, whole views both ways, so that it corrects what our view
+    // kept of members that died meanwhile (zombies: on the probe ring, a
+    // member that few views hold is probed by few) and we learn what we
+    // missed.
+    if (core_.leaving) return;
+    refute(incarnation);
+    if (status == MemberStatus::kDead && inbound_.from != nullptr) joining_.rejoin(*inbound_.from, now_ns);
     return;
   }
   m->incarnation = incarnation;
@@ -337,6 +379,12 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, cons
   // of the very deaths that round carries.
   if (status == MemberStatus::kDead && !was_probation && !(core_.young(*m, now_ns) && in_storm(now_ns)))
     dissemination_.gossip_to_the_dead(m->name);
+  // An established member's death may be a partition's: reconnected to for
+  // reconnect_timeout_ns. One that left is gone by its own word.
+  if (status == MemberStatus::kDead && !was_probation && !core_.young(*m, m->state_change_ns))
+    anti_entropy_.note_failed(*m, now_ns);
+  else
+    anti_entropy_.note_back(m->name.id());
   if (status == MemberStatus::kLeft) {
     ++n.leaves;
     if (!was_probation) core_.emit(EventKind::kLeave, *m);

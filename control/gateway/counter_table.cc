@@ -229,6 +229,15 @@ constexpr Family kSyncsStarted{"gossipgw_engine_syncs_started_total", "counter",
 constexpr Family kSyncReconnects{"gossipgw_engine_sync_reconnects_total", "counter",
                                  "Syncs sent to members we consider failed, to heal partitions; also in "
                                  "syncs_started (syncs)"};
+constexpr Family kReconnectGiveUps{"gossipgw_engine_reconnect_give_ups_total", "counter",
+                                   "Failed members no longer contacted to heal a split, by reason: expired "
+                                   "(reconnect_timeout after their death: a split that long is reported here), "
+                                   "evicted (the reconnect list was full) (members)"};
+constexpr Family kDeadTold{"gossipgw_engine_dead_told_total", "counter",
+                           "Datagrams telling a member we hold failed that we do, so it refutes (a healed split) "
+                           "(datagrams)"};
+constexpr Family kRejoins{"gossipgw_engine_rejoins_total", "counter",
+                          "Whole-view syncs with a member that held us failed: we were cut off (syncs)"};
 constexpr Family kSyncRequests{
     "gossipgw_engine_sync_requests_total", "counter",
     "Sync requests received, by outcome: answered, refused_concurrency (concurrency cap), refused_rate "
@@ -334,6 +343,9 @@ constexpr Field<EC> kEngineFields[] = {
     {"relay_nack_sent", &EC::relay_nack_sent, &ef::kRelayOutcomes, R"(outcome="nack_sent")"},
     {"sync_started", &EC::sync_started, &ef::kSyncsStarted, ""},
     {"sync_reconnects", &EC::sync_reconnects, &ef::kSyncReconnects, ""},
+    {"reconnect_expired", &EC::reconnect_expired, &ef::kReconnectGiveUps, R"(reason="expired")"},
+    {"reconnect_evicted", &EC::reconnect_evicted, &ef::kReconnectGiveUps, R"(reason="evicted")"},
+    {"dead_told", &EC::dead_told, &ef::kDeadTold, ""},
     {"sync_answered", &EC::sync_answered, &ef::kSyncRequests, R"(outcome="answered")"},
     {"sync_drop_concurrency", &EC::sync_drop_concurrency, &ef::kSyncRequests, R"(outcome="refused_concurrency")"},
     {"sync_drop_rate", &EC::sync_drop_rate, &ef::kSyncRequests, R"(outcome="refused_rate")"},
@@ -353,6 +365,7 @@ constexpr Field<EC> kEngineFields[] = {
     {"join_answered", &EC::join_answered, &ef::kJoinAnswered, ""},
     {"join_drop_rate", &EC::join_drop_rate, &ef::kSyncRequests, R"(outcome="refused_join_rate")"},
     {"join_retries", &EC::join_retries, &ef::kJoinRetries, ""},
+    {"rejoins", &EC::rejoins, &ef::kRejoins, ""},
     {"join_followups", &EC::join_followups, &ef::kJoinFollowups, ""},
     {"young_declared_dead", &EC::young_declared_dead, &ef::kYoungDead, ""},
     {"young_last_pings", &EC::young_last_pings, &ef::kYoungLastPings, ""},

@@ -30,6 +30,7 @@ engine::EngineConfig engine_config(const config::Config& cfg, const dp::LocalEnd
   for (const auto& [k, v] : cfg.membership.required_tags) e.required_tags.push_back({k, v});
   e.admit_rate = cfg.membership.admit_rate;
   e.admit_burst = cfg.membership.admit_burst;
+  e.reconnect_timeout_ns = cfg.membership.reconnect_timeout_s * 1'000'000'000ULL;
   // Seconds since the epoch: a restarted member always comes back with a
   // higher incarnation than any it used before, so its tombstone cannot hold it.
   e.initial_incarnation = base::unix_time_ns() / 1'000'000'000ULL;

@@ -96,6 +96,14 @@ void EngineHost::poll(std::uint64_t now_ns, std::uint32_t unix_s) {
     spdlog::warn("join: no answer from {} seed(s) after {} round(s); retrying with backoff", seeds_.size(),
                  join_rounds_logged_ - 1);
   }
+  // Failed members given up after reconnect_timeout: a split that long does
+  // not heal by itself (the operator joins the sides again).
+  if (const std::uint64_t expired = engine_->counters().reconnect_expired; expired > reconnects_expired_logged_) {
+    spdlog::warn("membership: gave up reconnecting to {} failed member(s) after membership.reconnect_timeout_s "
+                 "({} in all): a partition that long does not heal by itself; join the sides with gossipctl join",
+                 expired - reconnects_expired_logged_, expired);
+    reconnects_expired_logged_ = expired;
+  }
   flush(now_ns, unix_s);
   key_change_.note_time(unix_s, now_ns);
   if (!key_change_.idle()) key_change_.tick(now_ns, unix_s);

@@ -210,6 +210,7 @@ class EngineHost {
                        std::uint64_t now_ns, std::uint32_t unix_s);
 
   std::uint32_t join_rounds_logged_ = 1;  // the first round is logged by start()
+  std::uint64_t reconnects_expired_logged_ = 0;  // reconnect_expired already logged
   Options options_;
   std::vector<engine::Address> manual_seeds_;  // gossipctl join, oldest first
   std::vector<engine::Address> seeds_;         // see seeds()

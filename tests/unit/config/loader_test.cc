@@ -798,13 +798,15 @@ TEST(ConfigLoaderMembership, DefaultsAndEveryField) {
   EXPECT_EQ(d.membership.preset, "lan");
   EXPECT_TRUE(d.membership.seeds.empty());
   EXPECT_EQ(d.membership.leave_timeout_ms, 3000u);
+  EXPECT_EQ(d.membership.reconnect_timeout_s, 86400u);
 
   const Config c = parse_config(with_minimal("membership:\n"
                                              "  enabled: false\n"
                                              "  preset: local\n"
                                              "  seeds: [\"10.0.0.2:7946\", \"[fd00::2]:8000\"]\n"
                                              "  tags: {role: control-plane, zone: a}\n"
-                                             "  leave_timeout_ms: 500\n"),
+                                             "  leave_timeout_ms: 500\n"
+                                             "  reconnect_timeout_s: 3600\n"),
                                 kSource, kBaseDir);
   EXPECT_FALSE(c.membership.enabled);
   EXPECT_EQ(c.membership.preset, "local");
@@ -815,6 +817,7 @@ TEST(ConfigLoaderMembership, DefaultsAndEveryField) {
   ASSERT_EQ(c.membership.tags.size(), 2u);
   EXPECT_EQ(c.membership.tags[0], (std::pair<std::string, std::string>{"role", "control-plane"}));
   EXPECT_EQ(c.membership.leave_timeout_ms, 500u);
+  EXPECT_EQ(c.membership.reconnect_timeout_s, 3600u);
 }
 
 TEST(ConfigLoaderMembership, BadValuesNameTheField) {
@@ -831,6 +834,7 @@ TEST(ConfigLoaderMembership, BadValuesNameTheField) {
   EXPECT_REJECTED(with_minimal("membership:\n  tags: {role: " + std::string(300, 'x') + "}\n"), "membership.tags.role",
                   8, "at most 256 bytes");
   EXPECT_REJECTED(with_minimal("membership:\n  leave_timeout_ms: 70000\n"), "membership.leave_timeout_ms", 8, "");
+  EXPECT_REJECTED(with_minimal("membership:\n  reconnect_timeout_s: 59\n"), "membership.reconnect_timeout_s", 8, "");
   EXPECT_REJECTED(with_minimal("membership:\n  enabled: yes\n"), "membership.enabled", 8, "boolean");
   EXPECT_REJECTED(with_minimal("membership:\n  allowed_name_prefixes: gw-\n"), "membership.allowed_name_prefixes", 8,
                   "expected a list");

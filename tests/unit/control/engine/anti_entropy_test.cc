@@ -590,5 +590,82 @@ TEST(Engine, ReconnectSyncsGoOnATimerOfTheirOwnBesideTheLiveOnes) {
   EXPECT_GE(on.live + 2, off.live);
 }
 
+// A split longer than the tombstones' lifetime (issue 55: 7 minutes against
+// 5) still heals: an established member that failed stays a reconnect
+// candidate for reconnect_timeout_ns after its death, not for its tombstone's
+// lifetime. Past the timeout it is given up and counted, never contacted again.
+TEST(Engine, FailedMembersAreReconnectedToUntilReconnectTimeoutThenGivenUpAndCounted) {
+  EngineConfig c = config();
+  c.reconnect_interval_ns = 10 * kSecond;
+  c.tombstone_ttl_ns = 60 * kSecond;
+  c.reconnect_timeout_ns = 600 * kSecond;
+  Driver d(c);
+  d.add_members(1, 5);
+  run_with_established(d, 5, kStart + 300 * kSecond);
+  const std::uint64_t died_at = d.now;
+  d.handle(1, {Dead{1, name(3), name(1)}});
+  ASSERT_EQ(d.e.member(name(3))->status, MemberStatus::kDead);
+  std::vector<std::uint64_t> reconnects_at;
+  d.run_until(died_at + 900 * kSecond, [&](const Outgoing& o) {
+    const std::size_t to = index_of(o.to);
+    if (const Ping* p = find_msg<Ping>(o); p && to != 3) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+    if (const SyncRequest* r = find_msg<SyncRequest>(o); r != nullptr && !r->join && to == 3)
+      reconnects_at.push_back(d.now);
+  });
+  // Its tombstone went after 60 s; reconnects went on to 600 s, then stopped.
+  EXPECT_EQ(d.e.member(name(3)), nullptr);
+  ASSERT_FALSE(reconnects_at.empty());
+  EXPECT_GT(reconnects_at.back(), died_at + 300 * kSecond);
+  EXPECT_LE(reconnects_at.back(), died_at + 600 * kSecond);
+  EXPECT_EQ(d.e.counters().reconnect_expired, 1u);
+  EXPECT_EQ(d.e.counters().reconnect_evicted, 0u);
+}
+
+// A member we hold failed that talks to us (the other side of a healed split)
+// is told, first-hand and at most once per probe interval; when it comes back
+// after its tombstone expired it is no newcomer: no admission wait, no
+// probation, straight into the view. One that left is not reconnected to.
+TEST(Engine, AFailedMemberThatTalksToUsIsToldAndComesBackWithoutAdmission) {
+  EngineConfig c = config();
+  c.reconnect_interval_ns = 10 * kSecond;
+  c.tombstone_ttl_ns = 60 * kSecond;
+  c.admit_rate = 1;
+  c.admit_burst = 1;
+  Driver d(c);
+  d.add_members(1, 6);
+  run_with_established(d, 6, kStart + 300 * kSecond);
+  d.handle(1, {Dead{1, name(3), name(1)}, Leave{1, name(4)}});
+  d.run_until(d.now + 120 * kSecond, [&](const Outgoing& o) {
+    const std::size_t to = index_of(o.to);
+    if (const Ping* p = find_msg<Ping>(o); p && to != 3 && to != 4) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+    if (find_msg<SyncRequest>(o) != nullptr) {
+      EXPECT_NE(to, 4u) << "a left member";
+    }
+  });
+  ASSERT_EQ(d.e.member(name(3)), nullptr);  // tombstone expired
+  // It pings us (it holds us failed too, and reconnects): told that it is dead.
+  std::size_t mark = d.sent.size();
+  d.handle(3, {Ping{7, name(0), name(3), addr(3)}});
+  const auto deaths_to_3 = [&](std::size_t from) {
+    int n = 0;
+    for (std::size_t i = from; i < d.sent.size(); ++i)
+      if (const Dead* x = find_msg<Dead>(d.sent[i]); x && x->node == name(3) && d.sent[i].to == addr(3)) ++n;
+    return n;
+  };
+  EXPECT_EQ(deaths_to_3(mark), 1);
+  d.handle(3, {Ping{8, name(0), name(3), addr(3)}});
+  EXPECT_EQ(deaths_to_3(mark), 1);  // not again within a probe interval
+  EXPECT_EQ(d.e.counters().dead_told, 1u);
+  // Its refutation brings it back at once, though the admission bucket is dry.
+  for (std::size_t i = 10; i < 14; ++i) d.handle(1, {alive(i)});  // newcomers use the tokens up
+  const std::uint64_t probation = d.e.counters().probation_started;
+  d.handle(3, {alive(3, 2)});
+  const Member* back = d.e.member(name(3));
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->status, MemberStatus::kAlive);
+  EXPECT_FALSE(back->probation);
+  EXPECT_EQ(d.e.counters().probation_started, probation);
+}
+
 }  // namespace
 }  // namespace gw::cp::engine

@@ -725,11 +725,15 @@ TEST(Engine, ARefutationOfAToldSuspicionGoesToTheTellerAndOutTheSuspicionsFewTim
   d.run_until(d.now + 5 * kSecond, answer);
   // That, and the suspicion's own few transmissions.
   EXPECT_EQ(our_alives(mark), 1 + 4);
-  // A death everyone heard: refuted with the whole limit.
+  // A death everyone heard: refuted with the whole limit, and first-hand to
+  // the member that holds us dead (we were cut off from it: it rejoins us).
   mark = d.sent.size();
+  const std::uint64_t rejoins = d.e.counters().rejoins;
   d.handle(3, {Dead{inc + 1, name(0), name(3)}});
+  EXPECT_EQ(our_alives(mark, addr(3)), 1);
   d.run_until(d.now + 5 * kSecond, answer);
-  EXPECT_EQ(our_alives(mark), 8);
+  EXPECT_EQ(our_alives(mark), 1 + 8);
+  EXPECT_EQ(d.e.counters().rejoins, rejoins + 1);
 }
 
 }  // namespace

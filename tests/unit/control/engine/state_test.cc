@@ -306,12 +306,31 @@ TEST(Engine, StaleNewsOfADeadNewcomerIsAnsweredWithTheDeath) {
   EXPECT_EQ(d.sent.size(), before + 1);
   EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kAlive);
   // An established member's death may be a partition's false verdict: not
-  // spread to those who still see it alive (it refutes when it hears).
+  // spread as a verdict to those who still see it alive. The sender gets our
+  // suspicion (it suspects, and the member refutes if alive), the member
+  // itself is told that we hold it dead; both once.
   d.handle(2, {Dead{1, name(3), name(2)}});
   ASSERT_EQ(d.e.member(name(3))->status, MemberStatus::kDead);
   const std::size_t after_dead = d.sent.size();
   d.handle(4, {alive(3, 1)});
-  EXPECT_EQ(d.sent.size(), after_dead);
+  int suspects_to_sender = 0, deaths_to_member = 0, deaths_to_sender = 0;
+  for (std::size_t i = after_dead; i < d.sent.size(); ++i) {
+    const Outgoing& out = d.sent[i];
+    for (const Message& msg : out.messages) {
+      const Suspect* su = std::get_if<Suspect>(&msg);
+      const Dead* de = std::get_if<Dead>(&msg);
+      if (su != nullptr && su->node == name(3) && out.to == addr(4)) ++suspects_to_sender;
+      if (de != nullptr && de->node == name(3) && out.to == addr(3)) ++deaths_to_member;
+      if (de != nullptr && de->node == name(3) && out.to == addr(4)) ++deaths_to_sender;
+    }
+  }
+  EXPECT_EQ(suspects_to_sender, 1);
+  EXPECT_EQ(deaths_to_member, 1);
+  EXPECT_EQ(deaths_to_sender, 0);
+  EXPECT_EQ(d.e.counters().dead_told, 1u);
+  const std::size_t after_told = d.sent.size();
+  d.handle(4, {alive(3, 1)});
+  EXPECT_EQ(d.sent.size(), after_told);
   // A left member is answered with its Leave (its own word), established or not.
   d.handle(2, {Leave{1, name(2)}});
   const std::size_t after_leave = d.sent.size();
