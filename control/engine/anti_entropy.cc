@@ -324,9 +324,15 @@ void AntiEntropy::run(std::uint64_t now_ns) {
     // An epidemic misses a member now and then, and the periodic sync that
     // would repair that is minutes away at scale: ci/congestion seed 25 kept
     // a member without the last joiner for the 60 s to the end of the run.
-    start_sync(now_ns);
+    if (settle_peer_ && syncs_.has_capacity())
+      sync_with(*settle_peer_, now_ns);
+    else
+      start_sync(now_ns);
   }
-  if (now_ns >= settle_sync_ns_) settle_sync_ns_ = UINT64_MAX;
+  if (now_ns >= settle_sync_ns_) {
+    settle_sync_ns_ = UINT64_MAX;
+    settle_peer_.reset();
+  }
   if (now_ns >= next_reconnect_ns_) {
     if (!leaving) reconnect(now_ns);
     next_reconnect_ns_ = next_reconnect_at(now_ns);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include "control/engine/core.h"
@@ -50,13 +51,18 @@ class AntiEntropy {
   void note_failed(const Member& m, std::uint64_t now_ns);
   // `name_id` is back (a newer life) or left: no reconnect to it.
   void note_back(std::uint32_t name_id) { failed_.remove(name_id); }
-  // `name_id` failed and is alive again: a partition may have healed, and
-  // our view may hold, unknowingly, members that died on the other side
-  // meanwhile (nobody here could probe them). One digest sync a settle delay
-  // after the last return (cheap when the views agree): the periodic sync is
-  // minutes away at scale (partition-9010: a zombie held 165 s after the heal).
-  void note_returned(std::uint32_t name_id, std::uint64_t now_ns) {
-    if (failed_.remove(name_id)) settle_after_join(now_ns);
+  // `name_id` (at `addr`) failed and is alive again: a partition may have
+  // healed, and our view may hold, unknowingly, members that died on the
+  // other side meanwhile (nobody here could probe them). One digest sync a
+  // settle delay after the last return (cheap when the views agree), with
+  // the member that returned last: it comes from the other side, which saw
+  // those deaths. The periodic sync is minutes away at scale, and a random
+  // peer is often one of our own side (partition-9010, 90/10: zombies held
+  // 165 s after the heal, and 85 s with a settle sync to a random peer).
+  void note_returned(std::uint32_t name_id, const Address& addr, std::uint64_t now_ns) {
+    if (!failed_.remove(name_id)) return;
+    settle_peer_ = addr;
+    settle_after_join(now_ns);
   }
   // The member we hold failed under `name_id`, if any.
   FailedMembers::Entry* failed(std::uint32_t name_id) { return failed_.find(name_id); }
@@ -112,6 +118,8 @@ class AntiEntropy {
   std::uint64_t next_sync_ns_ = 0;
   // A settle delay after the latest join we heard by gossip: one sync then.
   std::uint64_t settle_sync_ns_ = UINT64_MAX;
+  // The settle sync's peer when a failed member returned (note_returned).
+  std::optional<Address> settle_peer_;
   std::uint64_t next_reconnect_ns_ = UINT64_MAX;  // reconnect(); never with reconnect_interval_ns 0
   // Our periodic syncs that asked with a digest only, still unanswered, and
   // the responder's bucket digests once its first part is in.

@@ -667,5 +667,32 @@ TEST(Engine, AFailedMemberThatTalksToUsIsToldAndComesBackWithoutAdmission) {
   EXPECT_EQ(d.e.counters().probation_started, probation);
 }
 
+TEST(Engine, AfterAFailedMemberReturnsTheSettleSyncGoesToIt) {
+  // A partition heals: the member that came back is from the other side,
+  // which saw the deaths we missed. Our next sync, a settle delay later and
+  // long before the periodic one, asks it and no one else.
+  EngineConfig c = config();
+  c.reconnect_interval_ns = 0;
+  c.push_pull_interval_ns = 600 * kSecond;
+  Driver d(c);
+  d.add_members(1, 8);
+  run_with_established(d, 8, kStart + 300 * kSecond);
+  d.handle(1, {Dead{1, name(5), name(1)}});
+  ASSERT_NE(d.e.member(name(5)), nullptr);
+  ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kDead);
+  const std::uint64_t syncs = d.e.counters().sync_started;
+  d.handle(5, {alive(5, 2)});
+  ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kAlive);
+  std::vector<std::size_t> sync_peers;
+  d.run_until(d.now + 60 * kSecond, [&](const Outgoing& o) {
+    const std::size_t to = index_of(o.to);
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+    if (find_msg<SyncRequest>(o) != nullptr) sync_peers.push_back(to);
+  });
+  ASSERT_EQ(sync_peers.size(), 1u) << "one settle sync";
+  EXPECT_EQ(sync_peers.front(), 5u);
+  EXPECT_EQ(d.e.counters().sync_started, syncs + 1);
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
