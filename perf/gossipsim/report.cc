@@ -92,6 +92,7 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
                           {"live_phantoms", r.false_positives_phantom},
                           {"across_partition", r.false_positives_partition},
                           {"after_heal", r.false_positives_after_heal},
+                          {"restarted_subjects", r.false_positives_restarted},
                           {"per_member_hour", r.false_positives_per_member_hour},
                           {"suspicions", r.suspicions},
                           {"refutations", r.refutations}};

@@ -738,6 +738,7 @@ class Simulator {
           ++r_.false_positives;
           if (!s.stall_prone) ++r_.false_positives_healthy;
           if (!steady(*subject)) ++r_.false_positives_phantom;
+          if (s.lives > 1) ++r_.false_positives_restarted;
           if (partitioned(observer, *subject))
             ++r_.false_positives_partition;
           else if (healed_recently())

@@ -149,6 +149,9 @@ struct Results {
   // ... not across an active partition, but less than the longest suspicion
   // after one healed (verdicts from the split still running out or spreading)
   std::uint64_t false_positives_after_heal = 0;
+  // ... about a restarted member's current life (it came back; the verdict
+  // is about the new incarnation): the rest are about members that stayed up
+  std::uint64_t false_positives_restarted = 0;
   double false_positives_per_member_hour = 0;
   std::uint64_t suspicions = 0;  // engine counters summed over all members
   std::uint64_t refutations = 0;
