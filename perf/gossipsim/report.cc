@@ -142,6 +142,7 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
                   {"payload_bytes_sent", r.payload_bytes_sent},
                   {"max_datagram_bytes", r.max_datagram_bytes},
                   {"decode_failures", r.decode_failures}};
+  j["clocks"] = {{"regressions", r.clock_regressions}};
   j["sim_events"] = r.sim_events;
   j["member_events"] = r.member_events;
   if (with_perf)

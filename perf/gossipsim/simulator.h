@@ -205,6 +205,9 @@ struct Results {
   std::uint64_t payload_bytes_sent = 0;  // codec bytes of those
   std::uint64_t max_datagram_bytes = 0;  // codec bytes
   std::uint64_t decode_failures = 0;
+  // Times an engine was handed an earlier time than before on its own clock
+  // (Scenario::clocks): must stay 0.
+  std::uint64_t clock_regressions = 0;
   std::uint64_t sim_events = 0;
   std::uint64_t member_events = 0;
 
