@@ -15,6 +15,7 @@
 // suspicions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -62,6 +63,15 @@ class Probing {
   void drop_suspicion(const std::string& name) { suspicions_.erase(name); }
   // The probe ring's schedule is in force cluster-wide (probe_ring, 3+ members).
   bool ring_shared() const;
+  // The probe ring's clock at our `now_ns`: our own clock plus the largest
+  // lead any member's pings have shown us (ring_ms), so that every member
+  // reads about the same round whatever its own clock says.
+  std::uint64_t ring_clock(std::uint64_t now_ns) const { return now_ns + ring_lead_ns_; }
+  // A ping's ring_ms, heard at our `now_ns`: its sender's ring clock is
+  // ahead of ours, ours catches up (it only ever moves forward).
+  void note_ring_clock(std::uint64_t ring_ms, std::uint64_t now_ns);
+  // What our pings carry: the ring clock in milliseconds, at least 1 (0 = none).
+  std::uint64_t ring_ms(std::uint64_t now_ns) const { return std::max<std::uint64_t>(1, ring_clock(now_ns) / 1'000'000ULL); }
 
   // ---- local health ----
   Awareness& awareness() { return awareness_; }
@@ -122,6 +132,8 @@ class Probing {
   // The probe ring (config probe_ring): our position in the table's view,
   // found again when the table's version moves.
   bool ring_self_ = false;
+  // What our ring clock adds to our own (ring_clock): it only grows.
+  std::uint64_t ring_lead_ns_ = 0;
   std::uint64_t ring_version_ = UINT64_MAX;
   std::size_t ring_pos_ = 0;
   // Suspicions we hold on others' word, by when the accusers' verdict should
