@@ -246,6 +246,7 @@ class Simulator {
       n.clock_offset = s.clocks.offset_max_ns > 0 ? clocks.uniform(s.clocks.offset_max_ns + 1) : 0;
       n.drift_ppb = drift_max_ppb > 0 ? static_cast<std::int64_t>(clocks.uniform(2 * drift_max_ppb + 1)) - drift_max_ppb
                                       : 0;
+      r_.clocks.push_back(Results::Clock{n.clock_offset, n.drift_ppb});
     }
   }
 
@@ -719,8 +720,13 @@ class Simulator {
     if (steady(i) && n.marked) charge_types(type_counts_[i], parcel.messages);
     const auto to = index_of(to_ep);
     if (!to || *to >= nodes_.size()) return;
-    if ((sc_.network.loss > 0 && uniform01() < sc_.network.loss) || cut_off(i, *to)) {
+    if (sc_.network.loss > 0 && uniform01() < sc_.network.loss) {
       ++r_.datagrams_lost;
+      return;
+    }
+    if (const int side = cut_off(i, *to)) {
+      ++r_.datagrams_lost;
+      ++r_.datagrams_partitioned[static_cast<std::size_t>(side - 1)];
       return;
     }
     const std::uint32_t slot = alloc_slot();
@@ -751,8 +757,9 @@ class Simulator {
 
   // A datagram from member `from` to member `to` is lost to an active
   // partition: one that cuts both ways, or a one-way one whose unheard side
-  // (the first) `from` is on and `to` is not.
-  bool cut_off(std::uint32_t from, std::uint32_t to) const {
+  // (the first) `from` is on and `to` is not. 0: it is not; else the side
+  // `from` is on (1 = the first).
+  int cut_off(std::uint32_t from, std::uint32_t to) const {
     for (const PartitionSpec& p : sc_.partitions) {
       if (now_ < p.start_ns || now_ >= p.end_ns) continue;
       const auto cut = static_cast<std::uint32_t>(p.fraction * static_cast<double>(n_steady_));
@@ -760,14 +767,14 @@ class Simulator {
       const bool sf = from < cut;
       const bool st = to < cut;
       if (sf == st) continue;
-      if (p.direction == PartitionDirection::kBoth || sf) return true;
+      if (p.direction == PartitionDirection::kBoth || sf) return sf ? 1 : 2;
     }
-    return false;
+    return 0;
   }
 
   // a and b are on two sides of an active partition, either way: a probe
   // between them fails whichever way the cut goes (a ping or its ack is lost).
-  bool partitioned(std::uint32_t a, std::uint32_t b) const { return cut_off(a, b) || cut_off(b, a); }
+  bool partitioned(std::uint32_t a, std::uint32_t b) const { return cut_off(a, b) != 0 || cut_off(b, a) != 0; }
 
   // ---- metrics ----
   bool steady(std::uint32_t i) const { return i < n_steady_; }
@@ -967,6 +974,7 @@ class Simulator {
       }
     }
     check_restarts();
+    sample_ring_clocks();
     // mallinfo2 walks the arenas: not every sample.
     const double heap = ++samples_ % kHeapEvery == 1 ? heap_in_use() : 0;
     if (heap > r_.perf.heap_peak_bytes) {
@@ -991,6 +999,22 @@ class Simulator {
     r_.table_bytes_per_member_est = std::max(r_.table_bytes_per_member_est, s.table_mean * kTableEntryBytes);
     r_.series.push_back(s);
     if (hook_) hook_(s);
+  }
+
+  void sample_ring_clocks() {
+    std::uint64_t lo = kNever;
+    std::uint64_t hi = 0;
+    for (std::uint32_t i = 0; i < n_steady_; ++i) {
+      const Node& n = nodes_[i];
+      if (n.state != State::kUp || n.departed || now_ - n.started_at < kRingSettleNs) continue;
+      const std::uint64_t t = n.engine->ring_clock(local(i));
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+    }
+    if (lo == kNever) return;
+    const double spread = static_cast<double>(hi - lo) / 1e6;
+    r_.ring_clock_spread_end_ms = spread;
+    if (now_ >= sc_.measure_from_ns) r_.ring_clock_spread_max_ms = std::max(r_.ring_clock_spread_max_ms, spread);
   }
 
   // Each restarted batch: the first sample at which every steady view holds
@@ -1230,6 +1254,7 @@ class Simulator {
   std::vector<Outgoing> outbox_scratch_;
   std::uint64_t samples_ = 0;
   static constexpr std::uint64_t kHeapEvery = 10;
+  static constexpr std::uint64_t kRingSettleNs = 30'000'000'000ULL;
   double link_fraction_sum_ = 0;
   std::uint64_t link_fraction_n_ = 0;
   std::array<std::uint64_t, 4> dead_broadcast_drops_ = {};
