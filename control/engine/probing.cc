@@ -23,6 +23,10 @@ Probing::Probing(Core& core, Effects& fx, std::uint64_t now_ns)
       awareness_(core.config.awareness_max_multiplier) {
   // Random phase so that members started together do not probe in lock step.
   next_probe_ns_ = now_ns + core_.rng.uniform(core_.config.probe_interval_ns) + 1;
+  const std::uint64_t quiet = core_.config.probe_interval_ns > UINT64_MAX / kRingQuietIntervals / 2
+                                  ? UINT64_MAX / 2
+                                  : kRingQuietIntervals * core_.config.probe_interval_ns;
+  ring_quiet_until_ns_ = now_ns > UINT64_MAX - quiet ? UINT64_MAX : now_ns + quiet;
 }
 
 // ---------------------------------------------------------------- messages
@@ -30,7 +34,10 @@ Probing::Probing(Core& core, Effects& fx, std::uint64_t now_ns)
 void Probing::note_ring_clock(std::uint64_t ring_ms, std::uint64_t now_ns) {
   if (ring_ms == 0 || ring_ms >= kMaxRingMs) return;
   const std::uint64_t theirs = ring_ms * 1'000'000ULL;
-  if (theirs > ring_clock(now_ns)) ring_lead_ns_ = theirs - now_ns;
+  // The first one, while we are still quiet: the cluster's, as it is.
+  // After, only ahead of ours (the largest wins).
+  if ((!ring_heard_ && now_ns < ring_quiet_until_ns_) || theirs > ring_clock(now_ns)) ring_lead_ns_ = theirs - now_ns;
+  ring_heard_ = true;
 }
 
 void Probing::on_ping(const Address& from, const Ping& m, std::uint64_t now_ns) {
