@@ -425,9 +425,11 @@ class Simulator {
     cp::engine::EngineConfig cfg = sc_.engine;
     cfg.name = node_name(i);
     cfg.addr = node_addr(i);
-    // Like the gateway, which starts at the Unix time: a new life outranks the
-    // old one's tombstone.
-    cfg.initial_incarnation = restart ? now_ / 1'000'000'000ULL + 1 : 0;
+    // Like the gateway, which starts at its host's Unix time: a new life
+    // outranks the old one's tombstone. Read from the member's own clock (the
+    // host's, kept across the restart), not the simulator's: no other member
+    // needs to agree with it.
+    cfg.initial_incarnation = restart ? local(i) / 1'000'000'000ULL + 1 : 0;
     n.engine = std::make_unique<Engine>(
         cfg, sc_.seed * 1000003ULL + i * 7919ULL + 1 + std::uint64_t{n.lives} * 104729ULL, engine_now(i));
     ++n.lives;
