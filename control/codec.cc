@@ -72,6 +72,7 @@ struct ToProto {
     p->set_target(m.target);
     p->set_source(m.source);
     if (!m.source_addr.empty()) put_addr(m.source_addr, p->mutable_source_addr());
+    p->set_ring_ms(m.ring_ms);
   }
   void operator()(const Ack& m) const {
     pb::Ack* p = out->mutable_ack();
@@ -204,7 +205,7 @@ struct FromProto {
     switch (m.body_case()) {
       case pb::Message::kPing: {
         const pb::Ping& p = m.ping();
-        out.emplace_back(Ping{p.seq_no(), p.target(), p.source(), addr(p.source_addr())});
+        out.emplace_back(Ping{p.seq_no(), p.target(), p.source(), addr(p.source_addr()), p.ring_ms()});
         break;
       }
       case pb::Message::kAck:

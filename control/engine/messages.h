@@ -36,6 +36,7 @@ struct Ping {
   std::string target;  // whom the sender believes it probes; empty = anyone
   std::string source;
   Address source_addr;
+  std::uint64_t ring_ms = 0;  // the sender's probe-ring clock (Probing); 0 = none
   bool operator==(const Ping&) const = default;
 };
 

@@ -11,6 +11,9 @@ namespace {
 // of l probes position i + ring_offset(r, l) (ring_target), so a target's
 // prober is at its position less that (next_probers).
 std::size_t ring_offset(std::uint64_t round, std::size_t l) { return 1 + static_cast<std::size_t>(round % (l - 1)); }
+// A ring clock beyond this (about 278 years of milliseconds) is nobody's:
+// ignored, so that nanoseconds never overflow.
+constexpr std::uint64_t kMaxRingMs = 1ULL << 43;
 }  // namespace
 
 Probing::Probing(Core& core, Effects& fx, std::uint64_t now_ns)
@@ -20,12 +23,26 @@ Probing::Probing(Core& core, Effects& fx, std::uint64_t now_ns)
       awareness_(core.config.awareness_max_multiplier) {
   // Random phase so that members started together do not probe in lock step.
   next_probe_ns_ = now_ns + core_.rng.uniform(core_.config.probe_interval_ns) + 1;
+  const std::uint64_t quiet = core_.config.probe_interval_ns > UINT64_MAX / kRingQuietIntervals / 2
+                                  ? UINT64_MAX / 2
+                                  : kRingQuietIntervals * core_.config.probe_interval_ns;
+  ring_quiet_until_ns_ = now_ns > UINT64_MAX - quiet ? UINT64_MAX : now_ns + quiet;
 }
 
 // ---------------------------------------------------------------- messages
 
+void Probing::note_ring_clock(std::uint64_t ring_ms, std::uint64_t now_ns) {
+  if (ring_ms == 0 || ring_ms >= kMaxRingMs) return;
+  const std::uint64_t theirs = ring_ms * 1'000'000ULL;
+  // The first one, while we are still quiet: the cluster's, as it is.
+  // After, only ahead of ours (the largest wins).
+  if ((!ring_heard_ && now_ns < ring_quiet_until_ns_) || theirs > ring_clock(now_ns)) ring_lead_ns_ = theirs - now_ns;
+  ring_heard_ = true;
+}
+
 void Probing::on_ping(const Address& from, const Ping& m, std::uint64_t now_ns) {
   const EngineConfig& c = core_.config;
+  note_ring_clock(m.ring_ms, now_ns);
   // Meant for a member that had our address before (we restarted under another
   // name): do not vouch for it.
   if (!m.target.empty() && m.target != c.name) {
@@ -70,7 +87,7 @@ void Probing::on_indirect_ping(const Address& from, const IndirectPing& m, std::
     return;
   }
   ++core_.counters.relay_started;
-  fx_.send(target, PriorityClass::kProbe, Compound{Ping{seq, m.target, c.name, c.addr}}, true);
+  fx_.send(target, PriorityClass::kProbe, Compound{Ping{seq, m.target, c.name, c.addr, ring_ms(now_ns)}}, true);
 }
 
 bool Probing::on_probe_ack(const Ack& m, std::uint64_t now_ns) {
@@ -180,20 +197,25 @@ bool Probing::ring_in_use() {
 std::optional<std::string> Probing::ring_target(std::uint64_t now_ns) {
   if (!ring_in_use()) return std::nullopt;
   const std::size_t l = core_.table.view_size();
-  return core_.table.view_at((ring_pos_ + ring_offset(now_ns / core_.config.probe_interval_ns, l)) % l).name.str();
+  return core_.table.view_at((ring_pos_ + ring_offset(ring_clock(now_ns) / core_.config.probe_interval_ns, l)) % l)
+      .name.str();
 }
 
 std::uint64_t Probing::next_probe_at(std::uint64_t now_ns) {
   const std::uint64_t interval = core_.config.probe_interval_ns;
   if (!ring_in_use()) return now_ns + probe_interval_ns();
-  // Position i probes at i / L of each interval: the member probed by i in
-  // round r is probed by i - 1 in round r + 1, one interval less 1/L later.
+  // Position i probes at i / L of each interval of the ring's clock: the
+  // member probed by i in round r is probed by i - 1 in round r + 1, one
+  // interval less 1/L later.
+  const std::uint64_t ring_now = ring_clock(now_ns);
   const std::uint64_t phase = interval / core_.table.view_size() * ring_pos_;
-  const std::uint64_t base = now_ns >= phase ? now_ns - phase : 0;
+  const std::uint64_t base = ring_now >= phase ? ring_now - phase : 0;
   std::uint64_t next = (base / interval + 1) * interval + phase;
-  // The phase moved (members joined or left): never twice within half an
-  // interval, never more than one and a half apart.
-  if (next < now_ns + interval / 2) next += interval;
+  // The phase moved (members joined or left, or our ring clock caught up):
+  // never twice within half an interval, never more than one and a half apart.
+  if (next < ring_now + interval / 2) next += interval;
+  // Back on our own clock.
+  next -= ring_lead_ns_;
   // Never before the probe just started has its verdict: a new probe replaces
   // the current one, and one cut short accuses nobody. While members arrive
   // the phase moves on every arrival, and probes cut short at half an
@@ -213,7 +235,7 @@ std::vector<const Member*> Probing::next_probers(const std::string& target, std:
   const std::size_t l = table.view_size();
   const std::size_t pos = table.view_lower_bound(target);
   if (l < 3 || pos >= l || table.view_at(pos).name != target) return out;
-  const std::uint64_t round = now_ns / core_.config.probe_interval_ns;
+  const std::uint64_t round = ring_clock(now_ns) / core_.config.probe_interval_ns;
   for (std::uint64_t r = round; out.size() < k && r < round + k + 1; ++r) {
     const Member& p = table.view_at((pos + l - ring_offset(r, l)) % l);
     if (p.name != core_.config.name) out.push_back(&p);
@@ -255,7 +277,7 @@ void Probing::start_probe(std::uint64_t now_ns) {
   p.incarnation = m.incarnation;
   probes_.current() = p;
   ++core_.counters.probe_started;
-  Compound msgs{Ping{p.seq_no, m.name, c.name, c.addr}};
+  Compound msgs{Ping{p.seq_no, m.name, c.name, c.addr, ring_ms(now_ns)}};
   // Buddy system (Lifeguard): tell a suspected member so at once, so it can refute.
   if (m.status == MemberStatus::kSuspect) msgs.emplace_back(Suspect{m.incarnation, m.name, c.name});
   fx_.send(m.addr(), PriorityClass::kProbe, std::move(msgs), true);
@@ -287,7 +309,8 @@ void Probing::send_indirect_probes(std::uint64_t now_ns) {
   // the verdict to the helpers alone.
   if (c.fallback_ping) {
     ++core_.counters.probe_fallback_sent;
-    fx_.send(target->addr(), PriorityClass::kProbe, Compound{Ping{p.seq_no, p.target, c.name, c.addr}}, true);
+    fx_.send(target->addr(), PriorityClass::kProbe,
+             Compound{Ping{p.seq_no, p.target, c.name, c.addr, ring_ms(now_ns)}}, true);
   }
 }
 

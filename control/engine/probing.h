@@ -15,6 +15,7 @@
 // suspicions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -62,6 +63,25 @@ class Probing {
   void drop_suspicion(const std::string& name) { suspicions_.erase(name); }
   // The probe ring's schedule is in force cluster-wide (probe_ring, 3+ members).
   bool ring_shared() const;
+  // The probe ring's clock at our `now_ns` (docs/membership.md, "The probe
+  // ring's clock"): the cluster's, as the pings carry it (ring_ms), so that
+  // every member reads the same round whatever its own clock says. A member
+  // that has heard none yet runs on its own clock and tells nobody, for
+  // kRingQuietIntervals probe intervals: it takes the first one it hears as
+  // it is, so a joiner whose host clock is ahead does not move the whole
+  // cluster's rounds. After that, or once it has heard one, a ring clock
+  // heard ahead of ours is caught up with (the largest wins), and ours never
+  // goes back.
+  std::uint64_t ring_clock(std::uint64_t now_ns) const { return now_ns + ring_lead_ns_; }
+  // A ping's ring_ms, heard at our `now_ns`.
+  void note_ring_clock(std::uint64_t ring_ms, std::uint64_t now_ns);
+  // What our pings carry: the ring clock in milliseconds (at least 1), or 0
+  // (none) while we have heard none and are still quiet.
+  std::uint64_t ring_ms(std::uint64_t now_ns) const {
+    if (!ring_heard_ && now_ns < ring_quiet_until_ns_) return 0;
+    return std::max<std::uint64_t>(1, ring_clock(now_ns) / 1'000'000ULL);
+  }
+  static constexpr std::uint64_t kRingQuietIntervals = 10;
 
   // ---- local health ----
   Awareness& awareness() { return awareness_; }
@@ -122,6 +142,12 @@ class Probing {
   // The probe ring (config probe_ring): our position in the table's view,
   // found again when the table's version moves.
   bool ring_self_ = false;
+  // What our ring clock adds to our own (ring_clock), modulo 2^64: the
+  // first ring clock heard may be behind ours (a "negative" lead); after
+  // that it only grows.
+  std::uint64_t ring_lead_ns_ = 0;
+  bool ring_heard_ = false;               // a ring clock was heard and taken
+  std::uint64_t ring_quiet_until_ns_ = 0;  // until then, unheard, we tell none of ours
   std::uint64_t ring_version_ = UINT64_MAX;
   std::size_t ring_pos_ = 0;
   // Suspicions we hold on others' word, by when the accusers' verdict should

@@ -78,7 +78,8 @@ struct Table<MemberState> {  // gw.proto.MemberState
 template <>
 struct Table<Ping> {
   using Fields = std::tuple<Field<&Ping::seq_no, 1, S::kVarint>, Field<&Ping::target, 2, S::kBytes>,
-                            Field<&Ping::source, 3, S::kBytes>, Field<&Ping::source_addr, 4, S::kMessageIfSet>>;
+                            Field<&Ping::source, 3, S::kBytes>, Field<&Ping::source_addr, 4, S::kMessageIfSet>,
+                            Field<&Ping::ring_ms, 5, S::kVarint>>;
 };
 template <>
 struct Table<Ack> {

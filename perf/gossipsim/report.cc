@@ -138,11 +138,29 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
   j["traffic"] = {{"datagrams_sent", r.datagrams_sent},
                   {"datagrams_delivered", r.datagrams_delivered},
                   {"datagrams_lost", r.datagrams_lost},
+                  {"datagrams_partitioned", r.datagrams_partitioned},
                   {"datagrams_on_wire", r.datagrams_on_wire},
                   {"bytes_sent", r.bytes_sent},
                   {"payload_bytes_sent", r.payload_bytes_sent},
                   {"max_datagram_bytes", r.max_datagram_bytes},
                   {"decode_failures", r.decode_failures}};
+  {
+    // The clocks drawn: their range (the list itself is Results::clocks).
+    std::uint64_t offset_max = 0;
+    std::int64_t drift_min = 0;
+    std::int64_t drift_max = 0;
+    for (const Results::Clock& c : r.clocks) {
+      offset_max = std::max(offset_max, c.offset_ns);
+      drift_min = std::min(drift_min, c.drift_ppb);
+      drift_max = std::max(drift_max, c.drift_ppb);
+    }
+    j["clocks"] = {{"regressions", r.clock_regressions},
+                   {"ring_spread_max_ms", r.ring_clock_spread_max_ms},
+                   {"ring_spread_end_ms", r.ring_clock_spread_end_ms},
+                   {"offset_max_s", static_cast<double>(offset_max) / 1e9},
+                   {"drift_min_ppm", static_cast<double>(drift_min) / 1e3},
+                   {"drift_max_ppm", static_cast<double>(drift_max) / 1e3}};
+  }
   j["sim_events"] = r.sim_events;
   j["member_events"] = r.member_events;
   if (with_perf)

@@ -241,13 +241,23 @@ void load_partitions(const Reader& r, const Field& list, Scenario& s) {
     r.fail(list.path, list.line, "expected a list, got " + config::strict::describe(list.value));
   }
   for (std::size_t i = 0; i < list.value.size(); ++i) {
-    const Map m(r, config::strict::element(list, i), {"start_s", "end_s", "fraction"}, false);
+    const Map m(r, config::strict::element(list, i), {"start_s", "end_s", "fraction", "direction"}, false);
     PartitionSpec spec;
     spec.start_ns = r.seconds(m.require("start_s"));
     const Field end = m.require("end_s");
     spec.end_ns = r.seconds(end);
     if (spec.end_ns <= spec.start_ns) r.fail(end.path, end.line, "must be after start_s");
     r.set_number(m, "fraction", spec.fraction, 0.001, 0.999);
+    if (const std::optional<Field> f = m.find("direction")) {
+      const std::string v = r.read_string(*f);
+      if (v == "both") {
+        spec.direction = PartitionDirection::kBoth;
+      } else if (v == "one_way") {
+        spec.direction = PartitionDirection::kOneWay;
+      } else {
+        r.fail(f->path, f->line, "must be both or one_way, got " + config::strict::quote(v));
+      }
+    }
     s.partitions.push_back(spec);
   }
 }
@@ -263,6 +273,14 @@ void load_stalls(const Reader& r, const Field& field, StallSpec& st) {
     r.fail(config::strict::join(m.path(), "period_ms"), Reader::line_of_any(m, {"period_ms"}),
            "needs duration_ms > 0 and period_ms > duration_ms");
   }
+}
+
+void load_clocks(const Reader& r, const Field& field, ClockSpec& c) {
+  const Map m(r, field, {"offset_max_s", "drift_max_ppm"}, false);
+  // A monotonic clock a host has run for up to about 3 years.
+  r.set_seconds(m, "offset_max_s", c.offset_max_ns, 1e8);
+  // Quartz is within 100 ppm; 10,000 is a broken clock, still a valid test.
+  r.set_number(m, "drift_max_ppm", c.drift_max_ppm, 0, 10'000);
 }
 
 void load_expect(const Reader& r, const Field& field, ExpectSpec& e) {
@@ -297,7 +315,7 @@ Scenario parse_scenario(const std::string& yaml, const std::string& origin) {
   }
   const Map top(r, root, "", config::strict::line_of(root),
                 {"name", "seed", "duration_s", "sample_interval_s", "measure_from_s", "engine", "members", "network",
-                 "failures", "phantoms", "partitions", "stalls", "expect"},
+                 "failures", "phantoms", "partitions", "stalls", "clocks", "expect"},
                 false);
   Scenario s;
   s.name = r.read_string(top.require("name"));
@@ -321,6 +339,7 @@ Scenario parse_scenario(const std::string& yaml, const std::string& origin) {
   if (const std::optional<Field> f = top.find("phantoms")) load_phantoms(r, *f, s.phantoms);
   if (const std::optional<Field> f = top.find("partitions")) load_partitions(r, *f, s);
   if (const std::optional<Field> f = top.find("stalls")) load_stalls(r, *f, s.stalls);
+  if (const std::optional<Field> f = top.find("clocks")) load_clocks(r, *f, s.clocks);
   if (const std::optional<Field> f = top.find("expect")) load_expect(r, *f, s.expect);
 
   // The engine's own checks need an identity; give a placeholder one. Its

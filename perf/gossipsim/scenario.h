@@ -53,10 +53,31 @@ struct PhantomSpec {
   std::uint64_t max_life_ns = 60'000'000'000ULL;
 };
 
+// Which way a partition cuts.
+enum class PartitionDirection : std::uint8_t {
+  kBoth,     // neither side hears the other
+  kOneWay,   // the first side is not heard: what its members send to the second side is lost,
+             // what the second side sends to them arrives (A hears B, B does not hear A)
+};
+
 struct PartitionSpec {
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = 0;
   double fraction = 0.5;  // members [0, fraction*N) on one side, the rest on the other
+  PartitionDirection direction = PartitionDirection::kBoth;
+};
+
+// Each member's own clock, as the gateway hands the engine its host's
+// boot-relative monotonic clock: local = offset + t + drift * t, with the
+// offset uniform in [0, offset_max] and the drift uniform in
+// [-drift_max_ppm, +drift_max_ppm], drawn per member from the scenario's
+// seed (a restarted member keeps its host's clock). The engine of a member
+// only ever sees its own clock; both 0 = one clock for all. On by default:
+// hosts booted up to a day apart, crystals within 100 ppm.
+struct ClockSpec {
+  std::uint64_t offset_max_ns = 86'400'000'000'000ULL;  // 24 h
+  double drift_max_ppm = 100;
+  bool shared() const { return offset_max_ns == 0 && drift_max_ppm == 0; }
 };
 
 struct StallSpec {
@@ -107,6 +128,7 @@ struct Scenario {
   PhantomSpec phantoms;
   std::vector<PartitionSpec> partitions;
   StallSpec stalls;
+  ClockSpec clocks;
   ExpectSpec expect;
   // Not a scenario field (the results are the same either way): decode every
   // datagram's codec bytes at the receiver, as the gateway does, instead of

@@ -150,6 +150,10 @@ struct Node {
   std::uint64_t interval_bytes = 0;
   std::vector<std::uint32_t> inbox;  // deliveries held while stalled
   std::int32_t failure_slot = -1;    // index into tracked failures
+  // The member's host clock (Scenario::clocks): local = offset + t + t * drift.
+  std::uint64_t clock_offset = 0;
+  std::int64_t drift_ppb = 0;
+  std::uint64_t engine_last = 0;  // the last time its engine was handed
 };
 
 struct Batch {
@@ -234,6 +238,62 @@ class Simulator {
     r_.members = s.members;
     r_.phantoms = s.phantoms.count;
     r_.duration_s = static_cast<double>(s.duration_ns) / kNsPerS;
+    // Host clocks from a generator of their own: the other draws are the
+    // same whatever the clocks.
+    Rng clocks(s.seed * 0xd1342543de82ef95ULL + 0x636c6f636bULL);
+    const auto drift_max_ppb = static_cast<std::int64_t>(std::llround(s.clocks.drift_max_ppm * 1000.0));
+    for (Node& n : nodes_) {
+      n.clock_offset = s.clocks.offset_max_ns > 0 ? clocks.uniform(s.clocks.offset_max_ns + 1) : 0;
+      n.drift_ppb = drift_max_ppb > 0 ? static_cast<std::int64_t>(clocks.uniform(2 * drift_max_ppb + 1)) - drift_max_ppb
+                                      : 0;
+      r_.clocks.push_back(Results::Clock{n.clock_offset, n.drift_ppb});
+    }
+  }
+
+  // Member i's own clock at global time t (what its engine is handed).
+  std::uint64_t local_at(std::uint32_t i, std::uint64_t t) const {
+    const Node& n = nodes_[i];
+    const auto whole = static_cast<std::int64_t>(t / 1'000'000'000ULL);
+    const auto rem = static_cast<std::int64_t>(t % 1'000'000'000ULL);
+    // Exact to the nanosecond (truncated), and never decreasing in t: the
+    // drift is above -1 (|drift| <= 1 %).
+    const std::int64_t skew = whole * n.drift_ppb + rem * n.drift_ppb / 1'000'000'000LL;
+    return n.clock_offset + static_cast<std::uint64_t>(static_cast<std::int64_t>(t) + skew);
+  }
+  std::uint64_t local(std::uint32_t i) const { return local_at(i, now_); }
+
+  // Member i's clock now, for its engine: counted if it ever went back from
+  // the last time that engine was handed (a restarted engine starts afresh).
+  std::uint64_t engine_now(std::uint32_t i) {
+    Node& n = nodes_[i];
+    const std::uint64_t t = local(i);
+    if (t < n.engine_last) ++r_.clock_regressions;
+    n.engine_last = t;
+    return t;
+  }
+
+  // The global time at which member i's clock read `at` (an instant its
+  // engine recorded), to the nanosecond's estimate; 0 before its clock began.
+  std::uint64_t global_past(std::uint32_t i, std::uint64_t at) const {
+    const Node& n = nodes_[i];
+    if (at <= n.clock_offset) return 0;
+    const long double rate = 1.0L + static_cast<long double>(n.drift_ppb) / 1e9L;
+    return static_cast<std::uint64_t>(static_cast<long double>(at - n.clock_offset) / rate);
+  }
+
+  // The first global time >= now at which member i's clock reads at least
+  // `at` (a deadline its engine gave): kNever stays kNever.
+  std::uint64_t global_at(std::uint32_t i, std::uint64_t at) const {
+    if (at == kNever) return kNever;
+    if (at <= local(i)) return now_;
+    const Node& n = nodes_[i];
+    const long double rate = 1.0L + static_cast<long double>(n.drift_ppb) / 1e9L;
+    auto t = static_cast<std::uint64_t>(static_cast<long double>(at - n.clock_offset) / rate);
+    t = std::max(t, now_);
+    // The estimate is within a few ns: step to the exact first instant.
+    while (local_at(i, t) < at) ++t;
+    while (t > now_ && local_at(i, t - 1) >= at) --t;
+    return t;
   }
 
   Results run() {
@@ -365,11 +425,13 @@ class Simulator {
     cp::engine::EngineConfig cfg = sc_.engine;
     cfg.name = node_name(i);
     cfg.addr = node_addr(i);
-    // Like the gateway, which starts at the Unix time: a new life outranks the
-    // old one's tombstone.
-    cfg.initial_incarnation = restart ? now_ / 1'000'000'000ULL + 1 : 0;
+    // Like the gateway, which starts at its host's Unix time: a new life
+    // outranks the old one's tombstone. Read from the member's own clock (the
+    // host's, kept across the restart), not the simulator's: no other member
+    // needs to agree with it.
+    cfg.initial_incarnation = restart ? local(i) / 1'000'000'000ULL + 1 : 0;
     n.engine = std::make_unique<Engine>(
-        cfg, sc_.seed * 1000003ULL + i * 7919ULL + 1 + std::uint64_t{n.lives} * 104729ULL, now_);
+        cfg, sc_.seed * 1000003ULL + i * 7919ULL + 1 + std::uint64_t{n.lives} * 104729ULL, engine_now(i));
     ++n.lives;
     n.life_incarnation = cfg.initial_incarnation;
     n.started_at = now_;
@@ -384,7 +446,7 @@ class Simulator {
     n.shaper_changed = true;
     n.shaper_waiting = false;
     const std::vector<Address> seeds = pick_seeds(i, restart);
-    if (!seeds.empty()) n.engine->join(seeds, now_);
+    if (!seeds.empty()) n.engine->join(seeds, engine_now(i));
     if (i >= n_steady_) {
       const PhantomSpec& ph = sc_.phantoms;
       push(now_ + ph.min_life_ns + rng_.uniform(ph.max_life_ns - ph.min_life_ns + 1), Kind::kCrash, i, n.lives);
@@ -446,7 +508,7 @@ class Simulator {
     Node& n = nodes_[i];
     if (n.state != State::kUp) return;
     mark_departed(n);
-    n.engine->leave(now_);
+    n.engine->leave(engine_now(i));
     after(i);
     push(now_ + kLeaveLingerNs, Kind::kCrash, i, n.lives);
   }
@@ -494,7 +556,7 @@ class Simulator {
     // read: a starved member sees its probe timeouts before the acks that
     // arrived meanwhile (the slow-member case Lifeguard targets).
     n.scheduled_tick = kNever;
-    if (n.engine->next_deadline() <= now_) n.engine->tick(now_);
+    if (n.engine->next_deadline() <= local(i)) tick(i);
     std::vector<std::uint32_t> backlog;
     backlog.swap(n.inbox);
     for (std::uint32_t slot : backlog) handle(i, slot);
@@ -542,7 +604,13 @@ class Simulator {
       ++r_.join_requests;
       if (i < sc_.seeds) ++r_.join_requests_at_seeds;
     }
-    nodes_[i].engine->handle(node_addr(from), messages, now_);
+    nodes_[i].engine->handle(node_addr(from), messages, engine_now(i));
+  }
+
+  // Runs member i's timers on its own clock; it never goes back.
+  void tick(std::uint32_t i) {
+    Node& n = nodes_[i];
+    n.engine->tick(engine_now(i));
   }
 
   void on_tick(std::uint32_t i) {
@@ -550,7 +618,7 @@ class Simulator {
     if (n.state != State::kUp || n.scheduled_tick != now_) return;
     n.scheduled_tick = kNever;
     if (n.stalled) return;  // stall_end runs the timers
-    if (n.engine->next_deadline() <= now_) n.engine->tick(now_);
+    if (n.engine->next_deadline() <= local(i)) tick(i);
     after(i);
   }
 
@@ -563,7 +631,8 @@ class Simulator {
     for (Outgoing& out : outbox_scratch_) send(i, std::move(out));
     if (n.state != State::kUp) return;
     arm_release(i);
-    std::uint64_t next = n.engine->next_deadline();
+    // The engine's deadline is on its own clock.
+    std::uint64_t next = global_at(i, n.engine->next_deadline());
     if (next == kNever) return;
     next = std::max(next, now_);
     if (next < n.scheduled_tick) {
@@ -653,8 +722,13 @@ class Simulator {
     if (steady(i) && n.marked) charge_types(type_counts_[i], parcel.messages);
     const auto to = index_of(to_ep);
     if (!to || *to >= nodes_.size()) return;
-    if ((sc_.network.loss > 0 && uniform01() < sc_.network.loss) || partitioned(i, *to)) {
+    if (sc_.network.loss > 0 && uniform01() < sc_.network.loss) {
       ++r_.datagrams_lost;
+      return;
+    }
+    if (const int side = cut_off(i, *to)) {
+      ++r_.datagrams_lost;
+      ++r_.datagrams_partitioned[static_cast<std::size_t>(side - 1)];
       return;
     }
     const std::uint32_t slot = alloc_slot();
@@ -683,17 +757,26 @@ class Simulator {
     return false;
   }
 
-  bool partitioned(std::uint32_t a, std::uint32_t b) const {
+  // A datagram from member `from` to member `to` is lost to an active
+  // partition: one that cuts both ways, or a one-way one whose unheard side
+  // (the first) `from` is on and `to` is not. 0: it is not; else the side
+  // `from` is on (1 = the first).
+  int cut_off(std::uint32_t from, std::uint32_t to) const {
     for (const PartitionSpec& p : sc_.partitions) {
       if (now_ < p.start_ns || now_ >= p.end_ns) continue;
       const auto cut = static_cast<std::uint32_t>(p.fraction * static_cast<double>(n_steady_));
       // Phantoms (indices past the steady members) are on the second side.
-      const bool sa = a < cut;
-      const bool sb = b < cut;
-      if (sa != sb) return true;
+      const bool sf = from < cut;
+      const bool st = to < cut;
+      if (sf == st) continue;
+      if (p.direction == PartitionDirection::kBoth || sf) return sf ? 1 : 2;
     }
-    return false;
+    return 0;
   }
+
+  // a and b are on two sides of an active partition, either way: a probe
+  // between them fails whichever way the cut goes (a ping or its ack is lost).
+  bool partitioned(std::uint32_t a, std::uint32_t b) const { return cut_off(a, b) != 0 || cut_off(b, a) != 0; }
 
   // ---- metrics ----
   bool steady(std::uint32_t i) const { return i < n_steady_; }
@@ -894,6 +977,7 @@ class Simulator {
       }
     }
     check_restarts();
+    sample_ring_clocks();
     // mallinfo2 walks the arenas: not every sample.
     const double heap = ++samples_ % kHeapEvery == 1 ? heap_in_use() : 0;
     if (heap > r_.perf.heap_peak_bytes) {
@@ -918,6 +1002,22 @@ class Simulator {
     r_.table_bytes_per_member_est = std::max(r_.table_bytes_per_member_est, s.table_mean * kTableEntryBytes);
     r_.series.push_back(s);
     if (hook_) hook_(s);
+  }
+
+  void sample_ring_clocks() {
+    std::uint64_t lo = kNever;
+    std::uint64_t hi = 0;
+    for (std::uint32_t i = 0; i < n_steady_; ++i) {
+      const Node& n = nodes_[i];
+      if (n.state != State::kUp || n.departed || now_ - n.started_at < kRingSettleNs) continue;
+      const std::uint64_t t = n.engine->ring_clock(local(i));
+      lo = std::min(lo, t);
+      hi = std::max(hi, t);
+    }
+    if (lo == kNever) return;
+    const double spread = static_cast<double>(hi - lo) / 1e6;
+    r_.ring_clock_spread_end_ms = spread;
+    if (now_ >= sc_.measure_from_ns) r_.ring_clock_spread_max_ms = std::max(r_.ring_clock_spread_max_ms, spread);
   }
 
   // Each restarted batch: the first sample at which every steady view holds
@@ -978,7 +1078,8 @@ class Simulator {
       r_.markers.push_back(Marker{"phantoms", start, std::max(start, end)});
     }
     for (const PartitionSpec& p : sc_.partitions)
-      r_.markers.push_back(Marker{"partition", static_cast<double>(p.start_ns) / kNsPerS,
+      r_.markers.push_back(Marker{p.direction == PartitionDirection::kOneWay ? "partition (one way)" : "partition",
+                                  static_cast<double>(p.start_ns) / kNsPerS,
                                   static_cast<double>(std::min(p.end_ns, sc_.duration_ns)) / kNsPerS});
   }
 
@@ -1083,9 +1184,9 @@ class Simulator {
           if (r_.zombies.size() < kMaxZombiesListed)
             r_.zombies.push_back(
                 Zombie{node_name(o), name, m.status == MemberStatus::kSuspect, m.incarnation,
-                       static_cast<double>(m.state_change_ns) / kNsPerS,
+                       static_cast<double>(global_past(o, m.state_change_ns)) / kNsPerS,
                        j && *j < nodes_.size() ? static_cast<double>(nodes_[*j].departed_at) / kNsPerS : -1.0,
-                       e.health_score(), e.in_storm(now_)});
+                       e.health_score(), e.in_storm(local(o))});
           exact = false;
         }
       });
@@ -1156,6 +1257,7 @@ class Simulator {
   std::vector<Outgoing> outbox_scratch_;
   std::uint64_t samples_ = 0;
   static constexpr std::uint64_t kHeapEvery = 10;
+  static constexpr std::uint64_t kRingSettleNs = 30'000'000'000ULL;
   double link_fraction_sum_ = 0;
   std::uint64_t link_fraction_n_ = 0;
   std::array<std::uint64_t, 4> dead_broadcast_drops_ = {};

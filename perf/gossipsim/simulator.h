@@ -208,6 +208,25 @@ struct Results {
   std::uint64_t payload_bytes_sent = 0;  // codec bytes of those
   std::uint64_t max_datagram_bytes = 0;  // codec bytes
   std::uint64_t decode_failures = 0;
+  // Times an engine was handed an earlier time than before on its own clock
+  // (Scenario::clocks): must stay 0.
+  std::uint64_t clock_regressions = 0;
+  // Each member's clock as drawn (Scenario::clocks), by member index
+  // (steady members first, then phantoms).
+  struct Clock {
+    std::uint64_t offset_ns = 0;
+    std::int64_t drift_ppb = 0;
+    bool operator==(const Clock&) const = default;
+  };
+  std::vector<Clock> clocks;
+  // How far apart the members' probe-ring clocks are (Engine::ring_clock at
+  // one instant): the largest max - min over the measured window's samples,
+  // among steady members up for 30 s or more; and at the end.
+  double ring_clock_spread_max_ms = 0;
+  double ring_clock_spread_end_ms = 0;
+  // Datagrams lost to partitions: [0] sent from the first side (members
+  // [0, fraction*N)) to the second, [1] the other way.
+  std::array<std::uint64_t, 2> datagrams_partitioned = {};
   std::uint64_t sim_events = 0;
   std::uint64_t member_events = 0;
 

@@ -46,7 +46,7 @@ inline Message random_message(Rng& rng, MessageType type) {
   const auto flag = [&] { return rng.uniform(2) == 1; };
   switch (type) {
     case MessageType::kPing:
-      return Ping{u32(), random_string(rng, 40), random_string(rng, 40), random_addr(rng)};
+      return Ping{u32(), random_string(rng, 40), random_string(rng, 40), random_addr(rng), random_u64(rng)};
     case MessageType::kAck:
       return Ack{u32(), random_string(rng, 300)};
     case MessageType::kIndirectPing:

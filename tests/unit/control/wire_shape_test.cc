@@ -201,7 +201,7 @@ std::vector<Message> corner_cases() {
           SyncRequest{},
           SyncResponse{},
           UserData{},
-          Ping{UINT32_MAX, std::string(200, 't'), "s", v6},
+          Ping{UINT32_MAX, std::string(200, 't'), "s", v6, UINT64_MAX},
           Ack{UINT32_MAX, std::string(128, 'a')},
           IndirectPing{UINT32_MAX, "t", Address{{1, 1, 1, 1}, 0}, true, "s", v6},
           Nack{UINT32_MAX, "n"},
@@ -233,7 +233,8 @@ TEST(WireShape, ExactIsTheEncodersSizeAndTheBoundNeverLessForEveryType) {
 
 // The engine packs datagrams by the bound, so a change to it changes every
 // simulation's results: these numbers are the bound of the code it replaced
-// (control/engine/wire_size.cc before the size model, issue 50), pinned.
+// (control/engine/wire_size.cc before the size model, issue 50), pinned;
+// since, a Ping carries its ring_ms (issue 55): 2 bytes more at the least.
 TEST(WireShape, TheBoundIsTheEnginesPackingRuleUnchanged) {
   const Address v6{IpBytes{255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255}, 65535};
   const Address v4{{10, 0, 0, 1}, 7946};
@@ -268,8 +269,8 @@ TEST(WireShape, TheBoundIsTheEnginesPackingRuleUnchanged) {
                                                      1000},
                                          SyncResponse{5, "n-12", 0, 1, {wide}, 0, {}},
                                          UserData{"n-3", std::string(300, 'd')}};
-  const std::vector<std::size_t> bound = {16, 8,  24, 8,  16, 10, 10, 8,  16,  12,  8,
-                                          28, 11, 41, 11, 40, 21, 21, 15, 324, 275, 314};
+  const std::vector<std::size_t> bound = {18, 8,  24, 8,  16, 10, 10, 8,  16,  12,  8,
+                                          30, 11, 41, 11, 40, 21, 21, 15, 324, 275, 314};
   ASSERT_EQ(messages.size(), bound.size());
   for (std::size_t i = 0; i < messages.size(); ++i) {
     EXPECT_EQ(estimated_size(messages[i]), bound[i]) << i << " " << message_type_name(type_of(messages[i]));

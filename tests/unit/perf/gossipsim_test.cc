@@ -21,6 +21,16 @@ namespace {
 
 Scenario load(const std::string& yaml) { return load_scenario_string(yaml, "test.yaml"); }
 
+// The loader's message for a bad scenario; empty if it loads.
+std::string load_error(const std::string& yaml) {
+  try {
+    load(yaml);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // 40 members, 1% loss, two crashes at 40 s.
 constexpr const char* kSmall = R"(
 name: small
@@ -153,6 +163,109 @@ partitions:
   EXPECT_GE(r.converged_after_heal_s, 0);
   EXPECT_EQ(r.final_view_min, 40u);
   EXPECT_EQ(r.urgent_drops, 0u);
+}
+
+// A one-way partition: the first side is not heard (what it sends to the
+// second side is lost), and it still hears the second side.
+TEST(GossipSim, OneWayPartitionDropsOnlyOneDirection) {
+  const std::string base = R"(
+name: one-way
+seed: 5
+duration_s: 60
+members: {count: 30, join_over_s: 5, seeds: 2}
+network: {loss: 0}
+)";
+  const Results one_way = run_scenario(load(base + "partitions: [{start_s: 15, end_s: 40, fraction: 0.2, direction: one_way}]\n"));
+  EXPECT_GT(one_way.datagrams_partitioned[0], 100u);
+  EXPECT_EQ(one_way.datagrams_partitioned[1], 0u);
+  // Without random loss, every lost datagram is the partition's.
+  EXPECT_EQ(one_way.datagrams_lost, one_way.datagrams_partitioned[0]);
+  // The probes fail across it both ways (a ping, or its ack, is lost): the
+  // false deaths it causes count as across the partition.
+  EXPECT_GT(one_way.false_positives_partition, 0u);
+  EXPECT_TRUE(one_way.converged_at_end);
+  const Results both = run_scenario(load(base + "partitions: [{start_s: 15, end_s: 40, fraction: 0.2}]\n"));
+  EXPECT_GT(both.datagrams_partitioned[0], 100u);
+  EXPECT_GT(both.datagrams_partitioned[1], 100u);
+  EXPECT_EQ(both.datagrams_lost, both.datagrams_partitioned[0] + both.datagrams_partitioned[1]);
+  EXPECT_NE(load_error(base + "partitions: [{start_s: 1, end_s: 2, direction: sideways}]\n")
+                .find("partitions[0].direction: must be both or one_way, got 'sideways'"),
+            std::string::npos);
+}
+
+// Each member's clock: drawn from the seed (the same seed, the same clocks;
+// another seed, others), within the scenario's bounds; the engines run on
+// them and never see one go back, through restarts, stalls and phantoms.
+TEST(GossipSim, PerMemberClocksAreSeededBoundedAndNeverGoBack) {
+  const std::string base = R"(
+name: clocks
+seed: 8
+duration_s: 70
+members: {count: 30, join_over_s: 5, seeds: 2}
+network: {loss: 0.01}
+failures: [{at_s: 20, count: 3, restart_after_s: 25}, {at_s: 35, count: 2}]
+phantoms: {count: 20, start_s: 10, over_s: 10, min_life_s: 3, max_life_s: 8}
+stalls: {fraction: 0.1, duration_ms: 1500, period_ms: 7000}
+)";
+  // (Restarted 25 s after the crash: a life restarted before all have seen it
+  // die, up to 15 s here, is never detected by some, whatever the clocks.)
+  // The most the loader allows: a day's spread of boot times, a 1 % drift.
+  const Scenario s = load(base + "clocks: {offset_max_s: 86400, drift_max_ppm: 10000}\n");
+  const Results a = run_scenario(s);
+  ASSERT_EQ(a.clocks.size(), 50u);
+  EXPECT_EQ(a.clock_regressions, 0u);
+  std::uint64_t lo = UINT64_MAX;
+  std::uint64_t hi = 0;
+  std::int64_t dlo = 0;
+  std::int64_t dhi = 0;
+  for (const Results::Clock& c : a.clocks) {
+    EXPECT_LE(c.offset_ns, 86'400'000'000'000ULL);
+    EXPECT_LE(std::abs(c.drift_ppb), 10'000'000);
+    lo = std::min(lo, c.offset_ns);
+    hi = std::max(hi, c.offset_ns);
+    dlo = std::min(dlo, c.drift_ppb);
+    dhi = std::max(dhi, c.drift_ppb);
+  }
+  // Spread over the range, not one clock for all.
+  EXPECT_GT(hi - lo, 3'600'000'000'000ULL);
+  EXPECT_LT(dlo, -1'000'000);
+  EXPECT_GT(dhi, 1'000'000);
+  // The membership works on them: every crash seen, the restarted back.
+  EXPECT_EQ(a.undetected, 0u);
+  EXPECT_GE(a.restarts_all_alive_after_s, 0);
+  EXPECT_TRUE(a.converged_at_end);
+  EXPECT_EQ(a.resurrections, 0u);
+  const Results again = run_scenario(s);
+  EXPECT_EQ(again.clocks, a.clocks);
+  EXPECT_EQ(to_json(again, false).dump(), to_json(a, false).dump());
+  Scenario other = s;
+  other.seed = 9;
+  EXPECT_NE(run_scenario(other).clocks, a.clocks);
+  // 0 and 0: one clock for all.
+  const Results shared = run_scenario(load(base + "clocks: {offset_max_s: 0, drift_max_ppm: 0}\n"));
+  for (const Results::Clock& c : shared.clocks) EXPECT_EQ(c, Results::Clock{});
+  EXPECT_EQ(shared.clock_regressions, 0u);
+  // On by default.
+  const Scenario d = load(base);
+  EXPECT_EQ(d.clocks.offset_max_ns, 86'400'000'000'000ULL);
+  EXPECT_EQ(d.clocks.drift_max_ppm, 100);
+}
+
+TEST(GossipSimScenario, ClockFieldsAreChecked) {
+  const std::string base = "name: x\nduration_s: 10\nmembers: {count: 3}\n";
+  EXPECT_NE(load_error(base + "clocks: {drift_max_ppm: -1}\n")
+                .find("test.yaml:4: clocks.drift_max_ppm: out of range: got '-1', must be 0..10000"),
+            std::string::npos);
+  EXPECT_NE(load_error(base + "clocks: {offset_max_s: 1e9}\n").find("clocks.offset_max_s: out of range"),
+            std::string::npos);
+  EXPECT_NE(load_error(base + "clocks: {offset_max: 5}\n").find("clocks.offset_max: unknown field"),
+            std::string::npos);
+  EXPECT_NE(load_error(base + "clocks: {drift_max_ppm: fast}\n").find("clocks.drift_max_ppm: expected a number"),
+            std::string::npos);
+  const Scenario ok = load(base + "clocks: {offset_max_s: 7200, drift_max_ppm: 50}\n");
+  EXPECT_EQ(ok.clocks.offset_max_ns, 7'200'000'000'000ULL);
+  EXPECT_EQ(ok.clocks.drift_max_ppm, 50);
+  EXPECT_FALSE(ok.clocks.shared());
 }
 
 TEST(GossipSim, EgressBudgetIsRespected) {
@@ -384,14 +497,6 @@ partitions:
 
 // ---- scenario loader ----
 
-std::string load_error(const std::string& yaml) {
-  try {
-    load(yaml);
-  } catch (const ScenarioError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(GossipSimScenario, UnknownFieldNamesFieldAndLine) {
   const std::string e = load_error("name: x\nduration_s: 10\nmembers: {count: 3}\nnetwork:\n  los: 0.1\n");

@@ -97,6 +97,131 @@ TEST(Engine, ProbeRingProbesEveryMemberOncePerRoundOneIntervalApart) {
   }
 }
 
+// Nine members whose host clocks are hours apart and drift (the gateway
+// hands each engine its own boot-relative clock): the ring's rounds come from
+// the ring clock their pings carry, so once the members tell theirs (after
+// their quiet start) every member is probed by exactly one other per round,
+// as with one clock for all.
+// (Read from each member's own clock, the rounds disagreed: some members were
+// probed two or three times a round and others not at all.)
+TEST(Engine, ProbeRingHoldsWithAClockPerMember) {
+  constexpr std::size_t kN = 9;
+  struct Host {
+    std::uint64_t offset;
+    std::int64_t drift_ppm;
+    std::uint64_t clock(std::uint64_t t) const {
+      return offset + t + static_cast<std::uint64_t>(static_cast<std::int64_t>(t / 1000) * drift_ppm / 1000);
+    }
+  };
+  std::vector<Host> hosts;
+  std::vector<std::unique_ptr<Engine>> es;
+  const std::uint64_t t0 = kStart;
+  for (std::size_t i = 0; i < kN; ++i) {
+    hosts.push_back({(i * 5 % kN) * 3600 * kSecond + i * 137 * kMillisecond, static_cast<std::int64_t>(i * 25) - 100});
+    es.push_back(std::make_unique<Engine>(config(i), 1 + i, hosts[i].clock(t0)));
+    Compound view;
+    for (std::size_t j = 0; j < kN; ++j)
+      if (j != i) view.push_back(alive(j));
+    es[i]->handle(addr((i + 1) % kN), view, hosts[i].clock(t0));
+  }
+  const auto index_of = [&](const Address& a) {
+    for (std::size_t j = 0; j < kN; ++j)
+      if (addr(j) == a) return j;
+    return kN;
+  };
+  // Global time in steps of 1 ms; datagrams arrive at once.
+  // By round, on one clock for all: member 0's ring clock (each member's
+  // own would count its own rounds, one probe each whatever the others do).
+  std::map<std::string, std::vector<std::uint64_t>> probed_at;
+  std::vector<std::uint64_t> last_ring(kN, 0);
+  const std::uint64_t until = t0 + 45 * kSecond;
+  // Started together, nobody has heard a ring clock: each tells its own after
+  // its quiet start, the largest wins within a round or two.
+  const std::uint64_t told = t0 + (Probing::kRingQuietIntervals + 3) * kSecond;
+  for (std::uint64_t t = t0; t < until; t += kMillisecond) {
+    for (std::size_t i = 0; i < kN; ++i) {
+      Engine& e = *es[i];
+      const std::uint64_t now = hosts[i].clock(t);
+      if (e.next_deadline() <= now) e.tick(now);
+      // The ring clock never goes back.
+      EXPECT_GE(e.ring_clock(now), last_ring[i]);
+      last_ring[i] = e.ring_clock(now);
+      for (const Outgoing& o : e.take_outbox()) {
+        const std::size_t j = index_of(o.to);
+        if (j == kN) continue;
+        if (const Ping* p = find_msg<Ping>(o); p != nullptr && t >= told)
+          probed_at[p->target].push_back(es[0]->ring_clock(hosts[0].clock(t)) / kSecond);
+        es[j]->handle(addr(i), o.messages, hosts[j].clock(t));
+        for (const Outgoing& back : es[j]->take_outbox()) {
+          if (index_of(back.to) == i) e.handle(addr(j), back.messages, now);
+        }
+      }
+    }
+  }
+  // The ring clocks agree to the millisecond they are carried in.
+  std::uint64_t lo = UINT64_MAX;
+  std::uint64_t hi = 0;
+  for (std::size_t i = 0; i < kN; ++i) {
+    lo = std::min(lo, es[i]->ring_clock(hosts[i].clock(until)));
+    hi = std::max(hi, es[i]->ring_clock(hosts[i].clock(until)));
+  }
+  EXPECT_LE(hi - lo, 2 * kMillisecond);
+  ASSERT_EQ(probed_at.size(), kN);
+  for (auto& [target, rounds] : probed_at) {
+    std::map<std::uint64_t, int> per_round;
+    for (std::uint64_t r : rounds) ++per_round[r];
+    // Past the first round (the phases settle), one a round.
+    std::size_t counted = 0;
+    for (auto it = std::next(per_round.begin(), std::min<std::size_t>(2, per_round.size())); it != per_round.end();
+         ++it) {
+      if (std::next(it) == per_round.end()) break;  // the last round may be cut by the end
+      EXPECT_EQ(it->second, 1) << target << " round " << it->first;
+      ++counted;
+    }
+    EXPECT_GE(counted, 25u) << target;
+  }
+}
+
+// A member that has heard no ring clock tells none of its own while it is
+// quiet, and takes the first it hears as it is, even behind its own clock (a
+// joiner whose host clock is ahead does not move the cluster's rounds).
+// After, a ring clock heard is only ever caught up with, and one beyond any
+// real clock (a corrupt or hostile ping) is ignored.
+TEST(Engine, RingClockOnlyMovesForwardAndIgnoresTheAbsurd) {
+  Driver d(config());
+  d.add_members(1, 4);
+  const std::uint64_t own = d.e.ring_clock(d.now);
+  EXPECT_EQ(own, d.now);
+  bool quiet_ping = false;
+  d.run_until(d.now + 3 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) {
+      EXPECT_EQ(p->ring_ms, 0u);
+      quiet_ping = true;
+    }
+  });
+  EXPECT_TRUE(quiet_ping);
+  // Behind our own clock: taken.
+  d.handle(1, {Ping{1, name(0), name(1), addr(1), (d.now - 500 * kSecond) / kMillisecond}});
+  EXPECT_EQ(d.e.ring_clock(d.now), d.now - 500 * kSecond);
+  d.handle(1, {Ping{1, name(0), name(1), addr(1), (d.now + 5 * kSecond) / kMillisecond}});
+  EXPECT_EQ(d.e.ring_clock(d.now), d.now + 5 * kSecond);
+  d.handle(2, {Ping{2, name(0), name(2), addr(2), (d.now + 1 * kSecond) / kMillisecond}});
+  EXPECT_EQ(d.e.ring_clock(d.now), d.now + 5 * kSecond);
+  d.handle(3, {Ping{3, name(0), name(3), addr(3), 1ULL << 50}});
+  EXPECT_EQ(d.e.ring_clock(d.now), d.now + 5 * kSecond);
+  d.handle(3, {Ping{4, name(0), name(3), addr(3), 0}});
+  EXPECT_EQ(d.e.ring_clock(d.now), d.now + 5 * kSecond);
+  // Our pings carry it now.
+  bool seen = false;
+  d.run_until(d.now + 3 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) {
+      EXPECT_EQ(p->ring_ms, d.e.ring_clock(d.now) / kMillisecond);
+      seen = true;
+    }
+  });
+  EXPECT_TRUE(seen);
+}
+
 TEST(Engine, EveryProbeReachesAVerdictWhileTheViewKeepsChanging) {
   // The probe ring's phase follows our place in the view, which moves with
   // every arrival; a probe must still run to its verdict before the next one
