@@ -120,6 +120,8 @@ constexpr Family kEgressDeferred{"gossipgw_egress_deferred_total", "counter",
                                  "Datagrams that waited for budget (datagrams)"};
 constexpr Family kEgressDropped{"gossipgw_egress_dropped_total", "counter",
                                 "Datagrams dropped from the full egress queue (datagrams)"};
+constexpr Family kEgressExpired{"gossipgw_egress_expired_total", "counter",
+                                "Datagrams dropped for waiting longer than egress_max_age_ms (datagrams)"};
 constexpr Family kEgressRefused{"gossipgw_egress_refused_total", "counter",
                                 "Datagrams the transmit path refused (datagrams)"};
 constexpr Family kEgressDepth{"gossipgw_egress_queue_depth", "gauge",
@@ -131,6 +133,7 @@ constexpr Field<cp::ShaperClassCounters> kShaperFields[] = {
     {"sent_bytes", &cp::ShaperClassCounters::sent_bytes, &kEgressSentBytes, ""},
     {"deferred", &cp::ShaperClassCounters::deferred, &kEgressDeferred, ""},
     {"dropped", &cp::ShaperClassCounters::dropped, &kEgressDropped, ""},
+    {"expired", &cp::ShaperClassCounters::expired, &kEgressExpired, ""},
     {"refused", &cp::ShaperClassCounters::refused, &kEgressRefused, ""},
     {"depth", &cp::ShaperClassCounters::depth, &kEgressDepth, ""},
     {"depth_max", &cp::ShaperClassCounters::depth_max, &kEgressDepthMax, ""},

@@ -368,6 +368,8 @@ class Simulator {
     // Like the gateway, which starts at the Unix time: a new life outranks the
     // old one's tombstone.
     cfg.initial_incarnation = restart ? now_ / 1'000'000'000ULL + 1 : 0;
+    // Like the gateway, which gives the engine membership.egress_bytes_per_sec.
+    cfg.egress_bytes_per_sec = sc_.network.egress_bytes_per_s;
     n.engine = std::make_unique<Engine>(
         cfg, sc_.seed * 1000003ULL + i * 7919ULL + 1 + std::uint64_t{n.lives} * 104729ULL, now_);
     ++n.lives;
@@ -378,7 +380,7 @@ class Simulator {
     n.scheduled_tick = kNever;
     n.release_at = kNever;
     const cp::ShaperConfig shaper{sc_.network.egress_bytes_per_s, sc_.network.egress_burst_bytes,
-                                  sc_.network.egress_queue_bytes};
+                                  sc_.network.egress_queue_bytes, sc_.network.egress_max_age_ns};
     n.sink = std::make_unique<NodeSink>(*this, i);
     n.shaper = std::make_unique<Shaper>(shaper, *n.sink, now_);
     n.shaper_changed = true;
@@ -467,6 +469,7 @@ class Simulator {
     for (std::size_t k = 0; k < crypto::kClassCount; ++k) {
       dead_shaper_drops_[k] += n.shaper->counters()[k].dropped;
       dead_shaper_deferred_[k] += n.shaper->counters()[k].deferred;
+      dead_shaper_expired_[k] += n.shaper->counters()[k].expired;
     }
     n.engine.reset();  // a phantom storm must not keep 41,000 dead engines
     n.shaper.reset();  // its queue dies with it
@@ -1111,11 +1114,13 @@ class Simulator {
     r_.outbox_drops += dead_outbox_drops_;
     r_.egress_drops = dead_shaper_drops_;
     r_.egress_deferred = dead_shaper_deferred_;
+    r_.egress_expired = dead_shaper_expired_;
     for (const Node& n : nodes_) {
       if (!n.shaper) continue;
       for (std::size_t k = 0; k < crypto::kClassCount; ++k) {
         r_.egress_drops[k] += n.shaper->counters()[k].dropped;
         r_.egress_deferred[k] += n.shaper->counters()[k].deferred;
+        r_.egress_expired[k] += n.shaper->counters()[k].expired;
       }
     }
     finish_storm();
@@ -1148,6 +1153,7 @@ class Simulator {
   std::uint64_t prev_refutations_ = 0;
   std::array<std::uint64_t, 4> dead_shaper_drops_ = {};
   std::array<std::uint64_t, 4> dead_shaper_deferred_ = {};
+  std::array<std::uint64_t, 4> dead_shaper_expired_ = {};
   std::uint64_t interval_events_ = 0;
   // What after() drains an engine into: storage traded with the engines, so
   // none is allocated per event.
@@ -1188,9 +1194,10 @@ std::vector<std::string> check_expectations(const Scenario& s, const Results& r)
   if (e.no_resurrection && (r.resurrections != 0 || r.zombies_at_end != 0))
     bad.push_back("no_resurrection: " + std::to_string(r.resurrections) + " resurrections, " +
                   std::to_string(r.zombies_at_end) + " zombies at the end");
-  if (e.no_urgent_drop && (r.urgent_drops != 0 || r.egress_drops[0] != 0))
+  if (e.no_urgent_drop && (r.urgent_drops != 0 || r.egress_drops[0] != 0 || r.egress_expired[0] != 0))
     bad.push_back("no_urgent_drop: " + std::to_string(r.urgent_drops) + " broadcast, " +
-                  std::to_string(r.egress_drops[0]) + " egress");
+                  std::to_string(r.egress_drops[0]) + " egress, " + std::to_string(r.egress_expired[0]) +
+                  " expired in the egress queue");
   if (e.budget_respected && r.budget_violations != 0)
     bad.push_back("budget_respected: " + std::to_string(r.budget_violations) + " node-intervals over budget");
   if (e.all_failures_detected && r.undetected != 0)
