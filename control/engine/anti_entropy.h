@@ -50,6 +50,14 @@ class AntiEntropy {
   void note_failed(const Member& m, std::uint64_t now_ns);
   // `name_id` is back (a newer life) or left: no reconnect to it.
   void note_back(std::uint32_t name_id) { failed_.remove(name_id); }
+  // `name_id` failed and is alive again: a partition may have healed, and
+  // our view may hold, unknowingly, members that died on the other side
+  // meanwhile (nobody here could probe them). One digest sync a settle delay
+  // after the last return (cheap when the views agree): the periodic sync is
+  // minutes away at scale (partition-9010: a zombie held 165 s after the heal).
+  void note_returned(std::uint32_t name_id, std::uint64_t now_ns) {
+    if (failed_.remove(name_id)) settle_after_join(now_ns);
+  }
   // The member we hold failed under `name_id`, if any.
   FailedMembers::Entry* failed(std::uint32_t name_id) { return failed_.find(name_id); }
   bool any_failed() const { return failed_.size() != 0; }

@@ -26,9 +26,9 @@ FailedMembers::Entry* FailedMembers::find(std::uint32_t name_id) {
   return it == index_.end() ? nullptr : &entries_[it->second - offset_];
 }
 
-void FailedMembers::remove(std::uint32_t name_id) {
+bool FailedMembers::remove(std::uint32_t name_id) {
   auto it = index_.find(name_id);
-  if (it == index_.end()) return;
+  if (it == index_.end()) return false;
   entries_[it->second - offset_].live = false;
   index_.erase(it);
   --live_;
@@ -39,6 +39,7 @@ void FailedMembers::remove(std::uint32_t name_id) {
     ++offset_;
   }
   if (entries_.size() > 2 * live_ + 16) compact();
+  return true;
 }
 
 std::size_t FailedMembers::expire(std::uint64_t now_ns, std::uint64_t timeout_ns) {

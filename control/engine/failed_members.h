@@ -32,8 +32,9 @@ class FailedMembers {
   // `name` failed at `incarnation` (a later death of the same member replaces
   // the earlier). Returns true if the oldest entry had to go.
   bool add(const Name& name, const Address& addr, std::uint64_t incarnation, std::uint64_t now_ns);
-  // `name` is back (a newer life, a refutation) or left for good.
-  void remove(std::uint32_t name_id);
+  // `name` is back (a newer life, a refutation) or left for good. Returns
+  // whether it was here.
+  bool remove(std::uint32_t name_id);
   Entry* find(std::uint32_t name_id);
   // Entries that failed more than `timeout_ns` ago are given up; returns how many.
   std::size_t expire(std::uint64_t now_ns, std::uint64_t timeout_ns);

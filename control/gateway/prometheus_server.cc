@@ -185,12 +185,12 @@ struct PrometheusServer::Impl {
   bool on_writable(Conn& c) {
     for (;;) {
       const bool in_head = c.sent < c.head.size();
-      const std::string& part = in_head ? c.head : *c.body;
-      const std::size_t off = in_head ? c.sent : c.sent - c.head.size();
-      if (!in_head && (c.body == nullptr || off >= part.size())) {
+      if (!in_head && (c.body == nullptr || c.sent - c.head.size() >= c.body->size())) {
         ::shutdown(c.fd, SHUT_WR);
         return false;  // all sent
       }
+      const std::string& part = in_head ? c.head : *c.body;
+      const std::size_t off = in_head ? c.sent : c.sent - c.head.size();
       const ssize_t n = ::send(c.fd, part.data() + off, part.size() - off, MSG_NOSIGNAL);
       if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
       c.sent += static_cast<std::size_t>(n);

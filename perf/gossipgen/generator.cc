@@ -71,7 +71,9 @@ constexpr std::size_t kUnkeyedRandomMaxBytes = 300;
 constexpr std::size_t kForgedPayloadMaxBytes = 300;
 
 // The seed's stream, with bounded draws written out so the bytes produced do
-// not depend on the standard library's distribution algorithms.
+// not depend on the standard library's distribution algorithms. Draw in
+// separate statements, never twice in one expression or argument list: the
+// order of those is unspecified (GCC and clang differ), and with it the bytes.
 class Rng {
  public:
   explicit Rng(std::uint64_t seed) : engine_(seed) {}
@@ -496,7 +498,8 @@ class Generator {
         const bool future = rng_.coin();
         p.variant = future ? "future" : "past";
         const std::uint32_t ts = future ? o_.timestamp + off : o_.timestamp - off;
-        p.frame = build_udp_frame(flow(), seal(keys_[0], cluster_id_, sized_plaintext(), false, ts).datagram);
+        const Sealed s = seal(keys_[0], cluster_id_, sized_plaintext(), false, ts);
+        p.frame = build_udp_frame(flow(), s.datagram);
         break;
       }
       case Kind::kFlood: {
@@ -517,7 +520,8 @@ class Generator {
       case Kind::kWrongReceiver: {
         // A member's real datagram for someone else, sent here.
         for_other_ = true;
-        p.frame = build_udp_frame(flow(), seal_other(keys_[0], cluster_id_).datagram);
+        const Sealed s = seal_other(keys_[0], cluster_id_);
+        p.frame = build_udp_frame(flow(), s.datagram);
         for_other_ = false;
         p.variant = "other_member";
         break;
@@ -591,12 +595,15 @@ class Generator {
       }
       case Kind::kUnknownKey: {
         p.variant = "random_key";
-        p.frame = build_udp_frame(flow(), seal_other(random_key(), cluster_id_).datagram);
+        const crypto::Key key = random_key();
+        const Sealed s = seal_other(key, cluster_id_);
+        p.frame = build_udp_frame(flow(), s.datagram);
         break;
       }
       case Kind::kForgedHeader: {
         p.variant = "random_mac";
-        p.frame = build_udp_frame(flow(), forged_header());
+        const std::vector<std::uint8_t> d = forged_header();
+        p.frame = build_udp_frame(flow(), d);
         break;
       }
       case Kind::kForgedTag:
@@ -701,8 +708,9 @@ class Generator {
         p.variant = "icmp_echo";
         std::vector<std::uint8_t> data(56);
         rng_.fill(data.data(), data.size());
-        p.frame = build_icmp_echo_frame(f, static_cast<std::uint16_t>(rng_.next()),
-                                        static_cast<std::uint16_t>(rng_.below(1000)), data);
+        const auto seq = static_cast<std::uint16_t>(rng_.below(1000));
+        const auto id = static_cast<std::uint16_t>(rng_.next());
+        p.frame = build_icmp_echo_frame(f, id, seq, data);
         break;
       }
       case NotGossipVariant::kUdpOtherIp:
@@ -789,7 +797,8 @@ class Generator {
           default:
             // Bytes 38..39 were reserved until wire version 2 made them the
             // receiver tag: the high flag bits instead.
-            d[7] = static_cast<std::uint8_t>((0x80u >> rng_.below(2)) | (rng_.range(1, 255) & 0x3Fu));
+            const auto high = 0x80u >> rng_.below(2);
+            d[7] = static_cast<std::uint8_t>(high | (rng_.range(1, 255) & 0x3Fu));
             p.variant = "header_flags_high";
             break;
         }
@@ -799,7 +808,8 @@ class Generator {
       return;
     }
 
-    Frame f = build_udp_frame(flow(), seal_other(keys_[0], cluster_id_).datagram);
+    const Sealed sealed = seal_other(keys_[0], cluster_id_);
+    Frame f = build_udp_frame(flow(), sealed.datagram);
     // End of the IP packet (frames carrying a datagram are never padded, but
     // do not rely on it).
     const std::size_t ip_end = v6_ ? l4 + load_be16(f.data() + ip_at + 4) : ip_at + load_be16(f.data() + ip_at + 2);

@@ -86,6 +86,7 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
                "sync_answer_burst",
                "sync_timeout_s",
                "reconnect_interval_s",
+               "reconnect_timeout_s",
                "max_sync_bytes",
                "tombstone_ttl_s",
                "max_members",
@@ -140,6 +141,7 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
   r.set_uint(m, "sync_answer_burst", c.sync_answer_burst, 0, 1'000'000);
   r.set_seconds(m, "sync_timeout_s", c.sync_timeout_ns);
   r.set_seconds(m, "reconnect_interval_s", c.reconnect_interval_ns);
+  r.set_seconds(m, "reconnect_timeout_s", c.reconnect_timeout_ns);
   r.set_uint(m, "max_sync_bytes", c.max_sync_bytes, 128, 1'000'000'000);
   r.set_seconds(m, "tombstone_ttl_s", c.tombstone_ttl_ns);
   r.set_uint(m, "max_members", c.max_members, 1, 100'000'000);
@@ -268,7 +270,7 @@ void load_expect(const Reader& r, const Field& field, ExpectSpec& e) {
   const Map m(r, field,
               {"converged", "no_resurrection", "no_urgent_drop", "budget_respected", "all_failures_detected",
                "max_false_positives", "join_converged_within_s", "view_excess_max_fraction", "recovered_within_s",
-               "restarts_alive_within_s", "detection_all_within_s", "egress_bytes_per_member_max"},
+               "restarts_alive_within_s", "detection_all_within_s", "healed_within_s", "egress_bytes_per_member_max"},
               false);
   r.set_bool(m, "converged", e.converged);
   r.set_bool(m, "no_resurrection", e.no_resurrection);
@@ -283,6 +285,7 @@ void load_expect(const Reader& r, const Field& field, ExpectSpec& e) {
   r.set_number(m, "recovered_within_s", e.recovered_within_s, 0, 1e7);
   r.set_number(m, "restarts_alive_within_s", e.restarts_alive_within_s, 0, 1e7);
   r.set_number(m, "detection_all_within_s", e.detection_all_within_s, 0, 1e7);
+  r.set_number(m, "healed_within_s", e.healed_within_s, 0, 1e7);
   r.set_number(m, "egress_bytes_per_member_max", e.egress_bytes_per_member_max, 0, 1e12);
 }
 

@@ -82,6 +82,7 @@ struct ExpectSpec {
   double recovered_within_s = -1;           // storm.recovered_after_last_phantom_s at most this
   double restarts_alive_within_s = -1;      // restarts.all_alive_after_s at most this
   double detection_all_within_s = -1;       // every tracked failure seen by all within this
+  double healed_within_s = -1;              // convergence.after_heal_s (last partition's end) at most this
   double egress_bytes_per_member_max = -1;  // mean wire bytes/s per member at most this
 };
 

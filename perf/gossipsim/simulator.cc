@@ -1215,6 +1215,7 @@ std::vector<std::string> check_expectations(const Scenario& s, const Results& r)
          "recovered_within_s: storm.recovered_after_last_phantom_s");
   within(e.restarts_alive_within_s, r.restarts_all_alive_after_s,
          "restarts_alive_within_s: restarts.all_alive_after_s");
+  within(e.healed_within_s, r.converged_after_heal_s, "healed_within_s: convergence.after_heal_s");
   if (e.view_excess_max_fraction >= 0 && r.view_excess_max_fraction > e.view_excess_max_fraction)
     bad.push_back("view_excess_max_fraction: " + std::to_string(r.view_excess_max_fraction) + " > " +
                   std::to_string(e.view_excess_max_fraction) + " (view " + std::to_string(r.view_excess_max) +
