@@ -609,6 +609,9 @@ class Simulator {
     const std::size_t len = codec_bytes + kWireOverheadBytes;
     r_.max_datagram_bytes = std::max<std::uint64_t>(r_.max_datagram_bytes, codec_bytes);
     n.shaper->submit(cp::to_endpoint(out.to), out.priority, std::move(parcel), len, now_);
+    // What a member's queue holds is what the simulator holds for it: the
+    // figure that shows the default 4 MiB queue held in bounded memory.
+    r_.egress_queue_bytes_max = std::max(r_.egress_queue_bytes_max, n.shaper->queued_bytes());
     n.shaper_changed = true;
   }
 

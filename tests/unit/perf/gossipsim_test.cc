@@ -261,6 +261,42 @@ expect: {budget_respected: true, no_urgent_drop: true, egress_bytes_per_member_m
   EXPECT_GT(run_scenario(free).egress_peak_interval_bytes_per_s, 1500 + 2048);
 }
 
+// The default 4 MiB egress queue at 3 kB/s is a 23-minute delay line. The
+// engine sizes what it sends to the budget and the queue's age is bounded (5 s
+// by default), so what a member's queue holds, and so what the simulator holds
+// for it, is bounded by the budget, not by the queue's size.
+TEST(GossipSim, DefaultQueueAtATightBudgetIsHeldInBoundedMemory) {
+  const Scenario s = load(R"(
+name: tight-default-queue
+seed: 13
+duration_s: 60
+measure_from_s: 20
+members: {count: 120, join_over_s: 0, seeds: 3, seed_mode: shared}
+network: {loss: 0.01, egress_bytes_per_s: 3000, egress_burst_bytes: 8192}
+failures:
+  - {at_s: 30, count: 2}
+expect: {budget_respected: true, no_urgent_drop: true}
+)");
+  ASSERT_EQ(s.network.egress_queue_bytes, 4u << 20);  // the gateway's default
+  ASSERT_EQ(s.network.egress_max_age_ns, 5'000'000'000ULL);
+  const Results r = run_scenario(s);
+  // At most what arrives in one age bound: 5 s of the budget and the burst,
+  // twice over for what the engine sends into debt (probes and urgent news).
+  EXPECT_LE(r.egress_queue_bytes_max, 2 * (5 * 3000 + 8192));
+  EXPECT_TRUE(check_expectations(s, r).empty());
+  // A budget below what probes alone need (the engine cannot size down to
+  // it): without the age bound the queue grows for as long as the run; with
+  // it, what waited too long is dropped (expired) and the queue stays shorter.
+  Scenario starved = s;
+  starved.network.egress_bytes_per_s = 150;
+  const Results bounded = run_scenario(starved);
+  starved.network.egress_max_age_ns = 0;
+  const Results unbounded = run_scenario(starved);
+  EXPECT_GT(unbounded.egress_queue_bytes_max, bounded.egress_queue_bytes_max + 5'000);
+  EXPECT_GT(bounded.egress_expired[1], 0u);
+  EXPECT_EQ(unbounded.egress_expired[1], 0u);
+}
+
 // Crashed members restart with a higher incarnation and join again: every view
 // holds them again, their return is not a resurrection, and their old death
 // (seen by all before the restart) was detected.

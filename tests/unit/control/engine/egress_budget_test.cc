@@ -163,6 +163,85 @@ TEST(EngineEgressBudget, AJoinAnswerIsCappedAndTheNextOneBringsTheRest) {
   EXPECT_LT(overlap, second.size() / 4);
 }
 
+// The news piggybacked on acks spends the gossip room and no more: at a tight
+// budget every ack filled to a whole datagram was what starved the probes.
+// The acks themselves all go (probes are never what gives way).
+struct AckLoad {
+  std::size_t acks = 0;
+  std::size_t bare = 0;              // acks that carried nothing else
+  std::uint64_t piggybacked = 0;     // estimated codec bytes of the news they carried
+};
+
+AckLoad answer_pings(std::uint64_t budget) {
+  EngineConfig c = config();
+  c.egress_bytes_per_sec = budget;
+  Driver d(c);
+  d.add_members(1, 400);  // 400 Alive to disseminate
+  const std::size_t from = d.sent.size();
+  for (std::size_t i = 1; i <= 40; ++i) d.handle(i, {Ping{static_cast<std::uint32_t>(i), name(0), name(i), addr(i)}});
+  AckLoad load;
+  for (std::size_t i = from; i < d.sent.size(); ++i) {
+    const Outgoing& o = d.sent[i];
+    if (find_msg<Ack>(o) == nullptr) continue;
+    ++load.acks;
+    if (o.messages.size() == 1) ++load.bare;
+    load.piggybacked += estimated_size(o.messages) - estimated_size(Compound{o.messages.front()});
+  }
+  return load;
+}
+
+TEST(EngineEgressBudget, AcksCarryNewsOnlyAsFarAsTheGossipRoomGoes) {
+  const AckLoad free = answer_pings(0);
+  const AckLoad tight = answer_pings(2'000);  // interactive share 1,500 B/s
+  EXPECT_EQ(free.acks, 40u);
+  EXPECT_EQ(tight.acks, 40u);
+  // Unlimited: every ack is filled with news.
+  EXPECT_EQ(free.bare, 0u);
+  EXPECT_GT(free.piggybacked, 40u * 500u);
+  // Under the budget: news rides along until the second's gossip room is
+  // spent, then the acks go bare (the news waits for later rounds).
+  EXPECT_GT(tight.piggybacked, 0u);
+  EXPECT_LE(tight.piggybacked, 1'500u);
+  EXPECT_GE(tight.bare, 30u);
+}
+
+// Urgent news is neither dropped nor held behind a backlog of other news: a
+// death heard and our own refutation go out in the next gossip rounds while
+// the budget holds back 400 members' Alive, and no urgent entry is dropped.
+TEST(EngineEgressBudget, UrgentNewsGoesAheadOfTheBacklogAndIsNeverDropped) {
+  EngineConfig c = config();
+  c.egress_bytes_per_sec = 2'000;
+  Driver d(c);
+  d.add_members(1, 400);
+  const auto answer = [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  };
+  d.run_until(kStart + 2 * kSecond, answer);
+  const std::uint64_t inc = d.e.incarnation();
+  const std::uint64_t heard_at = d.now;
+  const std::size_t from = d.sent.size();
+  d.handle(1, {Dead{1, name(5), name(1)}});
+  d.handle(2, {Suspect{inc, name(0), name(2)}});
+  bool dead_out = false;
+  bool refuted = false;
+  std::uint64_t alive_bytes = 0;  // of the backlog, sent in the same time
+  d.run_until(heard_at + 2 * kSecond, answer);
+  for (std::size_t i = from; i < d.sent.size(); ++i)
+    for (const Message& m : d.sent[i].messages) {
+      if (const Dead* x = std::get_if<Dead>(&m); x != nullptr && x->node == name(5)) dead_out = true;
+      if (const Alive* a = std::get_if<Alive>(&m)) {
+        if (a->node == name(0) && a->incarnation > inc) refuted = true;
+        if (a->node != name(0)) alive_bytes += estimated_size(Compound{m});
+      }
+    }
+  EXPECT_TRUE(dead_out);
+  EXPECT_TRUE(refuted);
+  // The backlog is real: the budget has let out only part of it.
+  EXPECT_LT(alive_bytes, 400u * 3u * 30u);
+  EXPECT_EQ(d.e.counters().broadcast_drop[0], 0u);
+  EXPECT_GT(d.e.counters().gossip_budget_short, 0u);
+}
+
 TEST(EngineEgressBudget, UnlimitedAnswersAWholeViewAsBefore) {
   Driver d(config());
   d.add_members(1, 400);
