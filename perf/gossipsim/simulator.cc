@@ -405,11 +405,14 @@ class Simulator {
       nodes_[i].failure_slot = static_cast<std::int32_t>(failures_.size());
       TrackedFailure t{i, now_, std::vector<std::uint64_t>(n_steady_, kNever), std::vector<bool>(n_steady_, false)};
       // Who knew it as live when it failed: only they can detect its failure.
+      // A probationer is not in its holder's view (no join event was ever
+      // reported), so its holder reports no failure either: it is dropped
+      // when its proof pings go unanswered or the news of its death comes.
       const std::string name = node_name(i);
       for (std::uint32_t o = 0; o < n_steady_; ++o) {
         if (o == i || nodes_[o].state != State::kUp) continue;
         const cp::engine::Member* m = nodes_[o].engine->member(name);
-        t.aware[o] = m != nullptr && !m->is_tombstone();
+        t.aware[o] = m != nullptr && !m->is_tombstone() && !m->probation;
       }
       failures_.push_back(std::move(t));
       batch.members.push_back(i);
