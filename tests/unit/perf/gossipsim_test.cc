@@ -250,8 +250,12 @@ expect: {budget_respected: true, no_urgent_drop: true, egress_bytes_per_member_m
   const Results r = run_scenario(s);
   EXPECT_EQ(r.budget_violations, 0u);
   EXPECT_GT(r.egress_deferred[2], 0u);
-  EXPECT_GT(r.egress_drops[2] + r.egress_drops[3], 0u);
+  // The engine sizes what it sends to the budget (egress_budget.h): its
+  // gossip rounds were cut short, and the shaper, the backstop, dropped no
+  // urgent datagram.
+  EXPECT_GT(to_json(r, false)["engine_counters"]["whole_run"]["gossip_budget_short"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(r.egress_drops[0], 0u);
+  EXPECT_EQ(r.egress_expired[0], 0u);
   EXPECT_LE(r.egress_peak_interval_bytes_per_s, 1500 + 2048);
   EXPECT_LE(r.egress_bytes_per_s.max, 1500 + 2048 / 40.0);
   EXPECT_TRUE(check_expectations(s, r).empty());
@@ -402,7 +406,7 @@ name: everything
 seed: 13
 duration_s: 40
 members: {count: 30, join_over_s: 5, seeds: 2, seed_mode: shared}
-network: {loss: 0.02, egress_bytes_per_s: 3000, egress_burst_bytes: 4096, egress_queue_bytes: 16384}
+network: {loss: 0.02, egress_bytes_per_s: 600, egress_burst_bytes: 2048, egress_queue_bytes: 16384}
 failures:
   - {at_s: 15, count: 3, restart_after_s: 8}
 phantoms: {count: 20, start_s: 8, over_s: 8, min_life_s: 3, max_life_s: 8}
@@ -415,7 +419,9 @@ partitions:
   EXPECT_EQ(to_csv(a), to_csv(b));
   EXPECT_EQ(to_svg(a), to_svg(b));
   EXPECT_EQ(to_svgs(a), to_svgs(b));
-  EXPECT_GT(a.egress_deferred[2], 0u);
+  // The shaper was in play (the engine sizes gossip to the budget, so what
+  // waits is mostly bulk).
+  EXPECT_GT(a.egress_deferred[0] + a.egress_deferred[1] + a.egress_deferred[2] + a.egress_deferred[3], 0u);
 }
 
 // ---- scenario loader ----

@@ -242,6 +242,51 @@ TEST(EngineEgressBudget, UrgentNewsGoesAheadOfTheBacklogAndIsNeverDropped) {
   EXPECT_GT(d.e.counters().gossip_budget_short, 0u);
 }
 
+// Proof pings are probes out of turn: under a budget they go as far as it has
+// room and the rest wait a probe interval (the probation lasts longer); none
+// is declared unproven for want of budget. Unlimited, every probationer gets
+// its proof ping the moment its probation ends.
+struct ProofLoad {
+  std::map<std::uint64_t, std::size_t> per_s;  // proof pings by second
+  std::uint64_t deferred = 0, unproven = 0, promoted = 0;
+};
+
+ProofLoad proofs_for_sixty(std::uint64_t budget) {
+  EngineConfig c = surge_config();
+  c.egress_bytes_per_sec = budget;
+  Driver d(c);
+  start_surge(d);
+  Compound arrivals;
+  for (std::size_t i = 200; i < 260; ++i) arrivals.push_back(alive(i));
+  d.handle(3, arrivals);
+  ProofLoad load;
+  // Everyone answers every ping (the probationers too), but the probationers
+  // say nothing of their own accord: each needs a proof ping.
+  run_answering(d, d.now + d.e.config().probation_ns + 30 * kSecond, {}, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o); p && index_of(o.to) >= 200) ++load.per_s[d.now / kSecond];
+  });
+  load.deferred = d.e.counters().probation_proof_deferred;
+  load.unproven = d.e.counters().probation_unproven;
+  load.promoted = d.e.counters().probation_promoted;
+  return load;
+}
+
+TEST(EngineEgressBudget, ProofPingsAreSizedToTheBudgetAndNobodyDiesOfIt) {
+  const ProofLoad free = proofs_for_sixty(0);
+  const ProofLoad tight = proofs_for_sixty(1'500);
+  std::size_t free_peak = 0, tight_peak = 0;
+  for (const auto& [s, n] : free.per_s) free_peak = std::max(free_peak, n);
+  for (const auto& [s, n] : tight.per_s) tight_peak = std::max(tight_peak, n);
+  EXPECT_GE(free_peak, 50u);
+  EXPECT_EQ(free.deferred, 0u);
+  // 1,125 B/s for probes, urgent news and gossip: a dozen pings a second at most.
+  EXPECT_LE(tight_peak, 15u);
+  EXPECT_GT(tight.deferred, 0u);
+  EXPECT_EQ(tight.unproven, 0u);
+  EXPECT_EQ(free.unproven, 0u);
+  EXPECT_GE(tight.promoted, 60u);
+}
+
 TEST(EngineEgressBudget, UnlimitedAnswersAWholeViewAsBefore) {
   Driver d(config());
   d.add_members(1, 400);
