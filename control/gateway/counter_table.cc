@@ -294,6 +294,9 @@ constexpr Family kDeathsTold{"gossipgw_engine_probation_deaths_told_total", "cou
 constexpr Family kSurges{"gossipgw_engine_surges_total", "counter",
                          "Arrival surges recognised: never-seen members arriving faster than a running cluster grows "
                          "(surges)"};
+constexpr Family kBudgetHeld{"gossipgw_engine_budget_held_total", "counter",
+                             "What the engine held back to keep within membership.egress_bytes_per_sec: syncs not "
+                             "started or answered, gossip rounds cut short, proof pings put off (events)"};
 constexpr Family kGossipEager{"gossipgw_engine_gossip_eager_total", "counter",
                               "Gossip rounds brought forward for the death or departure of an established member "
                               "(rounds)"};
@@ -386,6 +389,9 @@ constexpr Field<EC> kEngineFields[] = {
     {"probation_forgotten", &EC::probation_forgotten, &ef::kProbationEnded, R"(outcome="forgotten")"},
     {"surges", &EC::surges, &ef::kSurges, ""},
     {"gossip_eager", &EC::gossip_eager, &ef::kGossipEager, ""},
+    {"sync_drop_budget", &EC::sync_drop_budget, &ef::kBudgetHeld, R"(what="sync")"},
+    {"gossip_budget_short", &EC::gossip_budget_short, &ef::kBudgetHeld, R"(what="gossip_round")"},
+    {"probation_proof_deferred", &EC::probation_proof_deferred, &ef::kBudgetHeld, R"(what="proof_ping")"},
     {"sync_digest_equal", &EC::sync_digest_equal, &ef::kDigestEqual, ""},
     {"sync_digest_differ", &EC::sync_digest_differ, &ef::kDigestDiffer, ""},
     {"sync_bucket_windows", &EC::sync_bucket_windows, &ef::kBucketWindows, ""},
