@@ -225,6 +225,12 @@ struct MembershipConfig {
   std::uint64_t egress_bytes_per_sec = 1 << 20;
   std::uint64_t egress_burst_bytes = 64 << 10;
   std::uint64_t egress_queue_bytes = 4 << 20;
+  // How long a datagram may wait in the egress queue before it is dropped
+  // (counted as expired), in ms: the queue is bounded in time as well as in
+  // bytes (at a tight budget a full queue is minutes of stale traffic). The
+  // engine sizes what it sends to egress_bytes_per_sec, so in steady running
+  // nothing waits this long. 10..600000. Default 5000.
+  std::uint32_t egress_max_age_ms = 5000;
   // How long a graceful stop waits for the leave broadcast, in ms. 0..60000.
   // Default 3000.
   std::uint32_t leave_timeout_ms = 3000;

@@ -166,7 +166,7 @@ class Parser : public strict::Reader {
     parse_membership(section(top, "membership",
                              {"enabled", "preset", "seeds", "tags", "allowed_name_prefixes", "required_tags",
                               "admit_rate", "admit_burst", "egress_bytes_per_sec", "egress_burst_bytes",
-                              "egress_queue_bytes", "leave_timeout_ms", "reconnect_timeout_s"}),
+                              "egress_queue_bytes", "egress_max_age_ms", "leave_timeout_ms", "reconnect_timeout_s"}),
                      config.membership);
     parse_control(section(top, "control", {"socket", "state_dir"}), config.control);
     parse_metrics(section(top, "metrics", {"interval_ms", "telemetry", "prometheus_address", "prometheus_port"}),
@@ -560,6 +560,9 @@ class Parser : public strict::Reader {
     }
     if (std::optional<Field> f = m.find("egress_queue_bytes")) {
       mc.egress_queue_bytes = read_uint<std::uint64_t>(*f, 65536, 1'000'000'000ULL);
+    }
+    if (std::optional<Field> f = m.find("egress_max_age_ms")) {
+      mc.egress_max_age_ms = read_uint<std::uint32_t>(*f, 10, 600'000);
     }
     if (std::optional<Field> f = m.find("reconnect_timeout_s")) {
       mc.reconnect_timeout_s = read_uint<std::uint64_t>(*f, 60, 365ULL * 24 * 3600);

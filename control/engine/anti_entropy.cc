@@ -35,10 +35,17 @@ void AntiEntropy::send_sync(const Address& to, std::uint32_t seq_no, bool join, 
   // interval grows with N, and so does the window, so that anti-entropy costs
   // the same bytes per member per second at any N (a full table every interval
   // would grow as N / log N), and a large table is covered over several syncs.
-  std::size_t cap = c.max_sync_bytes;
+  // Under an egress budget no sync is larger than the budget's sync share
+  // sends in a sync timeout (egress_budget.h): parts that come later are
+  // dropped by the peer, and a whole view a seed cannot send in time is
+  // bytes lost. A joiner's view is then completed over several syncs (the
+  // join view rotates) and by gossip.
+  const std::size_t most = static_cast<std::size_t>(
+      std::clamp<std::uint64_t>(core_.budget.sync_cap(), c.max_packet_bytes, c.max_sync_bytes));
+  std::size_t cap = most;
   if (c.sync_bytes_per_sec > 0) {
     const std::uint64_t window = c.sync_bytes_per_sec * (core_.sync_interval() / kMillisecond) / 1000;
-    cap = static_cast<std::size_t>(std::clamp<std::uint64_t>(window, c.max_packet_bytes, c.max_sync_bytes));
+    cap = static_cast<std::size_t>(std::clamp<std::uint64_t>(window, c.max_packet_bytes, most));
   }
   // Changes since the last interval lead the window (a delta sync). A joiner
   // gets every live member and tombstones within the periodic window's bytes
@@ -46,7 +53,7 @@ void AntiEntropy::send_sync(const Address& to, std::uint32_t seq_no, bool join, 
   const std::uint64_t since =
       core_.last_now_ns > core_.sync_interval() ? core_.last_now_ns - core_.sync_interval() : 0;
   SyncManager::Window w = whole_view
-                              ? syncs_.build_join_view(table, c.name, c.max_packet_bytes, c.max_sync_bytes, cap)
+                              ? syncs_.build_join_view(table, c.name, c.max_packet_bytes, most, cap)
                               : syncs_.build_window(table, c.name, c.max_packet_bytes, cap, since, only);
   const auto parts = static_cast<std::uint32_t>(w.parts.size());
   for (std::uint32_t i = 0; i < parts; ++i) {
@@ -103,6 +110,14 @@ void AntiEntropy::on_request(const Address& from, const SyncRequest& m, std::uin
   }
   fx_.merge(m.members, m.source, now_ns, false);
   if (serve != SyncManager::Serve::kNew) return;
+  // The egress budget's sync share is spent (egress_budget.h): no answer but
+  // the digest's (two small datagrams when the views agree); the asker
+  // retries, a joiner after its retry delay, others at their next interval.
+  core_.budget.refill(now_ns);
+  if (!core_.budget.bulk_ready() && (m.join || m.digest == 0 || m.digest != core_.table.view_digest())) {
+    ++n.sync_drop_budget;
+    return;
+  }
   ++n.sync_answered;
   if (m.join) ++n.join_answered;
   if (m.join || m.digest == 0) {
@@ -185,6 +200,12 @@ void AntiEntropy::after_merge(const SyncResponse& m, std::uint64_t now_ns) {
   ++core_.counters.sync_digest_differ;
   const Member* peer = table.find(m.source);
   if (peer == nullptr || peer->is_tombstone() || core_.leaving || !syncs_.has_capacity()) return;
+  // The egress budget's sync share is spent: the next periodic sync repairs it.
+  core_.budget.refill(now_ns);
+  if (!core_.budget.bulk_ready()) {
+    ++core_.counters.sync_drop_budget;
+    return;
+  }
   const std::uint32_t seq = core_.take_seq();
   syncs_.start(seq, now_ns);
   ++core_.counters.sync_started;
@@ -272,6 +293,12 @@ void AntiEntropy::reconnect(std::uint64_t now_ns) {
 }
 
 void AntiEntropy::sync_with(const Address& to, std::uint64_t now_ns) {
+  // The egress budget's sync share is spent: this round is skipped.
+  core_.budget.refill(now_ns);
+  if (!core_.budget.bulk_ready()) {
+    ++core_.counters.sync_drop_budget;
+    return;
+  }
   const std::uint32_t seq = core_.take_seq();
   syncs_.start(seq, now_ns);
   ++core_.counters.sync_started;

@@ -166,6 +166,17 @@ struct EngineConfig {
                                                    // about 40 B a member: 4 MiB holds
                                                    // 100,000 (256 KiB held 6,500); 4 MiB
 
+  // --- egress budget ---
+  // The bytes per second (sealed: codec bytes plus the gateway's header and
+  // tag) the host's egress shaper lets this member send; 0 = unlimited. The
+  // engine plans what it sends to it (egress_budget.h): probes and urgent news
+  // first, gossip from what is left, syncs from a share of their own and no
+  // larger than that share sends in sync_timeout_ns; so a tight budget slows
+  // gossip and syncs, never probes or urgent news. The gateway fills it from
+  // membership.egress_bytes_per_sec, gossipsim from the scenario's budget.
+  // 0 (the gateway: 1 MiB/s)
+  std::uint64_t egress_bytes_per_sec = 0;
+
   // --- tombstones and bounds ---
   std::uint64_t tombstone_ttl_ns = 300 * kSecond;  // Dead/Left kept this long; 5 min
                                                    // (then a 16-byte trace, the graveyard,

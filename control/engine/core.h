@@ -12,6 +12,7 @@
 
 #include "control/engine/config.h"
 #include "control/engine/counters.h"
+#include "control/engine/egress_budget.h"
 #include "control/engine/member_table.h"
 #include "control/engine/messages.h"
 #include "control/engine/rng.h"
@@ -56,6 +57,7 @@ struct Core {
   Rng rng;
   MemberTable table;
   Counters counters;
+  EgressBudget budget;              // config.egress_bytes_per_sec, planned by class
   std::uint32_t next_seq = 1;       // probes, relays, proof pings and syncs share one numbering
   std::uint64_t last_now_ns = 0;    // latest time seen (tick or handle)
   bool leaving = false;             // our Leave is out: we probe, sync and accuse nobody

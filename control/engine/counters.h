@@ -101,6 +101,9 @@ namespace gw::cp::engine {
   X(sync_drop_unsolicited, "sync responses to no sync of ours")                                                       \
   X(sync_drop_oversize, "received syncs over max_sync_bytes or their part count")                                     \
   X(sync_bytes_out, "estimated encoded bytes of sync parts sent")                                                     \
+  X(sync_drop_budget, "syncs not started or answered: the egress budget's sync share was spent")                     \
+  X(gossip_budget_short, "gossip rounds cut short by the egress budget (the news waits for the next)")              \
+  X(probation_proof_deferred, "proof pings put off a probe interval: the egress budget had no room (probation lasts longer)") \
   X(user_data_in, "user data messages received")
 
 struct Counters {

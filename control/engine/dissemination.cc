@@ -98,13 +98,24 @@ std::vector<std::string> Dissemination::gossip_targets(std::uint64_t now_ns) {
 void Dissemination::gossip(std::uint64_t now_ns) {
   // Nothing to disseminate: no datagrams (and no draws from the RNG).
   if (broadcasts_.empty()) return;
+  EgressBudget& budget = core_.budget;
   for (const std::string& peer : gossip_targets(now_ns)) {
     // Nothing (left) to disseminate: no empty datagrams.
     if (broadcasts_.empty()) break;
+    // Each datagram as large as the budget's gossip has room for (egress_budget.h):
+    // the news not sent waits in the queue, in its order, for the next round.
+    budget.refill(now_ns);
+    const std::uint64_t room = budget.gossip_room();
+    if (room < EgressBudget::kMinGossipBytes) {
+      ++core_.counters.gossip_budget_short;
+      break;
+    }
+    const auto bytes = static_cast<std::size_t>(std::min<std::uint64_t>(
+        core_.config.max_packet_bytes, room == UINT64_MAX ? room : room - EgressBudget::kDatagramOverheadBytes));
     Compound msgs;
-    const PriorityClass cls = broadcasts_.take(core_.config.max_packet_bytes, core_.retransmit_limit(), msgs);
+    const PriorityClass cls = broadcasts_.take(bytes, core_.retransmit_limit(), msgs);
     if (msgs.empty()) break;
-    fx_.send(core_.table.find(peer)->addr(), cls, std::move(msgs), false);
+    fx_.send_gossip(core_.table.find(peer)->addr(), cls, std::move(msgs));
   }
 }
 

@@ -23,6 +23,9 @@ class Effects {
   // One datagram; `piggyback`: fill it up with broadcasts. False if nothing
   // went out (no address, or the outbox full: counted).
   virtual bool send(const Address& to, PriorityClass cls, Compound messages, bool piggyback) = 0;
+  // One datagram of a gossip round: sent like send(), charged to the egress
+  // budget's gossip (egress_budget.h), whatever class its news travels in.
+  virtual bool send_gossip(const Address& to, PriorityClass cls, Compound messages) = 0;
   // News to disseminate about `node` (`transmit_cap` 0: retransmit_limit()).
   virtual void broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap = 0) = 0;
 

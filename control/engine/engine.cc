@@ -165,7 +165,7 @@ std::uint64_t Engine::next_deadline() const {
 
 // ---------------------------------------------------------------- effects
 
-bool Engine::send(const Address& to, PriorityClass cls, Compound messages, bool piggyback) {
+bool Engine::emit(const Address& to, PriorityClass cls, Compound messages, bool piggyback, bool gossip) {
   // Nowhere to send to.
   if (to.empty()) return false;
   if (core_.outbox.size() >= core_.config.max_outbox) {
@@ -174,13 +174,35 @@ bool Engine::send(const Address& to, PriorityClass cls, Compound messages, bool 
   }
   // The datagram travels in the most important class it carries.
   for (const Message& m : messages) cls = std::min(cls, default_priority(m));
-  if (piggyback) {
-    const std::size_t used = estimated_size(messages);
-    if (used < core_.config.max_packet_bytes) {
-      const std::size_t before = messages.size();
-      const PriorityClass best = dissemination_.piggyback(core_.config.max_packet_bytes - used, messages);
-      if (messages.size() > before && best < cls) cls = best;
+  EgressBudget& budget = core_.budget;
+  const bool budgeted = !budget.unlimited();
+  if (budgeted) budget.refill(core_.last_now_ns);
+  const PriorityClass own_cls = cls;
+  std::size_t own = 0;    // estimated codec bytes before piggybacking
+  std::size_t extra = 0;  // ... of the news piggybacked
+  if (piggyback || budgeted) own = estimated_size(messages);
+  if (piggyback && own < core_.config.max_packet_bytes) {
+    // News rides along only as far as the budget's gossip has room: at a
+    // tight budget every ack filled to a whole datagram was what starved the
+    // probes themselves.
+    const std::size_t room = static_cast<std::size_t>(
+        std::min<std::uint64_t>(core_.config.max_packet_bytes - own, budget.gossip_room()));
+    const std::size_t before = messages.size();
+    const PriorityClass best = room > 0 ? dissemination_.piggyback(room, messages) : PriorityClass::kBulk;
+    if (messages.size() > before) {
+      if (best < cls) cls = best;
+      if (budgeted) extra = estimated_size(messages) - std::min(own, estimated_size(messages));
     }
+  }
+  if (budgeted) {
+    const std::uint64_t bytes = own + EgressBudget::kDatagramOverheadBytes;
+    if (gossip)
+      budget.charge_gossip(bytes);
+    else if (own_cls == PriorityClass::kBulk)
+      budget.charge_bulk(bytes);
+    else
+      budget.charge_essential(bytes);
+    budget.charge_gossip(extra);
   }
   for (const Message& m : messages) ++core_.counters.msg_out[m.index()];
   ++core_.counters.packets_out;

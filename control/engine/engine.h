@@ -118,7 +118,16 @@ class Engine final : private Effects {
 
  private:
   // ---- Effects: what the policies ask for ----
-  bool send(const Address& to, PriorityClass cls, Compound messages, bool piggyback) override;
+  bool send(const Address& to, PriorityClass cls, Compound messages, bool piggyback) override {
+    return emit(to, cls, std::move(messages), piggyback, false);
+  }
+  bool send_gossip(const Address& to, PriorityClass cls, Compound messages) override {
+    return emit(to, cls, std::move(messages), false, true);
+  }
+  // Both: `gossip` charges the datagram to the budget's gossip; otherwise
+  // it is charged by its class (bulk: the sync share; else probes and urgent
+  // news), and what is piggybacked on it to gossip.
+  bool emit(const Address& to, PriorityClass cls, Compound messages, bool piggyback, bool gossip);
   void broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap) override;
   void alive(const Alive& a, std::uint64_t now_ns) override { apply_alive(a, now_ns); }
   void suspect(const Suspect& s, std::uint64_t now_ns) override { apply_suspect(s, now_ns); }

@@ -285,6 +285,20 @@ void Newcomers::end_probations(std::uint64_t now_ns) {
     // heard of it, and its introducer first-hand.
     if (m->heard_ns < m->live_since_ns + c.probation_ns / 2) {
       if (m->proof_pings < kProofPings) {
+        // Proof pings are probes out of turn, over the ring's one a round:
+        // under an egress budget they go only when the budget has room for
+        // gossip (egress_budget.h), else the look is put off a probe interval
+        // and the probation lasts longer. Unsized, a member that merged a
+        // few hundred probationers at once pinged each (ci/budget-2k-atonce:
+        // 50 a second against a 2 kB/s budget), its own acks then waited in
+        // its egress queue past their probes' timeouts, and it was declared
+        // dead while its own unanswered proof pings buried live members.
+        core_.budget.refill(now_ns);
+        if (core_.budget.gossip_room() < EgressBudget::kMinGossipBytes) {
+          ++core_.counters.probation_proof_deferred;
+          proof_checks_.emplace_back(now_ns + c.probe_interval_ns, name);
+          continue;
+        }
         if (!send_proof_ping(*m)) {
           // Nothing left to track the answer with: forgotten without a verdict.
           ++core_.counters.probation_forgotten;

@@ -122,9 +122,13 @@ SyncManager::Window SyncManager::build_join_view(const MemberTable& table, const
   Window w;
   WindowBuilder b(w, self, part_bytes, max_bytes);
   if (const Member* me = table.find(self)) b.add(to_member_state(*me));
-  // Every live member, from the start of the table (a joiner needs them all).
+  // Every live member (a joiner needs them all). A view larger than a sync
+  // may be (an egress budget caps it) rotates across answers, so that a
+  // joiner's further syncs bring the rest; one that fits starts where the
+  // table does.
   std::string from_start;
-  if (!rotating_pass(table, self, from_start, b, [](const Member& m) { return !m.is_tombstone() && !m.probation; }))
+  std::string& start = table.view_size() * kJoinViewBytesPerMember > max_bytes ? join_live_cursor_ : from_start;
+  if (!rotating_pass(table, self, start, b, [](const Member& m) { return !m.is_tombstone() && !m.probation; }))
     return w;
   // Then tombstones, within their own budget, rotating across joins.
   b.set_cap(std::min(max_bytes, w.bytes + tombstone_bytes));

@@ -132,6 +132,11 @@ class SyncManager {
   // A single part over the caps, or announcing more parts than a sync can have.
   bool oversize_part(std::uint32_t parts, std::size_t bytes) const { return parts > max_parts_ || bytes > max_bytes_; }
 
+  // Bytes a live member takes in a join view, at least (a name, an address,
+  // an incarnation): a view of more members than this divides a sync's cap
+  // into cannot fit, and rotates.
+  static constexpr std::size_t kJoinViewBytesPerMember = 32;
+
   std::uint32_t max_concurrent_;
   std::uint64_t timeout_ns_;
   std::size_t max_bytes_;
@@ -141,6 +146,7 @@ class SyncManager {
   std::string cursor_;                                                  // first member of the next window
   std::string recent_live_cursor_;                                      // ... of its recent live members
   std::string recent_dead_cursor_;                                      // ... of its recent tombstones
+  std::string join_live_cursor_;                                        // live members of the next capped join view
   std::string join_dead_cursor_;                                        // tombstones of the next join view
   std::map<std::uint32_t, Pending> pending_;                            // ours, by seq
   std::map<std::pair<std::string, std::uint32_t>, Pending> receiving_;  // theirs, multi-part

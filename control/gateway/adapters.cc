@@ -16,6 +16,7 @@ EngineHost::Options engine_plan(const config::Config& cfg, engine::EngineConfig 
   o.shaper.bytes_per_sec = cfg.membership.egress_bytes_per_sec;
   o.shaper.burst_bytes = cfg.membership.egress_burst_bytes;
   o.shaper.queue_bytes = cfg.membership.egress_queue_bytes;
+  o.shaper.max_age_ns = std::uint64_t{cfg.membership.egress_max_age_ms} * 1'000'000ULL;
   o.seeds = cfg.membership.seeds;  // parsed by the loader (base/endpoint.h)
   o.cluster_id = ladder.cluster_id;
   o.snapshots = &snapshots;

@@ -120,6 +120,8 @@ constexpr Family kEgressDeferred{"gossipgw_egress_deferred_total", "counter",
                                  "Datagrams that waited for budget (datagrams)"};
 constexpr Family kEgressDropped{"gossipgw_egress_dropped_total", "counter",
                                 "Datagrams dropped from the full egress queue (datagrams)"};
+constexpr Family kEgressExpired{"gossipgw_egress_expired_total", "counter",
+                                "Datagrams dropped for waiting longer than egress_max_age_ms (datagrams)"};
 constexpr Family kEgressRefused{"gossipgw_egress_refused_total", "counter",
                                 "Datagrams the transmit path refused (datagrams)"};
 constexpr Family kEgressDepth{"gossipgw_egress_queue_depth", "gauge",
@@ -131,6 +133,7 @@ constexpr Field<cp::ShaperClassCounters> kShaperFields[] = {
     {"sent_bytes", &cp::ShaperClassCounters::sent_bytes, &kEgressSentBytes, ""},
     {"deferred", &cp::ShaperClassCounters::deferred, &kEgressDeferred, ""},
     {"dropped", &cp::ShaperClassCounters::dropped, &kEgressDropped, ""},
+    {"expired", &cp::ShaperClassCounters::expired, &kEgressExpired, ""},
     {"refused", &cp::ShaperClassCounters::refused, &kEgressRefused, ""},
     {"depth", &cp::ShaperClassCounters::depth, &kEgressDepth, ""},
     {"depth_max", &cp::ShaperClassCounters::depth_max, &kEgressDepthMax, ""},
@@ -291,6 +294,9 @@ constexpr Family kDeathsTold{"gossipgw_engine_probation_deaths_told_total", "cou
 constexpr Family kSurges{"gossipgw_engine_surges_total", "counter",
                          "Arrival surges recognised: never-seen members arriving faster than a running cluster grows "
                          "(surges)"};
+constexpr Family kBudgetHeld{"gossipgw_engine_budget_held_total", "counter",
+                             "What the engine held back to keep within membership.egress_bytes_per_sec: syncs not "
+                             "started or answered, gossip rounds cut short, proof pings put off (events)"};
 constexpr Family kGossipEager{"gossipgw_engine_gossip_eager_total", "counter",
                               "Gossip rounds brought forward for the death or departure of an established member "
                               "(rounds)"};
@@ -383,6 +389,9 @@ constexpr Field<EC> kEngineFields[] = {
     {"probation_forgotten", &EC::probation_forgotten, &ef::kProbationEnded, R"(outcome="forgotten")"},
     {"surges", &EC::surges, &ef::kSurges, ""},
     {"gossip_eager", &EC::gossip_eager, &ef::kGossipEager, ""},
+    {"sync_drop_budget", &EC::sync_drop_budget, &ef::kBudgetHeld, R"(what="sync")"},
+    {"gossip_budget_short", &EC::gossip_budget_short, &ef::kBudgetHeld, R"(what="gossip_round")"},
+    {"probation_proof_deferred", &EC::probation_proof_deferred, &ef::kBudgetHeld, R"(what="proof_ping")"},
     {"sync_digest_equal", &EC::sync_digest_equal, &ef::kDigestEqual, ""},
     {"sync_digest_differ", &EC::sync_digest_differ, &ef::kDigestDiffer, ""},
     {"sync_bucket_windows", &EC::sync_bucket_windows, &ef::kBucketWindows, ""},

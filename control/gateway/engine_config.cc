@@ -31,6 +31,8 @@ engine::EngineConfig engine_config(const config::Config& cfg, const dp::LocalEnd
   e.admit_rate = cfg.membership.admit_rate;
   e.admit_burst = cfg.membership.admit_burst;
   e.reconnect_timeout_ns = cfg.membership.reconnect_timeout_s * 1'000'000'000ULL;
+  // The shaper's budget (engine_plan): the engine sizes what it sends to it.
+  e.egress_bytes_per_sec = cfg.membership.egress_bytes_per_sec;
   // Seconds since the epoch: a restarted member always comes back with a
   // higher incarnation than any it used before, so its tombstone cannot hold it.
   e.initial_incarnation = base::unix_time_ns() / 1'000'000'000ULL;

@@ -3,7 +3,13 @@
 // its budget, whatever the protocol wants. When the budget is short the
 // lowest classes wait first: queues are served urgent, probe, gossip, bulk in
 // strict order, and when the queue bound is reached the lowest class queued
-// is dropped first. Pure (no DPDK): the clock is passed in.
+// is dropped first. A datagram also waits at most max_age_ns: older ones are
+// dropped (counted as expired), so the queue is bounded in time as well as in
+// bytes (at a tight budget a 4 MiB queue is a delay line of many minutes, and
+// what comes out of it is stale: acks long after their probe, news long
+// superseded). The engine sizes what it sends to the same budget
+// (EngineConfig::egress_bytes_per_sec), so the shaper is a backstop. Pure (no
+// DPDK): the clock is passed in.
 //
 // The shaper owns its queue, and what a datagram is stays the caller's: it
 // queues an opaque, movable payload with the datagram's size in bytes (the
@@ -35,6 +41,8 @@ struct ShaperConfig {
   std::uint64_t burst_bytes = config::MembershipConfig{}.egress_burst_bytes;
   // Bytes that may wait; beyond it the lowest class queued is dropped.
   std::uint64_t queue_bytes = config::MembershipConfig{}.egress_queue_bytes;
+  // How long a datagram may wait; an older one is dropped (expired). 0: no limit.
+  std::uint64_t max_age_ns = std::uint64_t{config::MembershipConfig{}.egress_max_age_ms} * 1'000'000ULL;
 };
 
 struct ShaperClassCounters {
@@ -42,6 +50,7 @@ struct ShaperClassCounters {
   std::uint64_t sent_bytes = 0;
   std::uint64_t deferred = 0;   // datagrams that had to wait (for budget or for higher classes)
   std::uint64_t dropped = 0;    // evicted or refused for want of queue space
+  std::uint64_t expired = 0;    // waited longer than max_age_ns: dropped
   std::uint64_t refused = 0;    // the transmit path refused them (see tx_queue)
   std::uint64_t depth = 0;      // datagrams waiting now
   std::uint64_t depth_max = 0;  // most ever waiting
@@ -85,7 +94,8 @@ class ShaperSink {
   virtual bool send(const dp::Endpoint& to, crypto::PriorityClass cls, Payload& payload,
                     std::size_t bytes) noexcept = 0;
   // Control lcore only. A queued datagram evicted for want of queue space
-  // (counted as dropped): its payload back, e.g. to reuse its buffer.
+  // (counted as dropped) or for its age (counted as expired): its payload
+  // back, e.g. to reuse its buffer.
   virtual void evicted(crypto::PriorityClass cls, Payload& payload) noexcept {
     (void)cls;
     (void)payload;
@@ -106,7 +116,8 @@ class EgressShaper {
   // `payload` was not taken (it is still the caller's).
   bool submit(const dp::Endpoint& to, crypto::PriorityClass cls, Payload&& payload, std::size_t bytes,
               std::uint64_t now_ns);
-  // Control lcore only. Sends queued datagrams as the budget refills.
+  // Control lcore only. Drops what waited longer than max_age_ns, then sends
+  // queued datagrams as the budget refills.
   void release(std::uint64_t now_ns);
   // Control lcore only. When release() will next let a datagram out: the
   // first time the head datagram (the oldest of the highest class waiting)
@@ -123,10 +134,14 @@ class EgressShaper {
   struct Pending {
     dp::Endpoint to;
     std::size_t bytes = 0;
+    std::uint64_t queued_ns = 0;
     Payload payload;
   };
 
   bool make_room(std::size_t cls, std::size_t bytes);
+  // Drops every datagram that has waited longer than max_age_ns (each class
+  // is in arrival order: its oldest are at the front).
+  void expire(std::uint64_t now_ns);
 
   ShaperConfig config_;
   ShaperSink<Payload>& sink_;
@@ -158,6 +173,7 @@ template <typename Payload>
 bool EgressShaper<Payload>::submit(const dp::Endpoint& to, crypto::PriorityClass cls, Payload&& payload,
                                    std::size_t bytes, std::uint64_t now_ns) {
   const auto c = static_cast<std::size_t>(cls);
+  expire(now_ns);
   if (queued_bytes_ + bytes > config_.queue_bytes && !make_room(c, bytes)) {
     ++counters_[c].dropped;  // nothing lower to give way: the newcomer waits no more
     return false;
@@ -168,7 +184,7 @@ bool EgressShaper<Payload>::submit(const dp::Endpoint& to, crypto::PriorityClass
   bool ahead = false;
   for (std::size_t h = 0; h <= c; ++h) ahead = ahead || !queues_[h].empty();
   if (ahead || !budget_.affords(bytes)) ++counters_[c].deferred;
-  queues_[c].push_back(Pending{to, bytes, std::move(payload)});
+  queues_[c].push_back(Pending{to, bytes, now_ns, std::move(payload)});
   queued_bytes_ += bytes;
   auto& k = counters_[c];
   k.depth_max = std::max(k.depth_max, ++k.depth);
@@ -177,7 +193,24 @@ bool EgressShaper<Payload>::submit(const dp::Endpoint& to, crypto::PriorityClass
 }
 
 template <typename Payload>
+void EgressShaper<Payload>::expire(std::uint64_t now_ns) {
+  if (config_.max_age_ns == 0 || queued_bytes_ == 0) return;
+  for (std::size_t c = 0; c < crypto::kClassCount; ++c) {
+    auto& q = queues_[c];
+    while (!q.empty() && now_ns - std::min(now_ns, q.front().queued_ns) > config_.max_age_ns) {
+      Pending p = std::move(q.front());
+      q.pop_front();
+      queued_bytes_ -= p.bytes;
+      ++counters_[c].expired;
+      --counters_[c].depth;
+      sink_.evicted(static_cast<crypto::PriorityClass>(c), p.payload);
+    }
+  }
+}
+
+template <typename Payload>
 void EgressShaper<Payload>::release(std::uint64_t now_ns) {
+  expire(now_ns);
   budget_.refill(now_ns);
   for (std::size_t c = 0; c < crypto::kClassCount; ++c) {
     auto& q = queues_[c];

@@ -68,6 +68,8 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
                  {"budget_violations", r.budget_violations},
                  {"queue_drops_by_class", r.egress_drops},
                  {"deferred_by_class", r.egress_deferred},
+                 {"expired_by_class", r.egress_expired},
+                 {"queue_bytes_max", r.egress_queue_bytes_max},
                  {"link_fraction_mean", r.link_fraction_mean},
                  {"link_fraction_max", r.link_fraction_max}};
   nlohmann::json det = nlohmann::json::array();

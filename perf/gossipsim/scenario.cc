@@ -172,7 +172,7 @@ void load_engine(const Reader& r, const Field& field, EngineConfig& c) {
 void load_network(const Reader& r, const Field& field, NetworkSpec& net) {
   const Map m(r, field,
               {"latency_base_ms", "latency_jitter_ms", "loss", "egress_bytes_per_s", "egress_burst_bytes",
-               "egress_queue_bytes", "members_per_link", "link_capacity_bytes_per_s"},
+               "egress_queue_bytes", "egress_max_age_ms", "members_per_link", "link_capacity_bytes_per_s"},
               false);
   r.set_millis(m, "latency_base_ms", net.latency_base_ns, 1e5);
   r.set_millis(m, "latency_jitter_ms", net.latency_jitter_ns, 1e5);
@@ -180,6 +180,7 @@ void load_network(const Reader& r, const Field& field, NetworkSpec& net) {
   r.set_uint(m, "egress_bytes_per_s", net.egress_bytes_per_s, 0, 1'000'000'000'000ULL);
   r.set_uint(m, "egress_burst_bytes", net.egress_burst_bytes, 1024, 1'000'000'000ULL);
   r.set_uint(m, "egress_queue_bytes", net.egress_queue_bytes, 1500, 10'000'000'000ULL);
+  r.set_millis(m, "egress_max_age_ms", net.egress_max_age_ns, 600'000);
   r.set_uint(m, "members_per_link", net.members_per_link, 0, 1'000'000);
   r.set_uint(m, "link_capacity_bytes_per_s", net.link_capacity_bytes_per_s, 0, 10'000'000'000'000ULL);
   if ((net.members_per_link == 0) != (net.link_capacity_bytes_per_s == 0)) {

@@ -32,6 +32,7 @@ struct NetworkSpec {
   std::uint64_t egress_bytes_per_s = 0;                               // per-node budget; 0 = unlimited
   std::uint64_t egress_burst_bytes = cp::ShaperConfig{}.burst_bytes;  // bucket depth; gateway default
   std::uint64_t egress_queue_bytes = cp::ShaperConfig{}.queue_bytes;  // backlog before drops; gateway default
+  std::uint64_t egress_max_age_ns = cp::ShaperConfig{}.max_age_ns;    // longest wait before a drop; gateway default
   std::uint32_t members_per_link = 0;                                 // nodes sharing one uplink; 0 = none
   std::uint64_t link_capacity_bytes_per_s = 0;                        // that uplink's capacity (measured against)
 };

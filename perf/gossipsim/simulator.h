@@ -166,6 +166,8 @@ struct Results {
   std::uint64_t urgent_drops = 0;
   std::array<std::uint64_t, 4> egress_drops = {};     // shaper drops by class
   std::array<std::uint64_t, 4> egress_deferred = {};  // shaper: datagrams that had to wait
+  std::array<std::uint64_t, 4> egress_expired = {};   // shaper: dropped for waiting past max_age
+  std::uint64_t egress_queue_bytes_max = 0;           // most bytes one member's shaper queue held
   std::uint64_t outbox_drops = 0;
   std::uint64_t budget_violations = 0;  // node-intervals above the egress budget
 

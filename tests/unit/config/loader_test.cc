@@ -867,6 +867,11 @@ TEST(ConfigLoaderMembership, EgressBudget) {
   EXPECT_EQ(c.membership.egress_burst_bytes, 2048u);
   EXPECT_REJECTED(with_minimal("membership:\n  egress_burst_bytes: 10\n"), "membership.egress_burst_bytes", 8, "");
   EXPECT_REJECTED(with_minimal("membership:\n  egress_queue_bytes: -1\n"), "membership.egress_queue_bytes", 8, "");
+  EXPECT_EQ(d.membership.egress_max_age_ms, 5000u);
+  EXPECT_EQ(parse_config(with_minimal("membership:\n  egress_max_age_ms: 250\n"), kSource, kBaseDir)
+                .membership.egress_max_age_ms,
+            250u);
+  EXPECT_REJECTED(with_minimal("membership:\n  egress_max_age_ms: 5\n"), "membership.egress_max_age_ms", 8, "");
 }
 
 // --- limits (replay, rate limits) and classifier --------------------------

@@ -29,7 +29,9 @@ TEST(Adapters, TheEngineTakesThePresetThenTheConfigsFields) {
   cfg.membership.preset = "wan";
   cfg.membership.admit_rate = 7;
   cfg.membership.tags = {{"role", "db"}};
+  cfg.membership.egress_bytes_per_sec = 3000;
   const engine::EngineConfig e = engine_config(cfg, local_of(cfg));
+  EXPECT_EQ(e.egress_bytes_per_sec, 3000u);  // the shaper's budget: the engine sizes what it sends to it
   EXPECT_EQ(e.probe_interval_ns, engine::EngineConfig::wan().probe_interval_ns);
   EXPECT_EQ(e.name, "gw-a");
   EXPECT_EQ(e.addr.port, 7946);

@@ -117,6 +117,51 @@ TEST(EgressShaper, FullQueueDropsTheLowestClassFirst) {
   EXPECT_EQ(s.counters()[1].depth_max, 1u);
 }
 
+TEST(EgressShaper, NothingWaitsLongerThanItsMaximumAge) {
+  RecordingSink sink;
+  // 1,000 B/s, a 1,000-byte bucket, a queue far larger than the budget drains
+  // in a second, and a 2 s age bound: the queue is bounded in time too.
+  Shaper s({1'000, 1'000, 1'000'000, 2'000 * kMs}, sink, 0);
+  ASSERT_TRUE(submit(s, PriorityClass::kGossip, 1'000, 0, 1));  // the bucket lets it out
+  ASSERT_EQ(sink.sent.size(), 1u);
+  for (int i = 2; i <= 5; ++i) ASSERT_TRUE(submit(s, PriorityClass::kGossip, 1'000, 0, i));
+  ASSERT_TRUE(submit(s, PriorityClass::kUrgent, 1'000, 500 * kMs, 6));
+  // At 1.5 s the urgent one has gone (ahead of the gossip), the gossip waits.
+  s.release(1'500 * kMs);
+  ASSERT_EQ(sink.sent.size(), 2u);
+  EXPECT_EQ(sink.sent[1].id, 6);
+  // Past 2 s of age the four gossip datagrams queued at 0 are stale: dropped
+  // before the refill could let one out, counted as expired (not as dropped
+  // for space), their payloads given back.
+  s.release(2'001 * kMs);
+  EXPECT_EQ(s.counters()[2].expired, 4u);
+  EXPECT_EQ(s.counters()[2].dropped, 0u);
+  EXPECT_EQ(s.counters()[2].sent, 1u);
+  EXPECT_EQ(s.counters()[0].expired, 0u);
+  EXPECT_EQ(s.queued(PriorityClass::kGossip), 0u);
+  EXPECT_EQ(s.queued_bytes(), 0u);
+  EXPECT_EQ(sink.evicted_ids, (std::vector<Id>{2, 3, 4, 5}));
+  EXPECT_EQ(s.next_release_ns(2'001 * kMs), Shaper::kNever);
+  // A submission expires what is stale even when nothing was released since.
+  ASSERT_TRUE(submit(s, PriorityClass::kBulk, 5'000, 3'000 * kMs, 7));  // debt: 4,000 B
+  ASSERT_TRUE(submit(s, PriorityClass::kBulk, 100, 3'000 * kMs, 8));
+  ASSERT_TRUE(submit(s, PriorityClass::kProbe, 100, 5'500 * kMs, 9));
+  EXPECT_EQ(s.counters()[3].expired, 1u);
+  EXPECT_EQ(s.queued(PriorityClass::kBulk), 0u);
+}
+
+TEST(EgressShaper, AZeroMaximumAgeKeepsEverythingUntilItGoes) {
+  RecordingSink sink;
+  Shaper s({1'000, 1'000, 1'000'000, 0}, sink, 0);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(submit(s, PriorityClass::kGossip, 1'000, 0, i));
+  s.release(60'000 * kMs);  // a full bucket: one goes
+  s.release(61'000 * kMs);
+  s.release(62'000 * kMs);
+  s.release(63'000 * kMs);
+  EXPECT_EQ(sink.sent.size(), 4u);
+  EXPECT_EQ(s.counters()[2].expired, 0u);
+}
+
 TEST(EgressShaper, OversizedDatagramGoesWhenTheBucketIsFull) {
   RecordingSink sink;
   Shaper s({1'000, 500, 100'000}, sink, 0);
@@ -150,7 +195,7 @@ TEST(EgressShaper, RefusalsByTheTransmitPathAreCounted) {
 // evicted; a refused newcomer is never taken.
 TEST(EgressShaper, PayloadsGoOutOrComeBackExactlyOnce) {
   RecordingSink sink;
-  Shaper s({1, 1, 3'000}, sink, 0);
+  Shaper s({1, 1, 3'000, 0}, sink, 0);  // no age bound: its waits are long
   EXPECT_TRUE(submit(s, PriorityClass::kBulk, 1000, 0, 1));  // out at once, then debt
   EXPECT_TRUE(submit(s, PriorityClass::kBulk, 1000, 0, 2));
   EXPECT_TRUE(submit(s, PriorityClass::kGossip, 1000, 0, 3));
