@@ -330,7 +330,7 @@ def main():
                     declared_gone.add((o, s, k))
                     detections.append((t, o, s, k))
                 elif kind == "failed":
-                    rec = (round(t - t_begin, 1), names[o], names[s], inc)
+                    rec = (round(t - t_begin, 1), names[o], names[s], inc, t)
                     across = part and part[0] <= t < part[1] and ((o in group) != (s in group))
                     healed = part and part[1] <= t < part[1] + after_heal_window
                     # A partitioned member is cut from everyone (its link is
@@ -366,23 +366,24 @@ def main():
               f"after heal within {after_heal_window:.0f} s: {len(heal_f)}) in {member_hours:.2f} member-hours")
         for rec in false_f[:20]:
             print(f"    at {rec[0]} s {rec[1]} declared {rec[2]} (incarnation {rec[3]}) failed")
+        fig["false_failure_list"] = [r[:4] for r in false_f[:50]]
         # How long each declaration after the heal stood: until the observer
         # saw the member alive again (its refutation).
         flaps = []
         for rec in heal_f:
-            t_rec = rec[0] + t_begin
-            back_at = next((t for t, o, s, kind, _ in events if t > t_rec - 0.001 and names[o] == rec[1]
+            t_rec = rec[4]
+            back_at = next((t for t, o, s, kind, _ in events if t >= t_rec and names[o] == rec[1]
                             and names[s] == rec[2] and kind in ("join", "update")), None)
             flaps.append(None if back_at is None else back_at - t_rec)
         if heal_f:
             fig["after_heal_back_within_s"] = (None if None in flaps else round(max(flaps), 1))
-            fig["after_heal_first_s"] = round(heal_f[0][0] + t_begin - part[1], 1)
-            fig["after_heal_last_s"] = round(heal_f[-1][0] + t_begin - part[1], 1)
+            fig["after_heal_first_s"] = round(heal_f[0][4] - part[1], 2)
+            fig["after_heal_last_s"] = round(heal_f[-1][4] - part[1], 2)
         for rec, fl in list(zip(heal_f, flaps))[:10]:
             print(f"    after heal: at {rec[0]} s {rec[1]} declared {rec[2]} failed"
                   + (f", alive again there {fl:.1f} s later" if fl is not None else ", never alive there again"))
         check("every member declared failed after the heal is alive again where it was declared",
-              None not in flaps, str([r for r, f in zip(heal_f, flaps) if f is None][:10]))
+              None not in flaps, str([r[:4] for r, f in zip(heal_f, flaps) if f is None][:10]))
         check("0 false failures of live members (outside the partition and its aftermath)", not false_f,
               f"{len(false_f)}")
         check("0 resurrections", not resurrections, str(resurrections[:10]))
