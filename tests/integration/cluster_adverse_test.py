@@ -173,14 +173,31 @@ def main():
                       f"extra {sorted(got - want, key=lambda n: index.get(n, 99))}")
         sys.stdout.flush()
 
+    def diff_line(vs):
+        want = {names[i] for i in running}
+        parts = []
+        for i, v in sorted(vs.items()):
+            got = view_set(v)
+            if got != want:
+                miss = ",".join(n[3:] for n in sorted(want - got, key=index.get))
+                extra = ",".join(n[3:] for n in sorted(got - want, key=lambda n: index.get(n, 99)))
+                parts.append(f"{i}:" + (f"-{miss}" if miss else "") + (f"+{extra}" if extra else ""))
+        return " ".join(parts)
+
     def wait_exact(bound, what):
+        # Every 5 s while it is not exact: which view misses (-) or holds too
+        # much (+) of whom, e.g. "5:-1,2" (gw-5 misses gw-1 and gw-2).
         t0 = time.time()
         last = None
+        next_print = t0 + 5.0
         while True:
             vs = views()
             if exact(vs):
                 return time.time() - t0, vs
             last = vs
+            if time.time() >= next_print:
+                print(f"  {what} +{time.time() - t0:.0f} s: {diff_line(vs)}", flush=True)
+                next_print += 5.0
             if time.time() - t0 > bound:
                 print(f"  {what}: views not exact after {bound:.0f} s:")
                 show_diff(last)
