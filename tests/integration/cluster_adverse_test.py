@@ -37,7 +37,6 @@ docs/cluster.md and perf/RESULTS.md have the figures beside gossipsim's
 """
 import argparse
 import json
-import math
 import os
 import random
 import signal
