@@ -17,7 +17,7 @@ Commands:
   up [--nodes K] [--preset local|lan|wan] [--seeds N] [--idle-backoff-us N]
      [--framecnt N] [--log-level L] [--bin-dir DIR] [--no-start]
         create the namespaces, bridge, veths, keys and one config per gateway
-        in DIR, then start every gateway (K: 3..5, default 3; the first N
+        in DIR, then start every gateway (K: 3..32, default 3; the first N
         nodes, default 1, are everyone's seeds; preset default local;
         dataplane.idle_backoff_us default 500, so all gateways share two
         cores; af_packet ring of --framecnt frames, default 16384; log level
@@ -89,7 +89,7 @@ atk_mac=02:47:57:00:00:fe
 port=7946
 metrics_port=9464
 bridge=gwcbr0
-max_nodes=5
+max_nodes=32
 
 need_root() { [ "$(id -u)" = 0 ] || die "needs root (network namespaces, veths, DPDK af_packet)"; }
 
@@ -252,7 +252,7 @@ up() {
       *) die "up: unknown option '$1' (try --help)" ;;
     esac
   done
-  [[ "$nodes" =~ ^[3-5]$ ]] || die "--nodes: $nodes is not in 3..5"
+  [[ "$nodes" =~ ^[0-9]+$ ]] && [ "$nodes" -ge 3 ] && [ "$nodes" -le $max_nodes ] || die "--nodes: $nodes is not in 3..$max_nodes"
   [[ "$seeds" =~ ^[1-9]$ ]] && [ "$seeds" -le "$nodes" ] || die "--seeds: 1..--nodes"
   case "$preset" in local|lan|wan) ;; *) die "--preset: local, lan or wan" ;; esac
   [[ "$backoff" =~ ^[0-9]+$ ]] || die "--idle-backoff-us: a whole number"

@@ -98,7 +98,7 @@ def read_pcap(path):
 
 class Cluster:
     def __init__(self, script, bin_dir, nodes=3, preset="local", cluster_id=None, work_dir=None,
-                 idle_backoff_us=500, log=print):
+                 idle_backoff_us=500, log=print, seeds=1, framecnt=None):
         self.script = script
         self.bin_dir = bin_dir
         self.n = nodes
@@ -106,6 +106,8 @@ class Cluster:
         self.id = cluster_id or str(os.getpid() % 10_000_000)
         self.dir = work_dir or f"/tmp/gwc{self.id}"
         self.idle_backoff_us = idle_backoff_us
+        self.seeds = seeds
+        self.framecnt = framecnt
         self.log = log
         self.info = None
         self.helpers = []  # Popen of tcpdump etc., registered for teardown
@@ -122,7 +124,8 @@ class Cluster:
 
     def up(self):
         r = self.sh("up", "--nodes", str(self.n), "--preset", self.preset, "--bin-dir", self.bin_dir,
-                    "--idle-backoff-us", str(self.idle_backoff_us), timeout=300)
+                    "--idle-backoff-us", str(self.idle_backoff_us), "--seeds", str(self.seeds),
+                    *(["--framecnt", str(self.framecnt)] if self.framecnt else []), timeout=600)
         self.log(r.stdout.rstrip())
         self.info = json.loads(self.sh("status", "--json").stdout)
         self.api = self._detect_api()
