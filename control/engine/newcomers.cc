@@ -146,16 +146,9 @@ bool Newcomers::burying(Member& m, std::uint64_t incarnation, MemberStatus statu
   if (auto intro = introducers_.find(m.name.id()); intro != introducers_.end()) {
     // Its introducer vouched for it: tell it first-hand (it may be the only
     // one with it in its view; a death is gossiped only by those who knew).
-    // Our suspicion, not our verdict: we never had it in our view, and the
-    // proof pings we sent went unanswered, which says as much about us (a
-    // member that just restarted has everyone on probation and its link
-    // full of its join) as about it. The introducer checks for itself: a
-    // storm's phantom fails its probe and is buried at once, a live member
-    // refutes. As a Dead it buried live restarted members cluster-wide
-    // (mass-restart-4500-waves: 103,048 false failures of new lives).
     if (status == MemberStatus::kDead && (told_by == nullptr || intro->second != *told_by)) {
       ++core_.counters.probation_death_told;
-      fx_.send(intro->second, PriorityClass::kUrgent, Compound{Suspect{incarnation, m.name.str(), core_.config.name}},
+      fx_.send(intro->second, PriorityClass::kUrgent, Compound{Dead{incarnation, m.name.str(), core_.config.name}},
                false);
     }
     introducers_.erase(intro);
