@@ -359,6 +359,7 @@ void AntiEntropy::run(std::uint64_t now_ns) {
   if (now_ns >= settle_sync_ns_) {
     settle_sync_ns_ = UINT64_MAX;
     settle_peer_.reset();
+    settle_peer_direct_ = false;
   }
   if (now_ns >= next_reconnect_ns_) {
     if (!leaving) reconnect(now_ns);

@@ -54,14 +54,21 @@ class AntiEntropy {
   // `name_id` (at `addr`) failed and is alive again: a partition may have
   // healed, and our view may hold, unknowingly, members that died on the
   // other side meanwhile (nobody here could probe them). One digest sync a
-  // settle delay after the last return (cheap when the views agree), with
-  // the member that returned last: it comes from the other side, which saw
-  // those deaths. The periodic sync is minutes away at scale, and a random
-  // peer is often one of our own side (partition-9010, 90/10: zombies held
-  // 165 s after the heal, and 85 s with a settle sync to a random peer).
-  void note_returned(std::uint32_t name_id, const Address& addr, std::uint64_t now_ns) {
+  // settle delay after the last return (cheap when the views agree), with a
+  // member that returned: it comes from the other side, which saw those
+  // deaths. One that told us itself (`direct`) is preferred to the latest
+  // return: a return heard second-hand may be a life that has ended since
+  // (asymmetric-1000: the settle sync went to a member that had refuted on
+  // the unheard side and crashed later, and a view held a live member dead
+  // 66 s after the heal). The periodic sync is minutes away at scale, and a
+  // random peer is often one of our own side (partition-9010, 90/10: zombies
+  // held 165 s after the heal, and 85 s with a settle sync to a random peer).
+  void note_returned(std::uint32_t name_id, const Address& addr, bool direct, std::uint64_t now_ns) {
     if (!failed_.remove(name_id)) return;
-    settle_peer_ = addr;
+    if (direct || !settle_peer_direct_) {
+      settle_peer_ = addr;
+      settle_peer_direct_ = direct;
+    }
     settle_after_join(now_ns);
   }
   // The member we hold failed under `name_id`, if any.
@@ -120,6 +127,7 @@ class AntiEntropy {
   std::uint64_t settle_sync_ns_ = UINT64_MAX;
   // The settle sync's peer when a failed member returned (note_returned).
   std::optional<Address> settle_peer_;
+  bool settle_peer_direct_ = false;  // settle_peer_ told us of its return itself
   std::uint64_t next_reconnect_ns_ = UINT64_MAX;  // reconnect(); never with reconnect_interval_ns 0
   // Our periodic syncs that asked with a digest only, still unanswered, and
   // the responder's bucket digests once its first part is in.

@@ -183,7 +183,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
       tell_if_failed(m->name.id(), m->addr(), now_ns);
       return;
     }
-    anti_entropy_.note_returned(m->name.id(), a.addr, now_ns);
+    anti_entropy_.note_returned(m->name.id(), a.addr, inbound_.from != nullptr && *inbound_.from == a.addr, now_ns);
     m->incarnation = a.incarnation;
     m->set_profile(a.addr, a.tags, a.protocol_version);
     core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
@@ -261,7 +261,7 @@ void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source)
   if (m == nullptr) return;
   probing_.add_member(m->name);
   if (returning) {
-    anti_entropy_.note_returned(m->name.id(), a.addr, now_ns);
+    anti_entropy_.note_returned(m->name.id(), a.addr, inbound_.from != nullptr && *inbound_.from == a.addr, now_ns);
     newcomers_.remember(*m);
   } else {
     newcomers_.admitted(*m, inbound_.from, now_ns);

@@ -694,5 +694,56 @@ TEST(Engine, AfterAFailedMemberReturnsTheSettleSyncGoesToIt) {
   EXPECT_EQ(d.e.counters().sync_started, syncs + 1);
 }
 
+TEST(Engine, TheSettleSyncPrefersAMemberThatToldUsOfItsReturnItself) {
+  // Two members we hold failed return: 5 tells us itself, then a peer tells
+  // us of 6 (second-hand: 6 may have refuted where we could not hear it and
+  // died since). The settle sync goes to 5, which is alive and from the other
+  // side; the latest return alone would pick 6.
+  EngineConfig c = config();
+  c.reconnect_interval_ns = 0;
+  c.push_pull_interval_ns = 600 * kSecond;
+  Driver d(c);
+  d.add_members(1, 8);
+  run_with_established(d, 8, kStart + 300 * kSecond);
+  d.handle(1, {Dead{1, name(5), name(1)}, Dead{1, name(6), name(1)}});
+  ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kDead);
+  ASSERT_EQ(d.e.member(name(6))->status, MemberStatus::kDead);
+  d.handle(5, {alive(5, 2)});
+  d.handle(2, {alive(6, 2)});
+  ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kAlive);
+  ASSERT_EQ(d.e.member(name(6))->status, MemberStatus::kAlive);
+  std::vector<std::size_t> sync_peers;
+  d.run_until(d.now + 60 * kSecond, [&](const Outgoing& o) {
+    const std::size_t to = index_of(o.to);
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+    if (find_msg<SyncRequest>(o) != nullptr) sync_peers.push_back(to);
+  });
+  ASSERT_EQ(sync_peers.size(), 1u) << "one settle sync";
+  EXPECT_EQ(sync_peers.front(), 5u);
+}
+
+TEST(Engine, WithNoDirectReturnTheSettleSyncGoesToTheLatestReturned) {
+  // Every return heard second-hand: the latest returned member is asked (it
+  // is from the other side), not the peer that passed the news on.
+  EngineConfig c = config();
+  c.reconnect_interval_ns = 0;
+  c.push_pull_interval_ns = 600 * kSecond;
+  Driver d(c);
+  d.add_members(1, 8);
+  run_with_established(d, 8, kStart + 300 * kSecond);
+  d.handle(1, {Dead{1, name(5), name(1)}, Dead{1, name(6), name(1)}});
+  d.handle(2, {alive(5, 2)});
+  d.handle(2, {alive(6, 2)});
+  ASSERT_EQ(d.e.member(name(6))->status, MemberStatus::kAlive);
+  std::vector<std::size_t> sync_peers;
+  d.run_until(d.now + 60 * kSecond, [&](const Outgoing& o) {
+    const std::size_t to = index_of(o.to);
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+    if (find_msg<SyncRequest>(o) != nullptr) sync_peers.push_back(to);
+  });
+  ASSERT_EQ(sync_peers.size(), 1u) << "one settle sync";
+  EXPECT_EQ(sync_peers.front(), 6u);
+}
+
 }  // namespace
 }  // namespace gw::cp::engine
