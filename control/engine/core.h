@@ -47,6 +47,33 @@ inline std::size_t tag_bytes(const std::vector<Tag>& tags) {
 // A name longer than this is no member's.
 inline constexpr std::size_t kMaxNameBytes = 255;
 
+// The share of our direct pings to live members that went unanswered: lost
+// on the way there or back. A probe answered only through helpers is a
+// direct round trip lost to a member that was alive; a probe nobody answered
+// says nothing (the member may be dead: a storm's phantoms are not loss).
+// Decayed (halved every kWindow samples), so it follows the network within a
+// few minutes of probes; zero until kMinSamples.
+class RoundTripLoss {
+ public:
+  void note(bool lost) {
+    ++(lost ? lost_ : answered_);
+    if (lost_ + answered_ >= 2 * kWindow) {
+      lost_ /= 2;
+      answered_ /= 2;
+    }
+  }
+  double fraction() const {
+    const std::uint32_t n = lost_ + answered_;
+    return n < kMinSamples ? 0.0 : static_cast<double>(lost_) / n;
+  }
+
+ private:
+  static constexpr std::uint32_t kWindow = 64;
+  static constexpr std::uint32_t kMinSamples = 16;
+  std::uint32_t lost_ = 0;
+  std::uint32_t answered_ = 0;
+};
+
 struct Core {
   // `config` is sanitized (zero intervals raised to 1 ms, incarnation bounds
   // clamped), and we are the table's first entry.
@@ -61,6 +88,7 @@ struct Core {
   std::uint32_t next_seq = 1;       // probes, relays, proof pings and syncs share one numbering
   std::uint64_t last_now_ns = 0;    // latest time seen (tick or handle)
   bool leaving = false;             // our Leave is out: we probe, sync and accuse nobody
+  RoundTripLoss round_trip_loss;     // our direct pings to live members unanswered
   std::vector<Outgoing> outbox;
   std::deque<MemberEvent> events;
   std::deque<UserData> user_data;

@@ -50,7 +50,7 @@ namespace gw::cp::engine {
   X(probation_died, "probationers that died on probation (never in the view)")                                        \
   X(probation_proof_pings, "proof-of-life pings sent to probationers")                                                \
   X(probation_proof_acks, "proof-of-life pings answered")                                                             \
-  X(probation_unproven, "probationers unanswered kProofPings times: declared dead (also in probation_died)")          \
+  X(probation_unproven, "probationers unanswered by all their proof pings: declared dead (also in probation_died)")          \
   X(probation_death_told, "probationer deaths told to the member that introduced them")                               \
   X(probation_forgotten, "probationers never proved alive: forgotten, no verdict")                                    \
   X(stale_corrections, "datagrams answering stale news: our Dead or Leave, our Suspect, the newer Alive")             \

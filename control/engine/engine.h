@@ -90,6 +90,9 @@ class Engine final : private Effects {
   std::size_t num_live() const { return core_.table.live_count(); }
   Counters counters() const;
   std::uint32_t health_score() const { return probing_.awareness().score(); }
+  // The share of our direct pings to live members that went unanswered
+  // (Core::RoundTripLoss): what sets a probationer's proof pings.
+  double round_trip_loss() const { return core_.round_trip_loss.fraction(); }
   // The probe ring's clock at our `now_ns` (Probing::ring_clock): what the
   // ring's rounds are read from, agreed through the pings.
   std::uint64_t ring_clock(std::uint64_t now_ns) const { return probing_.ring_clock(now_ns); }

@@ -1,6 +1,7 @@
 #include "control/engine/newcomers.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 namespace gw::cp::engine {
@@ -196,8 +197,25 @@ bool Newcomers::on_ack(const Ack& m, std::uint64_t now_ns) {
   if (pp == proof_seqs_.end() || pp->second != m.seq_no) return false;
   t->heard_ns = now_ns;
   proof_seqs_.erase(pp);
-  if (t->probation) ++core_.counters.probation_proof_acks;
+  if (t->probation) {
+    ++core_.counters.probation_proof_acks;
+    // A live probationer: the proof pings before this one were lost (a
+    // probation is where a member meets most of the others: while a
+    // cluster forms, our own probes are too few to measure the loss by).
+    for (std::uint8_t i = 1; i < t->proof_pings; ++i) core_.round_trip_loss.note(true);
+    core_.round_trip_loss.note(false);
+  }
   return true;
+}
+
+std::uint8_t Newcomers::proof_pings_needed() const {
+  // n losses in a row at round-trip loss q: q^n. Held at kProofLossDesign^
+  // kProofPings (6e-6 per probationer).
+  const double q = core_.round_trip_loss.fraction();
+  if (q <= kProofLossDesign) return kProofPings;
+  if (q >= 0.9) return kMaxProofPings;
+  const double n = std::ceil(kProofPings * std::log(kProofLossDesign) / std::log(q));
+  return static_cast<std::uint8_t>(std::min<double>(n, kMaxProofPings));
 }
 
 std::optional<std::uint32_t> Newcomers::send_proof_ping(const Member& m) {
@@ -279,12 +297,14 @@ void Newcomers::end_probations(std::uint64_t now_ns) {
     // interval later. A probe of each would take a probe slot apiece, and in
     // a storm probationers arrive faster than probes go out. Unanswered
     // kProofPings times, a probe interval apart (a false verdict needs that
-    // many losses in a row: 2 % per round trip at 1 % loss, so 1.6e-7): it
-    // never had standing (it was never in the view), so it is dead at once,
+    // many losses in a row: 2 % per round trip at 1 % loss, so 1.6e-7; more
+    // pings on a lossy network, proof_pings_needed: at 20 % loss, a 36 %
+    // round-trip loss, 4 buried 1.7 % of live probationers, each in every
+    // view): it never had standing (it was never in the view), so it is dead at once,
     // as a failed probe of it would have it; its Dead tells the others that
     // heard of it, and its introducer first-hand.
     if (m->heard_ns < m->live_since_ns + c.probation_ns / 2) {
-      if (m->proof_pings < kProofPings) {
+      if (m->proof_pings < proof_pings_needed()) {
         // Proof pings are probes out of turn, over the ring's one a round:
         // under an egress budget they go only when the budget has room for
         // gossip (egress_budget.h), else the look is put off a probe interval

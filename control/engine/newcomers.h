@@ -86,8 +86,14 @@ class Newcomers {
   void end_probations(std::uint64_t now_ns);
   std::uint64_t next_deadline() const;
 
-  // Proof pings a probationer gets before it is declared dead unproven.
+  // Proof pings a probationer gets before it is declared dead unproven: at
+  // least kProofPings, and as many as keep a false verdict as rare as
+  // kProofPings make it at kProofLossDesign round-trip loss, at the loss we
+  // measure (Core::round_trip_loss), up to kMaxProofPings.
   static constexpr std::uint8_t kProofPings = 4;
+  static constexpr std::uint8_t kMaxProofPings = 16;
+  static constexpr double kProofLossDesign = 0.05;
+  std::uint8_t proof_pings_needed() const;
   // Probe intervals a suspected newcomer has to refute before its suspicion
   // counts towards a storm: it hears it on the next probe of it (or a
   // retelling), and its refutation spreads in a gossip epidemic.

@@ -108,6 +108,7 @@ bool Probing::on_probe_ack(const Ack& m, std::uint64_t now_ns) {
   } else {
     ++core_.counters.probe_ack_indirect;
   }
+  core_.round_trip_loss.note(probe->indirect_sent);
   probe.reset();
   return true;
 }

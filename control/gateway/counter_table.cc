@@ -286,8 +286,9 @@ constexpr Family kProofPings{"gossipgw_engine_probation_proof_pings_total", "cou
 constexpr Family kProofAcks{"gossipgw_engine_probation_proof_acks_total", "counter",
                             "Proof-of-life pings answered: the probationer is alive (datagrams)"};
 constexpr Family kUnproven{"gossipgw_engine_probation_unproven_total", "counter",
-                           "Probationers declared dead after four unanswered proof pings, a probe interval apart "
-                           "(also in probation_ended{outcome=\"died\"}) (members)"};
+                           "Probationers declared dead after their proof pings went unanswered (four, a probe "
+                           "interval apart; more on a lossy network) (also in probation_ended{outcome=\"died\"}) "
+                           "(members)"};
 constexpr Family kDeathsTold{"gossipgw_engine_probation_deaths_told_total", "counter",
                              "Deaths on probation told first-hand to the member that told us of the newcomer "
                              "(datagrams)"};

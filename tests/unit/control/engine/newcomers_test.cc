@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -220,6 +222,93 @@ TEST(Engine, AProbationerThatNeverProvesLifeIsDeadAfterFourProofPings) {
   EXPECT_TRUE(dead_sent);
   EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(200)), 0u);
   EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(200)), 0u);
+}
+
+// Our probes' direct pings to live members are lost for one probe number in
+// `one_in` (their helpers' pings get through, so every probe is answered);
+// then a probationer that never answers: how many proof pings it gets before
+// it is declared dead unproven.
+std::size_t proof_pings_on_a_lossy_path(std::uint32_t one_in, double& measured) {
+  Driver d(surge_config());
+  d.add_members(1, 9);
+  auto lossy = [&](const Outgoing& o) {
+    const std::size_t to = index_of(o.to);
+    if (to == 0 || to >= 100) return;
+    if (const Ping* p = find_msg<Ping>(o); p && p->target == name(to)) {
+      if (p->seq_no % one_in != 0) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+    }
+    if (const IndirectPing* ip = find_msg<IndirectPing>(o)) d.e.handle(o.to, {Ack{ip->seq_no, ip->target}}, d.now);
+  };
+  d.run_until(kStart + 300 * kSecond, lossy);
+  EXPECT_EQ(d.e.counters().suspicions, 0u) << "every probe answered, through helpers when the direct ping was lost";
+  measured = d.e.round_trip_loss();
+  d.add_members(100, 102);
+  EXPECT_TRUE(d.e.in_surge(d.now));
+  d.handle(3, {alive(200)});
+  EXPECT_TRUE(d.e.member(name(200))->probation);
+  std::size_t proofs = 0;
+  std::size_t proofs_at_verdict = 0;
+  d.run_until(d.now + d.e.config().probation_ns + 20 * d.e.config().probe_interval_ns, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o); p && o.to == addr(200)) ++proofs;
+    if (proofs_at_verdict == 0 && d.e.counters().probation_unproven > 0) proofs_at_verdict = proofs;
+    lossy(o);
+  });
+  EXPECT_EQ(d.e.counters().probation_unproven, 1u);
+  EXPECT_EQ(d.e.member(name(200))->status, MemberStatus::kDead);
+  EXPECT_EQ(proofs, proofs_at_verdict) << "no proof ping after the verdict";
+  return proofs;
+}
+
+TEST(Engine, OnALossyPathAProbationerGetsMoreProofPingsBeforeAVerdict) {
+  // Four unanswered proof pings bury a live probationer q^4 of the time at
+  // round-trip loss q (1.2 % at 33 %, about what 20 % datagram loss makes),
+  // and its Dead reaches every view. The engine asks until a false verdict is
+  // as rare as four make it at 5 %: ceil(4 ln 0.05 / ln q) proof pings, at
+  // most 16.
+  double q = 0;
+  EXPECT_EQ(proof_pings_on_a_lossy_path(1000, q), 4u);  // no loss: four, as always
+  EXPECT_LT(q, 0.01);
+  EXPECT_EQ(proof_pings_on_a_lossy_path(10, q), 6u);  // 10 %: ceil(5.2)
+  EXPECT_NEAR(q, 0.1, 0.02);
+  EXPECT_EQ(proof_pings_on_a_lossy_path(2, q), 16u);  // 50 %: ceil(17.3), capped
+  EXPECT_NEAR(q, 0.5, 0.04);
+}
+
+TEST(Engine, ProofPingsAnsweredLateCountAsLossForTheNextProbationers) {
+  // While a cluster forms our own probes are too few to measure the loss by:
+  // a probationer that proves itself at its fourth proof ping says the three
+  // before were lost. Sixty-four such arrive; one that arrives a probe
+  // interval later and never answers gets the most proof pings (16), not
+  // four: the loss measured from the others' proofs (3 lost for each one
+  // answered), above what our own answered probes before say, is over 50 %.
+  Driver d(surge_config());
+  start_surge(d);
+  EXPECT_EQ(d.e.round_trip_loss(), 0.0) << "every probe answered directly";
+  const std::uint64_t interval = d.e.config().probe_interval_ns;
+  std::map<std::size_t, int> pings;  // proof pings seen per probationer
+  std::size_t silent_proofs = 0;
+  auto answer_fourth = [&](const Outgoing& o) {
+    const std::size_t to = index_of(o.to);
+    const Ping* p = find_msg<Ping>(o);
+    if (p == nullptr || to < 200) return;
+    if (to == 300) {
+      ++silent_proofs;
+      return;
+    }
+    if (++pings[to] == 4) d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+  };
+  // run_answering leaves the probationers' pings to answer_fourth.
+  std::set<std::size_t> probationers{300};
+  for (std::size_t i = 200; i < 264; ++i) probationers.insert(i);
+  for (std::size_t i = 200; i < 264; ++i) d.handle(3, {alive(i)});
+  run_answering(d, d.now + interval, probationers, answer_fourth);
+  d.handle(3, {alive(300)});
+  for (const std::size_t i : probationers) ASSERT_TRUE(d.e.member(name(i))->probation);
+  run_answering(d, d.now + d.e.config().probation_ns + 20 * interval, probationers, answer_fourth);
+  EXPECT_EQ(d.e.counters().probation_proof_acks, 64u);
+  EXPECT_GT(d.e.round_trip_loss(), 0.5);
+  EXPECT_EQ(silent_proofs, 16u);
+  EXPECT_EQ(d.e.counters().probation_unproven, 1u);
 }
 
 TEST(Engine, AProbationerThatDiesTellsItsIntroducerFirstHand) {
