@@ -37,6 +37,7 @@ namespace gw::cp::engine {
   X(conflict_address, "a live member's name at another address, not newer")                                          \
   X(tags_drop_too_large, "Alive whose tags exceed max_tag_bytes")                                                     \
   X(alive_drop_no_addr, "Alive without an address")                                                                   \
+  X(msg_drop_martian_addr, "Alive, ping or indirect ping naming an address no member can have (ours, broadcast...)")  \
   X(alive_drop_bad_name, "Alive with an empty name or one longer than kMaxNameBytes")                                 \
   X(refutations, "suspicions or deaths of ourselves refuted")                                                         \
   X(suspicions, "members suspected")                                                                                  \

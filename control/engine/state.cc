@@ -171,6 +171,13 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     return;
   }
   Member* m = core_.table.find(a.node, name_id);
+  // An address no member can have (broadcast, multicast, loopback, 0.0.0.0,
+  // ours): stored, every probe and gossip to it would go there. About us it
+  // is another host claiming our name (below) unless it is our own address.
+  if (core_.martian(a.addr) && !(m != nullptr && m->name.id() == core_.self_name.id())) {
+    ++n.msg_drop_martian_addr;
+    return;
+  }
   // Incarnations only grow by the member's own refutations and restarts: one far
   // beyond what we hold is corrupt or hostile, and trusting it would pin the
   // member (or us, through refutation) near the top of the range.

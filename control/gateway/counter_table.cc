@@ -173,7 +173,7 @@ constexpr Family kIgnored{
     "Received messages the engine ignored, by message type and reason (alive: tombstone, graveyard, no_addr, "
     "bad_name, tags_too_large; update (alive/suspect/dead/leave about a member): stale, unknown, far_future, "
     "beyond_clock; suspect (a confirmation): confirmer_unvouched; ack and nack: unsolicited; ping: misdirected; "
-    "sync_response: unsolicited; sync: oversize) (messages)"};
+    "sync_response: unsolicited; sync: oversize; any (alive, ping, indirect ping): martian_addr) (messages)"};
 constexpr Family kConflicts{"gossipgw_engine_name_conflicts_total", "counter",
                             "Alive messages claiming a name at another address: our_name (ours: we refute), "
                             "member_name (a live member's, not newer: ignored) (messages)"};
@@ -371,6 +371,7 @@ constexpr Field<EC> kEngineFields[] = {
     {"update_drop_far_future", &EC::update_drop_far_future, &ef::kIgnored, R"(type="update",reason="far_future")"},
     {"update_drop_beyond_clock", &EC::update_drop_beyond_clock, &ef::kIgnored,
      R"(type="update",reason="beyond_clock")"},
+    {"msg_drop_martian_addr", &EC::msg_drop_martian_addr, &ef::kIgnored, R"(type="any",reason="martian_addr")"},
     {"sync_drop_oversize", &EC::sync_drop_oversize, &ef::kIgnored, R"(type="sync",reason="oversize")"},
     {"conflict_self_name", &EC::conflict_self_name, &ef::kConflicts, R"(claim="our_name")"},
     {"conflict_address", &EC::conflict_address, &ef::kConflicts, R"(claim="member_name")"},

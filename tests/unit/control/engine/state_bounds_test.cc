@@ -246,6 +246,47 @@ TEST(Engine, NoGraveyardTraceRefusesANameForEver) {
   EXPECT_EQ(d.e.member(name(8))->status, MemberStatus::kAlive);
 }
 
+// Issue 51: addresses inside messages named broadcast, multicast, loopback,
+// 0.0.0.0 and the gateway itself, and 29 datagrams went there. They are
+// checked as the ladder checks a datagram's source.
+TEST(Engine, AddressesNoMemberCanHaveAreNeitherStoredNorAnswered) {
+  Driver d(config());
+  d.add_members(1, 3);
+  const std::vector<Address> martians = {
+      Address{{255, 255, 255, 255}, 7946},
+      Address{{224, 0, 0, 1}, 7946},
+      Address{{127, 0, 0, 1}, 7946},
+      Address{{0, 0, 0, 0}, 7946},
+      addr(0),  // ours
+      Address{{0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 7946},
+      Address{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 7946},
+      Address{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1}, 7946},
+  };
+  std::size_t i = 100;
+  for (const Address& a : martians) {
+    d.handle(1, {Alive{1, name(i), a, {}, 1}});
+    EXPECT_EQ(d.e.member(name(i)), nullptr) << i;
+    ++i;
+  }
+  EXPECT_EQ(d.e.counters().msg_drop_martian_addr, martians.size());
+  // A ping asking for its ack there, an indirect ping naming a target or a
+  // requester there: nothing is sent.
+  const std::size_t sent = d.sent.size();
+  for (const Address& a : martians) {
+    d.handle(1, {Ping{7, name(0), name(1), a}});
+    d.handle(1, {IndirectPing{8, name(2), a, true, name(1), addr(1)}});
+    d.handle(1, {IndirectPing{9, name(2), addr(2), true, name(1), a}});
+  }
+  EXPECT_EQ(d.sent.size(), sent);
+  EXPECT_EQ(d.e.counters().msg_drop_martian_addr, 4 * martians.size());
+  // Ordinary addresses still are.
+  d.handle(1, {Ping{7, name(0), name(1), addr(1)}});
+  ASSERT_EQ(d.sent.size(), sent + 1);
+  EXPECT_EQ(d.sent.back().to, addr(1));
+  d.handle(1, {alive(9)});
+  EXPECT_NE(d.e.member(name(9)), nullptr);
+}
+
 TEST(Engine, OversizedTagsAreRefusedFromEverySource) {
   EngineConfig c = config();
   c.max_tag_bytes = 16;
