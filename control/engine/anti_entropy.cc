@@ -86,7 +86,7 @@ void AntiEntropy::request_whole_view(const Address& to, std::uint32_t seq_no, st
 void AntiEntropy::on_request(const Address& from, const SyncRequest& m, std::uint64_t now_ns) {
   Counters& n = core_.counters;
   const SyncManager::Serve serve =
-      syncs_.on_request(m.source, m.seq_no, m.parts, estimated_sync_size(m), now_ns, m.join);
+      syncs_.on_request(m.source, m.seq_no, m.parts, estimated_sync_size(m), now_ns, m.join, from);
   // Larger than a sync can be (this part, or the parts so far): not merged, and a
   // first part is not answered either (no slot, no token spent on it).
   if (serve == SyncManager::Serve::kOversize) {
@@ -97,9 +97,12 @@ void AntiEntropy::on_request(const Address& from, const SyncRequest& m, std::uin
   // sender retries: a joiner after sync_timeout, others at their next interval).
   // Either way the sender's own entry is merged (it is one member, and gossip
   // then spreads it): a refused joiner is still known, and probed.
-  if (serve == SyncManager::Serve::kBusy || serve == SyncManager::Serve::kRateLimited) {
+  if (serve == SyncManager::Serve::kBusy || serve == SyncManager::Serve::kRateLimited ||
+      serve == SyncManager::Serve::kSourceBusy) {
     if (serve == SyncManager::Serve::kBusy)
       ++n.sync_drop_concurrency;
+    else if (serve == SyncManager::Serve::kSourceBusy)
+      ++n.sync_drop_source_busy;
     else if (m.join)
       ++n.join_drop_rate;
     else

@@ -182,6 +182,9 @@ struct EngineConfig {
                                                    // (then a 16-byte trace, the graveyard,
                                                    // keeps refusing their stale gossip)
   std::uint32_t max_graveyard = 0;                 // graveyard traces; 0 = max_members
+  // A graveyard trace is forgotten this long after it was laid (issue 51: a
+  // trace laid by a lie must not refuse a name for ever); 1 h
+  std::uint64_t graveyard_ttl_ns = 3600 * kSecond;
   std::uint32_t max_members = 65536;               // member table entries incl. tombstones; 65536
   // Largest believable rise of a member's incarnation in one message; default 2^40.
   // Hosts may start at Unix seconds (about 2^31 today), so a restart after years
@@ -189,6 +192,21 @@ struct EngineConfig {
   // Claims within this distance of UINT64_MAX are dropped for every member, so a
   // refutation (heard + 1) can never overflow. Must be in [1, 2^63].
   std::uint64_t max_incarnation_jump = 1ULL << 40;
+  // The absolute bound (issue 51): Unix time minus the host's clock (the
+  // now_ns the engine is given), in ns; 0 = no wall clock known (simulator,
+  // tests): only the relative bound above applies. Set, incarnations count
+  // Unix time in microseconds (a gateway starts at its start time's
+  // microseconds, initial_incarnation) and any claim above Unix time now +
+  // incarnation_clock_slack_ns, in microseconds, is refused (counted
+  // update_drop_beyond_clock), whoever it is about; the relative bound is then
+  // not applied (a restart after months away may jump far). Since the bound
+  // grows by 10^6 a second and a member raises its own incarnation by one a
+  // refutation, a member pushed to the bound refutes past it a microsecond
+  // later: no key holder can pin a member (docs/membership.md). default 0
+  std::uint64_t unix_clock_offset_ns = 0;
+  // The clock skew tolerated between members for that bound: a member whose
+  // clock runs ahead of ours by more is refused until ours catches up. 10 min
+  std::uint64_t incarnation_clock_slack_ns = 600 * kSecond;
   std::uint32_t max_tag_bytes = 512;  // sum of key+value bytes of one member; 512
   std::uint32_t max_events = 4096;    // undrained events kept; oldest dropped; 4096
   std::uint32_t max_outbox = 4096;    // undrained datagrams kept; newest dropped; 4096

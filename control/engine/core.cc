@@ -31,7 +31,8 @@ std::uint32_t retransmit_scale(std::size_t live) {
 Core::Core(EngineConfig c, std::uint64_t seed, std::uint64_t now_ns)
     : config(sanitized(std::move(c))),
       rng(seed),
-      table(std::max<std::uint32_t>(config.max_members, 1), config.max_graveyard, config.tombstone_ttl_ns),
+      table(std::max<std::uint32_t>(config.max_members, 1), config.max_graveyard, config.tombstone_ttl_ns,
+            config.graveyard_ttl_ns),
       budget(config.egress_bytes_per_sec, config.sync_timeout_ns, now_ns) {
   Member me;
   me.name = config.name;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/martian.h"
 #include "control/engine/config.h"
 #include "control/engine/counters.h"
 #include "control/engine/egress_budget.h"
@@ -96,6 +97,14 @@ struct Core {
   Member& self() { return *table.find(self_name); }
   const Member& self() const { return *table.find(self_name); }
   bool is_self(const std::string& name) const { return name == config.name; }
+  // An address a message names that no member can have (base/martian.h, or
+  // our own endpoint): nothing is ever sent there, and no member stored with
+  // it (issue 51: 29 datagrams went to broadcast, multicast, loopback, 0.0.0.0
+  // and ourselves). Empty is not martian (the sender's own address is meant).
+  bool martian(const Address& a) const {
+    if (a.empty()) return false;
+    return base::martian_ip(a.ip.data(), a.ip.size()) || a == config.addr;
+  }
   Alive self_alive() const {
     const Member& me = self();
     return Alive{me.incarnation, me.name, me.addr(), me.tags(), me.protocol_version()};

@@ -25,16 +25,19 @@ namespace gw::cp::engine {
   X(admission_deferred, "never-seen members over the admission rate: waiting for a token")                            \
   X(alive_drop_graveyard, "stale Alive about a member whose tombstone expired")                                       \
   X(graveyard_evictions, "oldest graveyard traces forgotten (bound)")                                                 \
+  X(graveyard_expired, "graveyard traces forgotten graveyard_ttl_ns after they were laid")                            \
   X(admission_drop_policy, "never-seen members refused by the name or tag policy")                                    \
   X(admission_drop_table_full, "never-seen members refused: the member table was full")                               \
   X(alive_drop_tombstone, "stale Alive about a Dead or Left member")                                                  \
   X(update_drop_stale, "older incarnation about a live member")                                                       \
   X(update_drop_unknown, "Suspect, Dead or Leave about an unknown member")                                            \
   X(update_drop_far_future, "incarnation beyond max_incarnation_jump")                                                \
+  X(update_drop_beyond_clock, "incarnation beyond Unix time now + incarnation_clock_slack_ns (in microseconds)")       \
   X(conflict_self_name, "an Alive with our name at another address")                                                  \
   X(conflict_address, "a live member's name at another address, not newer")                                          \
   X(tags_drop_too_large, "Alive whose tags exceed max_tag_bytes")                                                     \
   X(alive_drop_no_addr, "Alive without an address")                                                                   \
+  X(msg_drop_martian_addr, "Alive, ping or indirect ping naming an address no member can have (ours, broadcast...)")  \
   X(alive_drop_bad_name, "Alive with an empty name or one longer than kMaxNameBytes")                                 \
   X(refutations, "suspicions or deaths of ourselves refuted")                                                         \
   X(suspicions, "members suspected")                                                                                  \
@@ -55,6 +58,7 @@ namespace gw::cp::engine {
   X(probation_forgotten, "probationers never proved alive: forgotten, no verdict")                                    \
   X(stale_corrections, "datagrams answering stale news: our Dead or Leave, our Suspect, the newer Alive")             \
   X(suspicion_confirmations, "independent confirmations of a suspicion (Lifeguard)")                                  \
+  X(suspicion_confirm_drop_unvouched, "confirmations refused: not from a live view member at the sender's address")    \
   X(suspicion_tells, "datagrams telling our suspicion to the suspect and its next probers")                           \
   X(suspicion_retells, "... to the suspect again, each probe interval while it lasts")                                \
   X(retell_drop_full, "suspicions told once but not retold: the retell list was full")                                \
@@ -97,6 +101,7 @@ namespace gw::cp::engine {
   X(join_followups, "whole-view syncs with other members after joining")                                              \
   X(rejoins, "whole-view syncs with a member that held us dead (we were cut off)")                                    \
   X(sync_drop_concurrency, "sync requests refused: too many syncs in flight")                                         \
+  X(sync_drop_source_busy, "multi-part sync requests refused: the sender holds a sync slot already")                  \
   X(sync_drop_rate, "sync requests refused: over the answer rate")                                                    \
   X(sync_drop_unsolicited, "sync responses to no sync of ours")                                                       \
   X(sync_drop_oversize, "received syncs over max_sync_bytes or their part count")                                     \

@@ -334,6 +334,7 @@ Counters Engine::counters() const {
   c.broadcast_drop = dissemination_.broadcasts().drops();
   c.broadcast_superseded = dissemination_.broadcasts().superseded();
   c.graveyard_evictions = core_.table.graveyard_evictions();
+  c.graveyard_expired = core_.table.graveyard_expired();
   return c;
 }
 

@@ -78,6 +78,12 @@ class Engine final : private Effects {
   std::vector<UserData> take_user_data();
   // Earliest time tick() has work to do (UINT64_MAX: none).
   std::uint64_t next_deadline() const;
+  // The host's wall clock was stepped: Unix time minus now_ns is now this
+  // (the incarnation ceiling follows). Ignored without a wall clock
+  // (unix_clock_offset_ns 0 in the config) or for 0.
+  void set_unix_clock_offset(std::uint64_t offset_ns) {
+    if (core_.config.unix_clock_offset_ns != 0 && offset_ns != 0) core_.config.unix_clock_offset_ns = offset_ns;
+  }
 
   // ---- state ----
   const std::string& name() const { return core_.config.name; }
@@ -132,7 +138,9 @@ class Engine final : private Effects {
   // news), and what is piggybacked on it to gossip.
   bool emit(const Address& to, PriorityClass cls, Compound messages, bool piggyback, bool gossip);
   void broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap) override;
-  void alive(const Alive& a, std::uint64_t now_ns) override { apply_alive(a, now_ns); }
+  void alive(const Alive& a, std::uint64_t now_ns, bool from_join) override {
+    apply_alive(a, now_ns, from_join ? AliveSource::kJoinAnswer : AliveSource::kGossip);
+  }
   void suspect(const Suspect& s, std::uint64_t now_ns) override { apply_suspect(s, now_ns); }
   void dead(std::uint64_t incarnation, const std::string& node, const std::string& from, MemberStatus status,
             std::uint64_t now_ns) override {
@@ -201,6 +209,15 @@ class Engine final : private Effects {
   // True if `incarnation` is beyond belief: more than max_incarnation_jump above
   // what we hold for `known` (nullptr: never seen), or near UINT64_MAX.
   bool far_future(std::uint64_t incarnation, const Member* known) const;
+  // The highest incarnation we believe now: Unix time now plus
+  // incarnation_clock_slack_ns, in microseconds (UINT64_MAX without a wall
+  // clock: unix_clock_offset_ns 0).
+  std::uint64_t incarnation_ceiling(std::uint64_t now_ns) const;
+  // True if a Suspect's `from` may count as a confirmation here: we, on a
+  // tick; or a live member of the view at the datagram's source address.
+  bool vouched(const std::string& from) const;
+  // False (and counted) if `incarnation` is far_future or above the ceiling.
+  bool believable(std::uint64_t incarnation, const Member* known, std::uint64_t now_ns);
 
   Core core_;
   Newcomers newcomers_;

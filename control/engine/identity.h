@@ -55,6 +55,8 @@ class IdentityPool {
   // FNV-1a of the name's bytes (a fixed function: graveyards and digests
   // agree across builds and libraries).
   std::uint64_t name_hash(std::uint32_t id) const { return names_[id].hash; }
+  // index_hash of the name (kept with it).
+  std::uint64_t name_index_hash(std::uint32_t id) const { return names_[id].index_hash; }
   // Name order without reading the text: if key(a) < key(b) then a < b (as
   // std::string compares), and a < b implies key(a) <= key(b). Equal keys
   // (names that share their first 8 bytes) are ordered by their text.

@@ -60,32 +60,54 @@ void MemberTable::bucket_digests(std::size_t n, std::vector<std::uint32_t>& out)
   }
 }
 
-void MemberTable::trace(std::uint64_t h, std::uint64_t incarnation, bool overwrite) {
-  auto [it, fresh] = graveyard_.try_emplace(h, incarnation);
+void MemberTable::trace(std::uint64_t h, std::uint64_t incarnation, bool overwrite, std::uint64_t now_ns) {
+  auto [it, fresh] = graveyard_.try_emplace(h, Trace{incarnation, now_ns});
   if (fresh) {
-    graveyard_order_.push_back(h);
-  } else if (overwrite || incarnation > it->second) {
-    it->second = incarnation;
+    graveyard_order_.emplace_back(h, now_ns);
+  } else if (overwrite) {
+    // A member that came back and died again: a new trace (its old place in
+    // the order is skipped when reached).
+    it->second = Trace{incarnation, now_ns};
+    graveyard_order_.emplace_back(h, now_ns);
+  } else if (incarnation > it->second.incarnation) {
+    // Hearsay about one we hold no entry for: the higher incarnation, but
+    // not a longer life.
+    it->second.incarnation = incarnation;
   }
-  // Bounded: the oldest trace goes first. (A trace is never removed otherwise:
-  // a member back with a newer incarnation passes it anyway, and a later death
-  // overwrites it in place.)
-  while (graveyard_.size() > graveyard_capacity_) {
-    graveyard_.erase(graveyard_order_.front());
+  // Bounded: the oldest trace goes first. (A trace is removed otherwise only
+  // by its TTL: a member back with a newer incarnation passes it anyway, and
+  // a later death overwrites it in place.)
+  while (graveyard_.size() > graveyard_capacity_ && !graveyard_order_.empty()) {
+    const auto [oh, at] = graveyard_order_.front();
     graveyard_order_.pop_front();
+    const auto o = graveyard_.find(oh);
+    if (o == graveyard_.end() || o->second.laid_ns != at) continue;  // laid again since
+    graveyard_.erase(o);
     ++graveyard_evictions_;
   }
 }
 
-void MemberTable::bury(std::string_view name, std::uint64_t incarnation) {
-  trace(IdentityPool::fnv1a(name), incarnation, false);
+void MemberTable::expire_traces(std::uint64_t now_ns) {
+  if (graveyard_ttl_ns_ == 0) return;
+  while (!graveyard_order_.empty() && graveyard_order_.front().second + graveyard_ttl_ns_ <= now_ns) {
+    const auto [h, at] = graveyard_order_.front();
+    graveyard_order_.pop_front();
+    const auto o = graveyard_.find(h);
+    if (o == graveyard_.end() || o->second.laid_ns != at) continue;
+    graveyard_.erase(o);
+    ++graveyard_expired_;
+  }
+}
+
+void MemberTable::bury(std::string_view name, std::uint64_t incarnation, std::uint64_t now_ns) {
+  trace(identities().index_hash(name), incarnation, false, now_ns);
 }
 
 std::optional<std::uint64_t> MemberTable::buried(std::string_view name) const {
   if (graveyard_.empty()) return std::nullopt;
-  auto it = graveyard_.find(IdentityPool::fnv1a(name));
+  auto it = graveyard_.find(identities().index_hash(name));
   if (it == graveyard_.end()) return std::nullopt;
-  return it->second;
+  return it->second.incarnation;
 }
 
 std::size_t MemberTable::lower_bound(const std::vector<std::uint32_t>& list, std::string_view name) const {
@@ -192,12 +214,13 @@ void MemberTable::set_status(Member& m, MemberStatus status, std::uint64_t now_n
 }
 
 std::size_t MemberTable::expire_tombstones(std::uint64_t now_ns) {
+  expire_traces(now_ns);
   std::size_t removed = 0;
   while (!expiry_.empty() && expiry_.front().first <= now_ns) {
     const std::uint32_t id = expiry_.front().second;
     expiry_.pop_front();
     if (Member* m = find_id(id)) {
-      trace(identities().name_hash(id), m->incarnation, true);
+      trace(identities().name_index_hash(id), m->incarnation, true, now_ns);
       erase(*m);
     }
     ++removed;
@@ -206,8 +229,8 @@ std::size_t MemberTable::expire_tombstones(std::uint64_t now_ns) {
 }
 
 std::size_t MemberTable::bytes() const {
-  return entries_.bytes() + view_.capacity() * 4 + rest_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 40 +
-         graveyard_.bucket_count() * 8 + graveyard_order_.size() * 8;
+  return entries_.bytes() + view_.capacity() * 4 + rest_.capacity() * 4 + expiry_.size() * 16 + graveyard_.size() * 48 +
+         graveyard_.bucket_count() * 8 + graveyard_order_.size() * 16;
 }
 
 }  // namespace gw::cp::engine

@@ -25,6 +25,7 @@
 // tombstone's expiry is its death plus the table's one TTL, not a field.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -143,11 +144,14 @@ class IdPages {
 class MemberTable {
  public:
   // A tombstone is forgotten tombstone_ttl_ns after its death (or leave).
+  // A graveyard trace is forgotten graveyard_ttl_ns after it was laid (0 =
+  // only the bound forgets it).
   explicit MemberTable(std::uint32_t max_members, std::size_t graveyard_capacity = 0,
-                       std::uint64_t tombstone_ttl_ns = 0)
+                       std::uint64_t tombstone_ttl_ns = 0, std::uint64_t graveyard_ttl_ns = 0)
       : max_members_(max_members),
         tombstone_ttl_ns_(tombstone_ttl_ns),
-        graveyard_capacity_(graveyard_capacity != 0 ? graveyard_capacity : max_members) {}
+        graveyard_capacity_(graveyard_capacity != 0 ? graveyard_capacity : max_members),
+        graveyard_ttl_ns_(graveyard_ttl_ns) {}
 
   Member* find(std::string_view name) { return find_id(identities().find_name(name)); }
   const Member* find(std::string_view name) const { return const_cast<MemberTable*>(this)->find(name); }
@@ -208,20 +212,30 @@ class MemberTable {
   // entry; every tombstone has the same TTL).
   std::uint64_t expires_ns(const Member& m) const { return m.state_change_ns + tombstone_ttl_ns_; }
 
-  // Drops tombstones whose TTL has passed; returns how many.
+  // Drops tombstones whose TTL has passed (each leaves a trace), and graveyard
+  // traces whose TTL has passed; returns how many tombstones.
   std::size_t expire_tombstones(std::uint64_t now_ns);
 
-  // Earliest pending tombstone expiry, or UINT64_MAX.
-  std::uint64_t next_expiry() const { return expiry_.empty() ? UINT64_MAX : expiry_.front().first; }
+  // Earliest pending tombstone or trace expiry, or UINT64_MAX.
+  std::uint64_t next_expiry() const {
+    const std::uint64_t t = expiry_.empty() ? UINT64_MAX : expiry_.front().first;
+    const std::uint64_t g = graveyard_order_.empty() || graveyard_ttl_ns_ == 0
+                                ? UINT64_MAX
+                                : graveyard_order_.front().second + graveyard_ttl_ns_;
+    return std::min(t, g);
+  }
 
   // The incarnation `name` died at, if its tombstone expired and its trace is
   // still in the graveyard.
   std::optional<std::uint64_t> buried(std::string_view name) const;
   // Leaves a trace for a member we hold no entry for (its death was news
-  // before its life): keeps the higher incarnation if there is one already.
-  void bury(std::string_view name, std::uint64_t incarnation);
+  // before its life): keeps the higher incarnation if there is one already
+  // (and the time the first was laid: a stream of lies about one name cannot
+  // keep its trace for ever).
+  void bury(std::string_view name, std::uint64_t incarnation, std::uint64_t now_ns);
   std::size_t graveyard_size() const { return graveyard_.size(); }
   std::uint64_t graveyard_evictions() const { return graveyard_evictions_; }
+  std::uint64_t graveyard_expired() const { return graveyard_expired_; }
 
   // Calls fn(member) for every member in name order.
   template <typename Fn>
@@ -294,7 +308,8 @@ class MemberTable {
   // After a change of status or probation: into the array it now belongs to.
   void move_list(const Member& m, bool was_in_view);
   void erase(Member& m);
-  void trace(std::uint64_t hash, std::uint64_t incarnation, bool overwrite);
+  void trace(std::uint64_t hash, std::uint64_t incarnation, bool overwrite, std::uint64_t now_ns);
+  void expire_traces(std::uint64_t now_ns);
   void unqueue_expiry(const Member& m);
   static bool in_view(const Member& m) {
     return !m.probation && (m.status == MemberStatus::kAlive || m.status == MemberStatus::kSuspect);
@@ -315,11 +330,22 @@ class MemberTable {
   // (expiry time, name id): one per tombstone, in time order (ties by name).
   std::deque<std::pair<std::uint64_t, std::uint32_t>> expiry_;
 
-  // Graveyard: name hash -> incarnation at death, and the order they came in.
+  // Graveyard: the name's keyed hash (IdentityPool::index_hash: a name chosen
+  // to share a trace's hash with another under the fixed FNV-1a would refuse
+  // that other name, issue 51) -> incarnation at death and when the trace was
+  // laid; and (hash, when laid) in the order they came in. A trace laid again
+  // (a member that came back died again) leaves its old place in the order
+  // behind, skipped when reached (its time no longer matches).
+  struct Trace {
+    std::uint64_t incarnation = 0;
+    std::uint64_t laid_ns = 0;
+  };
   std::size_t graveyard_capacity_;
-  std::unordered_map<std::uint64_t, std::uint64_t> graveyard_;
-  std::deque<std::uint64_t> graveyard_order_;
+  std::uint64_t graveyard_ttl_ns_;
+  std::unordered_map<std::uint64_t, Trace> graveyard_;
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> graveyard_order_;
   std::uint64_t graveyard_evictions_ = 0;
+  std::uint64_t graveyard_expired_ = 0;
 };
 
 }  // namespace gw::cp::engine

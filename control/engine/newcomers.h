@@ -48,13 +48,18 @@ class Newcomers {
   // ---- admission ----
   // A never-seen member's Alive (gossip or sync): admit it, refuse it, or keep
   // it waiting for a token.
-  AdmitVerdict admit(const Alive& a, std::uint64_t now_ns);
+  // `from_join`: from the answer to our own join (issue 51: it goes through
+  // admission as gossip does; one waiting comes back as a join answer's, not
+  // re-gossiped and not an arrival).
+  AdmitVerdict admit(const Alive& a, std::uint64_t now_ns, bool from_join = false);
   // The answer to our own join: the policy alone, no rate.
   bool policy_allows(const Alive& a) const { return admission_.policy_allows(a.node, a.tags); }
   // A never-seen member entered the table (`introducer`: the sender of the
   // datagram that brought it, if any): counts towards a surge, joins the
   // newcomers, and on probation (storm or surge) starts it.
-  void admitted(Member& m, const Address* introducer, std::uint64_t now_ns);
+  // `arrival`: false for a member of our join answer (the cluster as it is,
+  // not an arrival: it counts towards no surge).
+  void admitted(Member& m, const Address* introducer, std::uint64_t now_ns, bool arrival = true);
   // A member came back from a tombstone: a newcomer again.
   void remember(Member& m);
   // Whether a never-seen member admitted now is held on probation.
@@ -111,7 +116,11 @@ class Newcomers {
   Effects& fx_;
   Admission admission_;
   // Never-seen members over the admission rate, admitted as tokens come.
-  std::deque<Alive> pending_;
+  struct Waiting {
+    Alive alive;
+    bool from_join = false;  // from the answer to our join
+  };
+  std::deque<Waiting> pending_;
   // Live members admitted (or back from a tombstone) recently, in no order,
   // by name id (each knows its index: Member::newcomer_slot).
   std::vector<std::uint32_t> list_;

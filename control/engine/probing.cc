@@ -49,6 +49,11 @@ void Probing::on_ping(const Address& from, const Ping& m, std::uint64_t now_ns) 
     ++core_.counters.ping_drop_misdirected;
     return;
   }
+  // An answer to where no member can be: never (the ladder's rule for sources).
+  if (core_.martian(m.source_addr)) {
+    ++core_.counters.msg_drop_martian_addr;
+    return;
+  }
   // It pinged us itself: alive now.
   if (Member* src = core_.table.find(m.source); src != nullptr && !src->is_tombstone()) src->heard_ns = now_ns;
   const Address& to = m.source_addr.empty() ? from : m.source_addr;
@@ -69,6 +74,11 @@ void Probing::on_ping(const Address& from, const Ping& m, std::uint64_t now_ns) 
 
 void Probing::on_indirect_ping(const Address& from, const IndirectPing& m, std::uint64_t now_ns) {
   const EngineConfig& c = core_.config;
+  // A probe of, or an answer to, where no member can be: never.
+  if (core_.martian(m.target_addr) || core_.martian(m.source_addr)) {
+    ++core_.counters.msg_drop_martian_addr;
+    return;
+  }
   Address target = m.target_addr;
   if (target.empty()) {
     const Member* t = core_.table.find(m.target);

@@ -54,9 +54,11 @@ class Probing {
   // ---- suspicions ----
   const Suspicion* suspicion(const std::string& name) const { return suspicions_.find(name); }
   // A Suspect of a member we already suspect: counted as a confirmation if
-  // it is a new accuser (ours is told to the accusers). False if we held no
-  // suspicion of it.
-  bool confirm(const Suspect& s);
+  // it is a new accuser (ours is told to the accusers) and `vouched`: its
+  // `from` is a live member of the view whose address sent it (or we, from
+  // our own probe), not a name anyone with the key can write (issue 51).
+  // False if we held no suspicion of it.
+  bool confirm(const Suspect& s, bool vouched);
   // Starts our suspicion of live `m` (its status is Suspect already); `merged`:
   // from a peer's sync rather than a message.
   void suspect(const Suspect& s, const Member& m, std::uint64_t now_ns, bool merged);

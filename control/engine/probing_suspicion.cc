@@ -15,8 +15,15 @@ std::uint32_t Probing::suspicion_transmit_cap(const Member& m, std::uint64_t now
   return core_.newcomer(m, now_ns) ? 0 : core_.suspicion_retransmit_limit();
 }
 
-bool Probing::confirm(const Suspect& s) {
+bool Probing::confirm(const Suspect& s, bool vouched) {
   if (suspicions_.find(s.node) == nullptr) return false;
+  // One member's word is one member's word: a confirmation in the name of
+  // another member, or of one outside the view, would let one key holder
+  // bring a suspicion down to its minimum with invented accusers.
+  if (!vouched) {
+    ++core_.counters.suspicion_confirm_drop_unvouched;
+    return true;
+  }
   // Already suspected: an independent accuser shortens the timeout (Lifeguard).
   if (suspicions_.confirm(s.node, s.from)) {
     ++core_.counters.suspicion_confirmations;
@@ -61,7 +68,14 @@ void Probing::spread_suspicion(const Suspect& s, const Member& m, std::uint64_t 
   // suspicion). Members that heard it on our word pass nothing on. A
   // suspicion that starts here from a peer's tombstone in a sync is news to
   // everyone else (the peer gossips nothing): we tell it as our own.
-  if (s.from != c.name && !merged) return;
+  // The suspect still hears it from us, once: a key holder's suspicion told
+  // to everyone but the suspect would otherwise run out unrefuted. On the
+  // ring the holders of a suspicion are few (the accuser's next probers and
+  // theirs), so this costs a few datagrams a suspicion.
+  if (s.from != c.name && !merged) {
+    if (fx_.send(m.addr(), PriorityClass::kGossip, Compound{s}, true)) ++core_.counters.suspicion_tells;
+    return;
+  }
   const Compound told{s};
   const auto tell = [&](const Address& to) {
     if (fx_.send(to, PriorityClass::kGossip, told, true)) ++core_.counters.suspicion_tells;

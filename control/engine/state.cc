@@ -13,7 +13,33 @@ bool Engine::far_future(std::uint64_t incarnation, const Member* known) const {
   const std::uint64_t jump = core_.config.max_incarnation_jump;
   // Near the top of the range: refuting it (heard + 1) would overflow.
   if (incarnation > UINT64_MAX - jump) return true;
+  // With a wall clock the absolute bound (beyond_clock) replaces the relative
+  // one: a restart after months away may jump far, and nothing above the
+  // clock passes anyway.
+  if (core_.config.unix_clock_offset_ns != 0) return false;
   return known != nullptr && incarnation > known->incarnation && incarnation - known->incarnation > jump;
+}
+
+std::uint64_t Engine::incarnation_ceiling(std::uint64_t now_ns) const {
+  const EngineConfig& c = core_.config;
+  if (c.unix_clock_offset_ns == 0) return UINT64_MAX;
+  return (now_ns + c.unix_clock_offset_ns + c.incarnation_clock_slack_ns) / 1000;
+}
+
+bool Engine::believable(std::uint64_t incarnation, const Member* known, std::uint64_t now_ns) {
+  if (far_future(incarnation, known)) {
+    ++core_.counters.update_drop_far_future;
+    return false;
+  }
+  // Above the clock (Unix microseconds now + the skew slack): a lie (or a
+  // clock far ahead of ours). Believed, it would pin the member where its
+  // refutation (heard + 1) could not pass; refused, every claim a key holder
+  // can make is one the member out-numbers a microsecond later.
+  if (incarnation > incarnation_ceiling(now_ns)) {
+    ++core_.counters.update_drop_beyond_clock;
+    return false;
+  }
+  return true;
 }
 
 void Engine::member_joined(const Member& m, AliveSource source, std::uint64_t now_ns) {
@@ -145,13 +171,17 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     return;
   }
   Member* m = core_.table.find(a.node, name_id);
+  // An address no member can have (broadcast, multicast, loopback, 0.0.0.0,
+  // ours): stored, every probe and gossip to it would go there. About us it
+  // is another host claiming our name (below) unless it is our own address.
+  if (core_.martian(a.addr) && !(m != nullptr && m->name.id() == core_.self_name.id())) {
+    ++n.msg_drop_martian_addr;
+    return;
+  }
   // Incarnations only grow by the member's own refutations and restarts: one far
   // beyond what we hold is corrupt or hostile, and trusting it would pin the
   // member (or us, through refutation) near the top of the range.
-  if (far_future(a.incarnation, m)) {
-    ++n.update_drop_far_future;
-    return;
-  }
+  if (!believable(a.incarnation, m, now_ns)) return;
   // About us (our entry is always in the table: compared by name id, not text).
   if (m != nullptr && m->name.id() == core_.self_name.id()) {
     // We are the authority.
@@ -242,13 +272,17 @@ void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source)
   // at 100 a second and was held on probation as an arrival surge.
   const std::uint32_t failed_id = anti_entropy_.any_failed() ? identities().find_name(a.node) : IdentityPool::kNone;
   const bool returning = failed_id != IdentityPool::kNone && anti_entropy_.failed(failed_id) != nullptr;
+  // The answer to our join goes through admission as gossip does (issue
+  // 51): a seed that holds the key answered with 60,000 phantoms, all in
+  // the view at once. Over the rate its members wait for tokens (and come
+  // back as a join answer's: not re-gossiped, no arrival).
   const bool from_join = source == AliveSource::kJoinAnswer;
-  if (from_join || returning) {
+  if (returning) {
     if (!newcomers_.policy_allows(a)) {
       ++n.admission_drop_policy;
       return;
     }
-  } else if (newcomers_.admit(a, now_ns) != AdmitVerdict::kAdmit) {
+  } else if (newcomers_.admit(a, now_ns, from_join) != AdmitVerdict::kAdmit) {
     return;
   }
   Member fresh;
@@ -264,7 +298,7 @@ void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source)
     anti_entropy_.note_returned(m->name.id(), a.addr, inbound_.from != nullptr && *inbound_.from == a.addr, now_ns);
     newcomers_.remember(*m);
   } else {
-    newcomers_.admitted(*m, inbound_.from, now_ns);
+    newcomers_.admitted(*m, inbound_.from, now_ns, !from_join);
   }
   if (m->probation) return;
   member_joined(*m, source, now_ns);
@@ -272,6 +306,19 @@ void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source)
 }
 
 // ---------------------------------------------------------------- Suspect
+
+bool Engine::vouched(const std::string& from) const {
+  // Our own failed probe (a tick, not a datagram).
+  if (inbound_.from == nullptr) return from == core_.config.name;
+  // Our name from outside: somebody else's word.
+  if (from == core_.config.name) return false;
+  // A live member of the view, at the address the datagram came from: a
+  // confirmation reaches us from its confirmer itself (confirm_to_accusers
+  // sends it directly or in its own broadcasts; nobody passes another's on).
+  const Member* a = core_.table.find(from);
+  return a != nullptr && !a->probation && (a->status == MemberStatus::kAlive || a->status == MemberStatus::kSuspect) &&
+         a->addr() == *inbound_.from;
+}
 
 void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged) {
   Counters& n = core_.counters;
@@ -286,10 +333,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged) 
   }
   // Beyond belief (corrupt or hostile): about us it would make us refute to an
   // absurd incarnation.
-  if (far_future(s.incarnation, m)) {
-    ++n.update_drop_far_future;
-    return;
-  }
+  if (!believable(s.incarnation, m, now_ns)) return;
   // Older incarnation: already refuted. The sender missed the refutation;
   // with everyone else past it, nothing would reach it before its own
   // suspicion runs out (no confirmations come): tell it.
@@ -298,8 +342,9 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged) 
     correct_stale(*m);
     return;
   }
-  // Already suspected: a confirmation, if it is a new accuser.
-  if (probing_.confirm(s)) return;
+  // Already suspected: a confirmation, if it is a new accuser that vouches
+  // for itself.
+  if (probing_.confirm(s, vouched(s.from))) return;
   // Dead or left: the accuser is behind (tell it); suspected already: nothing new.
   if (m->is_tombstone()) {
     if (s.incarnation <= m->incarnation) correct(*m);
@@ -330,16 +375,13 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, cons
   if (m == nullptr) {
     ++n.update_drop_unknown;
     if (node != core_.config.name && !node.empty() && node.size() <= kMaxNameBytes &&
-        !far_future(incarnation, nullptr))
-      core_.table.bury(node, incarnation);
+        believable(incarnation, nullptr, now_ns))
+      core_.table.bury(node, incarnation, now_ns);
     return;
   }
   // Beyond belief (corrupt or hostile): it would bury the member for good, or
   // make us refute to an absurd incarnation.
-  if (far_future(incarnation, m)) {
-    ++n.update_drop_far_future;
-    return;
-  }
+  if (!believable(incarnation, m, now_ns)) return;
   // Older incarnation: the member has moved on since (the sender missed it:
   // tell it, as for a stale suspicion).
   if (incarnation < m->incarnation) {

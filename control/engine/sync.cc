@@ -144,7 +144,7 @@ std::uint32_t SyncManager::max_parts(std::size_t max_bytes, std::size_t part_byt
 }
 
 void SyncManager::start(std::uint32_t seq_no, std::uint64_t now_ns) {
-  pending_[seq_no] = Pending{now_ns + timeout_ns_, 0, 0, 0, false, false};
+  pending_[seq_no] = Pending{now_ns + timeout_ns_, 0, 0, 0, false, false, {}};
 }
 
 bool SyncManager::answered(std::uint32_t seq_no) const {
@@ -179,7 +179,8 @@ SyncManager::Answer SyncManager::on_response(std::uint32_t seq_no, std::uint32_t
 }
 
 SyncManager::Serve SyncManager::on_request(const std::string& source, std::uint32_t seq_no, std::uint32_t parts,
-                                           std::size_t bytes, std::uint64_t now_ns, bool join) {
+                                           std::size_t bytes, std::uint64_t now_ns, bool join,
+                                           const Address& from) {
   const auto key = std::make_pair(source, seq_no);
   auto it = receiving_.find(key);
   if (it != receiving_.end()) {
@@ -201,9 +202,18 @@ SyncManager::Serve SyncManager::on_request(const std::string& source, std::uint3
   if (join && parts <= 1) return join_answers_.take(now_ns) ? Serve::kNew : Serve::kRateLimited;
   // Concurrency cap: a join storm must not turn into a storm of full-state replies.
   if (!has_capacity()) return Serve::kBusy;
+  if (parts > 1) {
+    // Fair shares: one slot a sender, and half the slots for others' multi-part
+    // syncs (the rest for ours and single-part ones). A sync whose later parts
+    // never come holds its slot until the timeout; announced 8 a second from
+    // one member they held every slot, and nobody's sync was answered.
+    if (receiving_.size() >= std::max<std::uint32_t>(1, max_concurrent_ / 2)) return Serve::kBusy;
+    for (const auto& [k, p] : receiving_)
+      if (p.from == from) return Serve::kSourceBusy;
+  }
   if (!answers_.take(now_ns)) return Serve::kRateLimited;
   // More parts to come: the sync holds a slot until they arrive or time out.
-  if (parts > 1) receiving_.emplace(key, Pending{now_ns + timeout_ns_, 1, parts, bytes, false});
+  if (parts > 1) receiving_.emplace(key, Pending{now_ns + timeout_ns_, 1, parts, bytes, false, false, from});
   return Serve::kNew;
 }
 

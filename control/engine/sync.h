@@ -17,6 +17,10 @@
 //   cut off there: the part that breaks the cap and all later ones are dropped
 //   (a cut multi-part sync keeps its slot until its timeout, so its later parts
 //   cannot pass as new syncs).
+// - Slots are shared fairly (issue 51): a sender (address) holds at most one
+//   slot for a multi-part sync it is sending us, and those syncs hold at most
+//   half the slots, so that a member announcing parts it never sends cannot
+//   starve the others' syncs, nor ours.
 #pragma once
 
 #include <cstdint>
@@ -113,9 +117,15 @@ class SyncManager {
   // answered from its own token bucket and outside the concurrency cap: a join
   // storm is paced by that rate and by the egress shaper, and a periodic sync
   // cannot starve a joiner (nor a joiner the periodic syncs).
-  enum class Serve : std::uint8_t { kNew, kKnown, kBusy, kRateLimited, kOversize };
+  // kSourceBusy: a multi-part sync from a sender (`from`) that holds a slot
+  // for another already.
+  enum class Serve : std::uint8_t { kNew, kKnown, kBusy, kRateLimited, kOversize, kSourceBusy };
   Serve on_request(const std::string& source, std::uint32_t seq_no, std::uint32_t parts, std::size_t bytes,
-                   std::uint64_t now_ns, bool join = false);
+                   std::uint64_t now_ns, bool join = false, const Address& from = Address{});
+  // A single part over the caps, or announcing more parts than a sync can have.
+  bool oversize_part(std::uint32_t parts, std::size_t bytes) const { return parts > max_parts_ || bytes > max_bytes_; }
+  // Multi-part syncs we are receiving (each holds a slot).
+  std::size_t receiving() const { return receiving_.size(); }
 
   void expire(std::uint64_t now_ns);
   std::uint64_t next_expiry() const;
@@ -128,9 +138,9 @@ class SyncManager {
     std::size_t bytes_seen = 0;  // estimated bytes of the parts received so far
     bool cut = false;            // over the caps: later parts are dropped too
     bool last_seen = false;      // (ours) the answer's last part has arrived
+    Address from;                // (theirs) the sender's address
   };
-  // A single part over the caps, or announcing more parts than a sync can have.
-  bool oversize_part(std::uint32_t parts, std::size_t bytes) const { return parts > max_parts_ || bytes > max_bytes_; }
+
 
   // Bytes a live member takes in a join view, at least (a name, an address,
   // an incarnation): a view of more members than this divides a sync's cap

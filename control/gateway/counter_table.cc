@@ -171,8 +171,9 @@ constexpr Family kAdmissionDeferred{"gossipgw_engine_admission_deferred_total", 
 constexpr Family kIgnored{
     "gossipgw_engine_messages_ignored_total", "counter",
     "Received messages the engine ignored, by message type and reason (alive: tombstone, graveyard, no_addr, "
-    "bad_name, tags_too_large; update (alive/suspect/dead/leave about a member): stale, unknown, far_future; "
-    "ack and nack: unsolicited; ping: misdirected; sync_response: unsolicited; sync: oversize) (messages)"};
+    "bad_name, tags_too_large; update (alive/suspect/dead/leave about a member): stale, unknown, far_future, "
+    "beyond_clock; suspect (a confirmation): confirmer_unvouched; ack and nack: unsolicited; ping: misdirected; "
+    "sync_response: unsolicited; sync: oversize; any (alive, ping, indirect ping): martian_addr) (messages)"};
 constexpr Family kConflicts{"gossipgw_engine_name_conflicts_total", "counter",
                             "Alive messages claiming a name at another address: our_name (ours: we refute), "
                             "member_name (a live member's, not newer: ignored) (messages)"};
@@ -244,8 +245,9 @@ constexpr Family kRejoins{"gossipgw_engine_rejoins_total", "counter",
 constexpr Family kSyncRequests{
     "gossipgw_engine_sync_requests_total", "counter",
     "Sync requests received, by outcome: answered, refused_concurrency (concurrency cap), refused_rate "
-    "(answer rate limit), refused_join_rate (join answer rate limit; the joiner retries); oversize requests "
-    "are in messages_ignored (requests)"};
+    "(answer rate limit), refused_join_rate (join answer rate limit; the joiner retries), refused_source_busy "
+    "(a multi-part request from a sender holding a sync slot already); oversize requests are in "
+    "messages_ignored (requests)"};
 constexpr Family kJoinAnswered{"gossipgw_engine_join_requests_answered_total", "counter",
                                "Join syncs we answered; also in sync_requests{outcome=\"answered\"} (requests)"};
 constexpr Family kJoinFollowups{"gossipgw_engine_join_followups_total", "counter",
@@ -271,6 +273,8 @@ constexpr Family kUserData{"gossipgw_engine_user_data_received_total", "counter"
                            "User data messages received (messages)"};
 constexpr Family kGraveyardEvictions{"gossipgw_engine_graveyard_evictions_total", "counter",
                                      "Oldest graveyard traces forgotten at the graveyard bound (traces)"};
+constexpr Family kGraveyardExpired{"gossipgw_engine_graveyard_expired_total", "counter",
+                                   "Graveyard traces forgotten graveyard_ttl after they were laid (traces)"};
 constexpr Family kStaleCorrections{"gossipgw_engine_stale_corrections_total", "counter",
                                    "Datagrams answering a sender's stale news: our Dead or Leave, our Suspect (a "
                                    "confirmation), or the newer Alive (datagrams)"};
@@ -327,6 +331,8 @@ constexpr Field<EC> kEngineFields[] = {
     {"refutations", &EC::refutations, &ef::kRefutations, ""},
     {"suspicions", &EC::suspicions, &ef::kChanges, R"(change="suspected")"},
     {"suspicion_confirmations", &EC::suspicion_confirmations, &ef::kConfirmations, ""},
+    {"suspicion_confirm_drop_unvouched", &EC::suspicion_confirm_drop_unvouched, &ef::kIgnored,
+     R"(type="suspect",reason="confirmer_unvouched")"},
     {"suspicion_tells", &EC::suspicion_tells, &ef::kSuspicionTells, R"(kind="first")"},
     {"suspicion_retells", &EC::suspicion_retells, &ef::kSuspicionTells, R"(kind="retell")"},
     {"retell_drop_full", &EC::retell_drop_full, &ef::kRetellsDropped, ""},
@@ -356,6 +362,7 @@ constexpr Field<EC> kEngineFields[] = {
     {"sync_answered", &EC::sync_answered, &ef::kSyncRequests, R"(outcome="answered")"},
     {"sync_drop_concurrency", &EC::sync_drop_concurrency, &ef::kSyncRequests, R"(outcome="refused_concurrency")"},
     {"sync_drop_rate", &EC::sync_drop_rate, &ef::kSyncRequests, R"(outcome="refused_rate")"},
+    {"sync_drop_source_busy", &EC::sync_drop_source_busy, &ef::kSyncRequests, R"(outcome="refused_source_busy")"},
     {"sync_drop_unsolicited", &EC::sync_drop_unsolicited, &ef::kIgnored,
      R"(type="sync_response",reason="unsolicited")"},
     {"sync_bytes_out", &EC::sync_bytes_out, &ef::kSyncBytes, ""},
@@ -363,12 +370,16 @@ constexpr Field<EC> kEngineFields[] = {
     {"ack_drop_unsolicited", &EC::ack_drop_unsolicited, &ef::kIgnored, R"(type="ack",reason="unsolicited")"},
     {"nack_drop_unsolicited", &EC::nack_drop_unsolicited, &ef::kIgnored, R"(type="nack",reason="unsolicited")"},
     {"update_drop_far_future", &EC::update_drop_far_future, &ef::kIgnored, R"(type="update",reason="far_future")"},
+    {"update_drop_beyond_clock", &EC::update_drop_beyond_clock, &ef::kIgnored,
+     R"(type="update",reason="beyond_clock")"},
+    {"msg_drop_martian_addr", &EC::msg_drop_martian_addr, &ef::kIgnored, R"(type="any",reason="martian_addr")"},
     {"sync_drop_oversize", &EC::sync_drop_oversize, &ef::kIgnored, R"(type="sync",reason="oversize")"},
     {"conflict_self_name", &EC::conflict_self_name, &ef::kConflicts, R"(claim="our_name")"},
     {"conflict_address", &EC::conflict_address, &ef::kConflicts, R"(claim="member_name")"},
     {"admission_deferred", &EC::admission_deferred, &ef::kAdmissionDeferred, ""},
     {"alive_drop_graveyard", &EC::alive_drop_graveyard, &ef::kIgnored, R"(type="alive",reason="graveyard")"},
     {"graveyard_evictions", &EC::graveyard_evictions, &ef::kGraveyardEvictions, ""},
+    {"graveyard_expired", &EC::graveyard_expired, &ef::kGraveyardExpired, ""},
     {"join_answered", &EC::join_answered, &ef::kJoinAnswered, ""},
     {"join_drop_rate", &EC::join_drop_rate, &ef::kSyncRequests, R"(outcome="refused_join_rate")"},
     {"join_retries", &EC::join_retries, &ef::kJoinRetries, ""},

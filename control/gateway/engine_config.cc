@@ -1,5 +1,6 @@
 #include "control/gateway/engine_config.h"
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -33,9 +34,15 @@ engine::EngineConfig engine_config(const config::Config& cfg, const dp::LocalEnd
   e.reconnect_timeout_ns = cfg.membership.reconnect_timeout_s * 1'000'000'000ULL;
   // The shaper's budget (engine_plan): the engine sizes what it sends to it.
   e.egress_bytes_per_sec = cfg.membership.egress_bytes_per_sec;
-  // Seconds since the epoch: a restarted member always comes back with a
-  // higher incarnation than any it used before, so its tombstone cannot hold it.
-  e.initial_incarnation = base::unix_time_ns() / 1'000'000'000ULL;
+  // Microseconds since the epoch: a restarted member comes back with a
+  // higher incarnation than any it used before, so its tombstone cannot hold
+  // it; and incarnations above the Unix time (plus a slack for clock skew) are
+  // refused, so that no key holder can push a member where it cannot refute
+  // (docs/membership.md, "Incarnations and the clock"). The engine's clock is
+  // base::monotonic_ns (EngineHost).
+  const std::uint64_t unix_ns = base::unix_time_ns();
+  e.initial_incarnation = unix_ns / 1000;
+  e.unix_clock_offset_ns = unix_ns - std::min(unix_ns - 1, base::monotonic_ns());
   if (const std::string why = e.validate(); !why.empty()) throw std::invalid_argument("membership: " + why);
   return e;
 }

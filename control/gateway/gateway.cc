@@ -422,6 +422,10 @@ class Gateway {
       if (change >= 1'000'000'000LL || change <= -1'000'000'000LL) {
         spdlog::warn("the wall clock was stepped by {:+.3f} s: the workers follow it (now {:+.3f} s from start)",
                      static_cast<double>(change) / 1e9, static_cast<double>(wall_clock_.step_ns()) / 1e9);
+        // So does the engine's incarnation ceiling (Unix time now + slack):
+        // a gateway started with its clock far behind would otherwise refuse
+        // every peer's incarnation as beyond belief.
+        if (host_ != nullptr) host_->engine().set_unix_clock_offset(base::unix_time_ns() - base::monotonic_ns());
       }
     }
     {

@@ -76,7 +76,7 @@ TEST(Engine, SyncOfHugeTableIsCappedInBytesAndRotates) {
 
 TEST(Engine, ConcurrentSyncsAreCapped) {
   EngineConfig c = config();
-  c.max_concurrent_syncs = 3;
+  c.max_concurrent_syncs = 6;  // others' multi-part syncs hold at most half: 3
   c.sync_timeout_ns = 10 * kSecond;
   Driver d(c);
   d.add_members(1, 10);
@@ -97,6 +97,38 @@ TEST(Engine, ConcurrentSyncsAreCapped) {
   });
   d.handle(5, {SyncRequest{9, name(5), false, 0, 2, {}}});
   EXPECT_GE(d.e.counters().sync_answered, 5u);
+}
+
+// Issue 51: sync requests announcing two parts whose second never came, 8 a
+// second from one member, held every slot: another member got 1 of 17 syncs
+// answered, and our own anti-entropy stopped.
+TEST(Engine, OneMemberCannotHoldTheSyncSlots) {
+  EngineConfig c = config();
+  c.max_concurrent_syncs = 8;
+  c.sync_timeout_ns = 10 * kSecond;
+  c.sync_answer_rate = 1000;
+  c.sync_answer_burst = 1000;
+  Driver d(c);
+  d.add_members(1, 10);
+  // From one address, under any names: one slot.
+  for (std::uint32_t i = 0; i < 8; ++i) d.handle(2, {SyncRequest{100 + i, "ghost" + std::to_string(i), false, 0, 2, {}}});
+  EXPECT_EQ(d.e.counters().sync_answered, 1u);
+  EXPECT_EQ(d.e.counters().sync_drop_source_busy, 7u);
+  // Others' multi-part syncs: half the slots in all.
+  for (std::size_t i = 3; i <= 6; ++i) d.handle(i, {SyncRequest{7, name(i), false, 0, 2, {}}});
+  EXPECT_EQ(d.e.counters().sync_answered, 4u);
+  EXPECT_EQ(d.e.counters().sync_drop_concurrency, 1u);
+  // Single-part syncs are still answered, and ours still go out.
+  d.handle(7, {SyncRequest{7, name(7), false, 0, 1, {}}});
+  EXPECT_EQ(d.e.counters().sync_answered, 5u);
+  const auto [ours, at] = d.next_sync_request(push_pull_scale(c.push_pull_interval_ns, 10) * 2, true);
+  EXPECT_NE(ours, nullptr);
+  // The slots held by parts that never came are freed at the timeout.
+  d.run_until(d.now + 11 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  d.handle(2, {SyncRequest{200, "ghost9", false, 0, 2, {}}});
+  EXPECT_EQ(d.e.counters().sync_drop_source_busy, 7u);
 }
 
 TEST(Engine, SyncAnswersAreRateLimited) {

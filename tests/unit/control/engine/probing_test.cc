@@ -673,6 +673,50 @@ TEST(Engine, SuspicionTimeoutShrinksWithIndependentConfirmations) {
   EXPECT_EQ(d.sent.back().priority, PriorityClass::kUrgent);
 }
 
+// Issue 51: one key holder suspected 30 live members with confirmations
+// from invented accusers, and half were dead within the minimum timeout.
+// A confirmation counts only from a live member of the view, sent from that
+// member's own address; and the suspect hears the suspicion from each member
+// that holds it on the ring, so it refutes whatever the timeout.
+TEST(Engine, OneKeyHolderCannotConfirmItsOwnSuspicion) {
+  Driver d(config());
+  d.add_members(1, 12);  // N = 12, so K = 2 confirmations expected
+  // Settled (nobody young any more): the suspicion goes by the probe ring, not
+  // by epidemic, and a member that holds it on another's word told nobody.
+  d.run_until(kStart + 90 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  d.handle(11, {Dead{1, name(11), name(2)}});  // n11 is buried: no longer a voice
+  d.sent.clear();
+  d.handle(2, {Suspect{1, name(1), name(2)}});
+  const std::uint64_t start = d.now;
+  const std::uint64_t min = suspicion_min_timeout(4, 11, kSecond);
+  const std::uint64_t max = 6 * min;
+  ASSERT_EQ(*d.e.suspicion_deadline(name(1)), start + max);
+  // The suspect was told, by us, directly.
+  bool suspect_told = false;
+  for (const Outgoing& o : d.sent)
+    if (const Suspect* x = find_msg<Suspect>(o); x && x->node == name(1) && o.to == addr(1)) suspect_told = true;
+  EXPECT_TRUE(suspect_told);
+  // From the key holder's own address: invented names, real members' names,
+  // a buried member's, ours.
+  d.handle(2, {Suspect{1, name(1), "ghost-a"}, Suspect{1, name(1), "ghost-b"}, Suspect{1, name(1), name(3)},
+               Suspect{1, name(1), name(4)}, Suspect{1, name(1), name(11)}, Suspect{1, name(1), name(0)}});
+  EXPECT_EQ(*d.e.suspicion_deadline(name(1)), start + max);
+  EXPECT_EQ(*d.e.suspicion_confirmations(name(1)), 0u);
+  EXPECT_EQ(d.e.counters().suspicion_confirm_drop_unvouched, 6u);
+  // A buried member at its own address: not in the view either.
+  d.handle(11, {Suspect{1, name(1), name(11)}});
+  EXPECT_EQ(*d.e.suspicion_confirmations(name(1)), 0u);
+  EXPECT_EQ(d.e.counters().suspicion_confirm_drop_unvouched, 7u);
+  // Members in the view, each from its own address: they count.
+  d.handle(3, {Suspect{1, name(1), name(3)}});
+  d.handle(4, {Suspect{1, name(1), name(4)}});
+  EXPECT_EQ(*d.e.suspicion_confirmations(name(1)), 2u);
+  EXPECT_EQ(*d.e.suspicion_deadline(name(1)), start + min);
+  EXPECT_EQ(d.e.counters().suspicion_confirm_drop_unvouched, 7u);
+}
+
 TEST(Engine, AConfirmationGoesToTheAccusersAndIsNotReGossiped) {
   EngineConfig c = config();
   c.gossip_nodes = 0;  // no gossip rounds: a datagram carries news only as a piggyback
@@ -766,12 +810,14 @@ TEST(Engine, OnTheRingASuspicionIsToldToTheSuspectAndItsNextProbersOnly) {
     if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
   };
   d.run_until(kStart + 90 * kSecond, answer);
-  // Heard on another's word: passed on to nobody (the suspect still gets it
-  // on each of our pings to it, the buddy rule).
+  // Heard on another's word: passed on to nobody but the suspect, once (it
+  // also gets it on each of our pings to it, the buddy rule).
   d.handle(2, {Suspect{1, name(5), name(2)}});
   ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kSuspect);
+  ASSERT_NE(find_msg<Suspect>(d.sent.back()), nullptr);
+  EXPECT_EQ(d.sent.back().to, addr(5));
   EXPECT_EQ(suspects_carried(d, 5), 0);
-  EXPECT_EQ(d.e.counters().suspicion_tells, 0u);
+  EXPECT_EQ(d.e.counters().suspicion_tells, 1u);
 
   // Our own probe fails: the member we probe next never answers.
   std::optional<std::size_t> target;
@@ -807,8 +853,9 @@ TEST(Engine, OnTheRingASuspicionIsToldToTheSuspectAndItsNextProbersOnly) {
   std::set<Address> want{addr(*target)};
   for (const std::string& n : expected) want.insert(addr(std::stoul(n.substr(1))));
   EXPECT_EQ(told, want);
-  // Counted: one datagram to the suspect and one to each next prober.
-  EXPECT_EQ(d.e.counters().suspicion_tells, want.size());
+  // Counted: one datagram to the suspect and one to each next prober (and
+  // the one to n5 above).
+  EXPECT_EQ(d.e.counters().suspicion_tells, want.size() + 1);
   const std::uint64_t retells = d.e.counters().suspicion_retells;
   // And told to the suspect again every probe interval while it lasts: one
   // lost datagram must not bury a live member.
@@ -821,7 +868,7 @@ TEST(Engine, OnTheRingASuspicionIsToldToTheSuspectAndItsNextProbersOnly) {
   // Each retell counted (the suspect also hears it on our pings to it).
   EXPECT_GE(d.e.counters().suspicion_retells - retells, 3u);
   EXPECT_LE(d.e.counters().suspicion_retells - retells, static_cast<std::uint64_t>(to_suspect));
-  EXPECT_EQ(d.e.counters().suspicion_tells, want.size());
+  EXPECT_EQ(d.e.counters().suspicion_tells, want.size() + 1);
   EXPECT_EQ(d.e.counters().retell_drop_full, 0u);
 }
 

@@ -147,6 +147,146 @@ TEST(Engine, MaxIncarnationJumpIsConfigurableAndValidated) {
   EXPECT_EQ(zero.e.config().max_incarnation_jump, 1ULL << 40);
 }
 
+// ---------------------------------------------------------------- the clock bound (issue 51)
+// A key holder raised a member 2^40 at a time to the top of the range, then
+// declared it dead: its refutation (heard + 1) was beyond belief everywhere,
+// and it stayed dead for good. With a wall clock, nothing above Unix time
+// now + slack (in microseconds) is believed, so every death a key holder can
+// make is refuted a microsecond later.
+
+constexpr std::uint64_t kUnixNs = 1'800'000'000ULL * kSecond;  // Unix time at kStart
+
+EngineConfig clocked(std::size_t self = 0) {
+  EngineConfig c = config(self);
+  c.unix_clock_offset_ns = kUnixNs - kStart;
+  c.initial_incarnation = kUnixNs / 1000;
+  return c;
+}
+
+TEST(Engine, NoKeyHolderCanPinAMemberAboveTheClock) {
+  Driver d(clocked());
+  const std::uint64_t start_us = kUnixNs / 1000;
+  d.handle(1, {alive(1, start_us), alive(2, start_us), alive(3, start_us)});
+  const std::uint64_t ceiling = (kUnixNs + d.e.config().incarnation_clock_slack_ns) / 1000;
+  // The attack as it was: 2^40 at a time to the top, then a death there.
+  std::uint64_t inc = start_us;
+  while (inc < UINT64_MAX - (2ULL << 40)) {
+    inc += 1ULL << 40;
+    d.handle(2, {alive(1, inc)});
+  }
+  d.handle(2, {Dead{inc, name(1), name(2)}});
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kAlive);
+  EXPECT_EQ(d.e.member(name(1))->incarnation, start_us);
+  EXPECT_GT(d.e.counters().update_drop_beyond_clock, 1000u);
+  // The highest lie believed: a death at the ceiling. The member refutes it
+  // (heard + 1) a millisecond later, and is alive again.
+  d.handle(2, {Dead{ceiling, name(1), name(2)}});
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kDead);
+  d.now += kMillisecond;
+  d.handle(1, {alive(1, ceiling + 1)});
+  EXPECT_EQ(d.e.member(name(1))->status, MemberStatus::kAlive);
+  EXPECT_EQ(d.e.member(name(1))->incarnation, ceiling + 1);
+  // About us: a suspicion above the clock is refused; at the ceiling, refuted.
+  const std::uint64_t refused = d.e.counters().update_drop_beyond_clock;
+  d.handle(2, {Suspect{ceiling + kSecond, name(0), name(2)}});
+  EXPECT_EQ(d.e.counters().update_drop_beyond_clock, refused + 1);
+  EXPECT_EQ(d.e.counters().refutations, 0u);
+  d.handle(2, {Suspect{ceiling, name(0), name(2)}});
+  EXPECT_EQ(d.e.incarnation(), ceiling + 1);
+  EXPECT_EQ(d.e.counters().refutations, 1u);
+  // A restart months later jumps far: believed (the relative bound gives
+  // way to the clock's).
+  d.now += 90ULL * 24 * 3600 * kSecond;
+  d.handle(3, {alive(3, (kUnixNs + 90ULL * 24 * 3600 * kSecond) / 1000)});
+  EXPECT_EQ(d.e.member(name(3))->incarnation, (kUnixNs + 90ULL * 24 * 3600 * kSecond) / 1000);
+}
+
+TEST(Engine, TheClockBoundFollowsAWallClockStep) {
+  // Started with the clock a day behind: every peer is beyond belief until
+  // the host tells the engine of the correction.
+  EngineConfig c = clocked();
+  c.unix_clock_offset_ns -= 24ULL * 3600 * kSecond;
+  Driver d(c);
+  d.handle(1, {alive(1, kUnixNs / 1000)});
+  EXPECT_EQ(d.e.member(name(1)), nullptr);
+  EXPECT_EQ(d.e.counters().update_drop_beyond_clock, 1u);
+  d.e.set_unix_clock_offset(kUnixNs - kStart);
+  d.handle(1, {alive(1, kUnixNs / 1000)});
+  ASSERT_NE(d.e.member(name(1)), nullptr);
+}
+
+TEST(Engine, NoGraveyardTraceRefusesANameForEver) {
+  EngineConfig c = clocked();
+  c.graveyard_ttl_ns = 600 * kSecond;
+  Driver d(c);
+  const std::uint64_t start_us = kUnixNs / 1000;
+  // A death near the top about a name never seen: refused, no trace.
+  d.handle(2, {Dead{UINT64_MAX - (2ULL << 40), name(9), name(2)}});
+  EXPECT_FALSE(d.e.table().buried(name(9)).has_value());
+  // The highest believable: a trace, which refuses the name's Alive below it...
+  const std::uint64_t ceiling = (kUnixNs + c.incarnation_clock_slack_ns) / 1000;
+  d.handle(2, {Dead{ceiling, name(8), name(2)}});
+  ASSERT_TRUE(d.e.table().buried(name(8)).has_value());
+  d.handle(8, {alive(8, start_us)});
+  EXPECT_EQ(d.e.member(name(8)), nullptr);
+  EXPECT_EQ(d.e.counters().alive_drop_graveyard, 1u);
+  // ...not for ever: lies about it every few seconds do not keep the trace
+  // past its TTL (the lie repeated after that lays a new one).
+  for (int i = 0; i < 59; ++i) {
+    d.run_until(d.now + 10 * kSecond);
+    d.handle(2, {Dead{ceiling, name(8), name(2)}});
+  }
+  EXPECT_EQ(d.e.counters().graveyard_expired, 0u);
+  d.run_until(d.now + 10 * kSecond);
+  EXPECT_FALSE(d.e.table().buried(name(8)).has_value());
+  EXPECT_EQ(d.e.counters().graveyard_expired, 1u);
+  // The lie stopped: a restart passes.
+  d.handle(8, {alive(8, start_us + 1000 * 1'000'000ULL)});
+  ASSERT_NE(d.e.member(name(8)), nullptr);
+  EXPECT_EQ(d.e.member(name(8))->status, MemberStatus::kAlive);
+}
+
+// Issue 51: addresses inside messages named broadcast, multicast, loopback,
+// 0.0.0.0 and the gateway itself, and 29 datagrams went there. They are
+// checked as the ladder checks a datagram's source.
+TEST(Engine, AddressesNoMemberCanHaveAreNeitherStoredNorAnswered) {
+  Driver d(config());
+  d.add_members(1, 3);
+  const std::vector<Address> martians = {
+      Address{{255, 255, 255, 255}, 7946},
+      Address{{224, 0, 0, 1}, 7946},
+      Address{{127, 0, 0, 1}, 7946},
+      Address{{0, 0, 0, 0}, 7946},
+      addr(0),  // ours
+      Address{{0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 7946},
+      Address{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 7946},
+      Address{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1}, 7946},
+  };
+  std::size_t i = 100;
+  for (const Address& a : martians) {
+    d.handle(1, {Alive{1, name(i), a, {}, 1}});
+    EXPECT_EQ(d.e.member(name(i)), nullptr) << i;
+    ++i;
+  }
+  EXPECT_EQ(d.e.counters().msg_drop_martian_addr, martians.size());
+  // A ping asking for its ack there, an indirect ping naming a target or a
+  // requester there: nothing is sent.
+  const std::size_t sent = d.sent.size();
+  for (const Address& a : martians) {
+    d.handle(1, {Ping{7, name(0), name(1), a}});
+    d.handle(1, {IndirectPing{8, name(2), a, true, name(1), addr(1)}});
+    d.handle(1, {IndirectPing{9, name(2), addr(2), true, name(1), a}});
+  }
+  EXPECT_EQ(d.sent.size(), sent);
+  EXPECT_EQ(d.e.counters().msg_drop_martian_addr, 4 * martians.size());
+  // Ordinary addresses still are.
+  d.handle(1, {Ping{7, name(0), name(1), addr(1)}});
+  ASSERT_EQ(d.sent.size(), sent + 1);
+  EXPECT_EQ(d.sent.back().to, addr(1));
+  d.handle(1, {alive(9)});
+  EXPECT_NE(d.e.member(name(9)), nullptr);
+}
+
 TEST(Engine, OversizedTagsAreRefusedFromEverySource) {
   EngineConfig c = config();
   c.max_tag_bytes = 16;
