@@ -70,7 +70,7 @@ struct Core {
   bool is_self(const std::string& name) const { return name == config.name; }
   Alive self_alive() const {
     const Member& me = self();
-    return Alive{me.incarnation, me.name, me.addr(), me.tags(), me.protocol_version()};
+    return Alive{me.incarnation, me.name, me.addr(), me.tags(), me.protocol_version(), me.build()};
   }
   std::uint32_t take_seq() { return next_seq++; }
 

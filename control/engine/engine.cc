@@ -122,7 +122,7 @@ void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
 void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
   if (!anti_entropy_.accept(m)) return;
   const bool join_answer = joining_.on_answer(m.seq_no, now_ns);
-  merge(m.members, m.source, now_ns, join_answer);
+  merge(m.members, m.releases, m.source, now_ns, join_answer);
   anti_entropy_.after_merge(m, now_ns);
 }
 
@@ -218,7 +218,7 @@ void Engine::promote(Member& m, std::uint64_t now_ns) {
   core_.table.promote(m);
   ++core_.counters.probation_promoted;
   member_joined(m, AliveSource::kGossip, now_ns);
-  broadcast(m.name.str(), Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version()},
+  broadcast(m.name.str(), Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version(), m.build()},
             PriorityClass::kGossip, 0);
 }
 
@@ -285,7 +285,7 @@ bool Engine::set_tags(std::vector<Tag> tags, std::uint64_t /*now_ns*/) {
   // Bounded metadata: refuse rather than truncate silently.
   if (tag_bytes(tags) > core_.config.max_tag_bytes) return false;
   Member& me = core_.self();
-  me.set_profile(me.addr(), tags, me.protocol_version());
+  me.set_profile(me.addr(), tags, me.protocol_version(), me.build());
   ++me.incarnation;
   broadcast(core_.config.name, core_.self_alive(), PriorityClass::kGossip, 0);
   return true;

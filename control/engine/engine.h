@@ -135,8 +135,8 @@ class Engine final : private Effects {
             std::uint64_t now_ns) override {
     apply_dead(incarnation, node, from, status, now_ns);
   }
-  void merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
-             bool from_join) override;
+  void merge(const std::vector<MemberState>& members, const std::vector<Release>& releases, const std::string& from,
+             std::uint64_t now_ns, bool from_join) override;
   void promote(Member& m, std::uint64_t now_ns) override;
   void forget_probationer(const std::string& name) override;
   std::vector<std::string> random_peers(std::size_t k, const std::string& exclude, bool include_suspect) override;

@@ -98,7 +98,7 @@ void Engine::correct_stale(const Member& m) {
     // Leaving: our Leave is the last word about us.
     if (!core_.leaving) out.emplace_back(core_.self_alive());
   } else {
-    out.emplace_back(Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version()});
+    out.emplace_back(Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version(), m.build()});
   }
 }
 
@@ -144,6 +144,15 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     ++n.alive_drop_no_addr;
     return;
   }
+  // An over-long build: not stored nor relayed, but the member is (a later
+  // build with a longer version string must still join older members).
+  if (a.build.size() > kMaxBuildBytes) {
+    ++n.build_drop_too_long;
+    Alive without = a;
+    without.build.clear();
+    apply_alive(without, now_ns, source, name_id);
+    return;
+  }
   Member* m = core_.table.find(a.node, name_id);
   // Incarnations only grow by the member's own refutations and restarts: one far
   // beyond what we hold is corrupt or hostile, and trusting it would pin the
@@ -185,7 +194,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     }
     anti_entropy_.note_returned(m->name.id(), a.addr, now_ns);
     m->incarnation = a.incarnation;
-    m->set_profile(a.addr, a.tags, a.protocol_version);
+    m->set_profile(a.addr, a.tags, a.protocol_version, a.build);
     core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
     probing_.add_member(m->name);
     newcomers_.remember(*m);
@@ -206,7 +215,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
   }
   const bool changed = a.addr != m->addr() || a.tags != m->tags();
   m->incarnation = a.incarnation;
-  m->set_profile(a.addr, a.tags, a.protocol_version);
+  m->set_profile(a.addr, a.tags, a.protocol_version, a.build);
   // A newer incarnation refutes any suspicion.
   probing_.drop_suspicion(a.node);
   core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
@@ -253,7 +262,7 @@ void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source)
   }
   Member fresh;
   fresh.name = a.node;
-  fresh.set_profile(a.addr, a.tags, a.protocol_version);
+  fresh.set_profile(a.addr, a.tags, a.protocol_version, a.build);
   fresh.incarnation = a.incarnation;
   fresh.state_change_ns = now_ns;
   fresh.probation = !returning && newcomers_.probation_now(now_ns);
@@ -403,9 +412,36 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, cons
 
 // ---------------------------------------------------------------- syncs
 
-void Engine::merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
-                   bool from_join) {
+void Engine::merge(const std::vector<MemberState>& members, const std::vector<Release>& releases,
+                   const std::string& from, std::uint64_t now_ns, bool from_join) {
   MemberTable& table = core_.table;
+  Counters& n = core_.counters;
+  // What the members run: the sync lists each release once and its entries
+  // refer to them by position. An over-long build is dropped once for the
+  // part (counted), its protocol version kept.
+  const std::vector<Release>* listed = &releases;
+  std::vector<Release> checked;
+  for (std::size_t i = 0; i < releases.size(); ++i) {
+    if (releases[i].build.size() <= kMaxBuildBytes) continue;
+    if (checked.empty()) checked = releases;
+    checked[i].build.clear();
+    ++n.build_drop_too_long;
+    listed = &checked;
+  }
+  static const Release kNotSaid;
+  auto release_of = [&](const MemberState& s) -> const Release& {
+    // 0: not said (a sender before releases, or one that does not know).
+    if (s.release == 0) return kNotSaid;
+    // Names no entry of its part: the member is kept, what it runs unknown.
+    if (s.release > listed->size()) {
+      ++n.release_drop_unlisted;
+      return kNotSaid;
+    }
+    return (*listed)[s.release - 1];
+  };
+  // One Alive for all the members: its strings keep their storage from
+  // member to member.
+  Alive a;
   // A sync carries hundreds of members: each entry is asked for a few
   // members ahead of its turn, so that its cache miss overlaps the work.
   // Their ids are kept (in a ring of twice that) for their turn.
@@ -416,10 +452,17 @@ void Engine::merge(const std::vector<MemberState>& members, const std::string& f
     if (i + kAhead < members.size()) ids[(i + kAhead) % ids.size()] = table.prefetch(members[i + kAhead].node);
     const MemberState& s = members[i];
     switch (s.status) {
-      case MemberStatus::kAlive:
-        apply_alive(Alive{s.incarnation, s.node, s.addr, s.tags, 0}, now_ns,
-                    from_join ? AliveSource::kJoinAnswer : AliveSource::kSync, ids[i % ids.size()]);
+      case MemberStatus::kAlive: {
+        const Release& r = release_of(s);
+        a.incarnation = s.incarnation;
+        a.node = s.node;
+        a.addr = s.addr;
+        a.tags = s.tags;
+        a.protocol_version = r.protocol_version;
+        a.build = r.build;
+        apply_alive(a, now_ns, from_join ? AliveSource::kJoinAnswer : AliveSource::kSync, ids[i % ids.size()]);
         break;
+      }
       case MemberStatus::kLeft:
         apply_dead(s.incarnation, s.node, s.node, MemberStatus::kLeft, now_ns);
         break;

@@ -70,10 +70,15 @@ struct Table<Tag> {  // gw.proto.Tag
   using Fields = std::tuple<Field<&Tag::key, 1, S::kBytes>, Field<&Tag::value, 2, S::kBytes>>;
 };
 template <>
+struct Table<Release> {  // gw.proto.Release
+  using Fields = std::tuple<Field<&Release::protocol_version, 1, S::kVarint>, Field<&Release::build, 2, S::kBytes>>;
+};
+template <>
 struct Table<MemberState> {  // gw.proto.MemberState
   using Fields = std::tuple<Field<&MemberState::node, 1, S::kBytes>, Field<&MemberState::addr, 2, S::kMessage>,
                             Field<&MemberState::incarnation, 3, S::kVarint>, Field<&MemberState::status, 4, S::kVarint>,
-                            Field<&MemberState::tags, 5, S::kRepeatedMessage>>;
+                            Field<&MemberState::tags, 5, S::kRepeatedMessage>,
+                            Field<&MemberState::release, 6, S::kVarint>>;
 };
 template <>
 struct Table<Ping> {
@@ -100,7 +105,7 @@ template <>
 struct Table<Alive> {
   using Fields = std::tuple<Field<&Alive::incarnation, 1, S::kVarint>, Field<&Alive::node, 2, S::kBytes>,
                             Field<&Alive::addr, 3, S::kMessageIfSet>, Field<&Alive::tags, 4, S::kRepeatedMessage>,
-                            Field<&Alive::protocol_version, 5, S::kVarint>>;
+                            Field<&Alive::protocol_version, 5, S::kVarint>, Field<&Alive::build, 6, S::kBytes>>;
 };
 template <>
 struct Table<Suspect> {
@@ -123,7 +128,8 @@ struct Table<SyncRequest> {
                  Field<&SyncRequest::join, 3, S::kBool>, Field<&SyncRequest::part, 4, S::kVarint>,
                  Field<&SyncRequest::parts, 5, S::kVarint>, Field<&SyncRequest::members, 6, S::kRepeatedMessage>,
                  Field<&SyncRequest::digest, 7, S::kFixed64>, Field<&SyncRequest::buckets, 8, S::kPackedFixed32>,
-                 Field<&SyncRequest::view_size, 9, S::kVarint>>;
+                 Field<&SyncRequest::view_size, 9, S::kVarint>,
+                 Field<&SyncRequest::releases, 10, S::kRepeatedMessage>>;
 };
 template <>
 struct Table<SyncResponse> {
@@ -131,7 +137,8 @@ struct Table<SyncResponse> {
       std::tuple<Field<&SyncResponse::seq_no, 1, S::kVarint>, Field<&SyncResponse::source, 2, S::kBytes>,
                  Field<&SyncResponse::part, 3, S::kVarint>, Field<&SyncResponse::parts, 4, S::kVarint>,
                  Field<&SyncResponse::members, 5, S::kRepeatedMessage>, Field<&SyncResponse::digest, 6, S::kFixed64>,
-                 Field<&SyncResponse::buckets, 7, S::kPackedFixed32>>;
+                 Field<&SyncResponse::buckets, 7, S::kPackedFixed32>,
+                 Field<&SyncResponse::releases, 8, S::kRepeatedMessage>>;
 };
 template <>
 struct Table<UserData> {
