@@ -167,6 +167,8 @@ class Engine final : private Effects {
                    std::uint32_t name_id = IdentityPool::kNone);
   // A never-seen member's Alive: admission, then into the table.
   void admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source);
+  // A known member's profile from a newer Alive; what it runs kept if not said.
+  void set_profile(Member& m, const Alive& a);
   // merged: from a peer's sync (a tombstone or suspicion there), not a message.
   void apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged = false);
   void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from, MemberStatus status,

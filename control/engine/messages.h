@@ -74,7 +74,9 @@ struct Alive {
   Address addr;
   std::vector<Tag> tags;
   std::uint32_t protocol_version = 0;
-  std::string build = {};  // the member's build ("0.1.0+<git>"); empty = not said
+  // The member's build ("0.1.0+<git>"): said by the Alive that brings a
+  // life and its relays; empty (not said: kept as held) in refutations.
+  std::string build = {};
   bool operator==(const Alive&) const = default;
 };
 
@@ -98,8 +100,8 @@ struct Leave {
   bool operator==(const Leave&) const = default;
 };
 
-// What a member runs (gw.proto.Release): a sync lists each distinct one once
-// and its member states refer to them by position.
+// What a member runs (gw.proto.Release; 0 and empty: not known): a sync part
+// lists each distinct one once and its member states refer to them by position.
 struct Release {
   std::uint32_t protocol_version = 0;
   std::string build;
@@ -112,7 +114,7 @@ struct MemberState {
   std::uint64_t incarnation = 0;
   MemberStatus status = MemberStatus::kAlive;
   std::vector<Tag> tags;
-  std::uint32_t release = 0;  // 1 + its position in the sync's `releases`; 0 = not said
+  std::uint32_t release = 0;  // its position in the sync's `releases` (none listed: not said)
   bool operator==(const MemberState&) const = default;
 };
 

@@ -98,7 +98,7 @@ void Engine::correct_stale(const Member& m) {
     // Leaving: our Leave is the last word about us.
     if (!core_.leaving) out.emplace_back(core_.self_alive());
   } else {
-    out.emplace_back(Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version(), m.build()});
+    out.emplace_back(Alive{m.incarnation, m.name, m.addr(), m.tags(), m.protocol_version()});
   }
 }
 
@@ -194,7 +194,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     }
     anti_entropy_.note_returned(m->name.id(), a.addr, now_ns);
     m->incarnation = a.incarnation;
-    m->set_profile(a.addr, a.tags, a.protocol_version, a.build);
+    set_profile(*m, a);
     core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
     probing_.add_member(m->name);
     newcomers_.remember(*m);
@@ -207,15 +207,23 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
   // echoing): the live member keeps its address until it moves with a newer
   // incarnation.
   if (a.incarnation <= m->incarnation) {
-    if (a.addr != m->addr())
+    if (a.addr != m->addr()) {
       ++n.conflict_address;
-    else
-      ++n.update_drop_stale;
+      return;
+    }
+    ++n.update_drop_stale;
+    // The same life, told again: what it runs, if said and not what we hold
+    // (we heard of it first from a refutation, or a peer before releases),
+    // is the one thing taken from it.
+    if (a.incarnation == m->incarnation && !m->is_tombstone() &&
+        ((!a.build.empty() && a.build != m->build()) ||
+         (a.protocol_version != 0 && a.protocol_version != m->protocol_version())))
+      set_profile(*m, a);
     return;
   }
   const bool changed = a.addr != m->addr() || a.tags != m->tags();
   m->incarnation = a.incarnation;
-  m->set_profile(a.addr, a.tags, a.protocol_version, a.build);
+  set_profile(*m, a);
   // A newer incarnation refutes any suspicion.
   probing_.drop_suspicion(a.node);
   core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
@@ -226,6 +234,15 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     core_.emit(EventKind::kUpdate, *m);
   }
   broadcast(a.node, a, PriorityClass::kGossip, 0);
+}
+
+void Engine::set_profile(Member& m, const Alive& a) {
+  // What it runs, when not said (a refutation, a tag change, a peer before
+  // builds), stays what we hold: a build changes with a restart, whose Alive
+  // says it.
+  const std::uint32_t pv = a.protocol_version != 0 ? a.protocol_version : m.protocol_version();
+  const std::string_view build = !a.build.empty() ? std::string_view(a.build) : std::string_view(m.build());
+  m.set_profile(a.addr, a.tags, pv, build);
 }
 
 void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source) {
@@ -430,14 +447,14 @@ void Engine::merge(const std::vector<MemberState>& members, const std::vector<Re
   }
   static const Release kNotSaid;
   auto release_of = [&](const MemberState& s) -> const Release& {
-    // 0: not said (a sender before releases, or one that does not know).
-    if (s.release == 0) return kNotSaid;
-    // Names no entry of its part: the member is kept, what it runs unknown.
-    if (s.release > listed->size()) {
+    // None listed: a sender before releases says nothing of them.
+    if (listed->empty()) return kNotSaid;
+    // Names no release of its part: the member is kept, what it runs unknown.
+    if (s.release >= listed->size()) {
       ++n.release_drop_unlisted;
       return kNotSaid;
     }
-    return (*listed)[s.release - 1];
+    return (*listed)[s.release];
   };
   // One Alive for all the members: its strings keep their storage from
   // member to member.

@@ -43,26 +43,27 @@ class WindowBuilder {
   bool add(const Member& m) {
     MemberState s = to_member_state(m);
     // What it runs: listed once per part, the entry refers to it by position
-    // (none if we do not know: a member heard only from a peer before releases).
+    // (the first listed, usually ours and most members', costs the entry
+    // nothing). A release we do not know is listed as such (0, empty).
     const ProfileData& p = m.profile.get();
-    const bool said = p.protocol_version != 0 || p.build != IdentityPool::kNone;
     const std::pair<std::uint32_t, std::uint32_t> key{p.protocol_version, p.build};
-    std::uint32_t index = 0;  // its position in the open part's list, 0 = not there
-    if (said && !w_.parts.empty())
-      for (std::size_t i = 0; i < listed_.size() && index == 0; ++i)
-        if (listed_[i] == key) index = static_cast<std::uint32_t>(i + 1);
+    bool listed = false;
+    if (!w_.parts.empty())
+      for (std::size_t i = 0; i < listed_.size() && !listed; ++i)
+        if (listed_[i] == key) {
+          s.release = static_cast<std::uint32_t>(i);
+          listed = true;
+        }
     // Bytes of its release's listing, when the part must list it.
-    std::size_t listing = said && index == 0 ? listing_size(m) : 0;
-    s.release = !said ? 0 : index != 0 ? index : static_cast<std::uint32_t>(listed_.size() + 1);
+    std::size_t listing = listed ? 0 : listing_size(m);
+    if (!listed) s.release = static_cast<std::uint32_t>(listed_.size());
     std::size_t sz = estimated_size(s);
     const bool new_part = w_.parts.empty() || part_used_ + sz + listing > part_bytes_;
     if (new_part) {
       // First in a new part: its release is the part's first.
-      if (said) {
-        if (listing == 0) listing = listing_size(m);
-        s.release = 1;
-        sz = estimated_size(s);
-      }
+      if (listing == 0) listing = listing_size(m);
+      s.release = 0;
+      sz = estimated_size(s);
       // Cannot fit even alone in a part (tags are bounded, so only a tiny part size): skip.
       if (overhead_ + sz + listing > part_bytes_) return true;
     }

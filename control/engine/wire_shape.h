@@ -8,7 +8,8 @@
 //          is not empty, except a MemberState's, which it always sets);
 //   bound  what the engine packs datagrams by (wire_size.h): every scalar,
 //          bool, string and address counted as if present, so it is never
-//          below the exact size; fixed64 and packed fields as written.
+//          below the exact size; fixed64 and packed fields as written, and
+//          the optional fields (below) as written too.
 //
 // tests/unit/control/wire_shape_test.cc holds the tables to the protobuf
 // descriptors (every field, its number, its type) and both sizes to the real
@@ -40,6 +41,12 @@ enum class Shape : std::uint8_t {
   kVarint,           // uint32, uint64, enum
   kBool,             // bool (a one-byte varint)
   kBytes,            // string, bytes: length-delimited
+  // Optional fields (issue 52): a varint or a string the engine sets before
+  // it sizes the message and that is mostly absent (a sync entry on its
+  // part's first release, an Alive that repeats a life's news). Counted as
+  // written in both sizes, so that they cost the packing nothing when absent.
+  kOptionalVarint,
+  kOptionalBytes,
   kFixed64,          // fixed64
   kPackedFixed32,    // repeated fixed32, packed: one length-delimited run
   kMessage,          // a sub-message the codec always sets
@@ -78,7 +85,7 @@ struct Table<MemberState> {  // gw.proto.MemberState
   using Fields = std::tuple<Field<&MemberState::node, 1, S::kBytes>, Field<&MemberState::addr, 2, S::kMessage>,
                             Field<&MemberState::incarnation, 3, S::kVarint>, Field<&MemberState::status, 4, S::kVarint>,
                             Field<&MemberState::tags, 5, S::kRepeatedMessage>,
-                            Field<&MemberState::release, 6, S::kVarint>>;
+                            Field<&MemberState::release, 6, S::kOptionalVarint>>;
 };
 template <>
 struct Table<Ping> {
@@ -105,7 +112,8 @@ template <>
 struct Table<Alive> {
   using Fields = std::tuple<Field<&Alive::incarnation, 1, S::kVarint>, Field<&Alive::node, 2, S::kBytes>,
                             Field<&Alive::addr, 3, S::kMessageIfSet>, Field<&Alive::tags, 4, S::kRepeatedMessage>,
-                            Field<&Alive::protocol_version, 5, S::kVarint>, Field<&Alive::build, 6, S::kBytes>>;
+                            Field<&Alive::protocol_version, 5, S::kVarint>,
+                            Field<&Alive::build, 6, S::kOptionalBytes>>;
 };
 template <>
 struct Table<Suspect> {
@@ -173,9 +181,11 @@ template <Count C, typename F, typename T>
 constexpr std::size_t field_size(const T& m) {
   constexpr bool exact = C == Count::kExact;
   const auto& v = m.*(F::member);
-  if constexpr (F::shape == Shape::kVarint) {
+  if constexpr (F::shape == Shape::kVarint || F::shape == Shape::kOptionalVarint) {
     const auto u = static_cast<std::uint64_t>(v);
-    return exact && u == 0 ? 0 : key_size(F::number) + varint_size(u);
+    return (exact || F::shape == Shape::kOptionalVarint) && u == 0 ? 0 : key_size(F::number) + varint_size(u);
+  } else if constexpr (F::shape == Shape::kOptionalBytes) {
+    return v.size() == 0 ? 0 : delimited(F::number, v.size());
   } else if constexpr (F::shape == Shape::kBool) {
     return exact && !v ? 0 : key_size(F::number) + 1;
   } else if constexpr (F::shape == Shape::kBytes) {

@@ -1,8 +1,9 @@
 // What members run (issue 52 item 10): the protocol version and build each
-// member announces in its Alive reach every member, also those that learn it
-// from a sync (a join answer, a periodic window) and never hear its Alive; a
-// sync lists each release once; what a member cannot use (an over-long build,
-// an entry naming no release) is counted and the member kept.
+// member announces reach every member, also those that learn it from a sync
+// (a join answer, a periodic window) and never hear its Alive; a sync part
+// lists each release once and its entries refer to them; a refutation does
+// not repeat the build; what a member cannot use (an over-long build, an
+// entry naming no release) is counted and the member kept.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -85,7 +86,8 @@ TEST(Release, ASyncListsEachReleaseOnceAndItsEntriesReferToThem) {
   EngineConfig c = config_with(0, 1, kBuildA);
   c.sync_answer_burst = 100;
   Driver d(c);
-  // 60 members on two builds, 10 that said nothing (a peer before builds).
+  // 60 members on two builds, 10 whose release we do not know (heard of from
+  // a peer before builds).
   Compound msgs;
   for (std::size_t i = 1; i <= 70; ++i)
     msgs.push_back(Alive{1, name(i), addr(i), {}, i <= 60 ? 1u : 0u, i > 60 ? "" : (i % 2 == 0 ? kBuildA : kBuildB)});
@@ -94,55 +96,54 @@ TEST(Release, ASyncListsEachReleaseOnceAndItsEntriesReferToThem) {
 
   const std::size_t before = d.sent.size();
   d.handle(1, {SyncRequest{7, name(1), false, 0, 1, {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}}}}});
-  std::map<std::string, std::pair<std::uint32_t, std::string>> seen;  // member -> (protocol, build)
+  std::map<std::string, Release> seen;
   std::size_t parts = 0;
   for (std::size_t i = before; i < d.sent.size(); ++i) {
+    EXPECT_LE(encode(d.sent[i].messages).size(), c.max_packet_bytes);
     const Compound wire = over_the_wire(d.sent[i].messages);
-    ASSERT_EQ(encode(d.sent[i].messages).size() <= c.max_packet_bytes, true);
     const SyncResponse* r = std::get_if<SyncResponse>(&wire.at(0));
     ASSERT_NE(r, nullptr);
     ++parts;
     // Each release at most once in a part, and only those its entries use.
     std::set<std::pair<std::uint32_t, std::string>> distinct;
     for (const Release& rel : r->releases) EXPECT_TRUE(distinct.insert({rel.protocol_version, rel.build}).second);
+    EXPECT_LE(r->releases.size(), 3u);
     std::vector<bool> used(r->releases.size(), false);
     for (const MemberState& s : r->members) {
-      ASSERT_LE(s.release, r->releases.size()) << s.node;
-      if (s.release == 0) {
-        seen[s.node] = {0, ""};
-        continue;
-      }
-      used[s.release - 1] = true;
-      seen[s.node] = {r->releases[s.release - 1].protocol_version, r->releases[s.release - 1].build};
+      ASSERT_LT(s.release, r->releases.size()) << s.node;
+      used[s.release] = true;
+      seen[s.node] = r->releases[s.release];
     }
     for (bool u : used) EXPECT_TRUE(u);
-    EXPECT_LE(r->releases.size(), 2u);
   }
   ASSERT_GE(parts, 2u);  // the listing starts over in every part
   ASSERT_EQ(seen.size(), 71u);
-  EXPECT_EQ(seen[name(0)], std::make_pair(1u, kBuildA));
-  EXPECT_EQ(seen[name(2)], std::make_pair(1u, kBuildA));
-  EXPECT_EQ(seen[name(3)], std::make_pair(1u, kBuildB));
-  EXPECT_EQ(seen[name(65)], std::make_pair(0u, std::string()));
+  EXPECT_EQ(seen[name(0)], (Release{1, kBuildA}));
+  EXPECT_EQ(seen[name(2)], (Release{1, kBuildA}));
+  EXPECT_EQ(seen[name(3)], (Release{1, kBuildB}));
+  EXPECT_EQ(seen[name(65)], (Release{0, ""}));
 }
 
-TEST(Release, ARecordGrowsByTwoBytesAndAPartByItsListing) {
-  // The size model the windows are packed by: an entry's reference is one
-  // varint (two bytes at positions below 128), a release's listing is its
-  // bytes once per part.
-  MemberState s{name(5), addr(5), 9, MemberStatus::kAlive, {}};
-  const std::size_t bound = estimated_size(s);
-  const SyncResponse before{1, name(0), 0, 1, {s}};
-  s.release = 1;
-  EXPECT_EQ(estimated_size(s), bound);  // the bound counts the field even at 0
-  SyncResponse after{1, name(0), 0, 1, {s}};
-  after.releases.push_back(Release{1, kBuildA});
-  EXPECT_EQ(exact_size(Message{after}) - exact_size(Message{before}), 2u + estimated_size(Release{1, kBuildA}));
-  EXPECT_EQ(encode({after}).size(), exact_size(Message{after}));
-  // A second entry on the same release costs its reference only.
-  after.members.push_back(MemberState{name(6), addr(6), 9, MemberStatus::kAlive, {}, 1});
-  const SyncResponse plain_two{1, name(0), 0, 1, {before.members[0], MemberState{name(6), addr(6), 9, MemberStatus::kAlive, {}}}};
-  EXPECT_EQ(exact_size(Message{after}) - exact_size(Message{plain_two}), 4u + estimated_size(Release{1, kBuildA}));
+TEST(Release, AnEntryOnItsPartsFirstReleaseCostsNothingAnotherTwoBytes) {
+  // The size model the windows are packed by (the bound): the reference is
+  // an optional field, counted as written; a release's listing is its bytes
+  // once per part.
+  const MemberState plain{name(5), addr(5), 9, MemberStatus::kAlive, {}};
+  MemberState second = plain;
+  second.release = 1;
+  EXPECT_EQ(estimated_size(second), estimated_size(plain) + 2);
+  const SyncResponse none{1, name(0), 0, 1, {plain, plain}};
+  SyncResponse listed = none;
+  listed.releases.push_back(Release{1, kBuildA});
+  EXPECT_EQ(exact_size(Message{listed}) - exact_size(Message{none}), estimated_size(Release{1, kBuildA}));
+  EXPECT_EQ(estimated_size(Message{listed}) - estimated_size(Message{none}), estimated_size(Release{1, kBuildA}));
+  listed.releases.push_back(Release{1, kBuildB});
+  listed.members[1].release = 1;
+  EXPECT_EQ(exact_size(Message{listed}) - exact_size(Message{none}),
+            estimated_size(Release{1, kBuildA}) + estimated_size(Release{1, kBuildB}) + 2);
+  EXPECT_EQ(encode({listed}).size(), exact_size(Message{listed}));
+  // About 24 bytes a release for a build of a gateway's length.
+  EXPECT_EQ(estimated_size(Release{1, kBuildA}), 24u);
 }
 
 TEST(Release, AnOverLongBuildIsDroppedCountedAndTheMemberKept) {
@@ -181,12 +182,12 @@ TEST(Release, ASyncsOverLongBuildOrUnlistedEntryIsCountedAndTheMemberKept) {
   const SyncRequest* req = find_msg<SyncRequest>(d.sent.at(0));
   ASSERT_NE(req, nullptr);
   SyncResponse resp{req->seq_no, name(1), 0, 1, {}};
-  resp.releases = {Release{5, std::string(kMaxBuildBytes + 10, 'z')}, Release{1, kBuildB}};
-  resp.members = {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}, 2},
-                  MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}, 1},
-                  MemberState{name(3), addr(3), 1, MemberStatus::kAlive, {}, 1},
-                  MemberState{name(4), addr(4), 1, MemberStatus::kAlive, {}, 3},   // no third release
-                  MemberState{name(5), addr(5), 1, MemberStatus::kAlive, {}, 0}};  // not said
+  resp.releases = {Release{5, std::string(kMaxBuildBytes + 10, 'z')}, Release{1, kBuildB}, Release{0, ""}};
+  resp.members = {MemberState{name(1), addr(1), 1, MemberStatus::kAlive, {}, 1},
+                  MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}, 0},
+                  MemberState{name(3), addr(3), 1, MemberStatus::kAlive, {}, 0},
+                  MemberState{name(4), addr(4), 1, MemberStatus::kAlive, {}, 7},   // no such release
+                  MemberState{name(5), addr(5), 1, MemberStatus::kAlive, {}, 2}};  // not known to the seed
   d.handle(1, {resp});
   ASSERT_EQ(d.e.num_live(), 6u);
   EXPECT_EQ(d.e.member(name(1))->build(), kBuildB);
@@ -195,26 +196,116 @@ TEST(Release, ASyncsOverLongBuildOrUnlistedEntryIsCountedAndTheMemberKept) {
   EXPECT_EQ(d.e.member(name(2))->build(), "");
   EXPECT_EQ(d.e.member(name(3))->build(), "");
   EXPECT_EQ(d.e.counters().build_drop_too_long, 1u);
-  // The unlisted entry and the unsaid one: known, release unknown.
+  // The unlisted entry and the unknown one: members, release unknown.
   EXPECT_EQ(d.e.member(name(4))->protocol_version(), 0u);
   EXPECT_EQ(d.e.counters().release_drop_unlisted, 1u);
   EXPECT_EQ(d.e.member(name(5))->protocol_version(), 0u);
   EXPECT_EQ(d.e.member(name(5))->build(), "");
 }
 
-TEST(Release, ARestartWithAnotherBuildIsSeenByItsNewIncarnation) {
+TEST(Release, ASyncFromAPeerBeforeReleasesIsMergedAsBefore) {
+  // No releases listed: its entries (release 0, as any older sender's
+  // decode) say nothing of what members run, and are no unlisted entries.
+  Driver d(config_with(0, 1, kBuildA));
+  d.handle(1, {Alive{1, name(1), addr(1), {}, 1, kBuildB}});
+  d.handle(1, {SyncRequest{3, name(1), false, 0, 1,
+                           {MemberState{name(1), addr(1), 2, MemberStatus::kAlive, {}},
+                            MemberState{name(2), addr(2), 1, MemberStatus::kAlive, {}}}}});
+  ASSERT_NE(d.e.member(name(2)), nullptr);
+  EXPECT_EQ(d.e.member(name(2))->protocol_version(), 0u);
+  EXPECT_EQ(d.e.member(name(2))->build(), "");
+  // A newer incarnation that says nothing keeps what we hold.
+  EXPECT_EQ(d.e.member(name(1))->incarnation, 2u);
+  EXPECT_EQ(d.e.member(name(1))->build(), kBuildB);
+  EXPECT_EQ(d.e.member(name(1))->protocol_version(), 1u);
+  EXPECT_EQ(d.e.counters().release_drop_unlisted, 0u);
+}
+
+TEST(Release, ARestartSaysItsNewBuildARefutationLeavesItAsHeld) {
   Driver d(config_with(0, 1, kBuildA));
   d.handle(2, {Alive{1, name(2), addr(2), {}, 1, kBuildA}});
   ASSERT_EQ(d.e.member(name(2))->build(), kBuildA);
-  // The same incarnation with another build is stale news: ignored.
-  d.handle(2, {Alive{1, name(2), addr(2), {}, 1, kBuildB}});
+  // A refutation (a newer incarnation, no build): the build stays.
+  d.handle(2, {Alive{2, name(2), addr(2), {}, 1}});
+  EXPECT_EQ(d.e.member(name(2))->incarnation, 2u);
   EXPECT_EQ(d.e.member(name(2))->build(), kBuildA);
-  // Upgraded and restarted: a newer incarnation carries the new build.
-  d.handle(2, {Alive{2, name(2), addr(2), {}, 2, kBuildB}});
+  // Upgraded and restarted: the newer incarnation says the new build.
+  d.handle(2, {Alive{1765000000, name(2), addr(2), {}, 2, kBuildB}});
   EXPECT_EQ(d.e.member(name(2))->build(), kBuildB);
   EXPECT_EQ(d.e.member(name(2))->protocol_version(), 2u);
-  // Our own Alive says ours.
-  EXPECT_EQ(d.e.member(name(0))->build(), kBuildA);
+  EXPECT_EQ(count_events(d.events, EventKind::kUpdate, name(2)), 0u);
+}
+
+TEST(Release, AMemberFirstHeardFromARefutationGetsItsBuildFromTheNextSyncEntry) {
+  Driver d(config_with(0, 1, kBuildA));
+  d.handle(2, {Alive{5, name(2), addr(2), {}, 1}});
+  ASSERT_NE(d.e.member(name(2)), nullptr);
+  EXPECT_EQ(d.e.member(name(2))->build(), "");
+  const std::size_t stale = d.e.counters().update_drop_stale;
+  // A window with its entry at the same incarnation: what it runs is taken,
+  // nothing else (stale news: not gossiped; what goes out about n2 is the
+  // first Alive's relay, still without a build).
+  SyncRequest r{9, name(3), false, 0, 1, {MemberState{name(2), addr(2), 5, MemberStatus::kAlive, {}, 0}}};
+  r.releases = {Release{1, kBuildB}};
+  const std::size_t sent = d.sent.size();
+  d.handle(3, {r});
+  EXPECT_EQ(d.e.member(name(2))->build(), kBuildB);
+  EXPECT_EQ(d.e.member(name(2))->incarnation, 5u);
+  EXPECT_EQ(d.e.counters().update_drop_stale, stale + 1);
+  d.run_until(d.now + 3 * kSecond);
+  for (std::size_t i = sent; i < d.sent.size(); ++i)
+    for (const Message& msg : d.sent[i].messages)
+      if (const Alive* a = std::get_if<Alive>(&msg); a != nullptr && a->node == name(2)) {
+        EXPECT_EQ(a->build, "");
+      }
+}
+
+TEST(Release, ABuildIsNotRelayed) {
+  // Said first-hand (a hello, a sync entry), taken, and not gossiped on: a
+  // build in every relay of every join's Alive cost a cluster under an
+  // egress budget twice the time to form.
+  Driver d(config_with(0, 1, kBuildA));
+  d.handle(2, {Alive{1, name(2), addr(2), {}, 1, kBuildB}});
+  ASSERT_EQ(d.e.member(name(2))->build(), kBuildB);
+  d.run_until(d.now + 5 * kSecond);
+  bool relayed = false;
+  for (const Outgoing& o : d.sent)
+    for (const Message& msg : o.messages)
+      if (const Alive* a = std::get_if<Alive>(&msg); a != nullptr && a->node == name(2)) {
+        relayed = true;
+        EXPECT_EQ(a->build, "");
+        EXPECT_EQ(a->protocol_version, 1u);
+      }
+  EXPECT_TRUE(relayed);
+}
+
+TEST(Release, OurHelloSaysOurBuildOurRefutationsDoNot) {
+  Driver d(config_with(0, 1, kBuildA));
+  d.handle(1, {Alive{1, name(1), addr(1), {}, 1, kBuildA}});
+  // Our first datagrams carry our Alive with our build.
+  d.run_until(d.now + 2 * kSecond);
+  bool hello = false;
+  for (const Outgoing& o : d.sent)
+    for (const Message& msg : o.messages)
+      if (const Alive* a = std::get_if<Alive>(&msg); a != nullptr && a->node == name(0)) {
+        hello = true;
+        EXPECT_EQ(a->build, kBuildA);
+      }
+  EXPECT_TRUE(hello);
+  // Suspected: the refutation repeats our life's news without the build.
+  const std::size_t before = d.sent.size();
+  d.handle(1, {Suspect{d.e.member(name(0))->incarnation, name(0), name(1)}});
+  d.run_until(d.now + 2 * kSecond);
+  bool refuted = false;
+  for (std::size_t i = before; i < d.sent.size(); ++i)
+    for (const Message& msg : d.sent[i].messages)
+      if (const Alive* a = std::get_if<Alive>(&msg); a != nullptr && a->node == name(0)) {
+        refuted = true;
+        EXPECT_EQ(a->build, "");
+        EXPECT_EQ(a->protocol_version, 1u);
+      }
+  EXPECT_TRUE(refuted);
+  EXPECT_GE(d.e.counters().refutations, 1u);
 }
 
 TEST(Release, AnOverLongOwnBuildIsRefusedByValidate) {
