@@ -83,11 +83,13 @@ struct ToProto {
     p->set_source(m.source);
     if (!m.source_addr.empty()) put_addr(m.source_addr, p->mutable_source_addr());
     p->set_ring_ms(m.ring_ms);
+    p->set_want_build(m.want_build);
   }
   void operator()(const Ack& m) const {
     pb::Ack* p = out->mutable_ack();
     p->set_seq_no(m.seq_no);
     p->set_source(m.source);
+    p->set_build(m.build);
   }
   void operator()(const IndirectPing& m) const {
     pb::IndirectPing* p = out->mutable_indirect_ping();
@@ -229,11 +231,12 @@ struct FromProto {
     switch (m.body_case()) {
       case pb::Message::kPing: {
         const pb::Ping& p = m.ping();
-        out.emplace_back(Ping{p.seq_no(), p.target(), p.source(), addr(p.source_addr()), p.ring_ms()});
+        out.emplace_back(
+            Ping{p.seq_no(), p.target(), p.source(), addr(p.source_addr()), p.ring_ms(), p.want_build()});
         break;
       }
       case pb::Message::kAck:
-        out.emplace_back(Ack{m.ack().seq_no(), m.ack().source()});
+        out.emplace_back(Ack{m.ack().seq_no(), m.ack().source(), m.ack().build()});
         break;
       case pb::Message::kIndirectPing: {
         const pb::IndirectPing& p = m.indirect_ping();

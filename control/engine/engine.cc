@@ -118,7 +118,11 @@ void Engine::tell_if_failed(std::uint32_t name_id, const Address& to, std::uint6
 
 void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
   // Our probe's, a proof or last ping's (newcomers), or a relay's.
-  if (probing_.on_probe_ack(m, now_ns) || newcomers_.on_ack(m, now_ns)) return;
+  if (probing_.on_probe_ack(m, now_ns) || newcomers_.on_ack(m, now_ns)) {
+    // The build we asked for (our ping's want_build), first-hand.
+    if (!m.build.empty()) take_build(m.source, m.build);
+    return;
+  }
   probing_.on_relay_ack(m);
 }
 

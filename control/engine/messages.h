@@ -37,12 +37,15 @@ struct Ping {
   std::string source;
   Address source_addr;
   std::uint64_t ring_ms = 0;  // the sender's probe-ring clock (Probing); 0 = none
+  // The sender does not know our build (for our current life): the Ack says it.
+  bool want_build = false;
   bool operator==(const Ping&) const = default;
 };
 
 struct Ack {
   std::uint32_t seq_no = 0;
   std::string source;
+  std::string build = {};  // the responder's, when the Ping asked (want_build); empty = not said
   bool operator==(const Ack&) const = default;
 };
 

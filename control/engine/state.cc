@@ -194,7 +194,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     }
     anti_entropy_.note_returned(m->name.id(), a.addr, now_ns);
     m->incarnation = a.incarnation;
-    set_profile(*m, a);
+    set_profile(*m, a, true);
     core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
     probing_.add_member(m->name);
     newcomers_.remember(*m);
@@ -218,12 +218,12 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     if (a.incarnation == m->incarnation && !m->is_tombstone() &&
         ((!a.build.empty() && a.build != m->build()) ||
          (a.protocol_version != 0 && a.protocol_version != m->protocol_version())))
-      set_profile(*m, a);
+      set_profile(*m, a, false);
     return;
   }
   const bool changed = a.addr != m->addr() || a.tags != m->tags();
   m->incarnation = a.incarnation;
-  set_profile(*m, a);
+  set_profile(*m, a, true);
   // A newer incarnation refutes any suspicion.
   probing_.drop_suspicion(a.node);
   core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
@@ -236,13 +236,29 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
   broadcast(a.node, a, PriorityClass::kGossip, 0);
 }
 
-void Engine::set_profile(Member& m, const Alive& a) {
-  // What it runs, when not said (a refutation, a tag change, a peer before
-  // builds), stays what we hold: a build changes with a restart, whose Alive
-  // says it.
+void Engine::set_profile(Member& m, const Alive& a, bool new_life) {
+  // A newer incarnation that says no build (gossip relays it without, and a
+  // restart looks like a refutation or a tag change from afar): the build of
+  // the life before may be gone, so it is unknown (`-`) until said
+  // first-hand; our next probe of it asks (Ping.want_build), within a ring
+  // round. The same life told again keeps what we hold.
   const std::uint32_t pv = a.protocol_version != 0 ? a.protocol_version : m.protocol_version();
-  const std::string_view build = !a.build.empty() ? std::string_view(a.build) : std::string_view(m.build());
+  const std::string_view build =
+      !a.build.empty() || new_life ? std::string_view(a.build) : std::string_view(m.build());
   m.set_profile(a.addr, a.tags, pv, build);
+}
+
+void Engine::take_build(const std::string& node, const std::string& build) {
+  // Bounded like an Alive's: dropped and counted, the member unchanged.
+  if (build.size() > kMaxBuildBytes) {
+    ++core_.counters.build_drop_too_long;
+    return;
+  }
+  Member* m = core_.table.find(node);
+  // The responder's own word about the life that answered: it is the life we
+  // hold (a newer one we have not heard of yet clears it again when we do).
+  if (m == nullptr || m->is_tombstone() || m->name.id() == core_.self_name.id() || m->build() == build) return;
+  m->set_profile(m->addr(), m->tags(), m->protocol_version(), build);
 }
 
 void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source) {

@@ -41,11 +41,13 @@ enum class Shape : std::uint8_t {
   kVarint,           // uint32, uint64, enum
   kBool,             // bool (a one-byte varint)
   kBytes,            // string, bytes: length-delimited
-  // Optional fields (issue 52): a varint or a string the engine sets before
-  // it sizes the message and that is mostly absent (a sync entry on its
-  // part's first release, an Alive that repeats a life's news). Counted as
+  // Optional fields (issue 52): a varint, bool or string the engine sets
+  // before it sizes the message and that is mostly absent (a sync entry on
+  // its part's first release, an Alive that repeats a life's news, a Ping's
+  // want_build and its Ack's build, set only while a build is unknown). Counted as
   // written in both sizes, so that they cost the packing nothing when absent.
   kOptionalVarint,
+  kOptionalBool,
   kOptionalBytes,
   kFixed64,          // fixed64
   kPackedFixed32,    // repeated fixed32, packed: one length-delimited run
@@ -91,11 +93,12 @@ template <>
 struct Table<Ping> {
   using Fields = std::tuple<Field<&Ping::seq_no, 1, S::kVarint>, Field<&Ping::target, 2, S::kBytes>,
                             Field<&Ping::source, 3, S::kBytes>, Field<&Ping::source_addr, 4, S::kMessageIfSet>,
-                            Field<&Ping::ring_ms, 5, S::kVarint>>;
+                            Field<&Ping::ring_ms, 5, S::kVarint>, Field<&Ping::want_build, 6, S::kOptionalBool>>;
 };
 template <>
 struct Table<Ack> {
-  using Fields = std::tuple<Field<&Ack::seq_no, 1, S::kVarint>, Field<&Ack::source, 2, S::kBytes>>;
+  using Fields = std::tuple<Field<&Ack::seq_no, 1, S::kVarint>, Field<&Ack::source, 2, S::kBytes>,
+                            Field<&Ack::build, 3, S::kOptionalBytes>>;
 };
 template <>
 struct Table<IndirectPing> {
@@ -186,6 +189,8 @@ constexpr std::size_t field_size(const T& m) {
     return (exact || F::shape == Shape::kOptionalVarint) && u == 0 ? 0 : key_size(F::number) + varint_size(u);
   } else if constexpr (F::shape == Shape::kOptionalBytes) {
     return v.size() == 0 ? 0 : delimited(F::number, v.size());
+  } else if constexpr (F::shape == Shape::kOptionalBool) {
+    return !v ? 0 : key_size(F::number) + 1;
   } else if constexpr (F::shape == Shape::kBool) {
     return exact && !v ? 0 : key_size(F::number) + 1;
   } else if constexpr (F::shape == Shape::kBytes) {

@@ -3,7 +3,8 @@
 //   OUT/ladder/    whole frames of every kind (IPv4 and IPv6), keys of fuzz_ladder
 //   OUT/compound/  the opened plaintexts of the valid ones, and engine
 //                  messages gossipgen does not make (builds, sync releases:
-//                  listed, unlisted, over-long)
+//                  listed, unlisted, over-long; a ping that asks for the
+//                  build, acks that say one)
 // usage: make_seeds OUT_DIR
 #include <cstdio>
 #include <filesystem>
@@ -111,6 +112,12 @@ int main(int argc, char** argv) {
     q.members = r.members;
     q.releases = r.releases;
     extra.push_back({q});
+    // The probe path: a ping that asks for the build (to fuzz_engine's own
+    // name, so that it answers), acks that say one (a gateway's, an
+    // over-long one), beside the Alive of the member they are about.
+    extra.push_back({e::Ping{1, "fuzz-self", "gw-2", a1, 1765000000000ULL, true}});
+    extra.push_back({e::Alive{3, "gw-2", a1, {}, 1}, e::Ack{1, "gw-2", "0.1.0+aa83e72b1c2d"}});
+    extra.push_back({e::Ack{2, "gw-3", std::string(e::kMaxBuildBytes + 1, 'a')}});
     for (const e::Compound& c : extra) {
       const std::vector<std::uint8_t> bytes = gw::cp::encode(c);
       write(out / "compound" / ("plain-" + std::to_string(plaintexts++)), bytes.data(), bytes.size());

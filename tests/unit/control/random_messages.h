@@ -54,9 +54,9 @@ inline Message random_message(Rng& rng, MessageType type) {
   const auto flag = [&] { return rng.uniform(2) == 1; };
   switch (type) {
     case MessageType::kPing:
-      return Ping{u32(), random_string(rng, 40), random_string(rng, 40), random_addr(rng), random_u64(rng)};
+      return Ping{u32(), random_string(rng, 40), random_string(rng, 40), random_addr(rng), random_u64(rng), flag()};
     case MessageType::kAck:
-      return Ack{u32(), random_string(rng, 300)};
+      return Ack{u32(), random_string(rng, 300), flag() ? random_string(rng, 80) : std::string()};
     case MessageType::kIndirectPing:
       return IndirectPing{u32(),  random_string(rng, 40), random_addr(rng),
                           flag(), random_string(rng, 40), random_addr(rng)};

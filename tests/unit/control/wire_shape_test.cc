@@ -82,6 +82,8 @@ const char* shape_name(wire::Shape s) {
       return "bytes";
     case wire::Shape::kOptionalVarint:
       return "optional varint";
+    case wire::Shape::kOptionalBool:
+      return "optional bool";
     case wire::Shape::kOptionalBytes:
       return "optional bytes";
     case wire::Shape::kFixed64:
@@ -107,6 +109,7 @@ bool shape_matches(wire::Shape shape, const FieldDescriptor& fd) {
     case wire::Shape::kOptionalVarint:
       return !fd.is_repeated() && (t == T::TYPE_UINT32 || t == T::TYPE_UINT64 || t == T::TYPE_ENUM);
     case wire::Shape::kBool:
+    case wire::Shape::kOptionalBool:
       return !fd.is_repeated() && t == T::TYPE_BOOL;
     case wire::Shape::kBytes:
     case wire::Shape::kOptionalBytes:

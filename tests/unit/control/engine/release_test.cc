@@ -214,20 +214,26 @@ TEST(Release, ASyncFromAPeerBeforeReleasesIsMergedAsBefore) {
   ASSERT_NE(d.e.member(name(2)), nullptr);
   EXPECT_EQ(d.e.member(name(2))->protocol_version(), 0u);
   EXPECT_EQ(d.e.member(name(2))->build(), "");
-  // A newer incarnation that says nothing keeps what we hold.
+  // A newer incarnation that says no build: the build of the life before is
+  // not shown for this one (unknown until said first-hand); the protocol
+  // version, not said either, stays as held.
   EXPECT_EQ(d.e.member(name(1))->incarnation, 2u);
-  EXPECT_EQ(d.e.member(name(1))->build(), kBuildB);
+  EXPECT_EQ(d.e.member(name(1))->build(), "");
   EXPECT_EQ(d.e.member(name(1))->protocol_version(), 1u);
   EXPECT_EQ(d.e.counters().release_drop_unlisted, 0u);
 }
 
-TEST(Release, ARestartSaysItsNewBuildARefutationLeavesItAsHeld) {
+TEST(Release, ARestartSaysItsNewBuildANewerIncarnationWithoutOneMakesItUnknown) {
   Driver d(config_with(0, 1, kBuildA));
   d.handle(2, {Alive{1, name(2), addr(2), {}, 1, kBuildA}});
   ASSERT_EQ(d.e.member(name(2))->build(), kBuildA);
-  // A refutation (a newer incarnation, no build): the build stays.
+  // A newer incarnation without a build (a refutation, or a restart's Alive
+  // relayed: from afar they look the same): unknown until said first-hand.
   d.handle(2, {Alive{2, name(2), addr(2), {}, 1}});
   EXPECT_EQ(d.e.member(name(2))->incarnation, 2u);
+  EXPECT_EQ(d.e.member(name(2))->build(), "");
+  // The same life told again with its build (its sync entry) fills it in.
+  d.handle(2, {Alive{2, name(2), addr(2), {}, 1, kBuildA}});
   EXPECT_EQ(d.e.member(name(2))->build(), kBuildA);
   // Upgraded and restarted: the newer incarnation says the new build.
   d.handle(2, {Alive{1765000000, name(2), addr(2), {}, 2, kBuildB}});
@@ -306,6 +312,135 @@ TEST(Release, OurHelloSaysOurBuildOurRefutationsDoNot) {
       }
   EXPECT_TRUE(refuted);
   EXPECT_GE(d.e.counters().refutations, 1u);
+}
+
+// ---- the probe path: a ping that asks, an ack that says ----
+
+// Runs `d` (n0) until `until`: every Ping it sends to a member of `peers`
+// goes over the wire to that member's engine, and what it sends back to n0
+// comes back over the wire (its acks); a Ping to anyone else is acked without a build
+// (a peer before builds). Every Ping d sends is kept in `pings`.
+void run_with_peers(Driver& d, std::map<std::size_t, Driver*> peers, std::uint64_t until,
+                    std::vector<std::pair<std::size_t, Ping>>* pings = nullptr) {
+  d.run_until(until, [&](const Outgoing& o) {
+    const std::size_t to = o.to.ip[3] + 256u * o.to.ip[2];
+    for (const Message& msg : over_the_wire(o.messages)) {
+      const Ping* p = std::get_if<Ping>(&msg);
+      if (p == nullptr) continue;
+      if (pings != nullptr) pings->emplace_back(to, *p);
+      const auto it = peers.find(to);
+      if (it == peers.end()) {
+        d.e.handle(o.to, {Ack{p->seq_no, name(to)}}, d.now);
+        continue;
+      }
+      Driver& peer = *it->second;
+      peer.now = d.now;
+      const std::size_t first = peer.sent.size();
+      peer.e.handle(addr(0), {*p}, peer.now);
+      peer.collect();
+      // Its acks only: what it piggybacks (its hello, with its build) would
+      // tell n0 the build another way.
+      for (std::size_t i = first; i < peer.sent.size(); ++i) {
+        if (peer.sent[i].to != addr(0)) continue;
+        Compound acks;
+        for (const Message& m : over_the_wire(peer.sent[i].messages))
+          if (std::holds_alternative<Ack>(m)) acks.push_back(m);
+        d.e.handle(o.to, acks, d.now);
+      }
+    }
+  });
+}
+
+TEST(Release, AMemberLearnedOnlyByGossipGetsItsBuildFromItsAckToOurProbe) {
+  // n0 knows n1 first-hand, and n2 only from n1's relay of n2's Alive (no
+  // build: relays carry none) and will never merge a sync entry of it.
+  Driver d(config_with(0, 1, kBuildA));
+  Driver n2(config_with(2, 1, kBuildB));
+  d.handle(1, {Alive{1, name(1), addr(1), {}, 1, kBuildA}, Alive{1, name(2), addr(2), {}, 1}});
+  ASSERT_NE(d.e.member(name(2)), nullptr);
+  ASSERT_EQ(d.e.member(name(2))->build(), "");
+  // One ring round: a view of 3, each probed once in 2 probe intervals (3
+  // for the random phase of the first).
+  std::vector<std::pair<std::size_t, Ping>> pings;
+  run_with_peers(d, {{2, &n2}}, d.now + 3 * d.e.config().probe_interval_ns, &pings);
+  EXPECT_EQ(d.e.member(name(2))->build(), kBuildB);
+  EXPECT_EQ(d.e.member(name(2))->protocol_version(), 1u);
+  // The ping to n2 asked, the ones to n1 (whose build we know) did not.
+  std::size_t asked = 0;
+  for (const auto& [to, p] : pings) {
+    if (to == 1) {
+      EXPECT_FALSE(p.want_build);
+    }
+    if (to == 2 && p.want_build) ++asked;
+  }
+  EXPECT_EQ(asked, 1u);
+  // Known: the next pings to n2 ask no more (steady state: nothing added).
+  pings.clear();
+  run_with_peers(d, {{2, &n2}}, d.now + 6 * d.e.config().probe_interval_ns, &pings);
+  std::size_t to_n2 = 0;
+  for (const auto& [to, p] : pings)
+    if (to == 2) {
+      ++to_n2;
+      EXPECT_FALSE(p.want_build);
+    }
+  EXPECT_GE(to_n2, 2u);
+  EXPECT_EQ(d.e.member(name(2))->build(), kBuildB);
+}
+
+TEST(Release, ARestartHeardByGossipShowsNoBuildUntilItsAckSaysTheNewOne) {
+  Driver d(config_with(0, 1, kBuildA));
+  d.handle(2, {Alive{1, name(2), addr(2), {}, 1, kBuildA}});
+  ASSERT_EQ(d.e.member(name(2))->build(), kBuildA);
+  // n2 restarted with build B; n0 hears of its new life from n1's relay.
+  Driver n2(config_with(2, 1, kBuildB));
+  d.handle(1, {Alive{1765000000, name(2), addr(2), {}, 1}});
+  ASSERT_EQ(d.e.member(name(2))->incarnation, 1765000000u);
+  EXPECT_EQ(d.e.member(name(2))->build(), "");  // not the old life's A
+  // Its ack to our next probe says B.
+  run_with_peers(d, {{2, &n2}}, d.now + 2 * d.e.config().probe_interval_ns);
+  EXPECT_EQ(d.e.member(name(2))->build(), kBuildB);
+  EXPECT_EQ(count_events(d.events, EventKind::kUpdate, name(2)), 0u);
+}
+
+TEST(Release, APingWithoutTheFlagGetsAnAckWithoutTheBuild) {
+  // Two identical engines (same seed), pinged alike but for the flag.
+  Driver plain(config_with(0, 1, kBuildA), 7);
+  Driver asked(config_with(0, 1, kBuildA), 7);
+  plain.handle(1, {Ping{5, name(0), name(1), addr(1), 0, false}});
+  asked.handle(1, {Ping{5, name(0), name(1), addr(1), 0, true}});
+  ASSERT_EQ(plain.sent.size(), 1u);
+  ASSERT_EQ(asked.sent.size(), 1u);
+  const Ack* a = find_msg<Ack>(plain.sent[0]);
+  const Ack* b = find_msg<Ack>(asked.sent[0]);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  // Without the flag: the ack as before builds (seq and name, nothing else).
+  EXPECT_EQ(*a, (Ack{5, name(0)}));
+  EXPECT_EQ(exact_size(Message{*a}), exact_size(Message{Ack{5, name(0)}}));
+  // With it: our build, and the datagram longer by that field alone.
+  EXPECT_EQ(*b, (Ack{5, name(0), kBuildA}));
+  EXPECT_EQ(encode(asked.sent[0].messages).size() - encode(plain.sent[0].messages).size(), 2 + kBuildA.size());
+  // A ping without the flag is the bytes of one before the field.
+  EXPECT_EQ(encode({Ping{5, name(0), name(1), addr(1), 9, false}}).size(),
+            encode({Ping{5, name(0), name(1), addr(1), 9}}).size());
+  EXPECT_EQ(encode({Ping{5, name(0), name(1), addr(1), 9, true}}).size(),
+            encode({Ping{5, name(0), name(1), addr(1), 9}}).size() + 2);
+}
+
+TEST(Release, AnAcksOverLongBuildIsDroppedCountedAndTheMemberKept) {
+  Driver d(config_with(0, 1, kBuildA));
+  d.handle(1, {Alive{1, name(2), addr(2), {}, 1}});
+  ASSERT_EQ(d.e.member(name(2))->build(), "");
+  const std::string too_long(kMaxBuildBytes + 1, 'x');
+  d.run_until(d.now + 3 * d.e.config().probe_interval_ns, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o); p != nullptr && p->want_build)
+      d.e.handle(o.to, {Ack{p->seq_no, p->target, too_long}}, d.now);
+  });
+  ASSERT_NE(d.e.member(name(2)), nullptr);
+  EXPECT_EQ(d.e.member(name(2))->status, MemberStatus::kAlive);
+  EXPECT_EQ(d.e.member(name(2))->build(), "");
+  EXPECT_GE(d.e.counters().build_drop_too_long, 1u);
+  EXPECT_GE(d.e.counters().probe_ack_direct, 1u);
 }
 
 TEST(Release, AnOverLongOwnBuildIsRefusedByValidate) {
