@@ -1201,7 +1201,11 @@ class Simulator {
                        j && *j < nodes_.size() ? static_cast<double>(nodes_[*j].departed_at) / kNsPerS : -1.0,
                        e.health_score(), e.in_storm(local(o))});
           exact = false;
+          return;
         }
+        if (*j == o) return;
+        ++r_.build_pairs_at_end;
+        if (m.build().empty()) ++r_.builds_unknown_at_end;
       });
       if (!exact) r_.converged_at_end = false;
     }
