@@ -203,8 +203,14 @@ struct MembershipConfig {
   // fast). Default lan.
   std::string preset = "lan";
   // Members to join through, "IP:PORT" ("[IPv6]:PORT"; base/endpoint.h
-  // parses them). 0..64 entries, default none (wait to be joined).
+  // parses them). 0..kMaxSeeds entries, default none (wait to be joined).
+  // Every join round asks every one of them: the engine asks at most 16
+  // addresses a round (control/engine/joining.h), 4 of which are kept for
+  // the addresses of `gossipctl join` (control/host/engine_host.h); more
+  // seeds are refused at load rather than silently left out
+  // (control/gateway/adapters.cc holds the three numbers together).
   using Seed = base::Address;
+  static constexpr std::size_t kMaxSeeds = 12;
   std::vector<Seed> seeds;
   // key=value metadata carried in our Alive messages, e.g. role: control-plane.
   // Keys 1..64 bytes, values 0..256, at most 512 bytes in all. Default none.

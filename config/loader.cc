@@ -44,7 +44,6 @@ constexpr std::size_t kMaxFileBytes = std::size_t{1} << 20;
 
 constexpr std::size_t kClusterNameMax = 64;
 constexpr std::size_t kNodeNameMax = 128;
-constexpr std::size_t kMaxSeeds = 64;
 constexpr std::size_t kMaxKeys = 8;
 constexpr std::size_t kMaxWorkers = 64;
 constexpr std::size_t kMaxNeighbors = 256;  // dataplane/neighbors.h kMaxPinned
@@ -542,9 +541,12 @@ class Parser : public strict::Reader {
     if (std::optional<Field> seeds = m.find("seeds")) {
       const YAML::Node& list = seeds->value;
       if (!list.IsSequence()) fail(seeds->path, seeds->line, "expected a list of \"IP:PORT\", got " + describe(list));
-      if (list.size() > kMaxSeeds) {
+      // Every seed is asked every join round: no more than the engine asks.
+      if (list.size() > MembershipConfig::kMaxSeeds) {
         fail(seeds->path, seeds->line,
-             "at most " + std::to_string(kMaxSeeds) + " seeds, got " + std::to_string(list.size()));
+             "at most " + std::to_string(MembershipConfig::kMaxSeeds) + " seeds, got " + std::to_string(list.size()) +
+                 " (a join round asks at most 16 addresses, 4 of them kept for `gossipctl join`; list the " +
+                 std::to_string(MembershipConfig::kMaxSeeds) + " most reliable members)");
       }
       for (std::size_t i = 0; i < list.size(); ++i) {
         const YAML::Node item = list[i];

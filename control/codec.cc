@@ -61,6 +61,16 @@ void put_member(const MemberState& s, pb::MemberState* out) {
   out->set_incarnation(s.incarnation);
   out->set_status(static_cast<pb::MemberStatus>(s.status));
   put_tags(s.tags, out->mutable_tags());
+  out->set_release(s.release);
+}
+
+template <typename ReleaseList>
+void put_releases(const std::vector<Release>& releases, ReleaseList* out) {
+  for (const Release& r : releases) {
+    pb::Release* pr = out->Add();
+    pr->set_protocol_version(r.protocol_version);
+    pr->set_build(r.build);
+  }
 }
 
 struct ToProto {
@@ -73,11 +83,13 @@ struct ToProto {
     p->set_source(m.source);
     if (!m.source_addr.empty()) put_addr(m.source_addr, p->mutable_source_addr());
     p->set_ring_ms(m.ring_ms);
+    p->set_want_build(m.want_build);
   }
   void operator()(const Ack& m) const {
     pb::Ack* p = out->mutable_ack();
     p->set_seq_no(m.seq_no);
     p->set_source(m.source);
+    p->set_build(m.build);
   }
   void operator()(const IndirectPing& m) const {
     pb::IndirectPing* p = out->mutable_indirect_ping();
@@ -100,6 +112,7 @@ struct ToProto {
     if (!m.addr.empty()) put_addr(m.addr, p->mutable_addr());
     put_tags(m.tags, p->mutable_tags());
     p->set_protocol_version(m.protocol_version);
+    p->set_build(m.build);
   }
   void operator()(const Suspect& m) const {
     pb::Suspect* p = out->mutable_suspect();
@@ -129,6 +142,7 @@ struct ToProto {
     p->set_digest(m.digest);
     p->mutable_buckets()->Add(m.buckets.begin(), m.buckets.end());
     p->set_view_size(m.view_size);
+    put_releases(m.releases, p->mutable_releases());
   }
   void operator()(const SyncResponse& m) const {
     pb::SyncResponse* p = out->mutable_sync_response();
@@ -139,6 +153,7 @@ struct ToProto {
     for (const MemberState& s : m.members) put_member(s, p->add_members());
     p->set_digest(m.digest);
     p->mutable_buckets()->Add(m.buckets.begin(), m.buckets.end());
+    put_releases(m.releases, p->mutable_releases());
   }
   void operator()(const UserData& m) const {
     pb::UserData* p = out->mutable_user_data();
@@ -190,6 +205,17 @@ struct FromProto {
       out.status = static_cast<MemberStatus>(s.status());
     }
     out.tags = tags(s.tags());
+    out.release = s.release();
+    return out;
+  }
+
+  // Checked by the engine (the bound on a build, a position in the list),
+  // which keeps the member and counts what it cannot use.
+  template <typename ReleaseList>
+  std::vector<Release> releases(const ReleaseList& in) {
+    std::vector<Release> out;
+    out.reserve(static_cast<std::size_t>(in.size()));
+    for (const pb::Release& r : in) out.push_back(Release{r.protocol_version(), r.build()});
     return out;
   }
 
@@ -205,11 +231,12 @@ struct FromProto {
     switch (m.body_case()) {
       case pb::Message::kPing: {
         const pb::Ping& p = m.ping();
-        out.emplace_back(Ping{p.seq_no(), p.target(), p.source(), addr(p.source_addr()), p.ring_ms()});
+        out.emplace_back(
+            Ping{p.seq_no(), p.target(), p.source(), addr(p.source_addr()), p.ring_ms(), p.want_build()});
         break;
       }
       case pb::Message::kAck:
-        out.emplace_back(Ack{m.ack().seq_no(), m.ack().source()});
+        out.emplace_back(Ack{m.ack().seq_no(), m.ack().source(), m.ack().build()});
         break;
       case pb::Message::kIndirectPing: {
         const pb::IndirectPing& p = m.indirect_ping();
@@ -222,7 +249,8 @@ struct FromProto {
         break;
       case pb::Message::kAlive: {
         const pb::Alive& p = m.alive();
-        out.emplace_back(Alive{p.incarnation(), p.node(), addr(p.addr()), tags(p.tags()), p.protocol_version()});
+        out.emplace_back(
+            Alive{p.incarnation(), p.node(), addr(p.addr()), tags(p.tags()), p.protocol_version(), p.build()});
         break;
       }
       case pb::Message::kSuspect:
@@ -244,7 +272,8 @@ struct FromProto {
                                      members(p.members()),
                                      p.digest(),
                                      {p.buckets().begin(), p.buckets().end()},
-                                     p.view_size()});
+                                     p.view_size(),
+                                     releases(p.releases())});
         break;
       }
       case pb::Message::kSyncResponse: {
@@ -255,7 +284,8 @@ struct FromProto {
                                       p.parts(),
                                       members(p.members()),
                                       p.digest(),
-                                      {p.buckets().begin(), p.buckets().end()}});
+                                      {p.buckets().begin(), p.buckets().end()},
+                                      releases(p.releases())});
         break;
       }
       case pb::Message::kUserData:

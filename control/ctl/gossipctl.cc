@@ -309,10 +309,12 @@ void print_members(const Json& reply) {
     for (const auto& [k, v] : m["tags"].items()) tags += (tags.empty() ? "" : ",") + k + "=" + cell(v);
     const std::string addr = cell(m["address"]);
     const std::string where = (addr.find(':') != std::string::npos ? "[" + addr + "]" : addr) + ":" + cell(m["port"]);
+    const std::string build = m.contains("build") ? cell(m["build"]) : "";
     rows.push_back({cell(m["name"]) + (m.value("self", false) ? " (self)" : ""), where, cell(m["state"]),
-                    cell(m["incarnation"]), m.contains("key_id") ? cell(m["key_id"]) : "-", tags});
+                    cell(m["incarnation"]), build.empty() ? "-" : build, m.contains("key_id") ? cell(m["key_id"]) : "-",
+                    tags});
   }
-  print_table({"NAME", "ADDRESS", "STATE", "INCARNATION", "KEY", "TAGS"}, rows);
+  print_table({"NAME", "ADDRESS", "STATE", "INCARNATION", "BUILD", "KEY", "TAGS"}, rows);
   std::printf("%zu member(s) listed, %s live; node %s, health score %s\n", rows.size(),
               cell(reply["live_members"]).c_str(), cell(reply["node"]).c_str(), cell(reply["health_score"]).c_str());
 }
@@ -328,6 +330,8 @@ void print_members_detailed(const Json& reply) {
                 cell(m.value("state_age_s", Json(0))).c_str(), m.value("probation", false) ? " (on probation)" : "");
     std::printf("  incarnation: %s\n", cell(m["incarnation"]).c_str());
     std::printf("  protocol:    %s\n", cell(m.value("protocol_version", Json(0))).c_str());
+    const std::string build = m.contains("build") ? cell(m["build"]) : "";
+    std::printf("  build:       %s\n", build.empty() ? "-" : build.c_str());
     if (m.contains("heard_s_ago")) std::printf("  heard:       %s s ago\n", cell(m["heard_s_ago"]).c_str());
     std::printf("  key:         %s\n", m.contains("key_id") ? cell(m["key_id"]).c_str() : "-");
     for (const auto& [k, v] : m["tags"].items()) std::printf("  tag:         %s=%s\n", k.c_str(), cell(v).c_str());

@@ -64,6 +64,7 @@ void AntiEntropy::send_sync(const Address& to, std::uint32_t seq_no, bool join, 
     msg.part = i;
     msg.parts = parts;
     msg.members = std::move(w.parts[i]);
+    msg.releases = std::move(w.releases[i]);
     msg.digest = digest;
     // A request's parts may each be the first to arrive (and be answered); a
     // response's buckets are kept by the asker from its first part.
@@ -108,10 +109,10 @@ void AntiEntropy::on_request(const Address& from, const SyncRequest& m, std::uin
     else
       ++n.sync_drop_rate;
     for (const MemberState& s : m.members)
-      if (s.node == m.source) fx_.merge({s}, m.source, now_ns, false);
+      if (s.node == m.source) fx_.merge({s}, m.releases, m.source, now_ns, false);
     return;
   }
-  fx_.merge(m.members, m.source, now_ns, false);
+  fx_.merge(m.members, m.releases, m.source, now_ns, false);
   if (serve != SyncManager::Serve::kNew) return;
   // The egress budget's sync share is spent (egress_budget.h): no answer but
   // the digest's (two small datagrams when the views agree); the asker

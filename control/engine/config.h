@@ -21,6 +21,10 @@ struct EngineConfig {
   Address addr;                           // our gossip endpoint as others should reach it; required
   std::vector<Tag> tags;                  // our metadata carried in Alive; default none
   std::uint32_t protocol_version = 1;     // carried in Alive; default 1
+  // Our build (the gateway's version and git revision, "0.1.0+aa83e72b1c2d"),
+  // carried in Alive and syncs so that every member shows what each runs; at
+  // most kMaxBuildBytes. Default none (the gateway sets it).
+  std::string build;
   std::uint64_t initial_incarnation = 0;  // a restarted member may start above its
                                           // old tombstone; default 0 (it refutes instead)
 
@@ -262,6 +266,7 @@ inline std::string EngineConfig::validate() const {
   std::size_t tag_total = 0;
   for (const Tag& t : tags) tag_total += t.key.size() + t.value.size();
   if (tag_total > max_tag_bytes) return "tags: larger than max_tag_bytes";
+  if (build.size() > kMaxBuildBytes) return "build: longer than kMaxBuildBytes (64)";
   return {};
 }
 

@@ -39,7 +39,7 @@ Core::Core(EngineConfig c, std::uint64_t seed, std::uint64_t now_ns)
   self_name = me.name;
   me.incarnation = config.initial_incarnation;
   me.set_profile(config.addr, tag_bytes(config.tags) <= config.max_tag_bytes ? config.tags : std::vector<Tag>{},
-                 config.protocol_version);
+                 config.protocol_version, config.build.size() <= kMaxBuildBytes ? config.build : std::string{});
   me.state_change_ns = now_ns;
   table.insert(std::move(me));
 }

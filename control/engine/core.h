@@ -107,6 +107,8 @@ struct Core {
   }
   Alive self_alive() const {
     const Member& me = self();
+    // No build: our life's news was told with our join (our entry in it);
+    // what we say again (a refutation, a tag change) leaves it as held.
     return Alive{me.incarnation, me.name, me.addr(), me.tags(), me.protocol_version()};
   }
   std::uint32_t take_seq() { return next_seq++; }

@@ -39,6 +39,8 @@ namespace gw::cp::engine {
   X(alive_drop_no_addr, "Alive without an address")                                                                   \
   X(msg_drop_martian_addr, "Alive, ping or indirect ping naming an address no member can have (ours, broadcast...)")  \
   X(alive_drop_bad_name, "Alive with an empty name or one longer than kMaxNameBytes")                                 \
+  X(build_drop_too_long, "builds longer than kMaxBuildBytes dropped (the member kept, its build unknown)")             \
+  X(release_drop_unlisted, "sync entries naming no release of their sync (the member kept, its release unknown)")     \
   X(refutations, "suspicions or deaths of ourselves refuted")                                                         \
   X(suspicions, "members suspected")                                                                                  \
   X(young_declared_dead, "newcomers that failed a probe in a storm: dead at once")                                    \

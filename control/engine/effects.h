@@ -38,9 +38,10 @@ class Effects {
   // A verdict: Dead (`from` declared it) or Left.
   virtual void dead(std::uint64_t incarnation, const std::string& node, const std::string& from, MemberStatus status,
                     std::uint64_t now_ns) = 0;
-  // A peer's members (a sync part); `from_join`: the answer to our join.
-  virtual void merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
-                     bool from_join) = 0;
+  // A peer's members (a sync part) and the releases they refer to (its
+  // `releases`); `from_join`: the answer to our join.
+  virtual void merge(const std::vector<MemberState>& members, const std::vector<Release>& releases,
+                     const std::string& from, std::uint64_t now_ns, bool from_join) = 0;
   // A probationer that lived through its probation joins the view.
   virtual void promote(Member& m, std::uint64_t now_ns) = 0;
   // A probationer never proved alive: forgotten without a verdict.

@@ -146,8 +146,8 @@ class Engine final : private Effects {
             std::uint64_t now_ns) override {
     apply_dead(incarnation, node, from, status, now_ns);
   }
-  void merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
-             bool from_join) override;
+  void merge(const std::vector<MemberState>& members, const std::vector<Release>& releases, const std::string& from,
+             std::uint64_t now_ns, bool from_join) override;
   void promote(Member& m, std::uint64_t now_ns) override;
   void forget_probationer(const std::string& name) override;
   std::vector<std::string> random_peers(std::size_t k, const std::string& exclude, bool include_suspect) override;
@@ -178,6 +178,14 @@ class Engine final : private Effects {
                    std::uint32_t name_id = IdentityPool::kNone);
   // A never-seen member's Alive: admission, then into the table.
   void admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source);
+  // A known member's profile from an Alive. `new_life` (a newer incarnation):
+  // its build is what the Alive says, unknown if it says none (a restart may
+  // have brought another); otherwise a build not said stays as held. A
+  // protocol version not said (0) stays as held.
+  void set_profile(Member& m, const Alive& a, bool new_life);
+  // A member's build said first-hand outside an Alive (an ack to our ping
+  // that asked for it): taken for its current life.
+  void take_build(const std::string& node, const std::string& build);
   // merged: from a peer's sync (a tombstone or suspicion there), not a message.
   void apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged = false);
   void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from, MemberStatus status,

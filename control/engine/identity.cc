@@ -10,6 +10,7 @@ IdentityPool::IdentityPool() {
   // Id 0 is "none": the empty name, and no profile.
   names_.emplace_back();
   profiles_.emplace_back();
+  builds_.emplace_back();
   // The kernel's random numbers (getrandom): the key must be unknown to
   // whoever chooses names. It changes no output: runs stay reproducible.
   std::random_device rd;
@@ -130,7 +131,7 @@ void IdentityPool::release_name(std::uint32_t id) {
 }
 
 std::uint64_t IdentityPool::profile_hash(const Address& addr, const std::vector<Tag>& tags,
-                                         std::uint32_t protocol_version) const {
+                                         std::uint32_t protocol_version, std::string_view build) const {
   // Keyed too: the profile index places profiles by this hash, and every
   // field is the sender's choice.
   std::uint64_t h = index_hash(std::string_view(reinterpret_cast<const char*>(addr.ip.data()), addr.ip.size()));
@@ -140,16 +141,18 @@ std::uint64_t IdentityPool::profile_hash(const Address& addr, const std::vector<
     h = (h ^ index_hash(t.key)) * 0x100000001b3ULL;
     h = (h ^ index_hash(t.value)) * 0x100000001b3ULL;
   }
+  if (!build.empty()) h = (h ^ index_hash(build)) * 0x100000001b3ULL;
   return index_hash(std::string_view(reinterpret_cast<const char*>(&h), sizeof h));
 }
 
 std::uint32_t IdentityPool::intern_profile(const Address& addr, const std::vector<Tag>& tags,
-                                           std::uint32_t protocol_version) {
-  const std::uint64_t h = profile_hash(addr, tags, protocol_version);
+                                           std::uint32_t protocol_version, std::string_view build) {
+  const std::uint64_t h = profile_hash(addr, tags, protocol_version, build);
   const std::uint32_t found = profile_index_.find(h);
   if (found != FlatIndex::kAbsent) {
     ProfileRec& r = profiles_[found];
-    if (r.data.addr == addr && r.data.protocol_version == protocol_version && r.data.tags == tags) {
+    if (r.data.addr == addr && r.data.protocol_version == protocol_version && r.data.tags == tags &&
+        builds_[r.data.build].text == build) {
       ++r.refs;
       return found;
     }
@@ -163,7 +166,7 @@ std::uint32_t IdentityPool::intern_profile(const Address& addr, const std::vecto
     profiles_.emplace_back();
   }
   ProfileRec& r = profiles_[id];
-  r.data = ProfileData{addr, tags, protocol_version};
+  r.data = ProfileData{addr, tags, protocol_version, intern_build(build)};
   r.hash = h;
   r.refs = 1;
   // A hash another profile holds already: this one stays unindexed.
@@ -176,8 +179,44 @@ void IdentityPool::release_profile(std::uint32_t id) {
   ProfileRec& r = profiles_[id];
   if (--r.refs != 0) return;
   if (profile_index_.find(r.hash) == id) profile_index_.erase(r.hash);
+  release_build(r.data.build);
   r.data = ProfileData{};
   free_profiles_.push_back(id);
+}
+
+std::uint32_t IdentityPool::intern_build(std::string_view build) {
+  if (build.empty()) return kNone;
+  const std::uint64_t h = index_hash(build);
+  const std::uint32_t found = build_index_.find(h);
+  if (found != FlatIndex::kAbsent && builds_[found].text == build) {
+    ++builds_[found].refs;
+    return found;
+  }
+  std::uint32_t id;
+  if (!free_builds_.empty()) {
+    id = free_builds_.back();
+    free_builds_.pop_back();
+  } else {
+    id = static_cast<std::uint32_t>(builds_.size());
+    builds_.emplace_back();
+  }
+  BuildRec& r = builds_[id];
+  r.text.assign(build);
+  r.hash = h;
+  r.refs = 1;
+  // A hash another build holds already (never seen): this one stays unindexed.
+  if (found == FlatIndex::kAbsent) build_index_.insert(h, id);
+  return id;
+}
+
+void IdentityPool::release_build(std::uint32_t id) {
+  if (id == kNone) return;
+  BuildRec& r = builds_[id];
+  if (--r.refs != 0) return;
+  if (build_index_.find(r.hash) == id) build_index_.erase(r.hash);
+  r.text.clear();
+  r.text.shrink_to_fit();
+  free_builds_.push_back(id);
 }
 
 std::size_t IdentityPool::bytes() const {
@@ -186,6 +225,10 @@ std::size_t IdentityPool::bytes() const {
   // cached hash per node, plus buckets.
   b += name_slots_.size() * sizeof(NameSlot) + name_keys_.capacity() * sizeof(std::uint64_t);
   b += profile_index_.bytes();
+  b += builds_.size() * sizeof(BuildRec) + build_index_.bytes();
+  builds_.for_each([&](const BuildRec& r) {
+    if (r.text.capacity() > 15) b += r.text.capacity() + 1;
+  });
   names_.for_each([&](const NameRec& r) {
     if (r.text.capacity() > 15) b += r.text.capacity() + 1;
   });

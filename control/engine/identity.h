@@ -1,5 +1,6 @@
 // Identities, interned once per process: a member's name, and its profile (the
-// address, tags and protocol version an Alive gives it). Every engine of the
+// address, tags, protocol version and build an Alive gives it; the build, a
+// string a few records share cluster-wide, interned once more on its own). Every engine of the
 // process that knows a member shares one copy, so that a member table entry is
 // a few fixed-size fields (member_table.h) and a name lookup is a hash and an
 // array index instead of a string compare per tree level.
@@ -27,6 +28,10 @@ struct ProfileData {
   Address addr;
   std::vector<Tag> tags;
   std::uint32_t protocol_version = 0;
+  // The build's id (IdentityPool::build; kNone = not said): a cluster runs a
+  // few builds, so every profile refers to one of a few strings instead of
+  // holding its own copy. The profile holds a reference to it.
+  std::uint32_t build = 0;
 };
 
 class IdentityPool {
@@ -73,13 +78,22 @@ class IdentityPool {
   std::size_t names_in_use() const { return names_.size() - 1 - free_names_.size(); }
 
   // ---- profiles ----
-  std::uint32_t intern_profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version);
+  std::uint32_t intern_profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version,
+                               std::string_view build = {});
   void retain_profile(std::uint32_t id) {
     if (id != kNone) ++profiles_[id].refs;
   }
   void release_profile(std::uint32_t id);
   const ProfileData& profile(std::uint32_t id) const { return profiles_[id].data; }
   std::size_t profiles_in_use() const { return profiles_.size() - 1 - free_profiles_.size(); }
+
+  // ---- builds ----
+  // A build string's id, with one reference taken (the empty build is kNone).
+  std::uint32_t intern_build(std::string_view build);
+  void release_build(std::uint32_t id);
+  // The text of a build id ("" for kNone).
+  const std::string& build(std::uint32_t id) const { return builds_[id].text; }
+  std::size_t builds_in_use() const { return builds_.size() - 1 - free_builds_.size(); }
 
   // Heap bytes the pool holds (estimate: records, indexes, string storage).
   std::size_t bytes() const;
@@ -109,7 +123,13 @@ class IdentityPool {
     std::uint64_t hash = 0;
     std::uint32_t refs = 0;
   };
-  std::uint64_t profile_hash(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version) const;
+  struct BuildRec {
+    std::string text;
+    std::uint64_t hash = 0;  // index_hash of the text
+    std::uint32_t refs = 0;
+  };
+  std::uint64_t profile_hash(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version,
+                             std::string_view build) const;
 
   // The name index: open addressing over the names' keyed hashes (linear
   // probing, at most half full, backward-shift deletion). A lookup is one
@@ -140,6 +160,11 @@ class IdentityPool {
   // std::unordered_multimap chased a node per lookup: 8 % of the simulator's
   // time while 10,000 members joined.
   FlatIndex profile_index_;
+  // Builds: a handful in a cluster (more only from a hostile member, and at
+  // most one a profile). Indexed as the profiles are.
+  StableArray<BuildRec> builds_;
+  std::vector<std::uint32_t> free_builds_;
+  FlatIndex build_index_;
   std::uint64_t hash_k0_ = 0;  // index_hash's key (random per process)
   std::uint64_t hash_k1_ = 0;
 };
@@ -218,10 +243,13 @@ class Name : public CountedId<&IdentityPool::retain_name, &IdentityPool::release
 class Profile : public CountedId<&IdentityPool::retain_profile, &IdentityPool::release_profile> {
  public:
   Profile() = default;
-  Profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version)
-      : CountedId(identities().intern_profile(addr, tags, protocol_version)) {}
+  Profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t protocol_version,
+          std::string_view build = {})
+      : CountedId(identities().intern_profile(addr, tags, protocol_version, build)) {}
 
   const ProfileData& get() const { return identities().profile(id()); }
+  // The build's text ("" when not said).
+  const std::string& build() const { return identities().build(get().build); }
 };
 
 }  // namespace gw::cp::engine

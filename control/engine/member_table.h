@@ -12,7 +12,7 @@
 // goes first, counted.
 //
 // Layout (issue 16): an entry is a fixed 48 bytes (sizeof(Member)): the name and
-// the profile (address, tags, protocol version) are 4-byte handles into the
+// the profile (address, tags, protocol version, build) are 4-byte handles into the
 // process's identity pool (identity.h), shared by every engine that knows the
 // member. An entry sits at its name's id: in page id / 64, place id % 64
 // (IdPages; a page of 64 entries is allocated with its first entry and freed
@@ -44,7 +44,7 @@ namespace gw::cp::engine {
 
 struct Member {
   Name name;
-  Profile profile;  // address, tags, protocol version
+  Profile profile;  // address, tags, protocol version, build
   std::uint64_t incarnation = 0;
   std::uint64_t state_change_ns = 0;  // when `status` last changed
   std::uint64_t live_since_ns = 0;    // when it last became live (admitted, or back from a tombstone)
@@ -61,8 +61,9 @@ struct Member {
   const Address& addr() const { return profile.get().addr; }
   const std::vector<Tag>& tags() const { return profile.get().tags; }
   std::uint32_t protocol_version() const { return profile.get().protocol_version; }
-  void set_profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t pv) {
-    profile = Profile(addr, tags, pv);
+  const std::string& build() const { return profile.build(); }
+  void set_profile(const Address& addr, const std::vector<Tag>& tags, std::uint32_t pv, std::string_view build = {}) {
+    profile = Profile(addr, tags, pv, build);
   }
   bool is_tombstone() const { return status == MemberStatus::kDead || status == MemberStatus::kLeft; }
 };

@@ -37,12 +37,15 @@ struct Ping {
   std::string source;
   Address source_addr;
   std::uint64_t ring_ms = 0;  // the sender's probe-ring clock (Probing); 0 = none
+  // The sender does not know our build (for our current life): the Ack says it.
+  bool want_build = false;
   bool operator==(const Ping&) const = default;
 };
 
 struct Ack {
   std::uint32_t seq_no = 0;
   std::string source;
+  std::string build = {};  // the responder's, when the Ping asked (want_build); empty = not said
   bool operator==(const Ack&) const = default;
 };
 
@@ -62,12 +65,21 @@ struct Nack {
   bool operator==(const Nack&) const = default;
 };
 
+// The longest build string (Alive::build, Release::build) a member keeps: a
+// longer one is dropped on receipt (counted: build_drop_too_long) and the
+// member kept with its build unknown, so that a later build with a longer
+// version string still joins a cluster of older ones.
+inline constexpr std::size_t kMaxBuildBytes = 64;
+
 struct Alive {
   std::uint64_t incarnation = 0;
   std::string node;
   Address addr;
   std::vector<Tag> tags;
   std::uint32_t protocol_version = 0;
+  // The member's build ("0.1.0+<git>"): said by the Alive that brings a
+  // life and its relays; empty (not said: kept as held) in refutations.
+  std::string build = {};
   bool operator==(const Alive&) const = default;
 };
 
@@ -91,12 +103,21 @@ struct Leave {
   bool operator==(const Leave&) const = default;
 };
 
+// What a member runs (gw.proto.Release; 0 and empty: not known): a sync part
+// lists each distinct one once and its member states refer to them by position.
+struct Release {
+  std::uint32_t protocol_version = 0;
+  std::string build;
+  bool operator==(const Release&) const = default;
+};
+
 struct MemberState {
   std::string node;
   Address addr;
   std::uint64_t incarnation = 0;
   MemberStatus status = MemberStatus::kAlive;
   std::vector<Tag> tags;
+  std::uint32_t release = 0;  // its position in the sync's `releases` (none listed: not said)
   bool operator==(const MemberState&) const = default;
 };
 
@@ -113,6 +134,7 @@ struct SyncRequest {
   std::vector<std::uint32_t> buckets = {};
   // With a digest: how many members the sender's view holds (0 = not said).
   std::uint32_t view_size = 0;
+  std::vector<Release> releases = {};  // what `members` run (MemberState::release)
   bool operator==(const SyncRequest&) const = default;
 };
 
@@ -124,6 +146,7 @@ struct SyncResponse {
   std::vector<MemberState> members;
   std::uint64_t digest = 0;                 // the responder's view digest; 0 = none
   std::vector<std::uint32_t> buckets = {};  // its bucket digests, when the request had them
+  std::vector<Release> releases = {};       // what `members` run (MemberState::release)
   bool operator==(const SyncResponse&) const = default;
 };
 

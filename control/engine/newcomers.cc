@@ -223,7 +223,9 @@ std::optional<std::uint32_t> Newcomers::send_proof_ping(const Member& m) {
   if (proof_seqs_.size() >= core_.config.max_members) return std::nullopt;
   const std::uint32_t seq = core_.take_seq();
   proof_seqs_[m.name.id()] = seq;
-  fx_.send(m.addr(), PriorityClass::kProbe, Compound{Ping{seq, m.name, core_.config.name, core_.config.addr}}, false);
+  // Asks for its build if we do not know it (a newcomer learned through gossip).
+  fx_.send(m.addr(), PriorityClass::kProbe,
+           Compound{Ping{seq, m.name, core_.config.name, core_.config.addr, 0, m.build().empty()}}, false);
   return seq;
 }
 

@@ -57,7 +57,9 @@ void Probing::on_ping(const Address& from, const Ping& m, std::uint64_t now_ns) 
   // It pinged us itself: alive now.
   if (Member* src = core_.table.find(m.source); src != nullptr && !src->is_tombstone()) src->heard_ns = now_ns;
   const Address& to = m.source_addr.empty() ? from : m.source_addr;
-  Compound msgs{Ack{m.seq_no, c.name}};
+  // Our build, only when asked (the prober does not know it): in steady
+  // state no ping asks, and the ack is as it was.
+  Compound msgs{Ack{m.seq_no, c.name, m.want_build ? core_.self().build() : std::string()}};
   // Buddy rule, both ways: a member we suspect, or hold dead or left, is
   // evidently running, so tell it at once; it refutes with a higher incarnation.
   // (Lifeguard does this on our pings; a slow prober may not ping it for long.)
@@ -288,7 +290,9 @@ void Probing::start_probe(std::uint64_t now_ns) {
   p.incarnation = m.incarnation;
   probes_.current() = p;
   ++core_.counters.probe_started;
-  Compound msgs{Ping{p.seq_no, m.name, c.name, c.addr, ring_ms(now_ns)}};
+  // Its build unknown to us (learned through gossip, or a new life heard of
+  // without one): the ack says it (Engine::on_ack).
+  Compound msgs{Ping{p.seq_no, m.name, c.name, c.addr, ring_ms(now_ns), m.build().empty()}};
   // Buddy system (Lifeguard): tell a suspected member so at once, so it can refute.
   if (m.status == MemberStatus::kSuspect) msgs.emplace_back(Suspect{m.incarnation, m.name, c.name});
   fx_.send(m.addr(), PriorityClass::kProbe, std::move(msgs), true);
@@ -321,7 +325,7 @@ void Probing::send_indirect_probes(std::uint64_t now_ns) {
   if (c.fallback_ping) {
     ++core_.counters.probe_fallback_sent;
     fx_.send(target->addr(), PriorityClass::kProbe,
-             Compound{Ping{p.seq_no, p.target, c.name, c.addr, ring_ms(now_ns)}}, true);
+             Compound{Ping{p.seq_no, p.target, c.name, c.addr, ring_ms(now_ns), target->build().empty()}}, true);
   }
 }
 

@@ -170,6 +170,15 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     ++n.alive_drop_no_addr;
     return;
   }
+  // An over-long build: not stored nor relayed, but the member is (a later
+  // build with a longer version string must still join older members).
+  if (a.build.size() > kMaxBuildBytes) {
+    ++n.build_drop_too_long;
+    Alive without = a;
+    without.build.clear();
+    apply_alive(without, now_ns, source, name_id);
+    return;
+  }
   Member* m = core_.table.find(a.node, name_id);
   // An address no member can have (broadcast, multicast, loopback, 0.0.0.0,
   // ours): stored, every probe and gossip to it would go there. About us it
@@ -215,7 +224,7 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     }
     anti_entropy_.note_returned(m->name.id(), a.addr, inbound_.from != nullptr && *inbound_.from == a.addr, now_ns);
     m->incarnation = a.incarnation;
-    m->set_profile(a.addr, a.tags, a.protocol_version);
+    set_profile(*m, a, true);
     core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
     probing_.add_member(m->name);
     newcomers_.remember(*m);
@@ -228,15 +237,23 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
   // echoing): the live member keeps its address until it moves with a newer
   // incarnation.
   if (a.incarnation <= m->incarnation) {
-    if (a.addr != m->addr())
+    if (a.addr != m->addr()) {
       ++n.conflict_address;
-    else
-      ++n.update_drop_stale;
+      return;
+    }
+    ++n.update_drop_stale;
+    // The same life, told again: what it runs, if said and not what we hold
+    // (we heard of it first from a refutation, or a peer before releases),
+    // is the one thing taken from it.
+    if (a.incarnation == m->incarnation && !m->is_tombstone() &&
+        ((!a.build.empty() && a.build != m->build()) ||
+         (a.protocol_version != 0 && a.protocol_version != m->protocol_version())))
+      set_profile(*m, a, false);
     return;
   }
   const bool changed = a.addr != m->addr() || a.tags != m->tags();
   m->incarnation = a.incarnation;
-  m->set_profile(a.addr, a.tags, a.protocol_version);
+  set_profile(*m, a, true);
   // A newer incarnation refutes any suspicion.
   probing_.drop_suspicion(a.node);
   core_.table.set_status(*m, MemberStatus::kAlive, now_ns);
@@ -247,6 +264,31 @@ void Engine::apply_alive(const Alive& a, std::uint64_t now_ns, AliveSource sourc
     core_.emit(EventKind::kUpdate, *m);
   }
   broadcast(a.node, a, PriorityClass::kGossip, 0);
+}
+
+void Engine::set_profile(Member& m, const Alive& a, bool new_life) {
+  // A newer incarnation that says no build (gossip relays it without, and a
+  // restart looks like a refutation or a tag change from afar): the build of
+  // the life before may be gone, so it is unknown (`-`) until said
+  // first-hand; our next probe of it asks (Ping.want_build), within a ring
+  // round. The same life told again keeps what we hold.
+  const std::uint32_t pv = a.protocol_version != 0 ? a.protocol_version : m.protocol_version();
+  const std::string_view build =
+      !a.build.empty() || new_life ? std::string_view(a.build) : std::string_view(m.build());
+  m.set_profile(a.addr, a.tags, pv, build);
+}
+
+void Engine::take_build(const std::string& node, const std::string& build) {
+  // Bounded like an Alive's: dropped and counted, the member unchanged.
+  if (build.size() > kMaxBuildBytes) {
+    ++core_.counters.build_drop_too_long;
+    return;
+  }
+  Member* m = core_.table.find(node);
+  // The responder's own word about the life that answered: it is the life we
+  // hold (a newer one we have not heard of yet clears it again when we do).
+  if (m == nullptr || m->is_tombstone() || m->name.id() == core_.self_name.id() || m->build() == build) return;
+  m->set_profile(m->addr(), m->tags(), m->protocol_version(), build);
 }
 
 void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source) {
@@ -287,7 +329,7 @@ void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source)
   }
   Member fresh;
   fresh.name = a.node;
-  fresh.set_profile(a.addr, a.tags, a.protocol_version);
+  fresh.set_profile(a.addr, a.tags, a.protocol_version, a.build);
   fresh.incarnation = a.incarnation;
   fresh.state_change_ns = now_ns;
   fresh.probation = !returning && newcomers_.probation_now(now_ns);
@@ -445,9 +487,36 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, cons
 
 // ---------------------------------------------------------------- syncs
 
-void Engine::merge(const std::vector<MemberState>& members, const std::string& from, std::uint64_t now_ns,
-                   bool from_join) {
+void Engine::merge(const std::vector<MemberState>& members, const std::vector<Release>& releases,
+                   const std::string& from, std::uint64_t now_ns, bool from_join) {
   MemberTable& table = core_.table;
+  Counters& n = core_.counters;
+  // What the members run: the sync lists each release once and its entries
+  // refer to them by position. An over-long build is dropped once for the
+  // part (counted), its protocol version kept.
+  const std::vector<Release>* listed = &releases;
+  std::vector<Release> checked;
+  for (std::size_t i = 0; i < releases.size(); ++i) {
+    if (releases[i].build.size() <= kMaxBuildBytes) continue;
+    if (checked.empty()) checked = releases;
+    checked[i].build.clear();
+    ++n.build_drop_too_long;
+    listed = &checked;
+  }
+  static const Release kNotSaid;
+  auto release_of = [&](const MemberState& s) -> const Release& {
+    // None listed: a sender before releases says nothing of them.
+    if (listed->empty()) return kNotSaid;
+    // Names no release of its part: the member is kept, what it runs unknown.
+    if (s.release >= listed->size()) {
+      ++n.release_drop_unlisted;
+      return kNotSaid;
+    }
+    return (*listed)[s.release];
+  };
+  // One Alive for all the members: its strings keep their storage from
+  // member to member.
+  Alive a;
   // A sync carries hundreds of members: each entry is asked for a few
   // members ahead of its turn, so that its cache miss overlaps the work.
   // Their ids are kept (in a ring of twice that) for their turn.
@@ -458,10 +527,17 @@ void Engine::merge(const std::vector<MemberState>& members, const std::string& f
     if (i + kAhead < members.size()) ids[(i + kAhead) % ids.size()] = table.prefetch(members[i + kAhead].node);
     const MemberState& s = members[i];
     switch (s.status) {
-      case MemberStatus::kAlive:
-        apply_alive(Alive{s.incarnation, s.node, s.addr, s.tags, 0}, now_ns,
-                    from_join ? AliveSource::kJoinAnswer : AliveSource::kSync, ids[i % ids.size()]);
+      case MemberStatus::kAlive: {
+        const Release& r = release_of(s);
+        a.incarnation = s.incarnation;
+        a.node = s.node;
+        a.addr = s.addr;
+        a.tags = s.tags;
+        a.protocol_version = r.protocol_version;
+        a.build = r.build;
+        apply_alive(a, now_ns, from_join ? AliveSource::kJoinAnswer : AliveSource::kSync, ids[i % ids.size()]);
         break;
+      }
       case MemberStatus::kLeft:
         apply_dead(s.incarnation, s.node, s.node, MemberStatus::kLeft, now_ns);
         break;

@@ -40,31 +40,65 @@ class WindowBuilder {
       : w_(w), part_bytes_(part_bytes), max_bytes_(max_bytes), overhead_(estimated_sync_overhead(self.size())) {}
 
   // False when the cap is reached (the member is not added).
-  bool add(MemberState s) {
-    const std::size_t sz = estimated_size(s);
-    // Cannot fit even alone in a part (tags are bounded, so only a tiny part size): skip.
-    if (overhead_ + sz > part_bytes_) return true;
-    const bool new_part = w_.parts.empty() || part_used_ + sz > part_bytes_;
-    const std::size_t cost = sz + (new_part ? overhead_ : 0);
+  bool add(const Member& m) {
+    MemberState s = to_member_state(m);
+    // What it runs: listed once per part, the entry refers to it by position
+    // (the first listed, usually ours and most members', costs the entry
+    // nothing). A release we do not know is listed as such (0, empty).
+    const ProfileData& p = m.profile.get();
+    const std::pair<std::uint32_t, std::uint32_t> key{p.protocol_version, p.build};
+    bool listed = false;
+    if (!w_.parts.empty())
+      for (std::size_t i = 0; i < listed_.size() && !listed; ++i)
+        if (listed_[i] == key) {
+          s.release = static_cast<std::uint32_t>(i);
+          listed = true;
+        }
+    // Bytes of its release's listing, when the part must list it.
+    std::size_t listing = listed ? 0 : listing_size(m);
+    if (!listed) s.release = static_cast<std::uint32_t>(listed_.size());
+    std::size_t sz = estimated_size(s);
+    const bool new_part = w_.parts.empty() || part_used_ + sz + listing > part_bytes_;
+    if (new_part) {
+      // First in a new part: its release is the part's first.
+      if (listing == 0) listing = listing_size(m);
+      s.release = 0;
+      sz = estimated_size(s);
+      // Cannot fit even alone in a part (tags are bounded, so only a tiny part size): skip.
+      if (overhead_ + sz + listing > part_bytes_) return true;
+    }
+    const std::size_t cost = sz + listing + (new_part ? overhead_ : 0);
     // The per-sync byte cap: the rest waits for the next window.
     if (w_.bytes + cost > max_bytes_) return false;
     if (new_part) {
       w_.parts.emplace_back();
+      w_.releases.emplace_back();
+      listed_.clear();
       part_used_ = overhead_;
     }
+    if (listing != 0) {
+      listed_.push_back(key);
+      w_.releases.back().push_back(Release{p.protocol_version, m.build()});
+    }
     w_.parts.back().push_back(std::move(s));
-    part_used_ += sz;
+    part_used_ += sz + listing;
     w_.bytes += cost;
     return true;
   }
   void set_cap(std::size_t max_bytes) { max_bytes_ = max_bytes; }
 
  private:
+  static std::size_t listing_size(const Member& m) {
+    return estimated_size(Release{m.protocol_version(), m.build()});
+  }
+
   SyncManager::Window& w_;
   std::size_t part_bytes_;
   std::size_t max_bytes_;
   std::size_t overhead_;
   std::size_t part_used_ = 0;  // bytes of the open part, overhead included
+  // The open part's releases (protocol version, build id), in list order.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> listed_;
 };
 
 // One rotating pass over the members `pick` selects, from `cursor`: false if
@@ -76,7 +110,7 @@ bool rotating_pass(const MemberTable& table, const std::string& self, std::strin
   std::string stop_at;
   table.for_each_from(cursor, [&](const Member& m) {
     if (m.name == self || !pick(m)) return true;
-    if (!b.add(to_member_state(m))) {
+    if (!b.add(m)) {
       stop_at = m.name;
       return false;
     }
@@ -93,7 +127,7 @@ SyncManager::Window SyncManager::build_window(const MemberTable& table, const st
                                               const std::vector<std::uint8_t>* only) {
   Window w;
   WindowBuilder b(w, self, part_bytes, max_bytes);
-  if (const Member* me = table.find(self)) b.add(to_member_state(*me));
+  if (const Member* me = table.find(self)) b.add(*me);
   const bool delta = recent_since_ns != UINT64_MAX;
   const bool filtered = only != nullptr && !only->empty();
   // Outside the buckets asked for: as if not in the table (never recent).
@@ -121,7 +155,7 @@ SyncManager::Window SyncManager::build_join_view(const MemberTable& table, const
                                                  std::size_t tombstone_bytes) {
   Window w;
   WindowBuilder b(w, self, part_bytes, max_bytes);
-  if (const Member* me = table.find(self)) b.add(to_member_state(*me));
+  if (const Member* me = table.find(self)) b.add(*me);
   // Every live member (a joiner needs them all). A view larger than a sync
   // may be (an egress budget caps it) rotates across answers, so that a
   // joiner's further syncs bring the rest; one that fits starts where the

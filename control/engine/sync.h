@@ -38,6 +38,7 @@ namespace gw::cp::engine {
 // base * (ceil(log2(n) - log2(32)) + 1) past 32 members, else base.
 std::uint64_t push_pull_scale(std::uint64_t base_ns, std::size_t n);
 
+// A member's sync entry, its release not set (0: not said).
 MemberState to_member_state(const Member& m);
 
 // The buckets (MemberTable::bucket_digests) in which two views differ: one
@@ -66,9 +67,12 @@ class SyncManager {
   static std::uint32_t max_parts(std::size_t max_bytes, std::size_t part_bytes);
   std::uint32_t max_parts() const { return max_parts_; }
 
-  // The members to send, split into parts; `bytes` is the estimated total.
+  // The members to send, split into parts, with each part's releases (what
+  // its members run, each listed once: MemberState::release); `bytes` is the
+  // estimated total.
   struct Window {
     std::vector<std::vector<MemberState>> parts;
+    std::vector<std::vector<Release>> releases;  // one list per part
     std::size_t bytes = 0;
   };
   // For a joiner: ourselves, every live member (up to `max_bytes`), then

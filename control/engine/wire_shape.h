@@ -8,7 +8,8 @@
 //          is not empty, except a MemberState's, which it always sets);
 //   bound  what the engine packs datagrams by (wire_size.h): every scalar,
 //          bool, string and address counted as if present, so it is never
-//          below the exact size; fixed64 and packed fields as written.
+//          below the exact size; fixed64 and packed fields as written, and
+//          the optional fields (below) as written too.
 //
 // tests/unit/control/wire_shape_test.cc holds the tables to the protobuf
 // descriptors (every field, its number, its type) and both sizes to the real
@@ -40,6 +41,14 @@ enum class Shape : std::uint8_t {
   kVarint,           // uint32, uint64, enum
   kBool,             // bool (a one-byte varint)
   kBytes,            // string, bytes: length-delimited
+  // Optional fields (issue 52): a varint, bool or string the engine sets
+  // before it sizes the message and that is mostly absent (a sync entry on
+  // its part's first release, an Alive that repeats a life's news, a Ping's
+  // want_build and its Ack's build, set only while a build is unknown). Counted as
+  // written in both sizes, so that they cost the packing nothing when absent.
+  kOptionalVarint,
+  kOptionalBool,
+  kOptionalBytes,
   kFixed64,          // fixed64
   kPackedFixed32,    // repeated fixed32, packed: one length-delimited run
   kMessage,          // a sub-message the codec always sets
@@ -70,20 +79,26 @@ struct Table<Tag> {  // gw.proto.Tag
   using Fields = std::tuple<Field<&Tag::key, 1, S::kBytes>, Field<&Tag::value, 2, S::kBytes>>;
 };
 template <>
+struct Table<Release> {  // gw.proto.Release
+  using Fields = std::tuple<Field<&Release::protocol_version, 1, S::kVarint>, Field<&Release::build, 2, S::kBytes>>;
+};
+template <>
 struct Table<MemberState> {  // gw.proto.MemberState
   using Fields = std::tuple<Field<&MemberState::node, 1, S::kBytes>, Field<&MemberState::addr, 2, S::kMessage>,
                             Field<&MemberState::incarnation, 3, S::kVarint>, Field<&MemberState::status, 4, S::kVarint>,
-                            Field<&MemberState::tags, 5, S::kRepeatedMessage>>;
+                            Field<&MemberState::tags, 5, S::kRepeatedMessage>,
+                            Field<&MemberState::release, 6, S::kOptionalVarint>>;
 };
 template <>
 struct Table<Ping> {
   using Fields = std::tuple<Field<&Ping::seq_no, 1, S::kVarint>, Field<&Ping::target, 2, S::kBytes>,
                             Field<&Ping::source, 3, S::kBytes>, Field<&Ping::source_addr, 4, S::kMessageIfSet>,
-                            Field<&Ping::ring_ms, 5, S::kVarint>>;
+                            Field<&Ping::ring_ms, 5, S::kVarint>, Field<&Ping::want_build, 6, S::kOptionalBool>>;
 };
 template <>
 struct Table<Ack> {
-  using Fields = std::tuple<Field<&Ack::seq_no, 1, S::kVarint>, Field<&Ack::source, 2, S::kBytes>>;
+  using Fields = std::tuple<Field<&Ack::seq_no, 1, S::kVarint>, Field<&Ack::source, 2, S::kBytes>,
+                            Field<&Ack::build, 3, S::kOptionalBytes>>;
 };
 template <>
 struct Table<IndirectPing> {
@@ -100,7 +115,8 @@ template <>
 struct Table<Alive> {
   using Fields = std::tuple<Field<&Alive::incarnation, 1, S::kVarint>, Field<&Alive::node, 2, S::kBytes>,
                             Field<&Alive::addr, 3, S::kMessageIfSet>, Field<&Alive::tags, 4, S::kRepeatedMessage>,
-                            Field<&Alive::protocol_version, 5, S::kVarint>>;
+                            Field<&Alive::protocol_version, 5, S::kVarint>,
+                            Field<&Alive::build, 6, S::kOptionalBytes>>;
 };
 template <>
 struct Table<Suspect> {
@@ -123,7 +139,8 @@ struct Table<SyncRequest> {
                  Field<&SyncRequest::join, 3, S::kBool>, Field<&SyncRequest::part, 4, S::kVarint>,
                  Field<&SyncRequest::parts, 5, S::kVarint>, Field<&SyncRequest::members, 6, S::kRepeatedMessage>,
                  Field<&SyncRequest::digest, 7, S::kFixed64>, Field<&SyncRequest::buckets, 8, S::kPackedFixed32>,
-                 Field<&SyncRequest::view_size, 9, S::kVarint>>;
+                 Field<&SyncRequest::view_size, 9, S::kVarint>,
+                 Field<&SyncRequest::releases, 10, S::kRepeatedMessage>>;
 };
 template <>
 struct Table<SyncResponse> {
@@ -131,7 +148,8 @@ struct Table<SyncResponse> {
       std::tuple<Field<&SyncResponse::seq_no, 1, S::kVarint>, Field<&SyncResponse::source, 2, S::kBytes>,
                  Field<&SyncResponse::part, 3, S::kVarint>, Field<&SyncResponse::parts, 4, S::kVarint>,
                  Field<&SyncResponse::members, 5, S::kRepeatedMessage>, Field<&SyncResponse::digest, 6, S::kFixed64>,
-                 Field<&SyncResponse::buckets, 7, S::kPackedFixed32>>;
+                 Field<&SyncResponse::buckets, 7, S::kPackedFixed32>,
+                 Field<&SyncResponse::releases, 8, S::kRepeatedMessage>>;
 };
 template <>
 struct Table<UserData> {
@@ -166,9 +184,13 @@ template <Count C, typename F, typename T>
 constexpr std::size_t field_size(const T& m) {
   constexpr bool exact = C == Count::kExact;
   const auto& v = m.*(F::member);
-  if constexpr (F::shape == Shape::kVarint) {
+  if constexpr (F::shape == Shape::kVarint || F::shape == Shape::kOptionalVarint) {
     const auto u = static_cast<std::uint64_t>(v);
-    return exact && u == 0 ? 0 : key_size(F::number) + varint_size(u);
+    return (exact || F::shape == Shape::kOptionalVarint) && u == 0 ? 0 : key_size(F::number) + varint_size(u);
+  } else if constexpr (F::shape == Shape::kOptionalBytes) {
+    return v.size() == 0 ? 0 : delimited(F::number, v.size());
+  } else if constexpr (F::shape == Shape::kOptionalBool) {
+    return !v ? 0 : key_size(F::number) + 1;
   } else if constexpr (F::shape == Shape::kBool) {
     return exact && !v ? 0 : key_size(F::number) + 1;
   } else if constexpr (F::shape == Shape::kBytes) {

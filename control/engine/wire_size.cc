@@ -21,10 +21,18 @@ namespace {
 constexpr std::uint32_t kMembersNumber = std::tuple_element_t<5, wire::Table<SyncRequest>::Fields>::number;
 static_assert(wire::key_size(kMembersNumber) ==
               wire::key_size(std::tuple_element_t<4, wire::Table<SyncResponse>::Fields>::number));
+// And `releases` (10 and 8): one-byte keys too.
+constexpr std::uint32_t kReleasesNumber = std::tuple_element_t<9, wire::Table<SyncRequest>::Fields>::number;
+static_assert(wire::key_size(kReleasesNumber) ==
+              wire::key_size(std::tuple_element_t<7, wire::Table<SyncResponse>::Fields>::number));
 }  // namespace
 
 std::size_t estimated_size(const MemberState& s) {
   return wire::delimited(kMembersNumber, wire::body_size<Count::kBound>(s));
+}
+
+std::size_t estimated_size(const Release& r) {
+  return wire::delimited(kReleasesNumber, wire::body_size<Count::kBound>(r));
 }
 
 std::size_t estimated_sync_size(const SyncRequest& s) { return wire::element_size<Count::kBound>(s); }

@@ -23,6 +23,9 @@ std::size_t estimated_size(const Compound& c);
 // Bytes one MemberState adds to a SyncRequest/SyncResponse.
 std::size_t estimated_size(const MemberState& s);
 
+// Bytes one Release adds to a SyncRequest/SyncResponse's `releases`.
+std::size_t estimated_size(const Release& r);
+
 // Bytes a received SyncRequest/SyncResponse adds to a Compound: the same as
 // estimated_size(Message{s}) without copying its members.
 std::size_t estimated_sync_size(const SyncRequest& s);

@@ -9,6 +9,11 @@
 
 namespace gw::cp {
 
+// Every configured seed is asked every join round, beside the addresses
+// joined by hand: the loader's bound leaves them room in what the engine asks.
+static_assert(config::MembershipConfig::kMaxSeeds + EngineHost::kMaxManualSeeds <= engine::Engine::kMaxSeeds,
+              "membership.seeds allows more seeds than a join round asks");
+
 EngineHost::Options engine_plan(const config::Config& cfg, engine::EngineConfig engine, const dp::LadderConfig& ladder,
                                 dp::SnapshotExchange& snapshots) {
   EngineHost::Options o;

@@ -347,6 +347,9 @@ std::string ControlApi::handle_now(std::string_view line, std::uint64_t now_ns) 
             mj["state"] = engine::status_name(m.status);
             mj["incarnation"] = m.incarnation;
             mj["protocol_version"] = m.protocol_version();
+            // What it runs ("" until it says: a member heard of only from
+            // a peer before builds were announced).
+            mj["build"] = m.build();
             mj["state_age_s"] = now_ns > m.state_change_ns ? (now_ns - m.state_change_ns) / 1'000'000'000ULL : 0;
             if (m.heard_ns != 0 && now_ns > m.heard_ns) mj["heard_s_ago"] = (now_ns - m.heard_ns) / 1'000'000'000ULL;
             if (m.probation) mj["probation"] = true;

@@ -305,6 +305,11 @@ constexpr Family kBudgetHeld{"gossipgw_engine_budget_held_total", "counter",
 constexpr Family kGossipEager{"gossipgw_engine_gossip_eager_total", "counter",
                               "Gossip rounds brought forward for the death or departure of an established member "
                               "(rounds)"};
+constexpr Family kReleasesDropped{
+    "gossipgw_engine_releases_dropped_total", "counter",
+    "What a member runs that could not be stored, by reason: build_too_long (a build over 64 bytes, in an Alive "
+    "or a sync's release list), unlisted (a sync entry naming no release of its sync); the member itself is kept, "
+    "its build or release unknown (entries)"};
 constexpr Family kOwnStalls{"gossipgw_engine_own_stalls_total", "counter",
                             "Engine ticks that came over a probe interval late: the control lcore was stalled; "
                             "verdicts wait for the backlog (stalls)"};
@@ -411,6 +416,8 @@ constexpr Field<EC> kEngineFields[] = {
     {"sync_incomplete_retries", &EC::sync_incomplete_retries, &ef::kIncompleteRetries, ""},
     {"own_stalls", &EC::own_stalls, &ef::kOwnStalls, ""},
     {"probe_abandoned_stall", &EC::probe_abandoned_stall, &ef::kProbeOutcomes, R"(outcome="abandoned_stall")"},
+    {"build_drop_too_long", &EC::build_drop_too_long, &ef::kReleasesDropped, R"(reason="build_too_long")"},
+    {"release_drop_unlisted", &EC::release_drop_unlisted, &ef::kReleasesDropped, R"(reason="unlisted")"},
 };
 // Every word of Counters is one counter: the arrays by message type and class
 // plus the table's fields.

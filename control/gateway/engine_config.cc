@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/clock.h"
+#include "control/version.h"
 
 namespace gw::cp {
 
@@ -20,12 +21,17 @@ engine::Address engine_address(const dp::LocalEndpoint& ep) {
   return a;
 }
 
+std::string gateway_build() {
+  return (std::string(GW_VERSION) + "+" + GW_COMMIT).substr(0, engine::kMaxBuildBytes);
+}
+
 engine::EngineConfig engine_config(const config::Config& cfg, const dp::LocalEndpoint& local) {
   const std::optional<engine::EngineConfig> preset = engine::EngineConfig::preset(cfg.membership.preset);
   if (!preset) throw std::invalid_argument("membership.preset: unknown preset '" + cfg.membership.preset + "'");
   engine::EngineConfig e = *preset;
   e.name = cfg.node.name;
   e.addr = engine_address(local);
+  e.build = gateway_build();
   for (const auto& [k, v] : cfg.membership.tags) e.tags.push_back({k, v});
   e.allowed_name_prefixes = cfg.membership.allowed_name_prefixes;
   for (const auto& [k, v] : cfg.membership.required_tags) e.required_tags.push_back({k, v});

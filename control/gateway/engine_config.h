@@ -4,6 +4,8 @@
 // the config, the engine and the dataplane's pure library only.
 #pragma once
 
+#include <string>
+
 #include "config/config.h"
 #include "control/engine/config.h"
 #include "control/engine/messages.h"
@@ -13,6 +15,11 @@ namespace gw::cp {
 
 // An address as the engine spells it.
 engine::Address engine_address(const dp::LocalEndpoint& ep);
+
+// The build every member announces (Alive, syncs): the version and git
+// revision `gossipgw --version` prints, as "0.1.0+aa83e72b1c2d" (at most
+// engine::kMaxBuildBytes).
+std::string gateway_build();
 
 // membership.preset with node.* and membership.* over it, checked with
 // EngineConfig::validate(): throws std::invalid_argument("membership: <field>:

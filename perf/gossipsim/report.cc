@@ -112,6 +112,7 @@ nlohmann::json to_json(const Results& r, bool with_perf) {
                        {"observer_in_storm", z.observer_in_storm}});
   j["zombies"] = zombies;
   j["joins_after_departure"] = r.joins_after_departure;
+  j["builds_at_end"] = {{"pairs", r.build_pairs_at_end}, {"unknown", r.builds_unknown_at_end}};
   j["drops"] = {{"broadcast_by_class", r.broadcast_drops}, {"urgent", r.urgent_drops}, {"outbox_full", r.outbox_drops}};
   j["convergence"] = {{"converged_at_end", r.converged_at_end},
                       {"final_view_min", r.final_view_min},

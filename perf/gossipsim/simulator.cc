@@ -432,6 +432,10 @@ class Simulator {
     cfg.initial_incarnation = restart ? local(i) / 1'000'000'000ULL + 1 : 0;
     // Like the gateway, which gives the engine membership.egress_bytes_per_sec.
     cfg.egress_bytes_per_sec = sc_.network.egress_bytes_per_s;
+    // Like the gateway, which announces its build (control/gateway/
+    // engine_config.h): one of its length, fixed so that a run does not
+    // depend on the checkout it was built from.
+    cfg.build = "0.1.0+000000000000";
     n.engine = std::make_unique<Engine>(
         cfg, sc_.seed * 1000003ULL + i * 7919ULL + 1 + std::uint64_t{n.lives} * 104729ULL, engine_now(i));
     ++n.lives;
@@ -1197,7 +1201,11 @@ class Simulator {
                        j && *j < nodes_.size() ? static_cast<double>(nodes_[*j].departed_at) / kNsPerS : -1.0,
                        e.health_score(), e.in_storm(local(o))});
           exact = false;
+          return;
         }
+        if (*j == o) return;
+        ++r_.build_pairs_at_end;
+        if (m.build().empty()) ++r_.builds_unknown_at_end;
       });
       if (!exact) r_.converged_at_end = false;
     }

@@ -161,6 +161,11 @@ struct Results {
   std::uint64_t zombies_at_end = 0;         // gone members still live in some steady view at the end
   std::vector<Zombie> zombies;              // the first few of them
   std::uint64_t joins_after_departure = 0;  // steady members first hearing of a gone member
+  // (observer, member) pairs at the end, over steady observers and the members
+  // up that they hold live (not themselves): all of them, and those whose
+  // build the observer does not know (docs/membership.md, "What members run").
+  std::uint64_t build_pairs_at_end = 0;
+  std::uint64_t builds_unknown_at_end = 0;
 
   std::array<std::uint64_t, 4> broadcast_drops = {};  // engine counters by class (0 = urgent)
   std::uint64_t urgent_drops = 0;

@@ -1,7 +1,10 @@
 // Writes seed corpora for the fuzz targets from gossipgen's generator, so the
 // fuzzers start from valid traffic and mutate inward:
 //   OUT/ladder/    whole frames of every kind (IPv4 and IPv6), keys of fuzz_ladder
-//   OUT/compound/  the opened plaintexts of the valid ones
+//   OUT/compound/  the opened plaintexts of the valid ones, and engine
+//                  messages gossipgen does not make (builds, sync releases:
+//                  listed, unlisted, over-long; a ping that asks for the
+//                  build, acks that say one)
 // usage: make_seeds OUT_DIR
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "control/codec.h"
 #include "dataplane/ladder.h"
 #include "perf/gossipgen/generator.h"
 
@@ -82,6 +86,42 @@ int main(int argc, char** argv) {
       write(out / "compound" / ("plain-" + std::to_string(plaintexts++)), copy.data() + r.plaintext_offset,
             r.plaintext_len);
     });
+  }
+  // What members run (Alive.build, MemberState.release, the syncs' releases).
+  {
+    namespace e = gw::cp::engine;
+    const e::Address a1{{10, 0, 0, 2}, 7946};
+    const e::Address a2{{10, 0, 0, 3}, 7946};
+    std::vector<e::Compound> extra;
+    extra.push_back({e::Alive{3, "gw-2", a1, {{"role", "db"}}, 1, "0.1.0+aa83e72b1c2d"}});
+    extra.push_back({e::Alive{3, "gw-2", a1, {}, 1, std::string(e::kMaxBuildBytes + 1, 'v')}});
+    e::SyncResponse r;
+    r.seq_no = 1;
+    r.source = "gw-2";
+    r.parts = 1;
+    r.releases = {{1, "0.1.0+aa83e72b1c2d"}, {2, std::string(e::kMaxBuildBytes + 1, 'w')}};
+    r.members = {{"gw-2", a1, 3, e::MemberStatus::kAlive, {}, 1},
+                 {"gw-3", a2, 4, e::MemberStatus::kAlive, {}, 2},
+                 {"gw-4", a2, 5, e::MemberStatus::kAlive, {}, 7}};
+    extra.push_back({r});
+    e::SyncRequest q;
+    q.seq_no = 2;
+    q.source = "gw-2";
+    q.join = true;
+    q.parts = 1;
+    q.members = r.members;
+    q.releases = r.releases;
+    extra.push_back({q});
+    // The probe path: a ping that asks for the build (to fuzz_engine's own
+    // name, so that it answers), acks that say one (a gateway's, an
+    // over-long one), beside the Alive of the member they are about.
+    extra.push_back({e::Ping{1, "fuzz-self", "gw-2", a1, 1765000000000ULL, true}});
+    extra.push_back({e::Alive{3, "gw-2", a1, {}, 1}, e::Ack{1, "gw-2", "0.1.0+aa83e72b1c2d"}});
+    extra.push_back({e::Ack{2, "gw-3", std::string(e::kMaxBuildBytes + 1, 'a')}});
+    for (const e::Compound& c : extra) {
+      const std::vector<std::uint8_t> bytes = gw::cp::encode(c);
+      write(out / "compound" / ("plain-" + std::to_string(plaintexts++)), bytes.data(), bytes.size());
+    }
   }
   std::printf("make_seeds: %zu frames, %zu plaintexts in %s\n", frames, plaintexts, out.c_str());
   return plaintexts == 0 ? 1 : 0;

@@ -154,6 +154,15 @@ try:
           str({k: inf.get(k) for k in ("suite", "aead_aes256gcm", "aead_chacha20poly1305")}))
     r = ctl("members", "--detailed", node="a")
     check("members --detailed", r.returncode == 0 and "protocol:" in r.stdout and "gw-b" in r.stdout, r.stdout)
+    # Issue 52 item 10: every member shows the others' build (the version and
+    # git revision `gossipgw --version` prints) and protocol version.
+    build = gwv.stdout.split()[1] + "+" + gwv.stdout.split("(git ")[1].split(")")[0]
+    mem = gwtest.ctl_json(CTL, "members", sock=socks["a"])
+    b_entry = [m for m in mem["members"] if m["name"] == "gw-b"]
+    check("members --json: gw-b's build and protocol", b_entry and b_entry[0].get("build") == build and
+          b_entry[0].get("protocol_version") == 1, str(b_entry) + " want " + build)
+    r = ctl("members", node="a")
+    check("members: a BUILD column", r.returncode == 0 and "BUILD" in r.stdout and build in r.stdout, r.stdout)
     r = ctl("monitor", "--duration", "0.5", node="a")
     check("monitor streams the log", r.returncode == 0 and "control API on" in r.stdout, r.stdout[-500:] + r.stderr)
     r = ctl("--json", "monitor", "--duration", "0.3", "--level", "warn", node="b")

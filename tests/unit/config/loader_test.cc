@@ -820,6 +820,21 @@ TEST(ConfigLoaderMembership, DefaultsAndEveryField) {
   EXPECT_EQ(c.membership.reconnect_timeout_s, 3600u);
 }
 
+// Every seed is asked every join round (the engine asks 16 addresses, 4 kept
+// for `gossipctl join`): more than that is refused at load, naming the
+// limit, where it was accepted and then silently left out.
+TEST(ConfigLoaderMembership, SeedsAboveWhatAJoinRoundAsksAreRefusedNamingTheLimit) {
+  auto seeds = [](std::size_t n) {
+    std::string list;
+    for (std::size_t i = 1; i <= n; ++i) list += (i > 1 ? ", " : "") + std::string("\"10.0.1.") + std::to_string(i) + ":7946\"";
+    return with_minimal("membership:\n  seeds: [" + list + "]\n");
+  };
+  const Config c = parse_config(seeds(MembershipConfig::kMaxSeeds), kSource, kBaseDir);
+  EXPECT_EQ(c.membership.seeds.size(), 12u);
+  EXPECT_REJECTED(seeds(13), "membership.seeds", 8, "at most 12 seeds, got 13");
+  EXPECT_REJECTED(seeds(64), "membership.seeds", 8, "at most 12 seeds, got 64");
+}
+
 TEST(ConfigLoaderMembership, BadValuesNameTheField) {
   EXPECT_REJECTED(with_minimal("membership:\n  preset: fast\n"), "membership.preset", 8, "unknown preset");
   EXPECT_REJECTED(with_minimal("membership:\n  seeds: [\"10.0.0.2\"]\n"), "membership.seeds[0]", 8, "IP:PORT");

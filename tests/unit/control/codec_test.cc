@@ -21,8 +21,8 @@ Compound every_type() {
   MemberState ms{"m1", v4(1), 7, MemberStatus::kSuspect, {{"role", "db"}}};
   MemberState left{"m2", Address{ip16(0xfe), 1}, 9, MemberStatus::kLeft, {}};
   return Compound{
-      Ping{1, "b", "a", v4(2)},
-      Ack{2, "b"},
+      Ping{1, "b", "a", v4(2), 77, true},  // asks for the build
+      Ack{2, "b", "0.1.0+aa83e72b1c2d"},   // says it
       IndirectPing{3, "c", v4(3), true, "a", v4(2)},
       Nack{4, "h"},
       Alive{5, "a", v4(2), {{"role", "control-plane"}, {"zone", "z1"}}, 1},

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "control/engine/messages.h"
 #include "control/engine/rng.h"
@@ -34,11 +35,18 @@ inline std::uint64_t random_u64(Rng& rng) {
 }
 
 inline MemberState random_state(Rng& rng) {
-  MemberState s{
-      random_string(rng, 40), random_addr(rng), random_u64(rng), static_cast<MemberStatus>(rng.uniform(4)), {}};
+  MemberState s{random_string(rng, 40), random_addr(rng), random_u64(rng), static_cast<MemberStatus>(rng.uniform(4)), {},
+                static_cast<std::uint32_t>(random_u64(rng))};
   for (std::uint64_t i = rng.uniform(4); i > 0; --i)
     s.tags.push_back({random_string(rng, 20), random_string(rng, 200)});
   return s;
+}
+
+inline std::vector<Release> random_releases(Rng& rng) {
+  std::vector<Release> out;
+  for (std::uint64_t i = rng.uniform(4); i > 0; --i)
+    out.push_back(Release{static_cast<std::uint32_t>(random_u64(rng)), random_string(rng, 80)});
+  return out;
 }
 
 inline Message random_message(Rng& rng, MessageType type) {
@@ -46,16 +54,16 @@ inline Message random_message(Rng& rng, MessageType type) {
   const auto flag = [&] { return rng.uniform(2) == 1; };
   switch (type) {
     case MessageType::kPing:
-      return Ping{u32(), random_string(rng, 40), random_string(rng, 40), random_addr(rng), random_u64(rng)};
+      return Ping{u32(), random_string(rng, 40), random_string(rng, 40), random_addr(rng), random_u64(rng), flag()};
     case MessageType::kAck:
-      return Ack{u32(), random_string(rng, 300)};
+      return Ack{u32(), random_string(rng, 300), flag() ? random_string(rng, 80) : std::string()};
     case MessageType::kIndirectPing:
       return IndirectPing{u32(),  random_string(rng, 40), random_addr(rng),
                           flag(), random_string(rng, 40), random_addr(rng)};
     case MessageType::kNack:
       return Nack{u32(), random_string(rng, 40)};
     case MessageType::kAlive: {
-      Alive a{random_u64(rng), random_string(rng, 40), random_addr(rng), {}, u32()};
+      Alive a{random_u64(rng), random_string(rng, 40), random_addr(rng), {}, u32(), random_string(rng, 80)};
       for (std::uint64_t i = rng.uniform(5); i > 0; --i)
         a.tags.push_back({random_string(rng, 20), random_string(rng, 200)});
       return a;
@@ -70,12 +78,14 @@ inline Message random_message(Rng& rng, MessageType type) {
       SyncRequest s{u32(), random_string(rng, 40), flag(), u32(), u32(), {}, flag() ? rng.next() : 0, {}, u32()};
       for (std::uint64_t i = rng.uniform(30); i > 0; --i) s.members.push_back(random_state(rng));
       for (std::uint64_t i = rng.uniform(3) == 0 ? rng.uniform(300) : 0; i > 0; --i) s.buckets.push_back(u32());
+      s.releases = random_releases(rng);
       return s;
     }
     case MessageType::kSyncResponse: {
       SyncResponse s{u32(), random_string(rng, 40), u32(), u32(), {}, flag() ? rng.next() : 0, {}};
       for (std::uint64_t i = rng.uniform(30); i > 0; --i) s.members.push_back(random_state(rng));
       for (std::uint64_t i = rng.uniform(3) == 0 ? rng.uniform(300) : 0; i > 0; --i) s.buckets.push_back(u32());
+      s.releases = random_releases(rng);
       return s;
     }
     case MessageType::kUserData:

@@ -135,6 +135,42 @@ TEST(IdentityPool, EqualProfilesShareOneRecordWhileHeld) {
   EXPECT_EQ(Profile(b, {}, 3).id(), again.id());
 }
 
+// A build is interned once however many profiles name it (a cluster runs a
+// few builds): each profile holds a 4-byte id, and the string goes with the
+// last profile that names it.
+TEST(IdentityPool, BuildsAreSharedByTheirProfilesAndFreedWithTheLast) {
+  const std::size_t builds = identities().builds_in_use();
+  const std::size_t profiles = identities().profiles_in_use();
+  const std::string v1 = "0.1.0+aaaaaaaaaaaa-dirty";  // longer than a short string's inline storage
+  const std::string v2 = "0.2.0+bbbbbbbbbbbb";
+  {
+    std::vector<Profile> members;
+    for (std::uint8_t i = 1; i <= 50; ++i) members.emplace_back(Address{{10, 8, 0, i}, 7946}, std::vector<Tag>{}, 1,
+                                                                 i % 10 == 0 ? v2 : v1);
+    EXPECT_EQ(identities().profiles_in_use(), profiles + 50);
+    EXPECT_EQ(identities().builds_in_use(), builds + 2);
+    EXPECT_EQ(members[0].get().build, members[1].get().build);
+    EXPECT_NE(members[0].get().build, members[9].get().build);
+    EXPECT_EQ(members[0].build(), v1);
+    EXPECT_EQ(members[9].build(), v2);
+    {
+      // The build is part of the profile: another build, another record.
+      const Profile same_but_build(Address{{10, 8, 0, 1}, 7946}, {}, 1, v2);
+      EXPECT_NE(same_but_build.id(), members[0].id());
+      EXPECT_EQ(Profile(Address{{10, 8, 0, 1}, 7946}, {}, 1, v1).id(), members[0].id());
+      // No build: no build record.
+      const Profile none(Address{{10, 8, 0, 1}, 7946}, {}, 1);
+      EXPECT_EQ(none.get().build, IdentityPool::kNone);
+      EXPECT_EQ(none.build(), "");
+      EXPECT_EQ(identities().builds_in_use(), builds + 2);
+    }
+    members.resize(9);  // the last with v2 goes
+    EXPECT_EQ(identities().builds_in_use(), builds + 1);
+  }
+  EXPECT_EQ(identities().builds_in_use(), builds);
+  EXPECT_EQ(identities().profiles_in_use(), profiles);
+}
+
 // The member table orders names by the pool's 8-byte keys and falls back to
 // the text on a tie: that must be std::string's order exactly, for names of
 // any length and bytes (high bytes, NUL, one a prefix of the other).
