@@ -30,9 +30,8 @@ class Effects {
   virtual void broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap = 0) = 0;
 
   // ---- state changes (the member table's rules: state.cc) ----
-  // An Alive heard by gossip (one waiting for admission comes back this way;
-  // `from_join`: it came in the answer to our join).
-  virtual void alive(const Alive& a, std::uint64_t now_ns, bool from_join) = 0;
+  // An Alive heard by gossip (one waiting for admission comes back this way).
+  virtual void alive(const Alive& a, std::uint64_t now_ns) = 0;
   // Our own accusation (a failed probe): `s.from` is us.
   virtual void suspect(const Suspect& s, std::uint64_t now_ns) = 0;
   // A verdict: Dead (`from` declared it) or Left.

@@ -138,8 +138,8 @@ class Engine final : private Effects {
   // news), and what is piggybacked on it to gossip.
   bool emit(const Address& to, PriorityClass cls, Compound messages, bool piggyback, bool gossip);
   void broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap) override;
-  void alive(const Alive& a, std::uint64_t now_ns, bool from_join) override {
-    apply_alive(a, now_ns, from_join ? AliveSource::kJoinAnswer : AliveSource::kGossip);
+  void alive(const Alive& a, std::uint64_t now_ns) override {
+    apply_alive(a, now_ns, AliveSource::kGossip);
   }
   void suspect(const Suspect& s, std::uint64_t now_ns) override { apply_suspect(s, now_ns); }
   void dead(std::uint64_t incarnation, const std::string& node, const std::string& from, MemberStatus status,

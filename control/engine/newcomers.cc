@@ -79,7 +79,7 @@ void Newcomers::note_arrival(std::uint64_t now_ns) {
 
 // ---------------------------------------------------------------- admission
 
-AdmitVerdict Newcomers::admit(const Alive& a, std::uint64_t now_ns, bool from_join) {
+AdmitVerdict Newcomers::admit(const Alive& a, std::uint64_t now_ns) {
   const AdmitVerdict verdict = admission_.admit(a.node, a.tags, now_ns);
   switch (verdict) {
     case AdmitVerdict::kPolicy:
@@ -93,7 +93,7 @@ AdmitVerdict Newcomers::admit(const Alive& a, std::uint64_t now_ns, bool from_jo
         break;
       }
       ++core_.counters.admission_deferred;
-      pending_.push_back(Waiting{a, from_join});
+      pending_.push_back(a);
       break;
     case AdmitVerdict::kAdmit:
       break;
@@ -130,9 +130,9 @@ void Newcomers::admit_waiting(std::uint64_t now_ns) {
   // As many as there are tokens; each goes through the engine's rules again
   // (it may be known by now, or refused by the graveyard).
   while (!pending_.empty() && admission_.tokens(now_ns) > 0) {
-    const Waiting w = std::move(pending_.front());
+    const Alive a = std::move(pending_.front());
     pending_.pop_front();
-    fx_.alive(w.alive, now_ns, w.from_join);
+    fx_.alive(a, now_ns);
   }
 }
 

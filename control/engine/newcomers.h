@@ -48,10 +48,7 @@ class Newcomers {
   // ---- admission ----
   // A never-seen member's Alive (gossip or sync): admit it, refuse it, or keep
   // it waiting for a token.
-  // `from_join`: from the answer to our own join (issue 51: it goes through
-  // admission as gossip does; one waiting comes back as a join answer's, not
-  // re-gossiped and not an arrival).
-  AdmitVerdict admit(const Alive& a, std::uint64_t now_ns, bool from_join = false);
+  AdmitVerdict admit(const Alive& a, std::uint64_t now_ns);
   // The answer to our own join: the policy alone, no rate.
   bool policy_allows(const Alive& a) const { return admission_.policy_allows(a.node, a.tags); }
   // A never-seen member entered the table (`introducer`: the sender of the
@@ -116,11 +113,7 @@ class Newcomers {
   Effects& fx_;
   Admission admission_;
   // Never-seen members over the admission rate, admitted as tokens come.
-  struct Waiting {
-    Alive alive;
-    bool from_join = false;  // from the answer to our join
-  };
-  std::deque<Waiting> pending_;
+  std::deque<Alive> pending_;
   // Live members admitted (or back from a tombstone) recently, in no order,
   // by name id (each knows its index: Member::newcomer_slot).
   std::vector<std::uint32_t> list_;
