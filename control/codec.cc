@@ -125,6 +125,7 @@ struct ToProto {
     p->set_incarnation(m.incarnation);
     p->set_node(m.node);
     p->set_from(m.from);
+    if (m.unproven) p->set_unproven(true);
   }
   void operator()(const Leave& m) const {
     pb::Leave* p = out->mutable_leave();
@@ -257,7 +258,7 @@ struct FromProto {
         out.emplace_back(Suspect{m.suspect().incarnation(), m.suspect().node(), m.suspect().from()});
         break;
       case pb::Message::kDead:
-        out.emplace_back(Dead{m.dead().incarnation(), m.dead().node(), m.dead().from()});
+        out.emplace_back(Dead{m.dead().incarnation(), m.dead().node(), m.dead().from(), m.dead().unproven()});
         break;
       case pb::Message::kLeave:
         out.emplace_back(Leave{m.leave().incarnation(), m.leave().node()});

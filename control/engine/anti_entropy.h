@@ -32,13 +32,15 @@ class AntiEntropy {
   void on_request(const Address& from, const SyncRequest& m, std::uint64_t now_ns);
   // A response part: true if it answers a sync of ours and may be merged
   // (refusals counted).
-  bool accept(const SyncResponse& m);
+  bool accept(const SyncResponse& m, const Address* from);
   // After its members were merged: a digest sync of ours wholly answered
   // whose views still differ sends ours.
   void after_merge(const SyncResponse& m, std::uint64_t now_ns);
 
   // ---- for joining ----
-  void request_whole_view(const Address& to, std::uint32_t seq_no, std::uint64_t now_ns);
+  // `push_view`: our request carries our view too (a follow-up, a rejoin:
+  // what the responder missed); a join round's carries ourselves alone.
+  void request_whole_view(const Address& to, std::uint32_t seq_no, std::uint64_t now_ns, bool push_view = true);
   bool answered(std::uint32_t seq_no) const { return syncs_.answered(seq_no); }
   bool awaiting(std::uint32_t seq_no) const { return syncs_.awaiting(seq_no); }
   void sync_by(std::uint64_t at_ns) { next_sync_ns_ = std::min(next_sync_ns_, at_ns); }
@@ -101,8 +103,10 @@ class AntiEntropy {
   // `buckets`: our bucket digests, sent with the digest (on every part of a
   // request, on the first part of a response).
   template <typename Sync>
+  // `self_only`: our own entry alone (a join round's request).
   void send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view, std::uint64_t digest = 0,
-                 const std::vector<std::uint8_t>* only = nullptr, const std::vector<std::uint32_t>& buckets = {});
+                 const std::vector<std::uint8_t>* only = nullptr, const std::vector<std::uint32_t>& buckets = {},
+                 bool self_only = false);
   // How many buckets our periodic syncs compare (0 = the whole digest only).
   std::size_t sync_bucket_count() const;
   // Our bucket digests beside a peer's (`theirs`, as a sync carried them):

@@ -219,8 +219,9 @@ struct EngineConfig {
   std::uint32_t admit_rate = 100;                  // never-seen members admitted per second; 100
   std::uint32_t admit_burst = 200;                 // token bucket depth; 200 (members over the
                                                    // rate wait, up to max_pending_admissions, and
-                                                   // are admitted as tokens come; names in the
-                                                   // answer to our own join are not rate-limited)
+                                                   // are admitted as tokens come; so are names
+                                                   // in a whole-view answer on one member's word:
+                                                   // two members' answers admit them at once)
   std::uint32_t max_pending_admissions = 4096;     // waiting for an admission token; 4096
   std::vector<std::string> allowed_name_prefixes;  // empty = any name; default empty
   std::vector<Tag> required_tags;                  // all must be present; empty = none; default empty

@@ -102,6 +102,10 @@ namespace gw::cp::engine {
   X(join_retries, "join rounds that had no answer and were sent again")                                               \
   X(join_followups, "whole-view syncs with other members after joining")                                              \
   X(rejoins, "whole-view syncs with a member that held us dead (we were cut off)")                                    \
+  X(dead_unproven_suspected, "probation verdicts (Dead, unproven) about members held established: taken as a suspicion")\
+  X(join_view_corroborated, "never-seen members of a whole-view answer another member's answer listed: admitted")   \
+  X(join_view_one_word, "never-seen members of a whole-view answer on one member's word: through admission")         \
+  X(join_view_unnoted, "never-seen members of a whole-view answer not noted for corroboration (max_members noted)")  \
   X(sync_drop_concurrency, "sync requests refused: too many syncs in flight")                                         \
   X(sync_drop_source_busy, "multi-part sync requests refused: the sender holds a sync slot already")                  \
   X(sync_drop_rate, "sync requests refused: over the answer rate")                                                    \

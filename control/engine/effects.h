@@ -30,8 +30,9 @@ class Effects {
   virtual void broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap = 0) = 0;
 
   // ---- state changes (the member table's rules: state.cc) ----
-  // An Alive heard by gossip (one waiting for admission comes back this way).
-  virtual void alive(const Alive& a, std::uint64_t now_ns) = 0;
+  // An Alive heard by gossip (one waiting for admission comes back this way;
+  // `from_join`: it came in the answer to our join).
+  virtual void alive(const Alive& a, std::uint64_t now_ns, bool from_join) = 0;
   // Our own accusation (a failed probe): `s.from` is us.
   virtual void suspect(const Suspect& s, std::uint64_t now_ns) = 0;
   // A verdict: Dead (`from` declared it) or Left.
@@ -61,7 +62,10 @@ class Effects {
   virtual bool last_ping(const Member& m, std::uint64_t now_ns) = 0;
   // A whole-view sync request to `to` numbered `seq_no` (anti_entropy.h): a
   // join, or a follow-up to one.
-  virtual void request_whole_view(const Address& to, std::uint32_t seq_no, std::uint64_t now_ns) = 0;
+  // `push_view`: our view goes with it (a follow-up, a rejoin); a join
+  // round's request is ourselves alone.
+  virtual void request_whole_view(const Address& to, std::uint32_t seq_no, std::uint64_t now_ns,
+                                  bool push_view = true) = 0;
   // The answer to our sync `seq_no` is in as far as it will be (all parts, or
   // all but a few), and whether parts are still awaited.
   virtual bool sync_answered(std::uint32_t seq_no) const = 0;

@@ -65,7 +65,7 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
           else if constexpr (std::is_same_v<T, Suspect>)
             apply_suspect(m, now_ns);
           else if constexpr (std::is_same_v<T, Dead>)
-            apply_dead(m.incarnation, m.node, m.from, MemberStatus::kDead, now_ns);
+            apply_dead(m.incarnation, m.node, m.from, MemberStatus::kDead, now_ns, m.unproven);
           else if constexpr (std::is_same_v<T, Leave>)
             apply_dead(m.incarnation, m.node, m.node, MemberStatus::kLeft, now_ns);
           else if constexpr (std::is_same_v<T, SyncRequest>)
@@ -127,7 +127,7 @@ void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
 }
 
 void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
-  if (!anti_entropy_.accept(m)) return;
+  if (!anti_entropy_.accept(m, inbound_.from)) return;
   const bool join_answer = joining_.on_answer(m.seq_no, now_ns);
   merge(m.members, m.releases, m.source, now_ns, join_answer);
   anti_entropy_.after_merge(m, now_ns);

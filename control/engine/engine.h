@@ -138,8 +138,8 @@ class Engine final : private Effects {
   // news), and what is piggybacked on it to gossip.
   bool emit(const Address& to, PriorityClass cls, Compound messages, bool piggyback, bool gossip);
   void broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap) override;
-  void alive(const Alive& a, std::uint64_t now_ns) override {
-    apply_alive(a, now_ns, AliveSource::kGossip);
+  void alive(const Alive& a, std::uint64_t now_ns, bool from_join) override {
+    apply_alive(a, now_ns, from_join ? AliveSource::kJoinAnswer : AliveSource::kGossip);
   }
   void suspect(const Suspect& s, std::uint64_t now_ns) override { apply_suspect(s, now_ns); }
   void dead(std::uint64_t incarnation, const std::string& node, const std::string& from, MemberStatus status,
@@ -155,8 +155,9 @@ class Engine final : private Effects {
     return newcomers_.probe_target(now_ns);
   }
   bool last_ping(const Member& m, std::uint64_t now_ns) override { return newcomers_.last_ping(m, now_ns); }
-  void request_whole_view(const Address& to, std::uint32_t seq_no, std::uint64_t now_ns) override {
-    anti_entropy_.request_whole_view(to, seq_no, now_ns);
+  void request_whole_view(const Address& to, std::uint32_t seq_no, std::uint64_t now_ns,
+                          bool push_view = true) override {
+    anti_entropy_.request_whole_view(to, seq_no, now_ns, push_view);
   }
   bool sync_answered(std::uint32_t seq_no) const override { return anti_entropy_.answered(seq_no); }
   bool sync_awaiting(std::uint32_t seq_no) const override { return anti_entropy_.awaiting(seq_no); }
@@ -169,7 +170,8 @@ class Engine final : private Effects {
 
   // ---- the member table's rules (state.cc) ----
   // Where an Alive came from: a gossiped message, a sync's window, or the
-  // answer to our own join (admitted by policy alone, not rate-limited).
+  // answer to a whole-view request of ours (join, follow-up, rejoin: one
+  // member's word goes through admission, two members' is admitted at once).
   enum class AliveSource : std::uint8_t { kGossip, kSync, kJoinAnswer };
   // `name_id`: what MemberTable::prefetch returned for a.node, when the
   // caller prefetched its entry (checked, not trusted: see
@@ -188,8 +190,9 @@ class Engine final : private Effects {
   void take_build(const std::string& node, const std::string& build);
   // merged: from a peer's sync (a tombstone or suspicion there), not a message.
   void apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged = false);
+  // `unproven`: a probation's verdict (Dead::unproven).
   void apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from, MemberStatus status,
-                  std::uint64_t now_ns);
+                  std::uint64_t now_ns, bool unproven = false);
   // A member joined our view: counted, reported, and (news by gossip) the
   // settle sync armed.
   void member_joined(const Member& m, AliveSource source, std::uint64_t now_ns);
@@ -238,6 +241,8 @@ class Engine final : private Effects {
   // we confirmed to a sender, as (sender, member id): each once.
   struct Inbound {
     const Address* from = nullptr;
+    // The member whose whole-view answer is being merged (merge(), from_join).
+    const std::string* answer_from = nullptr;
     Compound corrections;
     std::deque<std::pair<Address, std::uint32_t>> confirmed;
   } inbound_;

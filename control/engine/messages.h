@@ -94,6 +94,10 @@ struct Dead {
   std::uint64_t incarnation = 0;
   std::string node;
   std::string from;
+  // A probation's verdict: the declarer held it on probation and could not
+  // prove it alive (it never had a suspicion to refute). A member that holds
+  // it established takes it as a suspicion (state.cc apply_dead).
+  bool unproven = false;
   bool operator==(const Dead&) const = default;
 };
 

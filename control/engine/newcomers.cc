@@ -79,7 +79,32 @@ void Newcomers::note_arrival(std::uint64_t now_ns) {
 
 // ---------------------------------------------------------------- admission
 
-AdmitVerdict Newcomers::admit(const Alive& a, std::uint64_t now_ns) {
+bool Newcomers::corroborated(const std::string& name, const Address* from, std::uint64_t now_ns) {
+  if (from == nullptr) return false;
+  // What was noted longer ago than kVouchTtlNs: no answer of this join.
+  while (!vouch_order_.empty() && now_ns - std::min(now_ns, vouch_order_.front().first) >= kVouchTtlNs) {
+    const auto it = vouches_.find(vouch_order_.front().second);
+    if (it != vouches_.end() && it->second.at_ns == vouch_order_.front().first) vouches_.erase(it);
+    vouch_order_.pop_front();
+  }
+  const auto it = vouches_.find(name);
+  if (it != vouches_.end()) {
+    // The same member's answer again (a retry, a repeated part): still one word.
+    if (it->second.from == *from) return false;
+    vouches_.erase(it);
+    ++core_.counters.join_view_corroborated;
+    return true;
+  }
+  if (vouches_.size() >= core_.config.max_members) {
+    ++core_.counters.join_view_unnoted;
+    return false;
+  }
+  vouches_.emplace(name, Vouch{*from, now_ns});
+  vouch_order_.emplace_back(now_ns, name);
+  return false;
+}
+
+AdmitVerdict Newcomers::admit(const Alive& a, std::uint64_t now_ns, bool from_join) {
   const AdmitVerdict verdict = admission_.admit(a.node, a.tags, now_ns);
   switch (verdict) {
     case AdmitVerdict::kPolicy:
@@ -93,7 +118,7 @@ AdmitVerdict Newcomers::admit(const Alive& a, std::uint64_t now_ns) {
         break;
       }
       ++core_.counters.admission_deferred;
-      pending_.push_back(a);
+      pending_.push_back(Waiting{a, from_join});
       break;
     case AdmitVerdict::kAdmit:
       break;
@@ -130,16 +155,16 @@ void Newcomers::admit_waiting(std::uint64_t now_ns) {
   // As many as there are tokens; each goes through the engine's rules again
   // (it may be known by now, or refused by the graveyard).
   while (!pending_.empty() && admission_.tokens(now_ns) > 0) {
-    const Alive a = std::move(pending_.front());
+    const Waiting w = std::move(pending_.front());
     pending_.pop_front();
-    fx_.alive(a, now_ns);
+    fx_.alive(w.alive, now_ns, w.from_join);
   }
 }
 
 // ---------------------------------------------------------------- deaths
 
 bool Newcomers::burying(Member& m, std::uint64_t incarnation, MemberStatus status, const Address* told_by,
-                        std::uint64_t now_ns) {
+                        std::uint64_t now_ns, bool unproven) {
   if (status == MemberStatus::kDead && core_.newcomer(m, now_ns)) note_failure(m.name.str(), now_ns);
   forget(m.name.str());
   if (!m.probation) return false;
@@ -149,8 +174,8 @@ bool Newcomers::burying(Member& m, std::uint64_t incarnation, MemberStatus statu
     // one with it in its view; a death is gossiped only by those who knew).
     if (status == MemberStatus::kDead && (told_by == nullptr || intro->second != *told_by)) {
       ++core_.counters.probation_death_told;
-      fx_.send(intro->second, PriorityClass::kUrgent, Compound{Dead{incarnation, m.name.str(), core_.config.name}},
-               false);
+      fx_.send(intro->second, PriorityClass::kUrgent,
+               Compound{Dead{incarnation, m.name.str(), core_.config.name, unproven}}, false);
     }
     introducers_.erase(intro);
   }

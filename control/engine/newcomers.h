@@ -22,6 +22,7 @@
 #include "control/engine/admission.h"
 #include "control/engine/core.h"
 #include "control/engine/effects.h"
+#include "control/engine/identity.h"
 
 namespace gw::cp::engine {
 
@@ -48,9 +49,26 @@ class Newcomers {
   // ---- admission ----
   // A never-seen member's Alive (gossip or sync): admit it, refuse it, or keep
   // it waiting for a token.
-  AdmitVerdict admit(const Alive& a, std::uint64_t now_ns);
-  // The answer to our own join: the policy alone, no rate.
+  // `from_join`: from a whole-view answer on one member's word (issue 51: it
+  // goes through admission as gossip does; one waiting comes back as a join
+  // answer's, not re-gossiped and not an arrival).
+  AdmitVerdict admit(const Alive& a, std::uint64_t now_ns, bool from_join = false);
+  // The policy alone, no rate (a member coming back from a long split).
   bool policy_allows(const Alive& a) const { return admission_.policy_allows(a.node, a.tags); }
+  // A never-seen member listed in a whole-view answer (our join, its
+  // follow-ups, a rejoin) from `from`. One member's word goes through
+  // admission as gossip does: a key-holding seed could otherwise put any
+  // number of phantoms in a joiner's view at once (issue 51: 60,000, 16.7 h
+  // to clear). Two members' word is the cluster as it is, admitted at once:
+  // true if a whole-view answer from another address listed it within
+  // kVouchTtlNs (the answers are bound to the address asked: SyncManager).
+  // Otherwise the word of `from` is noted (bounded: max_members names) and
+  // the answer is false. Without an address (a waiting entry coming back),
+  // false and nothing noted.
+  bool corroborated(const std::string& name, const Address* from, std::uint64_t now_ns);
+  // A join, its follow-ups (2-4 s and 8 s later) and a rejoin's answers fall
+  // well within it.
+  static constexpr std::uint64_t kVouchTtlNs = 60 * kSecond;
   // A never-seen member entered the table (`introducer`: the sender of the
   // datagram that brought it, if any): counts towards a surge, joins the
   // newcomers, and on probation (storm or surge) starts it.
@@ -65,10 +83,11 @@ class Newcomers {
 
   // ---- deaths ----
   // `m` is being buried (Dead or Left): it is no newcomer any more; a
-  // probationer's introducer is told first-hand (unless it told us). Returns
+  // probationer's introducer is told first-hand (unless it told us), the
+  // Dead `unproven` if it is a probation's verdict (Dead::unproven). Returns
   // whether it was on probation.
   bool burying(Member& m, std::uint64_t incarnation, MemberStatus status, const Address* told_by,
-               std::uint64_t now_ns);
+               std::uint64_t now_ns, bool unproven);
   void forget(const std::string& name);
 
   // ---- probing ----
@@ -113,7 +132,22 @@ class Newcomers {
   Effects& fx_;
   Admission admission_;
   // Never-seen members over the admission rate, admitted as tokens come.
-  std::deque<Alive> pending_;
+  struct Waiting {
+    Alive alive;
+    bool from_join = false;  // from the answer to our join
+  };
+  std::deque<Waiting> pending_;
+  // Whole-view answers' word about never-seen members: name -> the address
+  // whose answer listed it first, and when (in that order, for expiry).
+  struct KeyedNameHash {
+    std::size_t operator()(const std::string& s) const { return static_cast<std::size_t>(identities().index_hash(s)); }
+  };
+  struct Vouch {
+    Address from;
+    std::uint64_t at_ns = 0;
+  };
+  std::unordered_map<std::string, Vouch, KeyedNameHash> vouches_;
+  std::deque<std::pair<std::uint64_t, std::string>> vouch_order_;
   // Live members admitted (or back from a tombstone) recently, in no order,
   // by name id (each knows its index: Member::newcomer_slot).
   std::vector<std::uint32_t> list_;

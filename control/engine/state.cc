@@ -314,20 +314,28 @@ void Engine::admit_new(const Alive& a, std::uint64_t now_ns, AliveSource source)
   // at 100 a second and was held on probation as an arrival surge.
   const std::uint32_t failed_id = anti_entropy_.any_failed() ? identities().find_name(a.node) : IdentityPool::kNone;
   const bool returning = failed_id != IdentityPool::kNone && anti_entropy_.failed(failed_id) != nullptr;
-  // The answer to our own join is the cluster as it is: not rate-limited.
-  // (Putting it through admission as gossip, issue 51 item 5, starved every
-  // restarted member of a mass restart of its view: mass-restart-4500-waves
-  // at 2,700 members went from 7,270 false failures, every restarted member
-  // alive everywhere within 15 s, to 79,408, views never exact and 15
-  // million admissions refused. What a key-holding seed can put in a
-  // joiner's view is still open.)
+  // A whole-view answer (our join, a follow-up, a rejoin) is one member's
+  // word: a never-seen member in it goes through admission as gossip does,
+  // unless another member's answer listed it too (the cluster as it is, at
+  // once: a joiner asks every seed, then two other members) or it is the
+  // answering member's own entry (first-hand). Without the second word, a
+  // key-holding seed put 60,000 phantoms in a joiner's view at once (issue
+  // 51 item 5); with every entry through admission, a mass restart's
+  // members waited for tokens and mass-restart-4500-waves at 2,700 went
+  // from 7,270 false failures to 79,408.
   const bool from_join = source == AliveSource::kJoinAnswer;
-  if (from_join || returning) {
+  bool at_once = returning;
+  if (from_join && !returning) {
+    const bool first_hand = inbound_.answer_from != nullptr && a.node == *inbound_.answer_from;
+    at_once = first_hand || newcomers_.corroborated(a.node, inbound_.from, now_ns);
+    if (!at_once && inbound_.from != nullptr) ++n.join_view_one_word;
+  }
+  if (at_once) {
     if (!newcomers_.policy_allows(a)) {
       ++n.admission_drop_policy;
       return;
     }
-  } else if (newcomers_.admit(a, now_ns) != AdmitVerdict::kAdmit) {
+  } else if (newcomers_.admit(a, now_ns, from_join) != AdmitVerdict::kAdmit) {
     return;
   }
   Member fresh;
@@ -411,7 +419,7 @@ void Engine::apply_suspect(const Suspect& s, std::uint64_t now_ns, bool merged) 
 // ---------------------------------------------------------------- Dead and Leave
 
 void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, const std::string& from,
-                        MemberStatus status, std::uint64_t now_ns) {
+                        MemberStatus status, std::uint64_t now_ns, bool unproven) {
   Counters& n = core_.counters;
   Member* m = core_.table.find(node);
   // Unknown member: news of its death overtook news of its life (or we never
@@ -449,11 +457,30 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, cons
     if (status == MemberStatus::kDead && inbound_.from != nullptr) joining_.rejoin(*inbound_.from, now_ns);
     return;
   }
+  // A probation's verdict about a member we hold established: the declarer
+  // never admitted it and could not prove it alive (its proof pings went
+  // unanswered), but the member never had a suspicion to refute. For us it
+  // is that member's suspicion (SWIM: nobody is dead before it could
+  // refute): the member hears it and refutes, or dies at the suspicion's
+  // timeout. Applied as a verdict, one member's unanswered proof pings
+  // buried live members in every view (wan at 20 % loss: 614,399 false
+  // failures; ci/budget-2k-atonce seed 9: 239). A probationer of ours, or a
+  // young member in a storm (almost all phantoms), is buried at once as
+  // before.
+  if (unproven && status == MemberStatus::kDead && !m->is_tombstone() && !m->probation &&
+      !(core_.young(*m, now_ns) && in_storm(now_ns))) {
+    ++n.dead_unproven_suspected;
+    apply_suspect(Suspect{incarnation, node, from}, now_ns, true);
+    return;
+  }
   m->incarnation = incarnation;
   probing_.drop_suspicion(node);
   // A probationer never joined the view: it leaves no event either (its Dead
   // still goes out, for the others that heard of it).
-  const bool was_probation = newcomers_.burying(*m, incarnation, status, inbound_.from, now_ns);
+  // Ours is a probation's verdict if we held it on probation.
+  const bool our_verdict = from == core_.config.name;
+  const bool was_probation =
+      newcomers_.burying(*m, incarnation, status, inbound_.from, now_ns, unproven || our_verdict);
   // A newcomer's death (in a storm, thousands) waits for the next round like
   // any news; an established member's is what every application is waiting
   // for: it goes out now, and each member that learns it passes it on at once.
@@ -483,8 +510,12 @@ void Engine::apply_dead(std::uint64_t incarnation, const std::string& node, cons
     // acts on who it was, and relays are nearly all of a death's
     // transmissions (N x retransmit_limit), a third of whose bytes the
     // name was.
-    broadcast(node, Dead{incarnation, node, from == core_.config.name ? from : std::string{}}, PriorityClass::kUrgent,
-              0);
+    // A probation's verdict stays one (ours, or one we took as a verdict
+    // because we held it on probation or young in a storm).
+    const bool verdict_unproven = unproven || (was_probation && our_verdict);
+    broadcast(node,
+              Dead{incarnation, node, from == core_.config.name ? from : std::string{}, verdict_unproven},
+              PriorityClass::kUrgent, 0);
   }
 }
 
@@ -494,6 +525,8 @@ void Engine::merge(const std::vector<MemberState>& members, const std::vector<Re
                    const std::string& from, std::uint64_t now_ns, bool from_join) {
   MemberTable& table = core_.table;
   Counters& n = core_.counters;
+  // Whose answer this is: its own entry is first-hand (admit_new).
+  inbound_.answer_from = from_join ? &from : nullptr;
   // What the members run: the sync lists each release once and its entries
   // refer to them by position. An over-long build is dropped once for the
   // part (counted), its protocol version kept.
@@ -560,6 +593,7 @@ void Engine::merge(const std::vector<MemberState>& members, const std::vector<Re
         break;
     }
   }
+  inbound_.answer_from = nullptr;
 }
 
 }  // namespace gw::cp::engine

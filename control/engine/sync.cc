@@ -150,6 +150,14 @@ SyncManager::Window SyncManager::build_window(const MemberTable& table, const st
   return w;
 }
 
+SyncManager::Window SyncManager::build_self(const MemberTable& table, const std::string& self,
+                                            std::size_t part_bytes) {
+  Window w;
+  WindowBuilder b(w, self, part_bytes, part_bytes);
+  if (const Member* me = table.find(self)) b.add(*me);
+  return w;
+}
+
 SyncManager::Window SyncManager::build_join_view(const MemberTable& table, const std::string& self,
                                                  std::size_t part_bytes, std::size_t max_bytes,
                                                  std::size_t tombstone_bytes) {
@@ -177,8 +185,8 @@ std::uint32_t SyncManager::max_parts(std::size_t max_bytes, std::size_t part_byt
   return static_cast<std::uint32_t>(std::min<std::size_t>(n, UINT32_MAX));
 }
 
-void SyncManager::start(std::uint32_t seq_no, std::uint64_t now_ns) {
-  pending_[seq_no] = Pending{now_ns + timeout_ns_, 0, 0, 0, false, false, {}};
+void SyncManager::start(std::uint32_t seq_no, std::uint64_t now_ns, const Address& to) {
+  pending_[seq_no] = Pending{now_ns + timeout_ns_, 0, 0, 0, false, false, to};
 }
 
 bool SyncManager::answered(std::uint32_t seq_no) const {
@@ -191,11 +199,14 @@ bool SyncManager::answered(std::uint32_t seq_no) const {
 }
 
 SyncManager::Answer SyncManager::on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts,
-                                             std::size_t bytes) {
+                                             std::size_t bytes, const Address* from) {
   auto it = pending_.find(seq_no);
   // Not a sync of ours (or it timed out): unsolicited state is not merged.
   if (it == pending_.end()) return Answer::kUnsolicited;
   Pending& p = it->second;
+  // From another address than the one asked: not its answer (and the sync
+  // stays open for the real one).
+  if (from != nullptr && !p.from.empty() && *from != p.from) return Answer::kUnsolicited;
   // Larger than any sync we would send: take no more of it (what came within the
   // cap is merged already; the rest is not trusted). The entry stays until its
   // timeout so that later parts are recognised and dropped too.

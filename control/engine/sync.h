@@ -75,6 +75,8 @@ class SyncManager {
     std::vector<std::vector<Release>> releases;  // one list per part
     std::size_t bytes = 0;
   };
+  // Ourselves alone (a join round's request: a seed needs only to learn of us).
+  Window build_self(const MemberTable& table, const std::string& self, std::size_t part_bytes);
   // For a joiner: ourselves, every live member (up to `max_bytes`), then
   // tombstones within `tombstone_bytes` more (rotating): after a storm the
   // table holds thousands of dead phantoms, and a joiner needs the living.
@@ -106,13 +108,16 @@ class SyncManager {
   static constexpr std::uint32_t kEnoughParts = 16;
   std::size_t in_flight() const { return pending_.size() + receiving_.size(); }
 
-  // A sync we start (periodic, or join which bypasses the cap).
-  void start(std::uint32_t seq_no, std::uint64_t now_ns);
-  // A response part of `bytes` (estimated_sync_size) for `seq_no`: kMerge if it
-  // answers one of ours, kUnsolicited if not (or no longer), kOversize if it
-  // breaks the size caps or an earlier part did.
+  // A sync we start (periodic, or join which bypasses the cap), asking `to`.
+  void start(std::uint32_t seq_no, std::uint64_t now_ns, const Address& to = Address{});
+  // A response part of `bytes` (estimated_sync_size) for `seq_no` from `from`:
+  // kMerge if it answers one of ours, kUnsolicited if not (or no longer, or
+  // it comes from another address than the one asked: sequence numbers are
+  // no secret, and a key holder could otherwise answer in another member's
+  // name), kOversize if it breaks the size caps or an earlier part did.
   enum class Answer : std::uint8_t { kMerge, kUnsolicited, kOversize };
-  Answer on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts, std::size_t bytes);
+  Answer on_response(std::uint32_t seq_no, std::uint32_t part, std::uint32_t parts, std::size_t bytes,
+                     const Address* from = nullptr);
 
   // A request part of `bytes`: kNew (merge and answer), kKnown (a later part:
   // merge only), kBusy (over the concurrency cap), kRateLimited (over the answer
@@ -142,7 +147,7 @@ class SyncManager {
     std::size_t bytes_seen = 0;  // estimated bytes of the parts received so far
     bool cut = false;            // over the caps: later parts are dropped too
     bool last_seen = false;      // (ours) the answer's last part has arrived
-    Address from;                // (theirs) the sender's address
+    Address from;                // (theirs) the sender's address; (ours) the address asked
   };
 
 

@@ -126,7 +126,7 @@ struct Table<Suspect> {
 template <>
 struct Table<Dead> {
   using Fields = std::tuple<Field<&Dead::incarnation, 1, S::kVarint>, Field<&Dead::node, 2, S::kBytes>,
-                            Field<&Dead::from, 3, S::kBytes>>;
+                            Field<&Dead::from, 3, S::kBytes>, Field<&Dead::unproven, 4, S::kOptionalBool>>;
 };
 template <>
 struct Table<Leave> {

@@ -253,6 +253,16 @@ constexpr Family kJoinAnswered{"gossipgw_engine_join_requests_answered_total", "
 constexpr Family kJoinFollowups{"gossipgw_engine_join_followups_total", "counter",
                                 "Whole-view syncs with other members right after joining; also in syncs_started "
                                 "(syncs)"};
+constexpr Family kDeadUnproven{
+    "gossipgw_engine_dead_unproven_suspected_total", "counter",
+    "Probation verdicts (a Dead marked unproven: its declarer held the member on probation and could not prove it "
+    "alive) about members we hold established, taken as the declarer's suspicion instead (members)"};
+constexpr Family kJoinView{
+    "gossipgw_engine_join_view_members_total", "counter",
+    "Never-seen members listed in whole-view answers (our join, its follow-ups, a rejoin), by outcome: "
+    "corroborated (another member's answer listed it too: admitted at once), one_word (one member's word: "
+    "through admission, as gossip), unnoted (one member's word not noted for corroboration: max_members are "
+    "noted already) (members)"};
 constexpr Family kJoinRetries{"gossipgw_engine_join_retries_total", "counter",
                               "Our join rounds that got no answer and were sent again (rounds)"};
 constexpr Family kDigestEqual{"gossipgw_engine_sync_digest_equal_total", "counter",
@@ -418,6 +428,10 @@ constexpr Field<EC> kEngineFields[] = {
     {"probe_abandoned_stall", &EC::probe_abandoned_stall, &ef::kProbeOutcomes, R"(outcome="abandoned_stall")"},
     {"build_drop_too_long", &EC::build_drop_too_long, &ef::kReleasesDropped, R"(reason="build_too_long")"},
     {"release_drop_unlisted", &EC::release_drop_unlisted, &ef::kReleasesDropped, R"(reason="unlisted")"},
+    {"dead_unproven_suspected", &EC::dead_unproven_suspected, &ef::kDeadUnproven, ""},
+    {"join_view_corroborated", &EC::join_view_corroborated, &ef::kJoinView, R"(outcome="corroborated")"},
+    {"join_view_one_word", &EC::join_view_one_word, &ef::kJoinView, R"(outcome="one_word")"},
+    {"join_view_unnoted", &EC::join_view_unnoted, &ef::kJoinView, R"(outcome="unnoted")"},
 };
 // Every word of Counters is one counter: the arrays by message type and class
 // plus the table's fields.

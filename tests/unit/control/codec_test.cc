@@ -27,7 +27,7 @@ Compound every_type() {
       Nack{4, "h"},
       Alive{5, "a", v4(2), {{"role", "control-plane"}, {"zone", "z1"}}, 1},
       Suspect{6, "c", "a"},
-      Dead{7, "c", "a"},
+      Dead{7, "c", "a", true},  // a probation's verdict
       Leave{8, "d"},
       SyncRequest{9, "a", true, 0, 2, {ms, left}, 0x0123456789abcdefULL, {1, 0, 0xffffffffu}},
       SyncResponse{10, "b", 1, 2, {ms}, 0xfedcba9876543210ULL, {7}},

@@ -110,22 +110,132 @@ TEST(Engine, JoinIsRetriedForEverWithCappedBackoffUntilASeedAnswers) {
   EXPECT_EQ(at.size(), before);
 }
 
-TEST(Engine, JoinAnswerAdmitsTheWholeViewAtOnce) {
+// The join round's requests (one per seed), in the order sent.
+std::vector<const SyncRequest*> join_requests(const Driver& d) {
+  std::vector<const SyncRequest*> r;
+  for (const Outgoing& o : d.sent)
+    if (const SyncRequest* q = find_msg<SyncRequest>(o); q != nullptr && q->join) r.push_back(q);
+  return r;
+}
+
+// Members [first, last] alive at incarnation 1, `answerer` first.
+std::vector<MemberState> view_of(std::size_t answerer, std::size_t first, std::size_t last) {
+  std::vector<MemberState> v{MemberState{name(answerer), addr(answerer), 1, MemberStatus::kAlive, {}}};
+  for (std::size_t i = first; i <= last; ++i)
+    if (i != answerer) v.push_back(MemberState{name(i), addr(i), 1, MemberStatus::kAlive, {}});
+  return v;
+}
+
+TEST(Engine, OneSeedsJoinAnswerGoesThroughAdmissionAsGossipDoes) {
+  // Issue 51 item 5: a key-holding seed's answer carrying thousands of
+  // phantoms put all of them in the joiner's view at once.
+  EngineConfig c = config();
+  c.admit_rate = 10;
+  c.admit_burst = 5;
+  c.max_pending_admissions = 20;
+  Driver d(c);
+  d.e.join(std::vector<Address>{addr(1)}, d.now);
+  d.collect();
+  const std::vector<const SyncRequest*> asked = join_requests(d);
+  ASSERT_EQ(asked.size(), 1u);
+  d.handle(1, {SyncResponse{asked[0]->seq_no, name(1), 0, 1, view_of(1, 2, 1000)}});
+  EXPECT_TRUE(d.e.joined());
+  // The seed's own entry (first-hand) and a burst's worth; 20 wait for
+  // tokens, the rest are refused (counted), as gossip's never-seen members.
+  EXPECT_EQ(d.e.num_live(), 1u + 1u + 5u);
+  EXPECT_EQ(d.e.counters().join_view_one_word, 999u);
+  EXPECT_EQ(d.e.counters().admission_deferred, 20u);
+  EXPECT_EQ(d.e.counters().admission_drop_rate, 999u - 5u - 20u);
+  EXPECT_EQ(d.e.counters().join_view_corroborated, 0u);
+  // Those waiting come in at the admission rate, as members of the answer
+  // (no arrival: no surge, nobody on probation).
+  d.run_until(d.now + 2 * kSecond);
+  EXPECT_EQ(d.e.num_live(), 1u + 1u + 5u + 20u);
+  EXPECT_EQ(d.e.counters().surges, 0u);
+  for (std::size_t i = 1; i <= 1000; ++i)
+    if (const Member* m = d.e.member(name(i))) {
+      EXPECT_FALSE(m->probation) << name(i);
+    }
+}
+
+TEST(Engine, TwoMembersJoinAnswersAdmitTheWholeViewAtOnce) {
   EngineConfig c = config();
   c.admit_rate = 10;
   c.admit_burst = 5;
   Driver d(c);
-  join_with_view(d, 50);
-  // What we asked our seed for is not rate-limited: all 50 at once, and none
-  // of them an arrival (no surge, nobody on probation).
+  d.e.join(std::vector<Address>{addr(1), addr(2)}, d.now);
+  d.collect();
+  const std::vector<const SyncRequest*> asked = join_requests(d);
+  ASSERT_EQ(asked.size(), 2u);
+  d.handle(1, {SyncResponse{asked[0]->seq_no, name(1), 0, 1, view_of(1, 1, 50)}});
+  EXPECT_EQ(d.e.num_live(), 1u + 1u + 5u);
+  // The second seed lists the same members: two members' word, the cluster
+  // as it is, all at once; and none of them an arrival.
+  d.handle(2, {SyncResponse{asked[1]->seq_no, name(2), 0, 1, view_of(2, 1, 50)}});
   EXPECT_EQ(d.e.num_live(), 51u);
-  EXPECT_EQ(d.e.counters().admission_deferred, 0u);
+  // n2..n50 on n1's word, 5 of them (n2..n6) admitted on its burst.
+  EXPECT_EQ(d.e.counters().join_view_corroborated, 49u - 5u);
   EXPECT_EQ(d.e.counters().surges, 0u);
   for (std::size_t i = 1; i <= 50; ++i) EXPECT_FALSE(d.e.member(name(i))->probation) << name(i);
-  // Gossip about never-seen members still is.
+  // Gossip about never-seen members still goes through admission.
   d.add_members(100, 120);
-  EXPECT_EQ(d.e.num_live(), 56u);
-  EXPECT_EQ(d.e.counters().admission_deferred, 15u);
+  EXPECT_LT(d.e.num_live(), 51u + 21u);
+  EXPECT_GT(d.e.counters().admission_deferred, 0u);
+}
+
+TEST(Engine, AJoinAnswerRepeatedOrFromAnotherAddressIsNoSecondWord) {
+  EngineConfig c = config();
+  c.admit_rate = 10;
+  c.admit_burst = 5;
+  Driver d(c);
+  d.e.join(std::vector<Address>{addr(1), addr(2)}, d.now);
+  d.collect();
+  const std::vector<const SyncRequest*> asked = join_requests(d);
+  ASSERT_EQ(asked.size(), 2u);
+  const std::vector<MemberState> phantoms = view_of(1, 1000, 1100);
+  d.handle(1, {SyncResponse{asked[0]->seq_no, name(1), 0, 2, phantoms}});
+  const std::size_t live = d.e.num_live();
+  // The same member again (a second part, a repeat): still its word alone.
+  d.handle(1, {SyncResponse{asked[0]->seq_no, name(1), 1, 2, phantoms}});
+  // Its answer to the other seed's request, from its own address: not the
+  // address asked, not merged (sequence numbers are no secret).
+  d.handle(1, {SyncResponse{asked[1]->seq_no, name(2), 0, 1, phantoms}});
+  EXPECT_EQ(d.e.num_live(), live);
+  EXPECT_EQ(d.e.counters().join_view_corroborated, 0u);
+  EXPECT_GE(d.e.counters().sync_drop_unsolicited, 1u);
+  // The real second seed's answer is still welcome.
+  // (n1000..n1004 came in on the burst.)
+  d.handle(2, {SyncResponse{asked[1]->seq_no, name(2), 0, 1, view_of(2, 1000, 1010)}});
+  EXPECT_EQ(d.e.counters().join_view_corroborated, 6u);
+}
+
+TEST(Engine, AJoinFollowUpCorroboratesWhatTheSeedsAnswerListed) {
+  // One seed (the common case): the answer's burst is in at once, and the
+  // follow-up with another member a few seconds later brings in the rest.
+  EngineConfig c = config();
+  c.admit_rate = 1;
+  c.admit_burst = 10;
+  Driver d(c);
+  d.e.join(std::vector<Address>{addr(1)}, d.now);
+  d.collect();
+  const std::vector<const SyncRequest*> asked = join_requests(d);
+  ASSERT_EQ(asked.size(), 1u);
+  d.handle(1, {SyncResponse{asked[0]->seq_no, name(1), 0, 1, view_of(1, 1, 100)}});
+  ASSERT_LT(d.e.num_live(), 20u);
+  // Run until the follow-up goes to a member of the view; it answers with
+  // the same view.
+  bool answered = false;
+  d.run_until(d.now + 10 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+    const SyncRequest* q = find_msg<SyncRequest>(o);
+    if (q == nullptr || answered || o.to == addr(1)) return;
+    const std::size_t to = o.to.ip[3] + 256u * o.to.ip[2];
+    answered = true;
+    d.e.handle(o.to, {SyncResponse{q->seq_no, name(to), 0, 1, view_of(to, 1, 100)}}, d.now);
+  });
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(d.e.num_live(), 101u);
+  EXPECT_GT(d.e.counters().join_view_corroborated, 70u);
 }
 
 TEST(Engine, SeedAnswersJoinsApartFromPeriodicSyncsAndMergesRefusedJoiners) {
@@ -328,6 +438,68 @@ TEST(Engine, AfterJoiningTwoWholeViewSyncsGoToOtherMembers) {
   // The seed's view may have been short: two more whole-view syncs, not to it,
   // and no more once both were whole.
   EXPECT_EQ(d.e.counters().join_followups, 2u);
+}
+
+TEST(Engine, AJoinRoundCarriesOurselvesAloneAndAFollowUpOurView) {
+  Driver d(config());
+  d.e.join(std::vector<Address>{addr(1), addr(2)}, d.now);
+  d.collect();
+  // The seeds are down a while; gossip brings us 60 members meanwhile.
+  d.add_members(10, 70);
+  std::vector<const SyncRequest*> rounds;
+  const SyncRequest* to_seed = nullptr;
+  std::size_t from = d.sent.size();
+  d.run_until(d.now + 3 * kSecond);
+  for (std::size_t i = from; i < d.sent.size(); ++i)
+    if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i]); r && r->join) {
+      rounds.push_back(r);
+      if (d.sent[i].to == addr(1)) to_seed = r;
+    }
+  ASSERT_GE(rounds.size(), 2u);
+  // A seed needs only to learn of us: every request of the retry is ourselves
+  // alone (it carried our 61 members, in several parts, to each seed).
+  for (const SyncRequest* r : rounds) {
+    EXPECT_EQ(r->parts, 1u);
+    ASSERT_EQ(r->members.size(), 1u);
+    EXPECT_EQ(r->members[0].node, name(0));
+  }
+  // Answered: a follow-up (to another member, to repair what it missed)
+  // carries our view.
+  ASSERT_NE(to_seed, nullptr);
+  d.handle(1, {SyncResponse{to_seed->seq_no, name(1), 0, 1, view_of(1, 1, 70)}});
+  ASSERT_TRUE(d.e.joined());
+  from = d.sent.size();
+  d.run_until(d.now + 6 * kSecond);
+  const SyncRequest* follow = nullptr;
+  for (std::size_t i = from; i < d.sent.size() && follow == nullptr; ++i)
+    if (const SyncRequest* r = find_msg<SyncRequest>(d.sent[i]); r && r->join) follow = r;
+  ASSERT_NE(follow, nullptr);
+  EXPECT_GT(follow->members.size(), 1u);
+  EXPECT_EQ(d.e.counters().join_followups, 1u);
+}
+
+TEST(Engine, AFollowUpWaitsUntilTheBudgetsSyncShareIsOutOfDebt) {
+  EngineConfig c = config();
+  c.egress_bytes_per_sec = 2'000;  // syncs: 500 B/s
+  Driver d(c);
+  join_with_view(d, 150);
+  ASSERT_TRUE(d.e.joined());
+  // A joiner asks us at once: its answer (a whole view, about 5 kB, what the
+  // share sends in a sync timeout) puts the share some 9 s in debt.
+  d.handle(7, {SyncRequest{1, name(7), true, 0, 1, {MemberState{name(7), addr(7), 1, MemberStatus::kAlive, {}}}}});
+  ASSERT_EQ(d.e.counters().join_answered, 1u);
+  const std::uint64_t answered_at = d.now;
+  std::uint64_t first_follow_up = 0;
+  d.run_until(d.now + 20 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+    if (const SyncRequest* r = find_msg<SyncRequest>(o); r && r->join && first_follow_up == 0) first_follow_up = d.now;
+  });
+  // Due 2-4 s after the join, it went only once the share had paid its debt
+  // (a sync like any: it carries our view), put off a probe interval at a time.
+  ASSERT_NE(first_follow_up, 0u);
+  EXPECT_GE(first_follow_up - answered_at, 6 * kSecond);
+  EXPECT_GT(d.e.counters().sync_drop_budget, 0u);
+  EXPECT_GE(d.e.counters().join_followups, 1u);
 }
 
 TEST(Engine, FollowUpsAreAskedAgainUntilTwoAreWhole) {

@@ -224,6 +224,54 @@ TEST(Engine, AProbationerThatNeverProvesLifeIsDeadAfterFourProofPings) {
   EXPECT_EQ(count_events(d.events, EventKind::kJoin, name(200)), 0u);
 }
 
+TEST(Engine, AProbationsVerdictIsMarkedUnproven) {
+  Driver d(surge_config());
+  start_surge(d);
+  d.handle(3, {alive(200)});
+  ASSERT_TRUE(d.e.member(name(200))->probation);
+  const Dead* verdict = nullptr;
+  std::vector<Outgoing> kept;
+  run_answering(d, d.now + d.e.config().probation_ns + 8 * d.e.config().probe_interval_ns, {200},
+                [&](const Outgoing& o) { kept.push_back(o); });
+  for (const Outgoing& o : kept)
+    for (const Message& m : o.messages)
+      if (const Dead* x = std::get_if<Dead>(&m); x && x->node == name(200) && verdict == nullptr) verdict = x;
+  ASSERT_EQ(d.e.counters().probation_unproven, 1u);
+  ASSERT_NE(verdict, nullptr);
+  EXPECT_TRUE(verdict->unproven);
+}
+
+TEST(Engine, AnUnprovenVerdictAboutAMemberWeHoldEstablishedIsASuspicion) {
+  Driver d(config());
+  d.add_members(1, 10);
+  d.run_until(d.now + 60 * kSecond, [&](const Outgoing& o) {
+    if (const Ping* p = find_msg<Ping>(o)) d.e.handle(o.to, {Ack{p->seq_no, p->target}}, d.now);
+  });
+  ASSERT_EQ(d.e.member(name(5))->status, MemberStatus::kAlive);
+  const std::uint64_t inc = d.e.member(name(5))->incarnation;
+  // n3 held n5 on probation and could not prove it alive: for us, who hold
+  // it established, that is n3's suspicion (n5 hears it and refutes), not a
+  // verdict.
+  d.handle(3, {Dead{inc, name(5), name(3), true}});
+  EXPECT_EQ(d.e.member(name(5))->status, MemberStatus::kSuspect);
+  EXPECT_EQ(d.e.counters().dead_unproven_suspected, 1u);
+  EXPECT_EQ(count_events(d.events, EventKind::kFailed, name(5)), 0u);
+  // A verdict after a suspicion (not unproven) buries at once, as before.
+  d.handle(3, {Dead{d.e.member(name(6))->incarnation, name(6), name(3), false}});
+  EXPECT_EQ(d.e.member(name(6))->status, MemberStatus::kDead);
+  EXPECT_EQ(d.e.counters().dead_unproven_suspected, 1u);
+}
+
+TEST(Engine, AnUnprovenVerdictAboutOurOwnProbationerBuriesIt) {
+  Driver d(surge_config());
+  start_surge(d);
+  d.handle(3, {alive(200)});
+  ASSERT_TRUE(d.e.member(name(200))->probation);
+  d.handle(4, {Dead{d.e.member(name(200))->incarnation, name(200), name(4), true}});
+  EXPECT_EQ(d.e.member(name(200))->status, MemberStatus::kDead);
+  EXPECT_EQ(d.e.counters().dead_unproven_suspected, 0u);
+}
+
 // Our probes' direct pings to live members are lost for one probe number in
 // `one_in` (their helpers' pings get through, so every probe is answered);
 // then a probationer that never answers: how many proof pings it gets before
