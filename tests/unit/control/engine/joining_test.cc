@@ -110,8 +110,11 @@ TEST(Engine, JoinIsRetriedForEverWithCappedBackoffUntilASeedAnswers) {
   EXPECT_EQ(at.size(), before);
 }
 
-// The join round's requests (one per seed), in the order sent.
-std::vector<const SyncRequest*> join_requests(const Driver& d) {
+// Joins through `seeds`: the join round's requests (one per seed), in the
+// order sent.
+std::vector<const SyncRequest*> join_round(Driver& d, const std::vector<Address>& seeds) {
+  d.e.join(seeds, d.now);
+  d.collect();
   std::vector<const SyncRequest*> r;
   for (const Outgoing& o : d.sent)
     if (const SyncRequest* q = find_msg<SyncRequest>(o); q != nullptr && q->join) r.push_back(q);
@@ -134,9 +137,7 @@ TEST(Engine, OneSeedsJoinAnswerGoesThroughAdmissionAsGossipDoes) {
   c.admit_burst = 5;
   c.max_pending_admissions = 20;
   Driver d(c);
-  d.e.join(std::vector<Address>{addr(1)}, d.now);
-  d.collect();
-  const std::vector<const SyncRequest*> asked = join_requests(d);
+  const std::vector<const SyncRequest*> asked = join_round(d, {addr(1)});
   ASSERT_EQ(asked.size(), 1u);
   d.handle(1, {SyncResponse{asked[0]->seq_no, name(1), 0, 1, view_of(1, 2, 1000)}});
   EXPECT_TRUE(d.e.joined());
@@ -163,9 +164,7 @@ TEST(Engine, TwoMembersJoinAnswersAdmitTheWholeViewAtOnce) {
   c.admit_rate = 10;
   c.admit_burst = 5;
   Driver d(c);
-  d.e.join(std::vector<Address>{addr(1), addr(2)}, d.now);
-  d.collect();
-  const std::vector<const SyncRequest*> asked = join_requests(d);
+  const std::vector<const SyncRequest*> asked = join_round(d, {addr(1), addr(2)});
   ASSERT_EQ(asked.size(), 2u);
   d.handle(1, {SyncResponse{asked[0]->seq_no, name(1), 0, 1, view_of(1, 1, 50)}});
   EXPECT_EQ(d.e.num_live(), 1u + 1u + 5u);
@@ -188,9 +187,7 @@ TEST(Engine, AJoinAnswerRepeatedOrFromAnotherAddressIsNoSecondWord) {
   c.admit_rate = 10;
   c.admit_burst = 5;
   Driver d(c);
-  d.e.join(std::vector<Address>{addr(1), addr(2)}, d.now);
-  d.collect();
-  const std::vector<const SyncRequest*> asked = join_requests(d);
+  const std::vector<const SyncRequest*> asked = join_round(d, {addr(1), addr(2)});
   ASSERT_EQ(asked.size(), 2u);
   const std::vector<MemberState> phantoms = view_of(1, 1000, 1100);
   d.handle(1, {SyncResponse{asked[0]->seq_no, name(1), 0, 2, phantoms}});
@@ -216,9 +213,7 @@ TEST(Engine, AJoinFollowUpCorroboratesWhatTheSeedsAnswerListed) {
   c.admit_rate = 1;
   c.admit_burst = 10;
   Driver d(c);
-  d.e.join(std::vector<Address>{addr(1)}, d.now);
-  d.collect();
-  const std::vector<const SyncRequest*> asked = join_requests(d);
+  const std::vector<const SyncRequest*> asked = join_round(d, {addr(1)});
   ASSERT_EQ(asked.size(), 1u);
   d.handle(1, {SyncResponse{asked[0]->seq_no, name(1), 0, 1, view_of(1, 1, 100)}});
   ASSERT_LT(d.e.num_live(), 20u);
