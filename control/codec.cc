@@ -144,6 +144,7 @@ struct ToProto {
     p->mutable_buckets()->Add(m.buckets.begin(), m.buckets.end());
     p->set_view_size(m.view_size);
     put_releases(m.releases, p->mutable_releases());
+    p->set_cookie(m.cookie);
   }
   void operator()(const SyncResponse& m) const {
     pb::SyncResponse* p = out->mutable_sync_response();
@@ -155,6 +156,7 @@ struct ToProto {
     p->set_digest(m.digest);
     p->mutable_buckets()->Add(m.buckets.begin(), m.buckets.end());
     put_releases(m.releases, p->mutable_releases());
+    p->set_cookie(m.cookie);
   }
   void operator()(const UserData& m) const {
     pb::UserData* p = out->mutable_user_data();
@@ -274,7 +276,8 @@ struct FromProto {
                                      p.digest(),
                                      {p.buckets().begin(), p.buckets().end()},
                                      p.view_size(),
-                                     releases(p.releases())});
+                                     releases(p.releases()),
+                                     p.cookie()});
         break;
       }
       case pb::Message::kSyncResponse: {
@@ -286,7 +289,8 @@ struct FromProto {
                                       members(p.members()),
                                       p.digest(),
                                       {p.buckets().begin(), p.buckets().end()},
-                                      releases(p.releases())});
+                                      releases(p.releases()),
+                                      p.cookie()});
         break;
       }
       case pb::Message::kUserData:

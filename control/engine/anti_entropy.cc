@@ -22,10 +22,16 @@ AntiEntropy::AntiEntropy(Core& core, Effects& fx, std::uint64_t now_ns)
 
 // ---------------------------------------------------------------- sending
 
+std::size_t AntiEntropy::most_sync_bytes() const {
+  const EngineConfig& c = core_.config;
+  return static_cast<std::size_t>(
+      std::clamp<std::uint64_t>(core_.budget.sync_cap(), c.max_packet_bytes, c.max_sync_bytes));
+}
+
 template <typename Sync>
 void AntiEntropy::send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view, std::uint64_t digest,
                             const std::vector<std::uint8_t>* only, const std::vector<std::uint32_t>& buckets,
-                            bool self_only) {
+                            bool self_only, std::uint64_t cookie) {
   const EngineConfig& c = core_.config;
   const MemberTable& table = core_.table;
   // A joiner gets (and sends) the whole view, up to max_sync_bytes: at a
@@ -41,8 +47,7 @@ void AntiEntropy::send_sync(const Address& to, std::uint32_t seq_no, bool join, 
   // dropped by the peer, and a whole view a seed cannot send in time is
   // bytes lost. A joiner's view is then completed over several syncs (the
   // join view rotates) and by gossip.
-  const std::size_t most = static_cast<std::size_t>(
-      std::clamp<std::uint64_t>(core_.budget.sync_cap(), c.max_packet_bytes, c.max_sync_bytes));
+  const std::size_t most = most_sync_bytes();
   std::size_t cap = most;
   if (c.sync_bytes_per_sec > 0) {
     const std::uint64_t window = c.sync_bytes_per_sec * (core_.sync_interval() / kMillisecond) / 1000;
@@ -70,23 +75,124 @@ void AntiEntropy::send_sync(const Address& to, std::uint32_t seq_no, bool join, 
     // A request's parts may each be the first to arrive (and be answered); a
     // response's buckets are kept by the asker from its first part.
     if (std::is_same_v<Sync, SyncRequest> || i == 0) msg.buckets = buckets;
-    if constexpr (std::is_same_v<Sync, SyncRequest>)
+    if constexpr (std::is_same_v<Sync, SyncRequest>) {
       if (digest != 0) msg.view_size = static_cast<std::uint32_t>(table.live_count());
-    fx_.send(to, PriorityClass::kBulk, Compound{std::move(msg)}, false);
+      msg.cookie = cookie;
+    }
+    if constexpr (std::is_same_v<Sync, SyncRequest>)
+      fx_.send_request(to, Compound{std::move(msg)});
+    else
+      fx_.send(to, PriorityClass::kBulk, Compound{std::move(msg)}, false);
   }
   core_.counters.sync_bytes_out += w.bytes;
+  // What one destination has been sent in large answers (on_request).
+  if constexpr (std::is_same_v<Sync, SyncResponse>) {
+    const std::size_t whole = whole_view_bytes();
+    core_.routes.take_answer_bytes(to, w.bytes, whole / 2, 2 * whole, core_.last_now_ns);
+  }
+}
+
+std::size_t AntiEntropy::whole_view_bytes() const {
+  // Generously per member (a name, an address, tags): an honest asker is
+  // never refused by the estimate.
+  constexpr std::size_t kPerMember = 128;
+  return std::clamp<std::size_t>(core_.table.live_count() * kPerMember, core_.config.max_packet_bytes,
+                                 most_sync_bytes());
+}
+
+void AntiEntropy::remember(std::uint32_t seq_no, const Address& to, Asked asked) {
+  if (requests_.size() >= kRequestsRemembered) requests_.pop_front();
+  requests_.push_back({seq_no, to, asked, false});
 }
 
 void AntiEntropy::request_whole_view(const Address& to, std::uint32_t seq_no, std::uint64_t now_ns, bool push_view) {
   syncs_.start(seq_no, now_ns, to);
   ++core_.counters.sync_started;
+  remember(seq_no, to, Asked::kJoin);
   send_sync<SyncRequest>(to, seq_no, true, true, 0, nullptr, {}, !push_view);
+}
+
+void AntiEntropy::send_digest_request(const Address& to, std::uint32_t seq_no, std::uint64_t cookie) {
+  const MemberTable& table = core_.table;
+  table.bucket_digests(sync_bucket_count(), bucket_ours_);
+  SyncRequest r{seq_no, core_.config.name, false, 0, 1, {}, table.view_digest(), bucket_ours_,
+                static_cast<std::uint32_t>(table.live_count())};
+  r.cookie = cookie;
+  fx_.send_request(to, Compound{std::move(r)});
+}
+
+void AntiEntropy::on_cookie(const SyncResponse& m) {
+  // The responder would not answer an address it does not know receives its
+  // datagrams: the same request once more, at once, with the cookie (a
+  // joiner pays one round trip, not a retry timeout). Once: a second cookie
+  // for the same request means the first did not prove us (another address
+  // on the way back, an epoch passed): the sync times out as a lost one.
+  const auto it =
+      std::find_if(requests_.begin(), requests_.end(), [&](const Request& r) { return r.seq_no == m.seq_no; });
+  if (it == requests_.end() || it->retried || !syncs_.awaiting(m.seq_no)) {
+    ++core_.counters.sync_cookie_ignored;
+    return;
+  }
+  it->retried = true;
+  ++core_.counters.sync_cookie_retries;
+  // The responder merged what our request carried when it sent the cookie:
+  // the retry carries our own entry (a join, a window) or our digest only.
+  if (it->asked == Asked::kDigest) {
+    send_digest_request(it->to, m.seq_no, m.cookie);
+    return;
+  }
+  SyncRequest r{m.seq_no, core_.config.name, it->asked == Asked::kJoin, 0, 1, {to_member_state(core_.self())}};
+  r.cookie = m.cookie;
+  fx_.send_request(it->to, Compound{std::move(r)});
+}
+
+bool AntiEntropy::may_answer(const Address& from, const SyncRequest& m, std::uint64_t now_ns) {
+  Counters& n = core_.counters;
+  const std::size_t room = fx_.reply_room(from);
+  if (room == SIZE_MAX) return true;
+  if (m.cookie != 0) {
+    if (core_.routes.valid_cookie(from, m.cookie, now_ns)) {
+      core_.routes.prove(from, now_ns, core_.proven_ttl());
+      ++n.route_proven_cookie;
+      return true;
+    }
+    ++n.sync_cookie_invalid;
+  }
+  // "Is your view the same?" of a view equal to ours: the digest alone says
+  // yes, no larger than the question (the common case in steady state).
+  const std::string& name = core_.config.name;
+  const std::uint64_t ours = core_.table.view_digest();
+  if (!m.join && m.digest != 0 && m.digest == ours &&
+      exact_size(Message{SyncResponse{m.seq_no, name, 0, 1, {}, ours, {}}}) <= room)
+    return true;
+  // A cookie instead: our name and our own entry too if they fit (a peer
+  // that does not know cookies takes this as the whole answer, and knows
+  // us at least), never more than the request.
+  SyncResponse c{m.seq_no, name, 0, 1, {}, 0, {}, {}, core_.routes.cookie(from, now_ns)};
+  if (exact_size(Message{c}) > room) c.source.clear();
+  const std::size_t bare = exact_size(Message{c});
+  if (bare > room) {
+    ++n.reply_refused_unproven;
+  } else {
+    MemberState self = to_member_state(core_.self());
+    if (!c.source.empty() && bare + estimated_size(self) <= room) c.members.push_back(std::move(self));
+    ++n.sync_cookies_sent;
+    fx_.send(from, PriorityClass::kBulk, Compound{std::move(c)}, false);
+  }
+  // What the request told us is merged as an answered one's would be (its
+  // retry then carries our own entry only: a follow-up's whole view is not
+  // sent twice); a peer that does not know cookies is known, probed (which
+  // proves its address) and gets whole answers from then on. Not over the
+  // caps a sync is held to (SyncManager::oversize_part).
+  if (!syncs_.oversize_part(m.parts, estimated_sync_size(m))) fx_.merge(m.members, m.releases, m.source, now_ns, false);
+  return false;
 }
 
 // ---------------------------------------------------------------- requests
 
 void AntiEntropy::on_request(const Address& from, const SyncRequest& m, std::uint64_t now_ns) {
   Counters& n = core_.counters;
+  if (!may_answer(from, m, now_ns)) return;
   const SyncManager::Serve serve =
       syncs_.on_request(m.source, m.seq_no, m.parts, estimated_sync_size(m), now_ns, m.join, from);
   // Larger than a sync can be (this part, or the parts so far): not merged, and a
@@ -122,6 +228,18 @@ void AntiEntropy::on_request(const Address& from, const SyncRequest& m, std::uin
   if (!core_.budget.bulk_ready() && (m.join || m.digest == 0 || m.digest != core_.table.view_digest())) {
     ++n.sync_drop_budget;
     return;
+  }
+  // Large answers to one address: half our whole view a second, after a
+  // burst of two whole views (an honest peer asks one a sync interval, a
+  // joiner one or two; a key holder spoofing a member's address gets no
+  // more than this sent there).
+  const bool equal = !m.join && m.digest != 0 && m.digest == core_.table.view_digest();
+  if (!equal) {
+    const std::size_t whole = whole_view_bytes();
+    if (!core_.routes.take_answer_bytes(from, 0, whole / 2, 2 * whole, now_ns)) {
+      ++n.sync_drop_destination_rate;
+      return;
+    }
   }
   ++n.sync_answered;
   if (m.join) ++n.join_answered;
@@ -214,6 +332,7 @@ void AntiEntropy::after_merge(const SyncResponse& m, std::uint64_t now_ns) {
   const std::uint32_t seq = core_.take_seq();
   syncs_.start(seq, now_ns, peer->addr());
   ++core_.counters.sync_started;
+  remember(seq, peer->addr(), core_.config.sync_digest ? Asked::kDigest : Asked::kWindow);
   // Their buckets known: ours of the buckets that still differ, with our
   // digests (they answer with what still differs, or the digest alone).
   if (compare_buckets(theirs) > 0) {
@@ -308,6 +427,7 @@ void AntiEntropy::sync_with(const Address& to, std::uint64_t now_ns) {
   syncs_.start(seq, now_ns, to);
   ++core_.counters.sync_started;
   if (!core_.config.sync_digest) {
+    remember(seq, to, Asked::kWindow);
     send_sync<SyncRequest>(to, seq, false, false);
     return;
   }
@@ -315,12 +435,8 @@ void AntiEntropy::sync_with(const Address& to, std::uint64_t now_ns) {
   // would repeat what the peer holds already.
   if (digest_seqs_.size() >= kDigestSyncsRemembered) digest_seqs_.pop_front();
   digest_seqs_.push_back({seq, {}});
-  const MemberTable& table = core_.table;
-  table.bucket_digests(sync_bucket_count(), bucket_ours_);
-  fx_.send(to, PriorityClass::kBulk,
-           Compound{SyncRequest{seq, core_.config.name, false, 0, 1, {}, table.view_digest(), bucket_ours_,
-                                static_cast<std::uint32_t>(table.live_count())}},
-           false);
+  remember(seq, to, Asked::kDigest);
+  send_digest_request(to, seq, 0);
 }
 
 // ---------------------------------------------------------------- timers

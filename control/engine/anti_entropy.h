@@ -25,6 +25,16 @@
 namespace gw::cp::engine {
 
 class AntiEntropy {
+  // What a sync of ours asked, to ask it again with a cookie.
+  enum class Asked : std::uint8_t { kJoin, kDigest, kWindow };
+  // Our latest sync requests, for a cookie's retry (once each).
+  struct Request {
+    std::uint32_t seq_no = 0;
+    Address to;
+    Asked asked = Asked::kDigest;
+    bool retried = false;
+  };
+
  public:
   AntiEntropy(Core& core, Effects& fx, std::uint64_t now_ns);
 
@@ -33,6 +43,16 @@ class AntiEntropy {
   // A response part: true if it answers a sync of ours and may be merged
   // (refusals counted).
   bool accept(const SyncResponse& m, const Address* from);
+  // A response that is a cookie (return_routes.h): our request, sent again
+  // at once with it (once per request).
+  void on_cookie(const SyncResponse& m);
+  // Where our sync `seq_no` went, while we remember it (nullptr: not ours,
+  // or forgotten).
+  const Address* asked_at(std::uint32_t seq_no) const {
+    for (const Request& r : requests_)
+      if (r.seq_no == seq_no) return &r.to;
+    return nullptr;
+  }
   // After its members were merged: a digest sync of ours wholly answered
   // whose views still differ sends ours.
   void after_merge(const SyncResponse& m, std::uint64_t now_ns);
@@ -102,11 +122,28 @@ class AntiEntropy {
   // `only`: the buckets to send (differing_buckets), null or empty = all;
   // `buckets`: our bucket digests, sent with the digest (on every part of a
   // request, on the first part of a response).
+  // `cookie`: the responder's, echoed (requests only).
   template <typename Sync>
   // `self_only`: our own entry alone (a join round's request).
   void send_sync(const Address& to, std::uint32_t seq_no, bool join, bool whole_view, std::uint64_t digest = 0,
                  const std::vector<std::uint8_t>* only = nullptr, const std::vector<std::uint32_t>& buckets = {},
-                 bool self_only = false);
+                 bool self_only = false, std::uint64_t cookie = 0);
+  // The largest sync one side sends now (max_sync_bytes, or what the egress
+  // budget's sync share sends in a sync timeout).
+  std::size_t most_sync_bytes() const;
+  // What our whole view takes in a sync, estimated from its size (at least
+  // a datagram, at most most_sync_bytes): the unit of the per-destination
+  // limit of large answers.
+  std::size_t whole_view_bytes() const;
+  // No reflection (docs/membership.md): true if a request from `from` may be
+  // answered as asked: `from` is proven, proves itself with a valid cookie,
+  // or asks what an answer no larger than its request says (a digest equal
+  // to ours). Otherwise a cookie is sent instead (no larger than the
+  // request) and false returned.
+  bool may_answer(const Address& from, const SyncRequest& m, std::uint64_t now_ns);
+  // Our digest-only sync request (with `cookie`, if a responder gave one).
+  void send_digest_request(const Address& to, std::uint32_t seq_no, std::uint64_t cookie);
+  void remember(std::uint32_t seq_no, const Address& to, Asked asked);
   // How many buckets our periodic syncs compare (0 = the whole digest only).
   std::size_t sync_bucket_count() const;
   // Our bucket digests beside a peer's (`theirs`, as a sync carried them):
@@ -141,6 +178,8 @@ class AntiEntropy {
     bool partial = false;  // some parts in (a whole view's may be many)
   };
   std::deque<DigestSync> digest_seqs_;
+  std::deque<Request> requests_;
+  static constexpr std::size_t kRequestsRemembered = 64;
   // Scratch of compare_buckets (and of a digest sync's own buckets): once a
   // sync interval, so reused rather than allocated each time.
   std::vector<std::uint32_t> bucket_ours_;

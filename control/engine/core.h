@@ -16,6 +16,7 @@
 #include "control/engine/egress_budget.h"
 #include "control/engine/member_table.h"
 #include "control/engine/messages.h"
+#include "control/engine/return_routes.h"
 #include "control/engine/rng.h"
 
 namespace gw::cp::engine {
@@ -85,6 +86,9 @@ struct Core {
   Rng rng;
   MemberTable table;
   Counters counters;
+  // Which addresses receive our datagrams, and their cookies (issue 51 item
+  // 4: no reflection).
+  ReturnRoutes routes;
   EgressBudget budget;              // config.egress_bytes_per_sec, planned by class
   std::uint32_t next_seq = 1;       // probes, relays, proof pings and syncs share one numbering
   std::uint64_t last_now_ns = 0;    // latest time seen (tick or handle)
@@ -112,6 +116,10 @@ struct Core {
     return Alive{me.incarnation, me.name, me.addr(), me.tags(), me.protocol_version()};
   }
   std::uint32_t take_seq() { return next_seq++; }
+  // How long an address stays proven (return_routes.h): two rounds of our
+  // probe ring if that is longer than ReturnRoutes::kProvenTtlNs, so that
+  // the members we probe stay proven between two probes.
+  std::uint64_t proven_ttl() const { return 2 * table.live_count() * config.probe_interval_ns; }
 
   // How often a broadcast is sent: retransmit_mult * ceil(log10(N + 1)).
   std::uint32_t retransmit_limit() const;

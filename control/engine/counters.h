@@ -109,6 +109,17 @@ namespace gw::cp::engine {
   X(sync_drop_concurrency, "sync requests refused: too many syncs in flight")                                         \
   X(sync_drop_source_busy, "multi-part sync requests refused: the sender holds a sync slot already")                  \
   X(sync_drop_rate, "sync requests refused: over the answer rate")                                                    \
+  X(sync_drop_destination_rate, "sync requests refused: over the bytes a second one address may be answered")         \
+  X(sync_cookies_sent, "sync requests from an address not proven answered with a cookie only (no reflection)")        \
+  X(sync_cookie_invalid, "sync requests with a cookie not this address's or expired (answered with a fresh one)")     \
+  X(sync_cookie_retries, "our sync requests sent again with the cookie a responder gave us")                          \
+  X(sync_cookie_ignored, "cookies for syncs of ours not awaited any more or already retried once")                    \
+  X(route_proven_answer, "addresses proven by an answer to our ping or sync from where we sent it")              \
+  X(route_proven_cookie, "addresses proven by a valid cookie")                                                        \
+  X(route_evictions, "proven-address entries forgotten at the table's bound")                                         \
+  X(reply_refused_unproven, "replies to an address not proven not sent: over the bytes of the datagram handled")     \
+  X(reply_trimmed_unproven, "... sent without their last messages to fit those bytes")                                \
+  X(reply_piggyback_cut_unproven, "... whose piggybacked news was cut to those bytes")                                \
   X(sync_drop_unsolicited, "sync responses to no sync of ours")                                                       \
   X(sync_drop_oversize, "received syncs over max_sync_bytes or their part count")                                     \
   X(sync_bytes_out, "estimated encoded bytes of sync parts sent")                                                     \

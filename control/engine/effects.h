@@ -7,6 +7,7 @@
 // order of their effects.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,6 +27,10 @@ class Effects {
   // One datagram of a gossip round: sent like send(), charged to the egress
   // budget's gossip (egress_budget.h), whatever class its news travels in.
   virtual bool send_gossip(const Address& to, PriorityClass cls, Compound messages) = 0;
+  // A sync request of ours (a join, a follow-up, a periodic sync, a cookie's
+  // retry): sent where we chose, never bounded as a reply to the datagram
+  // being handled (docs/membership.md, "No reflection").
+  virtual bool send_request(const Address& to, Compound messages) = 0;
   // News to disseminate about `node` (`transmit_cap` 0: retransmit_limit()).
   virtual void broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap = 0) = 0;
 
@@ -54,6 +59,11 @@ class Effects {
                                                 bool include_suspect = false) = 0;
   // A storm of short-lived members is under way (newcomers.h).
   virtual bool in_storm(std::uint64_t now_ns) const = 0;
+  // Codec bytes a reply to `to` may still carry in a datagram of its own
+  // while the datagram being handled is (SIZE_MAX: no bound, `to` has proven
+  // that it receives our datagrams, or no datagram is being handled):
+  // docs/membership.md, "No reflection".
+  virtual std::size_t reply_room(const Address& to) const = 0;
   // A random live newcomer to probe, if there is one (newcomers.h).
   virtual std::optional<std::string> newcomer_to_probe(std::uint64_t now_ns) = 0;
   // A newcomer in a storm failed our probe with no helper's word against it:

@@ -31,6 +31,12 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
   ++core_.counters.packets_in;
   inbound_.corrections.clear();
   inbound_.from = &from;
+  // What this datagram may cause to be sent to addresses that have not
+  // proven they receive ours: its own bytes, sealed as it came (no
+  // reflection: docs/membership.md).
+  inbound_.bounded.clear();
+  inbound_.messages = &messages;
+  inbound_.credit = Inbound::kUncounted;
   // A member we hold failed is talking to us (after a partition heals, a
   // reconnect from the other side): it is told, and refutes.
   if (anti_entropy_.any_failed())
@@ -55,7 +61,7 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
           if constexpr (std::is_same_v<T, Ping>)
             probing_.on_ping(from, m, now_ns);
           else if constexpr (std::is_same_v<T, Ack>)
-            on_ack(m, now_ns);
+            on_ack(from, m, now_ns);
           else if constexpr (std::is_same_v<T, IndirectPing>)
             probing_.on_indirect_ping(from, m, now_ns);
           else if constexpr (std::is_same_v<T, Nack>)
@@ -71,13 +77,12 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
           else if constexpr (std::is_same_v<T, SyncRequest>)
             anti_entropy_.on_request(from, m, now_ns);
           else if constexpr (std::is_same_v<T, SyncResponse>)
-            on_sync_response(m, now_ns);
+            on_sync_response(from, m, now_ns);
           else
             on_user_data(m);
         },
         msg);
   }
-  inbound_.from = nullptr;
   // The sender spread news older than ours about members we hold dead or left
   // (an Alive or Suspect of an incarnation we buried), or a Suspect or Dead
   // of an incarnation the member has since refuted: tell it, in one datagram
@@ -89,6 +94,17 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
     send(from, PriorityClass::kUrgent, std::move(inbound_.corrections), false);
     inbound_.corrections.clear();
   }
+  piggyback_bounded();
+  // A sender not proven banks what its datagram was not answered with.
+  if (!core_.routes.proven(from, now_ns)) {
+    std::size_t left = credit();
+    for (const Inbound::Bounded& b : inbound_.bounded)
+      if (core_.outbox[b.index].to == from) left = b.credit;
+    if (left > 0) core_.routes.earn(from, left, now_ns);
+  }
+  inbound_.bounded.clear();
+  inbound_.from = nullptr;
+  inbound_.messages = nullptr;
 }
 
 std::string_view Engine::sender_of(const Compound& messages) {
@@ -116,9 +132,24 @@ void Engine::tell_if_failed(std::uint32_t name_id, const Address& to, std::uint6
   send(to, PriorityClass::kUrgent, Compound{Dead{incarnation, e->name.str(), core_.config.name}}, false);
 }
 
-void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
+void Engine::on_ack(const Address& from, const Ack& m, std::uint64_t now_ns) {
+  // The probed member's own answer, from its own address, to a ping we sent
+  // there: that address receives our datagrams (return_routes.h). A relayed
+  // ack comes from the helper's address, and proves nothing of it.
+  const Member* acker = core_.table.find(m.source);
+  const bool direct = acker != nullptr && !acker->is_tombstone() && acker->addr() == from;
+  if (direct && probing_.answers_probe(m) && !core_.routes.proven(from, now_ns)) {
+    core_.routes.prove(from, now_ns, core_.proven_ttl());
+    ++core_.counters.route_proven_answer;
+  }
   // Our probe's, a proof or last ping's (newcomers), or a relay's.
   if (probing_.on_probe_ack(m, now_ns) || newcomers_.on_ack(m, now_ns)) {
+    // A proof or last ping's, answered from the newcomer's address (its
+    // number matched: Newcomers::on_ack).
+    if (direct && !core_.routes.proven(from, now_ns)) {
+      core_.routes.prove(from, now_ns, core_.proven_ttl());
+      ++core_.counters.route_proven_answer;
+    }
     // The build we asked for (our ping's want_build), first-hand.
     if (!m.build.empty()) take_build(m.source, m.build);
     return;
@@ -126,8 +157,20 @@ void Engine::on_ack(const Ack& m, std::uint64_t now_ns) {
   probing_.on_relay_ack(m);
 }
 
-void Engine::on_sync_response(const SyncResponse& m, std::uint64_t now_ns) {
+void Engine::on_sync_response(const Address& from, const SyncResponse& m, std::uint64_t now_ns) {
+  // Not the answer yet: a cookie to ask again with (no reflection).
+  if (m.cookie != 0) {
+    anti_entropy_.on_cookie(m);
+    return;
+  }
   if (!anti_entropy_.accept(m, inbound_.from)) return;
+  // The answer to our request, from the address we sent it to: that address
+  // receives our datagrams, as a direct ack to our ping shows.
+  if (const Address* asked = anti_entropy_.asked_at(m.seq_no);
+      asked != nullptr && *asked == from && !core_.routes.proven(from, now_ns)) {
+    core_.routes.prove(from, now_ns, core_.proven_ttl());
+    ++core_.counters.route_proven_answer;
+  }
   const bool join_answer = joining_.on_answer(m.seq_no, now_ns);
   merge(m.members, m.releases, m.source, now_ns, join_answer);
   anti_entropy_.after_merge(m, now_ns);
@@ -172,13 +215,17 @@ std::uint64_t Engine::next_deadline() const {
 
 // ---------------------------------------------------------------- effects
 
-bool Engine::emit(const Address& to, PriorityClass cls, Compound messages, bool piggyback, bool gossip) {
+bool Engine::emit(const Address& to, PriorityClass cls, Compound messages, bool piggyback, bool gossip, bool ours) {
   // Nowhere to send to.
   if (to.empty()) return false;
   if (core_.outbox.size() >= core_.config.max_outbox) {
     ++core_.counters.outbox_drop_full;
     return false;
   }
+  // A reply to an address that has not proven it receives our datagrams:
+  // within the bytes of the datagram being handled.
+  if (!ours && inbound_.from != nullptr && !core_.routes.proven(to, core_.last_now_ns))
+    return emit_bounded(to, cls, messages, piggyback, gossip);
   // The datagram travels in the most important class it carries.
   for (const Message& m : messages) cls = std::min(cls, default_priority(m));
   EgressBudget& budget = core_.budget;
@@ -215,6 +262,124 @@ bool Engine::emit(const Address& to, PriorityClass cls, Compound messages, bool 
   ++core_.counters.packets_out;
   core_.outbox.push_back(Outgoing{to, cls, std::move(messages)});
   return true;
+}
+
+std::size_t Engine::credit() const {
+  // Counted when first needed: most datagrams cause nothing to be sent to
+  // an address not proven.
+  if (inbound_.credit == Inbound::kUncounted) {
+    std::size_t n = EgressBudget::kDatagramOverheadBytes;
+    if (inbound_.messages != nullptr)
+      for (const Message& m : *inbound_.messages) n += exact_size(m);
+    inbound_.credit = n;
+  }
+  return inbound_.credit;
+}
+
+std::size_t Engine::reply_room(const Address& to) const {
+  if (inbound_.from == nullptr || core_.routes.proven(to, core_.last_now_ns)) return SIZE_MAX;
+  std::size_t left = credit();
+  for (const Inbound::Bounded& b : inbound_.bounded)
+    if (core_.outbox[b.index].to == to) left = b.credit;
+  const std::size_t fixed = EgressBudget::kDatagramOverheadBytes;
+  return left > fixed ? left - fixed : 0;
+}
+
+bool Engine::emit_bounded(const Address& to, PriorityClass cls, Compound& messages, bool piggyback, bool gossip) {
+  Counters& n = core_.counters;
+  const std::size_t packet = core_.config.max_packet_bytes;
+  // Gathered with the reply already going there (an ack, the news we tell
+  // the sender, our corrections): one datagram's sealing, not several.
+  // Sizes as the codec writes them, as the datagram handled was counted.
+  // Each destination has the datagram's bytes: what a victim is sent is
+  // bounded whatever else the datagram causes (a relay's ping to its target,
+  // a Dead told to a member named in a sync answer).
+  // Beyond that, what the destination sent us earlier and was not answered
+  // with (ReturnRoutes::bank).
+  Inbound::Bounded* into = nullptr;
+  std::size_t own = credit();
+  std::size_t size = 0;
+  for (const Message& m : messages) size += exact_size(m);
+  for (Inbound::Bounded& b : inbound_.bounded)
+    if (core_.outbox[b.index].to == to) {
+      own = b.credit;
+      if (estimated_size(core_.outbox[b.index].messages) + size <= packet) into = &b;
+    }
+  const std::size_t banked = core_.routes.bank(to);
+  std::size_t left = own + banked;
+  const std::size_t fixed = into != nullptr ? 0 : EgressBudget::kDatagramOverheadBytes;
+  bool trimmed = false;
+  while (size + fixed > left && messages.size() > 1) {
+    size -= std::min(size, exact_size(messages.back()));
+    messages.pop_back();
+    trimmed = true;
+  }
+  // An ack asked for our build (a ping's want_build): without it rather
+  // than not at all, if it would make the ack larger than the ping.
+  if (size + fixed > left)
+    if (Ack* a = std::get_if<Ack>(&messages.front()); a != nullptr && !a->build.empty()) {
+      size -= exact_size(messages.front());
+      a->build.clear();
+      size += exact_size(messages.front());
+      trimmed = true;
+    }
+  if (size + fixed > left) {
+    ++n.reply_refused_unproven;
+    return false;
+  }
+  if (trimmed) ++n.reply_trimmed_unproven;
+  if (size + fixed > own) core_.routes.spend(to, size + fixed - own);
+  own -= std::min(own, size + fixed);
+  for (Inbound::Bounded& b : inbound_.bounded)
+    if (core_.outbox[b.index].to == to) b.credit = own;
+  for (const Message& m : messages) cls = std::min(cls, default_priority(m));
+  EgressBudget& budget = core_.budget;
+  if (!budget.unlimited()) {
+    budget.refill(core_.last_now_ns);
+    const std::uint64_t bytes = size + fixed;
+    if (gossip)
+      budget.charge_gossip(bytes);
+    else if (cls == PriorityClass::kBulk)
+      budget.charge_bulk(bytes);
+    else
+      budget.charge_essential(bytes);
+  }
+  for (const Message& m : messages) ++n.msg_out[m.index()];
+  if (into != nullptr) {
+    Outgoing& o = core_.outbox[into->index];
+    o.priority = std::min(o.priority, cls);
+    for (Message& m : messages) o.messages.push_back(std::move(m));
+    into->piggyback = into->piggyback || piggyback;
+    return true;
+  }
+  ++n.packets_out;
+  core_.outbox.push_back(Outgoing{to, cls, std::move(messages)});
+  inbound_.bounded.push_back({core_.outbox.size() - 1, piggyback, own});
+  return true;
+}
+
+void Engine::piggyback_bounded() {
+  EgressBudget& budget = core_.budget;
+  const std::size_t packet = core_.config.max_packet_bytes;
+  for (Inbound::Bounded& b : inbound_.bounded) {
+    if (!b.piggyback) continue;
+    Outgoing& o = core_.outbox[b.index];
+    const std::size_t own = estimated_size(o.messages);
+    if (own >= packet) continue;
+    if (!budget.unlimited()) budget.refill(core_.last_now_ns);
+    const std::size_t room = static_cast<std::size_t>(std::min<std::uint64_t>(packet - own, budget.gossip_room()));
+    const std::size_t bounded = std::min(room, b.credit);
+    const std::size_t before = o.messages.size();
+    const PriorityClass best = bounded > 0 ? dissemination_.piggyback(bounded, o.messages) : PriorityClass::kBulk;
+    // News left for other datagrams than this one (the credit was short).
+    if (bounded < room && dissemination_.broadcasts().size() > 0) ++core_.counters.reply_piggyback_cut_unproven;
+    if (o.messages.size() == before) continue;
+    o.priority = std::min(o.priority, best);
+    const std::size_t extra = estimated_size(o.messages) - std::min(own, estimated_size(o.messages));
+    b.credit -= std::min(b.credit, extra);
+    if (!budget.unlimited()) budget.charge_gossip(extra);
+    for (std::size_t i = before; i < o.messages.size(); ++i) ++core_.counters.msg_out[o.messages[i].index()];
+  }
 }
 
 void Engine::broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap) {
@@ -348,6 +513,7 @@ Counters Engine::counters() const {
   c.broadcast_superseded = dissemination_.broadcasts().superseded();
   c.graveyard_evictions = core_.table.graveyard_evictions();
   c.graveyard_expired = core_.table.graveyard_expired();
+  c.route_evictions = core_.routes.evictions();
   return c;
 }
 

@@ -84,6 +84,16 @@ class Engine final : private Effects {
   void set_unix_clock_offset(std::uint64_t offset_ns) {
     if (core_.config.unix_clock_offset_ns != 0 && offset_ns != 0) core_.config.unix_clock_offset_ns = offset_ns;
   }
+  // For tests: `a` receives our datagrams, as if it had acked our probe
+  // (return_routes.h); and the keys of the address table and of cookies.
+  void prove_address(const Address& a, std::uint64_t now_ns) { core_.routes.prove(a, now_ns); }
+  bool address_proven(const Address& a, std::uint64_t now_ns) const { return core_.routes.proven(a, now_ns); }
+  void set_route_keys(std::uint64_t k0, std::uint64_t k1, std::uint64_t c0, std::uint64_t c1) {
+    core_.routes.set_keys(k0, k1, c0, c1);
+  }
+  // The secret of our sync cookies (return_routes.h): a host that faces a
+  // network sets a random one (by default it derives from the seed).
+  void set_cookie_key(std::uint64_t k0, std::uint64_t k1) { core_.routes.set_cookie_key(k0, k1); }
 
   // ---- state ----
   const std::string& name() const { return core_.config.name; }
@@ -128,15 +138,30 @@ class Engine final : private Effects {
  private:
   // ---- Effects: what the policies ask for ----
   bool send(const Address& to, PriorityClass cls, Compound messages, bool piggyback) override {
-    return emit(to, cls, std::move(messages), piggyback, false);
+    return emit(to, cls, std::move(messages), piggyback, false, false);
   }
   bool send_gossip(const Address& to, PriorityClass cls, Compound messages) override {
-    return emit(to, cls, std::move(messages), false, true);
+    return emit(to, cls, std::move(messages), false, true, false);
   }
+  bool send_request(const Address& to, Compound messages) override {
+    return emit(to, PriorityClass::kBulk, std::move(messages), false, false, true);
+  }
+  std::size_t reply_room(const Address& to) const override;
+  // What the datagram being handled still allows to addresses not proven.
+  std::size_t credit() const;
+  // A reply to an address not proven, bounded by the credit of the datagram
+  // handled (docs/membership.md, "No reflection"): gathered with the other
+  // replies to that address into one datagram, trimmed to the credit (its
+  // last messages first), or refused if its first message does not fit.
+  // True if sent (or gathered).
+  bool emit_bounded(const Address& to, PriorityClass cls, Compound& messages, bool piggyback, bool gossip);
+  // News piggybacked on the bounded replies, within what the credit leaves.
+  void piggyback_bounded();
   // Both: `gossip` charges the datagram to the budget's gossip; otherwise
   // it is charged by its class (bulk: the sync share; else probes and urgent
   // news), and what is piggybacked on it to gossip.
-  bool emit(const Address& to, PriorityClass cls, Compound messages, bool piggyback, bool gossip);
+  // `ours`: a request of ours (send_request), not a reply.
+  bool emit(const Address& to, PriorityClass cls, Compound messages, bool piggyback, bool gossip, bool ours);
   void broadcast(const std::string& node, Message msg, PriorityClass cls, std::uint32_t transmit_cap) override;
   void alive(const Alive& a, std::uint64_t now_ns, bool from_join) override {
     apply_alive(a, now_ns, from_join ? AliveSource::kJoinAnswer : AliveSource::kGossip);
@@ -164,8 +189,8 @@ class Engine final : private Effects {
   void sync_by(std::uint64_t at_ns) override { anti_entropy_.sync_by(at_ns); }
 
   // ---- routing ----
-  void on_ack(const Ack& m, std::uint64_t now_ns);
-  void on_sync_response(const SyncResponse& m, std::uint64_t now_ns);
+  void on_ack(const Address& from, const Ack& m, std::uint64_t now_ns);
+  void on_sync_response(const Address& from, const SyncResponse& m, std::uint64_t now_ns);
   void on_user_data(const UserData& m);
 
   // ---- the member table's rules (state.cc) ----
@@ -239,12 +264,25 @@ class Engine final : private Effects {
   // The datagram handle() is working through: its sender (nullptr in tick())
   // and the corrections of stale news to send back to it; and the suspicions
   // we confirmed to a sender, as (sender, member id): each once.
+  // While it is handled, what each address not proven may be sent (credit:
+  // the datagram's codec bytes, its sealing counted as
+  // kDatagramOverheadBytes) and the datagrams gathered for them, one per
+  // address (outbox index; piggyback wanted; what it may still be sent).
   struct Inbound {
     const Address* from = nullptr;
     // The member whose whole-view answer is being merged (merge(), from_join).
     const std::string* answer_from = nullptr;
     Compound corrections;
     std::deque<std::pair<Address, std::uint32_t>> confirmed;
+    const Compound* messages = nullptr;
+    static constexpr std::size_t kUncounted = SIZE_MAX;
+    mutable std::size_t credit = kUncounted;
+    struct Bounded {
+      std::size_t index = 0;
+      bool piggyback = false;
+      std::size_t credit = 0;  // what its destination may still be sent
+    };
+    std::vector<Bounded> bounded;
   } inbound_;
   static constexpr std::size_t kMaxCorrections = 64;
   static constexpr std::size_t kMaxConfirmed = 256;

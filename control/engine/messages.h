@@ -139,6 +139,8 @@ struct SyncRequest {
   // With a digest: how many members the sender's view holds (0 = not said).
   std::uint32_t view_size = 0;
   std::vector<Release> releases = {};  // what `members` run (MemberState::release)
+  // The responder's cookie for our address, echoed (return_routes.h); 0 = none.
+  std::uint64_t cookie = 0;
   bool operator==(const SyncRequest&) const = default;
 };
 
@@ -151,6 +153,8 @@ struct SyncResponse {
   std::uint64_t digest = 0;                 // the responder's view digest; 0 = none
   std::vector<std::uint32_t> buckets = {};  // its bucket digests, when the request had them
   std::vector<Release> releases = {};       // what `members` run (MemberState::release)
+  // Not the answer but a cookie (return_routes.h): ask again with it; 0 = none.
+  std::uint64_t cookie = 0;
   bool operator==(const SyncResponse&) const = default;
 };
 

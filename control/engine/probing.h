@@ -50,6 +50,11 @@ class Probing {
   const std::vector<Name>& candidates() const { return probes_.list(); }
   // Leaving: the probe in flight accuses nobody.
   void abandon_probe() { probes_.current().reset(); }
+  // `m` answers our current probe, from the probed member itself.
+  bool answers_probe(const Ack& m) const {
+    const std::optional<Probe>& p = probes_.current();
+    return p && p->seq_no == m.seq_no && p->target == m.source;
+  }
 
   // ---- suspicions ----
   const Suspicion* suspicion(const std::string& name) const { return suspicions_.find(name); }

@@ -140,7 +140,7 @@ struct Table<SyncRequest> {
                  Field<&SyncRequest::parts, 5, S::kVarint>, Field<&SyncRequest::members, 6, S::kRepeatedMessage>,
                  Field<&SyncRequest::digest, 7, S::kFixed64>, Field<&SyncRequest::buckets, 8, S::kPackedFixed32>,
                  Field<&SyncRequest::view_size, 9, S::kVarint>,
-                 Field<&SyncRequest::releases, 10, S::kRepeatedMessage>>;
+                 Field<&SyncRequest::releases, 10, S::kRepeatedMessage>, Field<&SyncRequest::cookie, 11, S::kFixed64>>;
 };
 template <>
 struct Table<SyncResponse> {
@@ -149,7 +149,7 @@ struct Table<SyncResponse> {
                  Field<&SyncResponse::part, 3, S::kVarint>, Field<&SyncResponse::parts, 4, S::kVarint>,
                  Field<&SyncResponse::members, 5, S::kRepeatedMessage>, Field<&SyncResponse::digest, 6, S::kFixed64>,
                  Field<&SyncResponse::buckets, 7, S::kPackedFixed32>,
-                 Field<&SyncResponse::releases, 8, S::kRepeatedMessage>>;
+                 Field<&SyncResponse::releases, 8, S::kRepeatedMessage>, Field<&SyncResponse::cookie, 9, S::kFixed64>>;
 };
 template <>
 struct Table<UserData> {

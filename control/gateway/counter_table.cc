@@ -246,8 +246,24 @@ constexpr Family kSyncRequests{
     "gossipgw_engine_sync_requests_total", "counter",
     "Sync requests received, by outcome: answered, refused_concurrency (concurrency cap), refused_rate "
     "(answer rate limit), refused_join_rate (join answer rate limit; the joiner retries), refused_source_busy "
-    "(a multi-part request from a sender holding a sync slot already); oversize requests are in "
-    "messages_ignored (requests)"};
+    "(a multi-part request from a sender holding a sync slot already), refused_destination_rate (over the "
+    "bytes a second one address may be sent in large answers); oversize requests are in messages_ignored "
+    "(requests)"};
+constexpr Family kCookies{
+    "gossipgw_engine_sync_cookies_total", "counter",
+    "No reflection: sync cookies by event: sent (a request from an address not proven answered with a cookie only, "
+    "no larger than the request), invalid (a request with a cookie not its address's or expired), retried (our "
+    "requests sent again with a responder's cookie), ignored (cookies for syncs of ours not awaited or retried "
+    "already) (events)"};
+constexpr Family kRoutesProven{
+    "gossipgw_engine_return_routes_total", "counter",
+    "Addresses shown to receive our datagrams, by event: proven_answer (a direct ack to our ping, or the answer "
+    "to our sync, from where we sent it), "
+    "proven_cookie (a valid cookie), evicted (entries forgotten at the table's bound) (events)"};
+constexpr Family kUnprovenReplies{
+    "gossipgw_engine_unproven_replies_total", "counter",
+    "Replies to addresses not proven, held to the bytes of the datagram handled, by outcome: refused (not sent), "
+    "trimmed (sent without their last messages), piggyback_cut (piggybacked news cut) (datagrams)"};
 constexpr Family kJoinAnswered{"gossipgw_engine_join_requests_answered_total", "counter",
                                "Join syncs we answered; also in sync_requests{outcome=\"answered\"} (requests)"};
 constexpr Family kJoinFollowups{"gossipgw_engine_join_followups_total", "counter",
@@ -378,6 +394,19 @@ constexpr Field<EC> kEngineFields[] = {
     {"sync_drop_concurrency", &EC::sync_drop_concurrency, &ef::kSyncRequests, R"(outcome="refused_concurrency")"},
     {"sync_drop_rate", &EC::sync_drop_rate, &ef::kSyncRequests, R"(outcome="refused_rate")"},
     {"sync_drop_source_busy", &EC::sync_drop_source_busy, &ef::kSyncRequests, R"(outcome="refused_source_busy")"},
+    {"sync_drop_destination_rate", &EC::sync_drop_destination_rate, &ef::kSyncRequests,
+     R"(outcome="refused_destination_rate")"},
+    {"sync_cookies_sent", &EC::sync_cookies_sent, &ef::kCookies, R"(event="sent")"},
+    {"sync_cookie_invalid", &EC::sync_cookie_invalid, &ef::kCookies, R"(event="invalid")"},
+    {"sync_cookie_retries", &EC::sync_cookie_retries, &ef::kCookies, R"(event="retried")"},
+    {"sync_cookie_ignored", &EC::sync_cookie_ignored, &ef::kCookies, R"(event="ignored")"},
+    {"route_proven_answer", &EC::route_proven_answer, &ef::kRoutesProven, R"(event="proven_answer")"},
+    {"route_proven_cookie", &EC::route_proven_cookie, &ef::kRoutesProven, R"(event="proven_cookie")"},
+    {"route_evictions", &EC::route_evictions, &ef::kRoutesProven, R"(event="evicted")"},
+    {"reply_refused_unproven", &EC::reply_refused_unproven, &ef::kUnprovenReplies, R"(outcome="refused")"},
+    {"reply_trimmed_unproven", &EC::reply_trimmed_unproven, &ef::kUnprovenReplies, R"(outcome="trimmed")"},
+    {"reply_piggyback_cut_unproven", &EC::reply_piggyback_cut_unproven, &ef::kUnprovenReplies,
+     R"(outcome="piggyback_cut")"},
     {"sync_drop_unsolicited", &EC::sync_drop_unsolicited, &ef::kIgnored,
      R"(type="sync_response",reason="unsolicited")"},
     {"sync_bytes_out", &EC::sync_bytes_out, &ef::kSyncBytes, ""},

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <random>
 #include <span>
 #include <variant>
 
@@ -24,7 +25,14 @@ EngineHost::EngineHost(Options options, dp::DatagramSink& sink, std::uint64_t no
                  std::uint32_t unix_s) {
             return seal_and_submit(to, crypto::PriorityClass::kUrgent, plain, now, unix_s) == Sent::kQueued;
           },
-          counters_) {}
+          counters_) {
+  // Our sync cookies' secret (no reflection, docs/membership.md): random,
+  // not derived from the seed (which the engine would do), since a seed
+  // made of clocks may be guessed and a cookie then forged.
+  std::random_device rd;
+  const auto word = [&rd] { return (std::uint64_t{rd()} << 32) ^ rd(); };
+  engine_->set_cookie_key(word(), word());
+}
 
 void EngineHost::start(std::uint64_t now_ns, std::uint32_t unix_s) {
   seeds_ = options_.seeds;
