@@ -77,7 +77,7 @@ void AntiEntropy::send_sync(const Address& to, std::uint32_t seq_no, bool join, 
     if (std::is_same_v<Sync, SyncRequest> || i == 0) msg.buckets = buckets;
     if constexpr (std::is_same_v<Sync, SyncRequest>) {
       if (digest != 0) msg.view_size = static_cast<std::uint32_t>(table.live_count());
-      msg.cookie = cookie;
+      msg.cookie = cookie != 0 ? cookie : cookie_for(to);
     }
     if constexpr (std::is_same_v<Sync, SyncRequest>)
       fx_.send_request(to, Compound{std::move(msg)});
@@ -117,8 +117,28 @@ void AntiEntropy::send_digest_request(const Address& to, std::uint32_t seq_no, s
   table.bucket_digests(sync_bucket_count(), bucket_ours_);
   SyncRequest r{seq_no, core_.config.name, false, 0, 1, {}, table.view_digest(), bucket_ours_,
                 static_cast<std::uint32_t>(table.live_count())};
-  r.cookie = cookie;
+  r.cookie = cookie != 0 ? cookie : cookie_for(to);
   fx_.send_request(to, Compound{std::move(r)});
+}
+
+void AntiEntropy::keep_cookie(const Address& at, std::uint64_t cookie) {
+  const std::uint64_t now = core_.last_now_ns;
+  for (Cookie& k : cookies_)
+    if (k.at == at) {
+      k.cookie = cookie;
+      k.got_ns = now;
+      return;
+    }
+  if (cookies_.size() >= kCookiesRemembered) cookies_.pop_front();
+  cookies_.push_back({at, cookie, now});
+}
+
+std::uint64_t AntiEntropy::cookie_for(const Address& to) const {
+  // A cookie is taken in its epoch and the next (ReturnRoutes::valid_cookie):
+  // one epoch after we got it, it is taken for sure.
+  for (const Cookie& k : cookies_)
+    if (k.at == to) return core_.last_now_ns < k.got_ns + ReturnRoutes::kEpochNs ? k.cookie : 0;
+  return 0;
 }
 
 void AntiEntropy::on_cookie(const SyncResponse& m) {
@@ -135,6 +155,7 @@ void AntiEntropy::on_cookie(const SyncResponse& m) {
   }
   it->retried = true;
   ++core_.counters.sync_cookie_retries;
+  keep_cookie(it->to, m.cookie);
   // The responder merged what our request carried when it sent the cookie:
   // the retry carries our own entry (a join, a window) or our digest only.
   if (it->asked == Asked::kDigest) {

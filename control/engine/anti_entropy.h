@@ -180,6 +180,19 @@ class AntiEntropy {
   std::deque<DigestSync> digest_seqs_;
   std::deque<Request> requests_;
   static constexpr std::size_t kRequestsRemembered = 64;
+  // Cookies responders gave us (their address, the cookie, when): our later
+  // requests there carry it while the responder still takes it, and are
+  // answered at once (a join round retried, a follow-up, the next sync).
+  struct Cookie {
+    Address at;
+    std::uint64_t cookie = 0;
+    std::uint64_t got_ns = 0;
+  };
+  std::deque<Cookie> cookies_;
+  static constexpr std::size_t kCookiesRemembered = 64;
+  void keep_cookie(const Address& at, std::uint64_t cookie);
+  // The cookie to send `to` (0: none kept, or too old to be taken).
+  std::uint64_t cookie_for(const Address& to) const;
   // Scratch of compare_buckets (and of a digest sync's own buckets): once a
   // sync interval, so reused rather than allocated each time.
   std::vector<std::uint32_t> bucket_ours_;

@@ -116,6 +116,12 @@ namespace gw::cp::engine {
   X(sync_cookie_ignored, "cookies for syncs of ours not awaited any more or already retried once")                    \
   X(route_proven_answer, "addresses proven by an answer to our ping or sync from where we sent it")              \
   X(route_proven_cookie, "addresses proven by a valid cookie")                                                        \
+  X(route_proven_check, "addresses proven by the ack to a route check (a ping after news to them was held back)")    \
+  X(route_checks_sent, "route checks sent: pings to an address not proven that news was held back from")            \
+  X(route_held, "news held back from an address not proven until it proves itself")                                \
+  X(route_held_sent, "... sent once the address was proven")                                                        \
+  X(route_held_dropped, "... not held: the holding table or that address's datagram was full")                      \
+  X(route_held_expired, "... dropped: the address did not prove itself within a probe interval")                    \
   X(route_evictions, "proven-address entries forgotten at the table's bound")                                         \
   X(reply_refused_unproven, "replies to an address not proven not sent: over the bytes of the datagram handled")     \
   X(reply_trimmed_unproven, "... sent without their last messages to fit those bytes")                                \

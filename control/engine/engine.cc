@@ -94,6 +94,7 @@ void Engine::handle(const Address& from, const Compound& messages, std::uint64_t
     send(from, PriorityClass::kUrgent, std::move(inbound_.corrections), false);
     inbound_.corrections.clear();
   }
+  check_routes(now_ns);
   piggyback_bounded();
   // A sender not proven banks what its datagram was not answered with.
   if (!core_.routes.proven(from, now_ns)) {
@@ -138,18 +139,18 @@ void Engine::on_ack(const Address& from, const Ack& m, std::uint64_t now_ns) {
   // ack comes from the helper's address, and proves nothing of it.
   const Member* acker = core_.table.find(m.source);
   const bool direct = acker != nullptr && !acker->is_tombstone() && acker->addr() == from;
-  if (direct && probing_.answers_probe(m) && !core_.routes.proven(from, now_ns)) {
-    core_.routes.prove(from, now_ns, core_.proven_ttl());
-    ++core_.counters.route_proven_answer;
+  if (direct && probing_.answers_probe(m)) prove_route(from, now_ns, core_.counters.route_proven_answer);
+  // A route check's ack (check_routes), from where we sent it: whoever
+  // answers there receives our datagrams.
+  if (core_.routes.answers_check(from, m.seq_no)) {
+    prove_route(from, now_ns, core_.counters.route_proven_check);
+    return;
   }
   // Our probe's, a proof or last ping's (newcomers), or a relay's.
   if (probing_.on_probe_ack(m, now_ns) || newcomers_.on_ack(m, now_ns)) {
     // A proof or last ping's, answered from the newcomer's address (its
     // number matched: Newcomers::on_ack).
-    if (direct && !core_.routes.proven(from, now_ns)) {
-      core_.routes.prove(from, now_ns, core_.proven_ttl());
-      ++core_.counters.route_proven_answer;
-    }
+    if (direct) prove_route(from, now_ns, core_.counters.route_proven_answer);
     // The build we asked for (our ping's want_build), first-hand.
     if (!m.build.empty()) take_build(m.source, m.build);
     return;
@@ -166,11 +167,8 @@ void Engine::on_sync_response(const Address& from, const SyncResponse& m, std::u
   if (!anti_entropy_.accept(m, inbound_.from)) return;
   // The answer to our request, from the address we sent it to: that address
   // receives our datagrams, as a direct ack to our ping shows.
-  if (const Address* asked = anti_entropy_.asked_at(m.seq_no);
-      asked != nullptr && *asked == from && !core_.routes.proven(from, now_ns)) {
-    core_.routes.prove(from, now_ns, core_.proven_ttl());
-    ++core_.counters.route_proven_answer;
-  }
+  if (const Address* asked = anti_entropy_.asked_at(m.seq_no); asked != nullptr && *asked == from)
+    prove_route(from, now_ns, core_.counters.route_proven_answer);
   const bool join_answer = joining_.on_answer(m.seq_no, now_ns);
   merge(m.members, m.releases, m.source, now_ns, join_answer);
   anti_entropy_.after_merge(m, now_ns);
@@ -311,6 +309,7 @@ bool Engine::emit_bounded(const Address& to, PriorityClass cls, Compound& messag
   bool trimmed = false;
   while (size + fixed > left && messages.size() > 1) {
     size -= std::min(size, exact_size(messages.back()));
+    hold_for_check(to, std::move(messages.back()));
     messages.pop_back();
     trimmed = true;
   }
@@ -325,6 +324,7 @@ bool Engine::emit_bounded(const Address& to, PriorityClass cls, Compound& messag
     }
   if (size + fixed > left) {
     ++n.reply_refused_unproven;
+    for (Message& m : messages) hold_for_check(to, std::move(m));
     return false;
   }
   if (trimmed) ++n.reply_trimmed_unproven;
@@ -356,6 +356,54 @@ bool Engine::emit_bounded(const Address& to, PriorityClass cls, Compound& messag
   core_.outbox.push_back(Outgoing{to, cls, std::move(messages)});
   inbound_.bounded.push_back({core_.outbox.size() - 1, piggyback, own});
   return true;
+}
+
+void Engine::hold_for_check(const Address& to, Message m) {
+  // Membership news only (a correction, the buddy rule's Suspect, a Dead
+  // told): an ack or a ping held would be late for its purpose.
+  if (!std::holds_alternative<Alive>(m) && !std::holds_alternative<Suspect>(m) && !std::holds_alternative<Dead>(m) &&
+      !std::holds_alternative<Leave>(m))
+    return;
+  const std::size_t bytes = exact_size(m);
+  if (!core_.routes.hold(to, std::move(m), bytes, core_.config.max_packet_bytes, core_.last_now_ns,
+                         core_.config.probe_interval_ns)) {
+    ++core_.counters.route_held_dropped;
+    return;
+  }
+  ++core_.counters.route_held;
+  if (std::find(inbound_.held_for.begin(), inbound_.held_for.end(), to) == inbound_.held_for.end())
+    inbound_.held_for.push_back(to);
+}
+
+void Engine::check_routes(std::uint64_t now_ns) {
+  // Each address news was held back from gets a ping of ours (one a probe
+  // interval at most), within what the datagram handled still allows: its
+  // ack, from there, proves the address and the news goes (prove_route).
+  for (const Address& to : inbound_.held_for) {
+    const std::uint32_t seq = core_.take_seq();
+    if (!core_.routes.start_check(to, seq, now_ns, core_.config.probe_interval_ns)) continue;
+    // As small as a ping is: no target (anyone answers), no name, no reply
+    // address (the ack comes back to where this goes from).
+    if (emit(to, PriorityClass::kProbe, Compound{Ping{seq, {}, {}, {}, 0}}, false, false, false))
+      ++core_.counters.route_checks_sent;
+    else
+      core_.routes.answers_check(to, seq);  // not sent: not awaited
+  }
+  inbound_.held_for.clear();
+  core_.counters.route_held_expired += core_.routes.take_held_expired();
+}
+
+void Engine::prove_route(const Address& to, std::uint64_t now_ns, std::uint64_t& counter) {
+  if (!core_.routes.proven(to, now_ns)) {
+    core_.routes.prove(to, now_ns, core_.proven_ttl());
+    ++counter;
+  }
+  // What was held back from it goes now (it receives our datagrams).
+  Compound news = core_.routes.take_held(to, now_ns);
+  core_.counters.route_held_expired += core_.routes.take_held_expired();
+  if (news.empty()) return;
+  core_.counters.route_held_sent += news.size();
+  send(to, PriorityClass::kUrgent, std::move(news), false);
 }
 
 void Engine::piggyback_bounded() {

@@ -157,6 +157,15 @@ class Engine final : private Effects {
   bool emit_bounded(const Address& to, PriorityClass cls, Compound& messages, bool piggyback, bool gossip);
   // News piggybacked on the bounded replies, within what the credit leaves.
   void piggyback_bounded();
+  // News a bounded reply could not carry, held until its address proves
+  // itself (ReturnRoutes::hold; docs/membership.md, "News held for a route
+  // check").
+  void hold_for_check(const Address& to, Message m);
+  // A route check (a ping) to each address news was held back from.
+  void check_routes(std::uint64_t now_ns);
+  // `to` receives our datagrams (counted in `counter` if news): proven, and
+  // what was held back from it sent.
+  void prove_route(const Address& to, std::uint64_t now_ns, std::uint64_t& counter);
   // Both: `gossip` charges the datagram to the budget's gossip; otherwise
   // it is charged by its class (bulk: the sync share; else probes and urgent
   // news), and what is piggybacked on it to gossip.
@@ -283,6 +292,8 @@ class Engine final : private Effects {
       std::size_t credit = 0;  // what its destination may still be sent
     };
     std::vector<Bounded> bounded;
+    // Addresses news was held back from while this datagram was handled.
+    std::vector<Address> held_for;
   } inbound_;
   static constexpr std::size_t kMaxCorrections = 64;
   static constexpr std::size_t kMaxConfirmed = 256;

@@ -108,7 +108,7 @@ ReturnRoutes::Entry& ReturnRoutes::get(const Address& a, std::uint64_t now_ns) {
       victim = &e;
   }
   if (victim->used) ++evictions_;
-  *victim = Entry{a, true, 0, now_ns, 0, 0, 0};
+  *victim = Entry{a, true, 0, now_ns, 0, 0, 0, 0, 0};
   return *victim;
 }
 
@@ -150,6 +150,55 @@ bool ReturnRoutes::take_answer_bytes(const Address& a, std::uint64_t bytes, std:
   if (e.tokens <= 0) return false;
   e.tokens -= static_cast<std::int64_t>(std::min<std::uint64_t>(bytes, burst));
   return true;
+}
+
+bool ReturnRoutes::start_check(const Address& a, std::uint32_t seq, std::uint64_t now_ns, std::uint64_t gap_ns) {
+  Entry& e = get(a, now_ns);
+  if (e.check_ns != 0 && now_ns < e.check_ns + gap_ns) return false;
+  e.check_seq = seq == 0 ? 1 : seq;
+  e.check_ns = std::max<std::uint64_t>(now_ns, 1);
+  return true;
+}
+
+bool ReturnRoutes::answers_check(const Address& a, std::uint32_t seq) {
+  Entry* e = find(a);
+  if (e == nullptr || e->check_seq == 0 || e->check_seq != seq) return false;
+  e->check_seq = 0;
+  return true;
+}
+
+void ReturnRoutes::expire_held(std::uint64_t now_ns) {
+  // Held in time order with one lifetime: the expired ones are in front.
+  while (!held_.empty() && held_.front().until_ns <= now_ns) {
+    held_expired_ += held_.front().news.size();
+    held_.pop_front();
+  }
+}
+
+bool ReturnRoutes::hold(const Address& a, Message m, std::size_t bytes, std::size_t limit_bytes,
+                        std::uint64_t now_ns, std::uint64_t ttl_ns) {
+  expire_held(now_ns);
+  for (Held& h : held_)
+    if (h.to == a) {
+      if (h.bytes + bytes > limit_bytes) return false;
+      h.news.push_back(std::move(m));
+      h.bytes += bytes;
+      return true;
+    }
+  if (held_.size() >= kMaxHeld || bytes > limit_bytes) return false;
+  held_.push_back(Held{a, Compound{std::move(m)}, bytes, now_ns + ttl_ns});
+  return true;
+}
+
+Compound ReturnRoutes::take_held(const Address& a, std::uint64_t now_ns) {
+  expire_held(now_ns);
+  for (auto it = held_.begin(); it != held_.end(); ++it)
+    if (it->to == a) {
+      Compound news = std::move(it->news);
+      held_.erase(it);
+      return news;
+    }
+  return {};
 }
 
 }  // namespace gw::cp::engine

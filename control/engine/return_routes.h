@@ -33,6 +33,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <utility>
 #include <vector>
 
 #include "control/engine/messages.h"
@@ -90,6 +92,26 @@ class ReturnRoutes {
   void earn(const Address& a, std::size_t bytes, std::uint64_t now_ns);
   void spend(const Address& a, std::size_t bytes);
 
+  // Route checks (docs/membership.md, "News held for a route check"): when
+  // a reply to `a` was held back by the bound, a ping of ours, no larger
+  // than what asked, makes `a` prove itself; its ack from `a` does.
+  // True if one may go now (none sent to `a` within `gap_ns`): then noted
+  // under `seq`.
+  bool start_check(const Address& a, std::uint32_t seq, std::uint64_t now_ns, std::uint64_t gap_ns);
+  // True if `seq`, acked from `a`, answers the check sent there (once).
+  bool answers_check(const Address& a, std::uint32_t seq);
+
+  // News held back from `a` until it proves itself (at most kMaxHeld
+  // addresses, `limit_bytes` each, for `ttl_ns`): false if it could not be
+  // kept (counted by the caller).
+  static constexpr std::size_t kMaxHeld = 256;
+  bool hold(const Address& a, Message m, std::size_t bytes, std::size_t limit_bytes, std::uint64_t now_ns,
+            std::uint64_t ttl_ns);
+  // What is held for `a` (taken), and how many held messages expired since
+  // the last call (taken as well).
+  Compound take_held(const Address& a, std::uint64_t now_ns);
+  std::uint64_t take_held_expired() { return std::exchange(held_expired_, 0); }
+
   std::uint64_t evictions() const { return evictions_; }
   std::size_t capacity() const { return entries_.size(); }
 
@@ -103,7 +125,17 @@ class ReturnRoutes {
     std::int64_t tokens = 0;
     std::uint64_t tokens_ns = 0;
     std::uint32_t bank = 0;
+    // The route check sent there (start_check), 0 = none awaited.
+    std::uint32_t check_seq = 0;
+    std::uint64_t check_ns = 0;
   };
+  struct Held {
+    Address to;
+    Compound news;
+    std::size_t bytes = 0;
+    std::uint64_t until_ns = 0;
+  };
+  void expire_held(std::uint64_t now_ns);
   std::uint64_t mac(const Address& a, std::uint64_t epoch) const;
   std::size_t set_of(const Address& a) const;
   Entry* find(const Address& a);
@@ -118,6 +150,8 @@ class ReturnRoutes {
   std::size_t sets_ = kMinSets;
   std::vector<Entry> entries_;  // sets_ x kWays
   std::uint64_t evictions_ = 0;
+  std::deque<Held> held_;  // oldest first
+  std::uint64_t held_expired_ = 0;
 };
 
 }  // namespace gw::cp::engine

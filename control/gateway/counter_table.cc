@@ -259,7 +259,17 @@ constexpr Family kRoutesProven{
     "gossipgw_engine_return_routes_total", "counter",
     "Addresses shown to receive our datagrams, by event: proven_answer (a direct ack to our ping, or the answer "
     "to our sync, from where we sent it), "
-    "proven_cookie (a valid cookie), evicted (entries forgotten at the table's bound) (events)"};
+    "proven_cookie (a valid cookie), proven_check (the ack to a route check from where we sent it), evicted "
+    "(entries forgotten at the table's bound) (events)"};
+constexpr Family kRouteChecks{
+    "gossipgw_engine_route_checks_total", "counter",
+    "Route checks sent: pings to an address not proven after news to it was held back by the no-reflection bound "
+    "(datagrams)"};
+constexpr Family kHeldNews{
+    "gossipgw_engine_held_news_total", "counter",
+    "News held back from an address not proven until it proves itself, by outcome: held, sent (once proven), "
+    "dropped (the holding table or that address's datagram full), expired (not proven within a probe interval) "
+    "(messages)"};
 constexpr Family kUnprovenReplies{
     "gossipgw_engine_unproven_replies_total", "counter",
     "Replies to addresses not proven, held to the bytes of the datagram handled, by outcome: refused (not sent), "
@@ -403,6 +413,12 @@ constexpr Field<EC> kEngineFields[] = {
     {"route_proven_answer", &EC::route_proven_answer, &ef::kRoutesProven, R"(event="proven_answer")"},
     {"route_proven_cookie", &EC::route_proven_cookie, &ef::kRoutesProven, R"(event="proven_cookie")"},
     {"route_evictions", &EC::route_evictions, &ef::kRoutesProven, R"(event="evicted")"},
+    {"route_proven_check", &EC::route_proven_check, &ef::kRoutesProven, R"(event="proven_check")"},
+    {"route_checks_sent", &EC::route_checks_sent, &ef::kRouteChecks, ""},
+    {"route_held", &EC::route_held, &ef::kHeldNews, R"(outcome="held")"},
+    {"route_held_sent", &EC::route_held_sent, &ef::kHeldNews, R"(outcome="sent")"},
+    {"route_held_dropped", &EC::route_held_dropped, &ef::kHeldNews, R"(outcome="dropped")"},
+    {"route_held_expired", &EC::route_held_expired, &ef::kHeldNews, R"(outcome="expired")"},
     {"reply_refused_unproven", &EC::reply_refused_unproven, &ef::kUnprovenReplies, R"(outcome="refused")"},
     {"reply_trimmed_unproven", &EC::reply_trimmed_unproven, &ef::kUnprovenReplies, R"(outcome="trimmed")"},
     {"reply_piggyback_cut_unproven", &EC::reply_piggyback_cut_unproven, &ef::kUnprovenReplies,
