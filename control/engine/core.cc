@@ -33,7 +33,7 @@ Core::Core(EngineConfig c, std::uint64_t seed, std::uint64_t now_ns)
       rng(seed),
       table(std::max<std::uint32_t>(config.max_members, 1), config.max_graveyard, config.tombstone_ttl_ns,
             config.graveyard_ttl_ns),
-      routes(seed),
+      routes(seed, std::max<std::uint32_t>(config.max_members, 1)),
       budget(config.egress_bytes_per_sec, config.sync_timeout_ns, now_ns) {
   Member me;
   me.name = config.name;

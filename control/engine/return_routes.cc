@@ -7,7 +7,8 @@
 
 namespace gw::cp::engine {
 
-ReturnRoutes::ReturnRoutes(std::uint64_t seed) : entries_(kMinSets * kWays) {
+ReturnRoutes::ReturnRoutes(std::uint64_t seed, std::size_t max_members) : entries_(kMinSets * kWays) {
+  while (max_sets_ * kWays < 2 * max_members) max_sets_ *= 2;
   // The kernel's random numbers: the key must be unknown to whoever picks
   // the spoofed addresses. It changes no output but under a flood of them
   // (which entry a full set forgets).
@@ -90,7 +91,7 @@ ReturnRoutes::Entry& ReturnRoutes::get(const Address& a, std::uint64_t now_ns) {
     return *e;
   }
   Entry* set = &entries_[set_of(a) * kWays];
-  while (sets_ < kMaxSets && std::all_of(set, set + kWays, [](const Entry& e) { return e.used; })) {
+  while (sets_ < max_sets_ && std::all_of(set, set + kWays, [](const Entry& e) { return e.used; })) {
     grow();
     set = &entries_[set_of(a) * kWays];
   }

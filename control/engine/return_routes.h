@@ -23,7 +23,7 @@
 // The cookie is stateless: nothing is kept for the address until its cookie
 // comes back, and the secret is random per process.
 //
-// Bounded memory: at most kMaxSets x kWays entries (a set picked by a keyed
+// Bounded memory: at most max_sets() x kWays entries (a set picked by a keyed
 // SipHash of the address, the key random per process, so that spoofed
 // addresses cannot be chosen to crowd out one set). The table starts at
 // kMinSets and doubles while a full set could use room; at its bound a full
@@ -45,8 +45,11 @@ namespace gw::cp::engine {
 class ReturnRoutes {
  public:
   static constexpr std::size_t kMinSets = 16;
-  static constexpr std::size_t kMaxSets = 1024;
-  static constexpr std::size_t kWays = 4;
+  // Room for twice `max_members` addresses at most (a member's address and
+  // its previous one, at half load so that a set of 8 seldom overflows):
+  // every member stays proven in a full view. At least 4,096 entries.
+  static constexpr std::size_t kMinMaxSets = 512;
+  static constexpr std::size_t kWays = 8;
   static constexpr std::uint64_t kProvenTtlNs = 600'000'000'000ULL;  // 10 min
   // A cookie's secret changes every epoch; this epoch's and the previous
   // one's are accepted (a cookie lives 2 to 4 minutes).
@@ -56,7 +59,8 @@ class ReturnRoutes {
   // `seed`, so that the engine stays deterministic (the same seed and inputs
   // give the same bytes); a host that faces a network sets a random one
   // (set_cookie_key: EngineHost does), since a seed may be guessed.
-  explicit ReturnRoutes(std::uint64_t seed);
+  ReturnRoutes(std::uint64_t seed, std::size_t max_members);
+  std::size_t max_sets() const { return max_sets_; }
   void set_cookie_key(std::uint64_t k0, std::uint64_t k1) { cookie_key_ = crypto::SipKey{k0, k1}; }
   // For tests: both keys, and the table emptied.
   void set_keys(std::uint64_t table_k0, std::uint64_t table_k1, std::uint64_t cookie_k0, std::uint64_t cookie_k1) {
@@ -142,12 +146,13 @@ class ReturnRoutes {
   const Entry* find(const Address& a) const;
   // `a`'s entry, made if need be (a full set forgets one: counted).
   Entry& get(const Address& a, std::uint64_t now_ns);
-  // Doubles the sets (up to kMaxSets), every entry moved to its new set.
+  // Doubles the sets (up to max_sets_), every entry moved to its new set.
   void grow();
 
   crypto::SipKey table_key_;
   crypto::SipKey cookie_key_;
   std::size_t sets_ = kMinSets;
+  std::size_t max_sets_ = kMinMaxSets;
   std::vector<Entry> entries_;  // sets_ x kWays
   std::uint64_t evictions_ = 0;
   std::deque<Held> held_;  // oldest first

@@ -195,7 +195,7 @@ TEST(NoReflection, EstablishedMembersSyncWithoutARetry) {
 // A cookie proves the address it was made for, in its epoch or the next;
 // another address's, or one two epochs old, is refused and a fresh one sent.
 TEST(NoReflection, CookiesOfAnotherAddressOrAnExpiredSecretAreRefused) {
-  ReturnRoutes r(7);
+  ReturnRoutes r(7, 1024);
   const Address a = addr(5);
   Address other_port = a;
   other_port.port = 7947;
@@ -209,7 +209,7 @@ TEST(NoReflection, CookiesOfAnotherAddressOrAnExpiredSecretAreRefused) {
   EXPECT_FALSE(r.valid_cookie(other_port, c, t));
   EXPECT_FALSE(r.valid_cookie(a, c ^ 1, t));
   EXPECT_FALSE(r.valid_cookie(a, 0, t));
-  ReturnRoutes other(8);  // another process's secret
+  ReturnRoutes other(8, 1024);  // another process's secret
   EXPECT_FALSE(other.valid_cookie(a, c, t));
 
   // In the engine: a request echoing a cookie made for another address, or
@@ -217,7 +217,7 @@ TEST(NoReflection, CookiesOfAnotherAddressOrAnExpiredSecretAreRefused) {
   Driver d(roomy());
   d.add_members(1, 101);
   d.e.set_route_keys(1, 2, 3, 4);
-  ReturnRoutes same(0);
+  ReturnRoutes same(0, 1024);
   same.set_keys(1, 2, 3, 4);
   const Address joiner = addr(4000);
   const MemberState entry{name(4000), joiner, 1, MemberStatus::kAlive, {}};
@@ -320,18 +320,34 @@ TEST(NoReflection, APeerThatDoesNotKnowCookiesIsServedOnceProbed) {
 // The table of addresses stays bounded under a flood of spoofed ones, and
 // the proven survive it.
 TEST(NoReflection, TheAddressTableIsBoundedAndKeepsTheProven) {
-  ReturnRoutes r(1);
+  ReturnRoutes r(1, 2048);
+  EXPECT_EQ(r.max_sets() * ReturnRoutes::kWays, 4096u);
   for (std::size_t i = 0; i < 64; ++i) r.prove(addr(i), kStart);
   for (std::uint32_t i = 0; i < 200000; ++i) {
     Address a{{172, static_cast<std::uint8_t>(i >> 16), static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i)},
               9};
     r.take_answer_bytes(a, 0, 1000, 1000, kStart + 1);
   }
-  EXPECT_LE(r.capacity(), ReturnRoutes::kMaxSets * ReturnRoutes::kWays);
+  EXPECT_LE(r.capacity(), r.max_sets() * ReturnRoutes::kWays);
   EXPECT_GT(r.evictions(), 0u);
   std::size_t kept = 0;
   for (std::size_t i = 0; i < 64; ++i) kept += r.proven(addr(i), kStart + 2) ? 1 : 0;
   EXPECT_EQ(kept, 64u);
+}
+
+// Sized by the view: a full view of 20,000 members stays proven (room for
+// twice as many addresses), not churned through a table of 4,096.
+TEST(NoReflection, TheAddressTableHoldsAFullView) {
+  ReturnRoutes r(1, 20000);
+  EXPECT_EQ(r.max_sets() * ReturnRoutes::kWays, 65536u);
+  for (std::uint32_t i = 0; i < 20000; ++i)
+    r.prove(Address{{10, 2, static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i)}, 7946}, kStart);
+  std::size_t kept = 0;
+  for (std::uint32_t i = 0; i < 20000; ++i)
+    kept += r.proven(Address{{10, 2, static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i)}, 7946}, kStart + 1)
+                ? 1
+                : 0;
+  EXPECT_GE(kept, 19980u);
 }
 
 // A stale Dead alone in a small datagram from an address not proven (a
