@@ -250,7 +250,17 @@ Verdict compound(std::span<const std::uint8_t> c, Walk& w) noexcept {
   // memberlist handles the parts before a truncation and ignores bytes after
   // the last part; no sender writes either.
   if (total != c.size() - 1 - 2 * n) return Verdict::kBadCompound;
+  // The probe rule on the parts' type bytes before any part is read: a
+  // 255-ping compound costs 255 byte reads, not 255 msgpack decodes.
   std::size_t off = 1 + 2 * n;
+  unsigned probes = w.probes;
+  for (std::size_t i = 0, at = off; i < n; ++i) {
+    const std::size_t l = (static_cast<std::size_t>(lens[2 * i]) << 8) | lens[2 * i + 1];
+    if (is_probe(c[at]) && (++probes > w.cfg.max_probe_messages || i != 0 || w.res.messages != 0)) {
+      return Verdict::kProbeCount;
+    }
+    at += l;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t l = (static_cast<std::size_t>(lens[2 * i]) << 8) | lens[2 * i + 1];
     const Verdict v = message(c.subspan(off, l), w);
