@@ -132,9 +132,8 @@ bool ipsecmb_gcm_open(const IpsecMbGcm& k, const std::uint8_t* nonce12, const st
   return ok;
 }
 
-bool ipsecmb_gcm_open_to(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad,
-                         std::size_t aad_len, const std::uint8_t* in, std::size_t len, std::uint8_t* out,
-                         const std::uint8_t* tag) noexcept {
+bool ipsecmb_gcm_open_to(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
+                         const std::uint8_t* in, std::size_t len, std::uint8_t* out, const std::uint8_t* tag) noexcept {
   gcm_context_data ctx;
   std::uint8_t computed[16];
   const auto dec = reinterpret_cast<aes_gcm_enc_dec_t>(k.dec);

@@ -65,9 +65,8 @@ bool ipsecmb_gcm_open(const IpsecMbGcm& k, const std::uint8_t* nonce12, const st
 // overlap), leaving `in` untouched: for a filter that forwards the packet it
 // inspects unchanged. Same tag check and wipe of `out` on failure as
 // ipsecmb_gcm_open.
-bool ipsecmb_gcm_open_to(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad,
-                         std::size_t aad_len, const std::uint8_t* in, std::size_t len, std::uint8_t* out,
-                         const std::uint8_t* tag) noexcept;
+bool ipsecmb_gcm_open_to(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
+                         const std::uint8_t* in, std::size_t len, std::uint8_t* out, const std::uint8_t* tag) noexcept;
 
 // CRC-32 of IEEE 802.3 (zlib's crc32, Go's crc32.ChecksumIEEE) through
 // ipsec-mb's folded PCLMULQDQ code, with a bytewise table where ipsec-mb has

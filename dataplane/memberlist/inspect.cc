@@ -34,17 +34,19 @@ struct Field {
 };
 constexpr std::size_t kMaxFields = 8;
 
-constexpr Field kPingFields[] = {{"SeqNo", Kind::kU32},      {"Node", Kind::kName},
-                                 {"SourceAddr", Kind::kAddr}, {"SourcePort", Kind::kU16},
+constexpr Field kPingFields[] = {{"SeqNo", Kind::kU32},
+                                 {"Node", Kind::kName},
+                                 {"SourceAddr", Kind::kAddr},
+                                 {"SourcePort", Kind::kU16},
                                  {"SourceNode", Kind::kName}};
-constexpr Field kIndirectFields[] = {{"SeqNo", Kind::kU32},      {"Target", Kind::kAddr},     {"Port", Kind::kU16},
-                                     {"Node", Kind::kName},      {"Nack", Kind::kBool},       {"SourceAddr", Kind::kAddr},
-                                     {"SourcePort", Kind::kU16}, {"SourceNode", Kind::kName}};
+constexpr Field kIndirectFields[] = {
+    {"SeqNo", Kind::kU32}, {"Target", Kind::kAddr},     {"Port", Kind::kU16},       {"Node", Kind::kName},
+    {"Nack", Kind::kBool}, {"SourceAddr", Kind::kAddr}, {"SourcePort", Kind::kU16}, {"SourceNode", Kind::kName}};
 constexpr Field kAckFields[] = {{"SeqNo", Kind::kU32}, {"Payload", Kind::kBytes}};
 constexpr Field kNackFields[] = {{"SeqNo", Kind::kU32}};
 constexpr Field kSuspectFields[] = {{"Incarnation", Kind::kU32}, {"Node", Kind::kName}, {"From", Kind::kName}};
 constexpr Field kAliveFields[] = {{"Incarnation", Kind::kU32}, {"Node", Kind::kName}, {"Addr", Kind::kAddr},
-                                  {"Port", Kind::kU16},        {"Meta", Kind::kMeta},  {"Vsn", Kind::kVsn}};
+                                  {"Port", Kind::kU16},        {"Meta", Kind::kMeta}, {"Vsn", Kind::kVsn}};
 constexpr Field kCompressFields[] = {{"Algo", Kind::kU8}, {"Buf", Kind::kBytes}};
 
 struct Parsed {

@@ -53,11 +53,11 @@ struct Config {
   // key opens is read as plaintext, and if it passes, counted
   // ml_accepted_plaintext. Off: it is ml_drop_plaintext / ml_drop_bad_auth.
   bool allow_plaintext = false;
-  std::size_t max_packet = 65507;       // bytes of UDP payload (IPv4's maximum)
+  std::size_t max_packet = 65507;        // bytes of UDP payload (IPv4's maximum)
   std::size_t max_inflated = 64 * 1024;  // bytes a compressed command may expand to
-  std::size_t max_name = 128;           // bytes of Node, From, SourceNode
-  std::size_t max_meta = 512;           // bytes of an alive's Meta (memberlist's MetaMaxSize)
-  unsigned max_probe_messages = 1;      // ping, indirect ping, ack, nack per packet (memberlist sends one)
+  std::size_t max_name = 128;            // bytes of Node, From, SourceNode
+  std::size_t max_meta = 512;            // bytes of an alive's Meta (memberlist's MetaMaxSize)
+  unsigned max_probe_messages = 1;       // ping, indirect ping, ack, nack per packet (memberlist sends one)
   // The agent's gossip port: where an indirect ping with Port 0 is sent (memberlist's BindPort).
   std::uint16_t agent_port = 7946;
   // Known-member lookup for ping reply addresses and indirect-ping targets;

@@ -70,7 +70,8 @@ class KeyringExchange {
   // pointer to an older one from here on. Wait-free.
   const Keyring* adopt(std::size_t r) noexcept {
     const Keyring* k = current_.load(std::memory_order_acquire);
-    if (seen_[r].v.load(std::memory_order_relaxed) != k->version_) seen_[r].v.store(k->version_, std::memory_order_release);
+    if (seen_[r].v.load(std::memory_order_relaxed) != k->version_)
+      seen_[r].v.store(k->version_, std::memory_order_release);
     return k;
   }
   // Worker `r` stopped for good.

@@ -20,6 +20,8 @@ LzwResult lzw_decode(const std::uint8_t* in, std::size_t in_len, std::uint8_t* o
   std::uint32_t hi = kEnd;  // the code the next one read may define (as Go's reader counts)
   std::uint32_t overflow = 1u << width;
   std::uint32_t last = kNone;
+  std::size_t last_start = 0;  // where the last code's string is in `out`
+  std::size_t last_len = 0;
   *out_len = 0;
   for (;;) {
     while (nbits < width) {
@@ -43,39 +45,36 @@ LzwResult lzw_decode(const std::uint8_t* in, std::size_t in_len, std::uint8_t* o
       *out_len = o;
       return LzwResult::kOk;
     }
-    std::size_t start = o;  // where this code's string begins
+    const std::size_t start = o;
+    std::size_t n = 0;
     if (code < kClear) {
       if (o == cap) return LzwResult::kTooLarge;
       out[o++] = static_cast<std::uint8_t>(code);
+      n = 1;
     } else if (code <= hi) {
       // Every code in (kEnd, hi) was defined since the last clear, and so was
       // hi itself once the table is full (last is kNone only then: right
       // after a clear hi is kEnd). Otherwise hi is the code being defined:
-      // the last string followed by its own first byte.
+      // the last string followed by its own first byte, which a forward
+      // byte copy from the last string's start produces.
       const bool pending = code == hi && last != kNone;
-      const std::uint32_t c0 = pending ? last : code;
-      const std::size_t n = c0 < kClear ? 1 : t->length[c0];
-      const std::size_t total = n + (pending ? 1 : 0);
-      if (total > cap - o) return LzwResult::kTooLarge;
-      std::uint32_t c = c0;
-      std::size_t i = o + n - 1;
-      while (c >= kClear) {
-        out[i--] = t->suffix[c];
-        c = t->prefix[c];
-      }
-      out[i] = static_cast<std::uint8_t>(c);
-      if (pending) out[o + n] = out[o];
-      o += total;
+      const std::size_t src = pending ? last_start : t->offset[code];
+      n = pending ? last_len + 1 : t->length[code];
+      if (n > cap - o) return LzwResult::kTooLarge;
+      for (std::size_t i = 0; i < n; ++i) out[o + i] = out[src + i];
+      o += n;
     } else {
       return LzwResult::kCorrupt;
     }
     if (last != kNone) {
-      // Define hi as the last string plus this string's first byte.
-      t->prefix[hi] = static_cast<std::uint16_t>(last);
-      t->suffix[hi] = out[start];
-      t->length[hi] = static_cast<std::uint16_t>((last < kClear ? 1 : t->length[last]) + 1);
+      // hi: the last string and this one's first byte, i.e. the bytes from
+      // the last string's start up to one past its end.
+      t->offset[hi] = static_cast<std::uint32_t>(last_start);
+      t->length[hi] = static_cast<std::uint16_t>(last_len + 1);
     }
     last = code;
+    last_start = start;
+    last_len = n;
     ++hi;
     if (hi >= overflow) {
       if (width == kMaxWidth) {

@@ -14,11 +14,13 @@
 
 namespace gw::dp::ml {
 
+// Every code's string is a run of bytes already in the output (the previous
+// code's string plus the first byte of the next), so a code is an offset and
+// a length there: decoding copies forward instead of walking a prefix chain.
 struct LzwTables {
   static constexpr std::size_t kCodes = 1u << 12;
-  std::uint16_t prefix[kCodes];
+  std::uint32_t offset[kCodes];
   std::uint16_t length[kCodes];
-  std::uint8_t suffix[kCodes];
 };
 
 enum class LzwResult : std::uint8_t { kOk, kCorrupt, kTooLarge };

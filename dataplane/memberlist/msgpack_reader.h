@@ -118,11 +118,22 @@ class MsgpackReader {
       return read_bytes(&s);
     }
     switch (b) {
-      case 0xcc: case 0xd0: return take1(), advance(1);
-      case 0xcd: case 0xd1: return take1(), advance(2);
-      case 0xce: case 0xd2: case 0xca: return take1(), advance(4);
-      case 0xcf: case 0xd3: case 0xcb: return take1(), advance(8);
-      default: break;
+      case 0xcc:
+      case 0xd0:
+        return take1(), advance(1);
+      case 0xcd:
+      case 0xd1:
+        return take1(), advance(2);
+      case 0xce:
+      case 0xd2:
+      case 0xca:
+        return take1(), advance(4);
+      case 0xcf:
+      case 0xd3:
+      case 0xcb:
+        return take1(), advance(8);
+      default:
+        break;
     }
     if (depth <= 0) return fail();
     std::uint32_t n = 0;
@@ -183,13 +194,19 @@ class MsgpackReader {
     if (b == 0xc0) return take1(), *u = 0, true;
     std::uint64_t v = 0;
     switch (b) {
-      case 0xcc: case 0xcd: case 0xce: case 0xcf: {
+      case 0xcc:
+      case 0xcd:
+      case 0xce:
+      case 0xcf: {
         take1();
         if (!read_be64(std::size_t{1} << (b - 0xcc), &v)) return false;
         *u = v;
         return true;
       }
-      case 0xd0: case 0xd1: case 0xd2: case 0xd3: {
+      case 0xd0:
+      case 0xd1:
+      case 0xd2:
+      case 0xd3: {
         take1();
         const std::size_t n = std::size_t{1} << (b - 0xd0);
         if (!read_be64(n, &v)) return false;
@@ -215,8 +232,13 @@ class MsgpackReader {
 };
 
 // Compares a key read from a map with a field name.
+// Field names are a few bytes: a loop the compiler inlines beats a memcmp call.
 inline bool key_is(std::span<const std::uint8_t> key, std::string_view name) noexcept {
-  return key.size() == name.size() && (name.empty() || std::memcmp(key.data(), name.data(), name.size()) == 0);
+  if (key.size() != name.size()) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (key[i] != static_cast<std::uint8_t>(name[i])) return false;
+  }
+  return true;
 }
 
 }  // namespace gw::dp::ml

@@ -37,26 +37,11 @@ inline constexpr std::size_t kVerdictCount = 20;
 
 // Counter names, stable: the integration step exports them (docs/filter-mode.md).
 inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
-    "ml_accepted",
-    "ml_accepted_plaintext",
-    "ml_drop_too_short",
-    "ml_drop_too_long",
-    "ml_drop_label",
-    "ml_drop_plaintext",
-    "ml_drop_bad_auth",
-    "ml_drop_bad_padding",
-    "ml_drop_bad_crc",
-    "ml_drop_bad_compression",
-    "ml_drop_inflate_limit",
-    "ml_drop_bad_compound",
-    "ml_drop_nesting",
-    "ml_drop_malformed",
-    "ml_drop_unexpected_type",
-    "ml_drop_probe_count",
-    "ml_drop_probe_source",
-    "ml_drop_probe_target",
-    "ml_drop_bad_vsn",
-    "ml_drop_name_too_long",
+    "ml_accepted",          "ml_accepted_plaintext",   "ml_drop_too_short",       "ml_drop_too_long",
+    "ml_drop_label",        "ml_drop_plaintext",       "ml_drop_bad_auth",        "ml_drop_bad_padding",
+    "ml_drop_bad_crc",      "ml_drop_bad_compression", "ml_drop_inflate_limit",   "ml_drop_bad_compound",
+    "ml_drop_nesting",      "ml_drop_malformed",       "ml_drop_unexpected_type", "ml_drop_probe_count",
+    "ml_drop_probe_source", "ml_drop_probe_target",    "ml_drop_bad_vsn",         "ml_drop_name_too_long",
 };
 
 constexpr std::string_view verdict_name(Verdict v) { return kVerdictNames[static_cast<std::size_t>(v)]; }

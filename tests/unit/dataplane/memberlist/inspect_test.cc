@@ -120,10 +120,10 @@ TEST_F(InspectTest, GoldenPacketsFromMemberlistAreReadAsMemberlistWroteThem) {
       EXPECT_EQ(r.messages, 0);  // refused on the parts' type bytes, before any is decoded
     }
   }
-  for (const char* n : {"ping_compound_compressed_aes128", "ping_compound_compressed_aes192",
-                        "ping_compound_compressed_aes256", "ping_vsn0_aes128", "ping_label_aes256",
-                        "indirect_ping_aes128", "ack_aes128", "nack_aes128", "suspect_aes128", "alive_aes128",
-                        "dead_aes128", "user_aes128", "crash_alive_vsn3_plain", "ping255_compound_plain"}) {
+  for (const char* n :
+       {"ping_compound_compressed_aes128", "ping_compound_compressed_aes192", "ping_compound_compressed_aes256",
+        "ping_vsn0_aes128", "ping_label_aes256", "indirect_ping_aes128", "ack_aes128", "nack_aes128", "suspect_aes128",
+        "alive_aes128", "dead_aes128", "user_aes128", "crash_alive_vsn3_plain", "ping255_compound_plain"}) {
     EXPECT_TRUE(seen.count(n)) << n;
   }
 }
@@ -163,8 +163,8 @@ TEST_F(InspectTest, GoldenPacketsFailWithoutTheirKeyLabelOrIntegrity) {
 
 TEST_F(InspectTest, PlaintextIsRefusedWithAKeyringAndCountedApartInRollout) {
   const auto all = golden();
-  const auto it =
-      std::find_if(all.begin(), all.end(), [](const auto& g) { return g.name == "plain_ping_compound_compress_false"; });
+  const auto it = std::find_if(all.begin(), all.end(),
+                               [](const auto& g) { return g.name == "plain_ping_compound_compress_false"; });
   ASSERT_NE(it, all.end());
   auto k = ring({kKey16});
   cfg.keyring = k.get();
@@ -178,7 +178,7 @@ TEST_F(InspectTest, PlaintextIsRefusedWithAKeyringAndCountedApartInRollout) {
   const Bytes p = test::ping(1, Bin{}, 0);
   EXPECT_EQ(verdict(p), Verdict::kAcceptedPlaintext);
   cfg.allow_plaintext = false;
-  EXPECT_EQ(verdict(p), Verdict::kBadAuth);  // 0x00 reads as version 0, and no key opens it
+  EXPECT_EQ(verdict(p), Verdict::kBadAuth);                // 0x00 reads as version 0, and no key opens it
   EXPECT_EQ(verdict(test::nack(1)), Verdict::kPlaintext);  // 0x0b: no version
   // Sealed traffic still opens, and rollout still refuses bad plaintext.
   cfg.allow_plaintext = true;
@@ -215,7 +215,7 @@ TEST_F(InspectTest, Labels) {
   cfg.label = "dc2";
   EXPECT_EQ(verdict(labeled), Verdict::kBadLabel);  // another cluster's
   EXPECT_EQ(verdict({244}), Verdict::kBadLabel);
-  EXPECT_EQ(verdict({244, 0, 5}), Verdict::kBadLabel);       // empty label: memberlist refuses it
+  EXPECT_EQ(verdict({244, 0, 5}), Verdict::kBadLabel);         // empty label: memberlist refuses it
   EXPECT_EQ(verdict({244, 9, 'd', 'c'}), Verdict::kBadLabel);  // truncated
   auto k = ring({kKey32});
   cfg.keyring = k.get();
@@ -273,7 +273,7 @@ TEST_F(InspectTest, Compression) {
   EXPECT_EQ(r.verdict, Verdict::kAccepted);
   EXPECT_TRUE(r.compressed);
   EXPECT_EQ(r.messages, 3);
-  EXPECT_EQ(verdict(test::compress(inner, 1)), Verdict::kBadCompression);  // no algorithm 1
+  EXPECT_EQ(verdict(test::compress(inner, 1)), Verdict::kBadCompression);         // no algorithm 1
   EXPECT_EQ(verdict(test::compress(inner, 0, false)), Verdict::kBadCompression);  // no end code
   Bytes garbage = test::message(9, {{"Algo", std::uint64_t{0}}, {"Buf", Bin{{0xff, 0xff, 0xff, 0xff}}}});
   EXPECT_EQ(verdict(garbage), Verdict::kBadCompression);
@@ -343,12 +343,11 @@ TEST_F(InspectTest, MalformedMsgpack) {
   arr.insert(arr.end(), b.data(), b.data() + b.size());
   EXPECT_EQ(verdict(arr), Verdict::kMalformed);
   // The same key twice: Go keeps the last one.
-  EXPECT_EQ(verdict(test::message(4, {{"Node", Str{"a"}},
-                                      {"Addr", test::ip4(10, 0, 1, 1)},
-                                      {"Vsn", test::vsn6()},
-                                      {"Vsn", Bin{{1, 5, 2}}}})),
-            Verdict::kMalformed);
-  EXPECT_EQ(verdict(test::message(5, {{"Incarnation", Str{"3"}}})), Verdict::kMalformed);     // wrong type
+  EXPECT_EQ(
+      verdict(test::message(
+          4, {{"Node", Str{"a"}}, {"Addr", test::ip4(10, 0, 1, 1)}, {"Vsn", test::vsn6()}, {"Vsn", Bin{{1, 5, 2}}}})),
+      Verdict::kMalformed);
+  EXPECT_EQ(verdict(test::message(5, {{"Incarnation", Str{"3"}}})), Verdict::kMalformed);          // wrong type
   EXPECT_EQ(verdict(test::message(5, {{"Incarnation", std::int64_t{-1}}})), Verdict::kMalformed);  // negative
   EXPECT_EQ(verdict(test::message(5, {{"Incarnation", std::uint64_t{1} << 32}})), Verdict::kMalformed);
   EXPECT_EQ(verdict(test::message(0, {{"SourcePort", std::uint64_t{70000}}})), Verdict::kMalformed);
@@ -362,9 +361,8 @@ TEST_F(InspectTest, MalformedMsgpack) {
   EXPECT_EQ(verdict(cut), Verdict::kMalformed);
   EXPECT_EQ(verdict(test::alive(test::vsn6(), "x", Bin{{1, 2, 3, 4, 5}})), Verdict::kMalformed);  // 5-byte IP
   EXPECT_EQ(verdict(test::alive(test::vsn6(), "x", Bin{})), Verdict::kMalformed);  // alive with no address
-  EXPECT_EQ(verdict(test::message(4, {{"Meta", Bin{Bytes(513, 'm')}},
-                                      {"Addr", test::ip4(10, 0, 1, 1)},
-                                      {"Vsn", test::vsn6()}})),
+  EXPECT_EQ(verdict(test::message(
+                4, {{"Meta", Bin{Bytes(513, 'm')}}, {"Addr", test::ip4(10, 0, 1, 1)}, {"Vsn", test::vsn6()}})),
             Verdict::kMalformed);
   // Unknown keys are skipped (as Go does) unless they nest too deep or lie.
   EXPECT_EQ(verdict(test::message(5, {{"Incarnation", std::uint64_t{4}}, {"Future", UintArray{{1, 2, 3}}}})),
@@ -546,8 +544,8 @@ TEST(MlKeyring, RotationUnderLoadNeverLosesAPacketSealedWithAKeptKey) {
 // ---- The msgpack reader alone ----
 
 TEST(MlMsgpackReader, IntegersOfEveryWidth) {
-  const std::uint8_t in[] = {0x05, 0xcc, 0xff, 0xcd, 0x01, 0x00, 0xce, 0, 1, 0, 0, 0xcf, 0, 0, 0, 1, 0, 0, 0, 0,
-                             0xd0, 0x7f, 0xd1, 0x00, 0x80, 0xe0, 0xd0, 0x80, 0xc0};
+  const std::uint8_t in[] = {0x05, 0xcc, 0xff, 0xcd, 0x01, 0x00, 0xce, 0,    1,    0,    0,    0xcf, 0,    0,   0,
+                             1,    0,    0,    0,    0,    0xd0, 0x7f, 0xd1, 0x00, 0x80, 0xe0, 0xd0, 0x80, 0xc0};
   MsgpackReader r(in, sizeof in);
   std::uint64_t u = 0;
   std::int64_t s = 0;

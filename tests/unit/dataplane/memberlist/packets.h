@@ -119,7 +119,8 @@ inline Bytes alive(Value vsn, std::string node = "node-x", Bin addr = ip4(10, 0,
 }
 inline Bin vsn6() { return Bin{{1, 5, 2, 2, 5, 4}}; }
 inline Bytes suspect(std::string node = "node-c", std::string from = "node-a") {
-  return message(3, {{"Incarnation", std::uint64_t{3}}, {"Node", Str{std::move(node)}}, {"From", Str{std::move(from)}}});
+  return message(3,
+                 {{"Incarnation", std::uint64_t{3}}, {"Node", Str{std::move(node)}}, {"From", Str{std::move(from)}}});
 }
 inline Bytes dead() {
   return message(5, {{"Incarnation", std::uint64_t{4}}, {"Node", Str{"node-c"}}, {"From", Str{"node-a"}}});
@@ -142,8 +143,8 @@ inline Bytes compound(const std::vector<Bytes>& parts) {
 
 inline Bytes with_crc(const Bytes& in, std::uint32_t xor_mask = 0) {
   const std::uint32_t c = crypto::crc32_ieee(in.data(), in.size()) ^ xor_mask;
-  Bytes out{12, static_cast<std::uint8_t>(c >> 24), static_cast<std::uint8_t>(c >> 16), static_cast<std::uint8_t>(c >> 8),
-            static_cast<std::uint8_t>(c)};
+  Bytes out{12, static_cast<std::uint8_t>(c >> 24), static_cast<std::uint8_t>(c >> 16),
+            static_cast<std::uint8_t>(c >> 8), static_cast<std::uint8_t>(c)};
   out.insert(out.end(), in.begin(), in.end());
   return out;
 }
