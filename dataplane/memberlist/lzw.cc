@@ -1,5 +1,7 @@
 #include "dataplane/memberlist/lzw.h"
 
+#include <cstring>
+
 namespace gw::dp::ml {
 namespace {
 
@@ -14,7 +16,7 @@ LzwResult lzw_decode(const std::uint8_t* in, std::size_t in_len, std::uint8_t* o
                      std::size_t* out_len, LzwTables* t) noexcept {
   std::size_t o = 0;
   std::size_t ip = 0;
-  std::uint32_t bits = 0;  // buffered input bits, least significant first
+  std::uint64_t bits = 0;  // buffered input bits, least significant first
   std::uint32_t nbits = 0;
   std::uint32_t width = 9;
   std::uint32_t hi = kEnd;  // the code the next one read may define (as Go's reader counts)
@@ -24,13 +26,25 @@ LzwResult lzw_decode(const std::uint8_t* in, std::size_t in_len, std::uint8_t* o
   std::size_t last_len = 0;
   *out_len = 0;
   for (;;) {
-    while (nbits < width) {
-      // Input ran out before the end code: Go's reader fails the same way.
-      if (ip == in_len) return LzwResult::kCorrupt;
-      bits |= static_cast<std::uint32_t>(in[ip++]) << nbits;
-      nbits += 8;
+    if (nbits < width) {
+      if (in_len - ip >= 4) {
+        // Four bytes at once (little-endian, as the codes are packed); at
+        // most 11 bits are left over, so they fit a 64-bit buffer.
+        std::uint32_t w4 = 0;
+        std::memcpy(&w4, in + ip, 4);
+        bits |= static_cast<std::uint64_t>(w4) << nbits;
+        nbits += 32;
+        ip += 4;
+      } else {
+        while (nbits < width) {
+          // Input ran out before the end code: Go's reader fails the same way.
+          if (ip == in_len) return LzwResult::kCorrupt;
+          bits |= static_cast<std::uint64_t>(in[ip++]) << nbits;
+          nbits += 8;
+        }
+      }
     }
-    const std::uint32_t code = bits & ((1u << width) - 1);
+    const auto code = static_cast<std::uint32_t>(bits & ((1u << width) - 1));
     bits >>= width;
     nbits -= width;
 
@@ -61,7 +75,14 @@ LzwResult lzw_decode(const std::uint8_t* in, std::size_t in_len, std::uint8_t* o
       const std::size_t src = pending ? last_start : t->offset[code];
       n = pending ? last_len + 1 : t->length[code];
       if (n > cap - o) return LzwResult::kTooLarge;
-      for (std::size_t i = 0; i < n; ++i) out[o + i] = out[src + i];
+      if (!pending && n <= 16 && o - src >= 16 && cap - o >= 16) {
+        // Most strings are short: one fixed 16-byte copy, from output
+        // already written and not overlapping the destination; the bytes
+        // past n are overwritten by the next code or lie past the output.
+        std::memcpy(out + o, out + src, 16);
+      } else {
+        for (std::size_t i = 0; i < n; ++i) out[o + i] = out[src + i];
+      }
       o += n;
     } else {
       return LzwResult::kCorrupt;
