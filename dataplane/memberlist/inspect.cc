@@ -19,8 +19,6 @@ constexpr std::size_t kMinSealed1 = 1 + kNonce + kTag;
 // (memberlist's messages have no nested containers at all).
 constexpr int kSkipDepth = 4;
 
-constexpr std::uint16_t bit(MsgType t) { return static_cast<std::uint16_t>(1u << static_cast<unsigned>(t)); }
-
 bool is_probe(std::uint8_t t) {
   return t == static_cast<std::uint8_t>(MsgType::kPing) || t == static_cast<std::uint8_t>(MsgType::kIndirectPing) ||
          t == static_cast<std::uint8_t>(MsgType::kAck) || t == static_cast<std::uint8_t>(MsgType::kNack);
@@ -66,16 +64,21 @@ Verdict parse_struct(std::span<const std::uint8_t> in, std::span<const Field> fi
   MsgpackReader r(in.data(), in.size());
   std::uint32_t n = 0;
   if (!r.read_map(&n) || n > r.remaining()) return Verdict::kMalformed;
+  std::size_t hint = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     std::span<const std::uint8_t> key;
     if (!r.read_bytes(&key)) return Verdict::kMalformed;
+    // Go's codec writes a struct's fields in declaration order: try the
+    // field after the last one first, then the others.
     std::size_t f = fields.size();
-    for (std::size_t j = 0; j < fields.size(); ++j) {
+    for (std::size_t k = 0; k < fields.size(); ++k) {
+      const std::size_t j = hint + k < fields.size() ? hint + k : hint + k - fields.size();
       if (key_is(key, fields[j].name)) {
         f = j;
         break;
       }
     }
+    hint = f + 1 < fields.size() ? f + 1 : 0;
     if (f == fields.size()) {
       // A field this memberlist does not know: Go's codec skips it too.
       if (!r.skip(kSkipDepth)) return Verdict::kMalformed;

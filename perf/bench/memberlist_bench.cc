@@ -13,7 +13,8 @@
 // broadcasts piggybacked: compound, LZW-compressed, AES-128-GCM, 367 bytes),
 // the same ping alone with its CRC, one alive; the typical packet when the
 // opening key is third of three (keys tried in order, as memberlist does);
-// a forged packet that no key opens (three opens, then drop).
+// a forged packet that no key opens (three opens, then drop); the costliest
+// packet there is, one that inflates to just under the 64 KiB bound.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -99,6 +100,7 @@ int main(int argc, char** argv) try {
   const Bytes other2 = gw::dp::ml::test::bytes_of("eeeeeeeeeeeeeeee");
   Bytes forged = typical.packet;
   forged[forged.size() / 2] ^= 1;
+  const Bytes bomb = gw::dp::ml::test::compress(gw::dp::ml::test::user(std::string(65000, 'A')));
   std::vector<Case> cases = {
       {"serf_ping_compound_lzw", typical.packet, {typical.key}, 0, gw::dp::ml::Verdict::kAccepted},
       {"ping_crc", find("ping_crc_aes128").packet, {typical.key}, 0, gw::dp::ml::Verdict::kAccepted},
@@ -109,6 +111,9 @@ int main(int argc, char** argv) try {
        2,
        gw::dp::ml::Verdict::kAccepted},
       {"forged_3keys", forged, {other1, other2, typical.key}, 3, gw::dp::ml::Verdict::kBadAuth},
+      // The most a packet can cost: a user message that inflates to just
+      // under max_inflated (64 KiB) from a few hundred bytes, sealed.
+      {"lzw_64k_bomb", gw::dp::ml::test::seal(typical.key, bomb), {typical.key}, 0, gw::dp::ml::Verdict::kAccepted},
   };
   for (const Case& c : cases) {
     std::vector<std::span<const std::uint8_t>> spans(c.keys.begin(), c.keys.end());
