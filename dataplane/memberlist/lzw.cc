@@ -80,8 +80,13 @@ LzwResult lzw_decode(const std::uint8_t* in, std::size_t in_len, std::uint8_t* o
         // already written and not overlapping the destination; the bytes
         // past n are overwritten by the next code or lie past the output.
         std::memcpy(out + o, out + src, 16);
+      } else if (!pending) {
+        // A defined code's string ends at or before o: no overlap.
+        std::memcpy(out + o, out + src, n);
       } else {
-        for (std::size_t i = 0; i < n; ++i) out[o + i] = out[src + i];
+        // The last string (which ends exactly at o) and its first byte.
+        std::memcpy(out + o, out + src, n - 1);
+        out[o + n - 1] = out[src];
       }
       o += n;
     } else {
