@@ -75,6 +75,33 @@ bool ipsecmb_gcm_expand(const std::uint8_t* key, IpsecMbGcm* out) noexcept {
   return true;
 }
 
+bool ipsecmb_gcm_expand_len(const std::uint8_t* key, std::size_t key_len, IpsecMbGcm* out) noexcept {
+  ipsecmb_gcm_clear(out);
+  const Manager& m = manager();
+  if (!m.usable) return false;
+  aes_gcm_pre_t pre = nullptr;
+  aes_gcm_enc_dec_t enc = nullptr;
+  aes_gcm_enc_dec_t dec = nullptr;
+  switch (key_len) {
+    case 16:
+      pre = m.mgr->gcm128_pre, enc = m.mgr->gcm128_enc, dec = m.mgr->gcm128_dec;
+      break;
+    case 24:
+      pre = m.mgr->gcm192_pre, enc = m.mgr->gcm192_enc, dec = m.mgr->gcm192_dec;
+      break;
+    case 32:
+      pre = m.mgr->gcm256_pre, enc = m.mgr->gcm256_enc, dec = m.mgr->gcm256_dec;
+      break;
+    default:
+      return false;
+  }
+  if (pre == nullptr || enc == nullptr || dec == nullptr) return false;
+  pre(key, reinterpret_cast<gcm_key_data*>(out->key_data));
+  out->enc = reinterpret_cast<IpsecMbGcm::EncDec>(enc);
+  out->dec = reinterpret_cast<IpsecMbGcm::EncDec>(dec);
+  return true;
+}
+
 void ipsecmb_gcm_seal(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
                       const std::uint8_t* in, std::size_t len, std::uint8_t* out, std::uint8_t* tag) noexcept {
   gcm_context_data ctx;  // per call, on the stack: the key is shared read-only
@@ -103,6 +130,37 @@ bool ipsecmb_gcm_open(const IpsecMbGcm& k, const std::uint8_t* nonce12, const st
   if (!ok) sodium_memzero(data, len);
   sodium_memzero(&ctx, sizeof ctx);
   return ok;
+}
+
+bool ipsecmb_gcm_open_to(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
+                         const std::uint8_t* in, std::size_t len, std::uint8_t* out, const std::uint8_t* tag) noexcept {
+  gcm_context_data ctx;
+  std::uint8_t computed[16];
+  const auto dec = reinterpret_cast<aes_gcm_enc_dec_t>(k.dec);
+  dec(reinterpret_cast<const gcm_key_data*>(k.key_data), &ctx, out, in, len, nonce12, aad, aad_len, computed,
+      sizeof computed);
+  std::uint64_t c0, c1, t0, t1;
+  std::memcpy(&c0, computed, 8);
+  std::memcpy(&c1, computed + 8, 8);
+  std::memcpy(&t0, tag, 8);
+  std::memcpy(&t1, tag + 8, 8);
+  const bool ok = ((c0 ^ t0) | (c1 ^ t1)) == 0;
+  if (!ok) sodium_memzero(out, len);
+  sodium_memzero(&ctx, sizeof ctx);
+  return ok;
+}
+
+std::uint32_t crc32_ieee(const std::uint8_t* data, std::size_t len) noexcept {
+  const Manager& m = manager();
+  if (m.mgr != nullptr && m.mgr->crc32_ethernet_fcs != nullptr) return m.mgr->crc32_ethernet_fcs(data, len);
+  // Reflected polynomial 0xEDB88320, one bit at a time: only where ipsec-mb
+  // could not even allocate its manager.
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < len; ++i) {
+    crc ^= data[i];
+    for (int b = 0; b < 8; ++b) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
 }
 
 void ipsecmb_gcm_clear(IpsecMbGcm* k) noexcept {

@@ -45,6 +45,11 @@ bool ipsecmb_gcm_available() noexcept;
 // (and leaves `out` cleared) when ipsec-mb is unavailable.
 bool ipsecmb_gcm_expand(const std::uint8_t* key, IpsecMbGcm* out) noexcept;
 
+// Expands an AES key of 16, 24 or 32 bytes (AES-128/192/256-GCM, the key
+// sizes HashiCorp memberlist accepts) into `out`. Returns false (and leaves
+// `out` cleared) for another length or when ipsec-mb is unavailable.
+bool ipsecmb_gcm_expand_len(const std::uint8_t* key, std::size_t key_len, IpsecMbGcm* out) noexcept;
+
 // Seals `len` bytes of `in` to `out` (may equal `in`) and writes the 16-byte
 // tag at `tag`. `k` must have been expanded.
 void ipsecmb_gcm_seal(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
@@ -55,6 +60,18 @@ void ipsecmb_gcm_seal(const IpsecMbGcm& k, const std::uint8_t* nonce12, const st
 // unauthenticated stays readable) and false is returned.
 bool ipsecmb_gcm_open(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
                       std::uint8_t* data, std::size_t len, const std::uint8_t* tag) noexcept;
+
+// Opens `len` ciphertext bytes of `in` into `out` (the two must not
+// overlap), leaving `in` untouched: for a filter that forwards the packet it
+// inspects unchanged. Same tag check and wipe of `out` on failure as
+// ipsecmb_gcm_open.
+bool ipsecmb_gcm_open_to(const IpsecMbGcm& k, const std::uint8_t* nonce12, const std::uint8_t* aad, std::size_t aad_len,
+                         const std::uint8_t* in, std::size_t len, std::uint8_t* out, const std::uint8_t* tag) noexcept;
+
+// CRC-32 of IEEE 802.3 (zlib's crc32, Go's crc32.ChecksumIEEE) through
+// ipsec-mb's folded PCLMULQDQ code, with a bytewise table where ipsec-mb has
+// no manager.
+std::uint32_t crc32_ieee(const std::uint8_t* data, std::size_t len) noexcept;
 
 // Wipes the expanded key (ipsec-mb's imb_clear_mem, which the compiler may
 // not elide).

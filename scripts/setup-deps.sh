@@ -9,7 +9,8 @@ usage: scripts/setup-deps.sh [--help]
 
 Installs gossipgw's build, test and demo dependencies from Debian 12 packages
 (DPDK 22.11, libsodium, protobuf, Hyperscan, spdlog, GoogleTest, yaml-cpp, CLI11,
-nlohmann-json, cpp-httplib, libsystemd (sd_notify), Intel ipsec-mb (AES-256-GCM), meson, clang for fuzzing, tcpreplay and
+nlohmann-json, cpp-httplib, libsystemd (sd_notify), Intel ipsec-mb (AES-GCM), msgpack-c++ (headers:
+the memberlist test encoder), meson, clang for fuzzing, tcpreplay and
 tcpdump for the cluster demo, prometheus for promtool, which checks
 docs/alerts.yml, bubblewrap to test the systemd unit's sandbox where systemd
 is not running). Needs root. Safe to re-run.
@@ -26,6 +27,7 @@ packages=(
   build-essential pkg-config meson ninja-build python3
   dpdk dpdk-dev libdpdk-dev libpcap-dev libnuma-dev
   libsodium-dev libipsec-mb-dev
+  libmsgpack-cxx-dev
   protobuf-compiler libprotobuf-dev
   libhyperscan-dev
   libspdlog-dev libfmt-dev

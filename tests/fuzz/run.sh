@@ -14,7 +14,7 @@ usage: tests/fuzz/run.sh [--seconds N] [--corpus DIR] [--jobs N] [TARGET...]
                 build-fuzz/corpus); new inputs found are kept there
   --jobs N      libFuzzer workers per target (default 1)
   TARGET        ladder, guard_tables, config, compound, engine, pcap, classifier,
-                api_request, http_request, hosts, scenario (default: all)
+                api_request, http_request, hosts, memberlist, scenario (default: all)
   --list        print the default targets, one a line, and exit
 
 The build (build-fuzz/: clang, ASan+UBSan, -Dfuzz=true) is the one
@@ -38,12 +38,12 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=${2:?}; shift 2 ;;
     --corpus) corpus=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
-    ladder|guard_tables|config|compound|engine|pcap|classifier|api_request|http_request|hosts|scenario) targets+=("$1"); shift ;;
+    ladder|guard_tables|config|compound|engine|pcap|classifier|api_request|http_request|hosts|memberlist|scenario) targets+=("$1"); shift ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(ladder guard_tables config compound engine pcap classifier api_request http_request hosts)
+  targets=(ladder guard_tables config compound engine pcap classifier api_request http_request hosts memberlist)
   [ -f "$(dirname "$0")/../../perf/gossipsim/scenario.h" ] && targets+=(scenario)
 fi
 if [ "$list" = 1 ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
@@ -105,6 +105,22 @@ printf 'master\nEtcd\nbad value\na.b\n\x00127.0.0.1 localhost\n' > "$seeds/hosts
 printf 'master\n-x\n\x00127.0.0.1 localhost\r\n# BEGIN gossipgw cluster test \n1.2.3.4 x\n# END gossipgw cluster test\n::1 y' \
   > "$seeds/hosts/block"
 printf 'w\x00# END gossipgw cluster test\n# BEGIN gossipgw cluster test\n' > "$seeds/hosts/broken"
+
+# memberlist seeds: real memberlist packets (tests/memberlist/golden.txt),
+# behind the mode byte fuzz_memberlist.cc reads: plaintext ones as mode 0,
+# sealed ones as mode 1, and hand-made plaintexts as mode 2 (sealed there).
+mkdir -p "$seeds/memberlist"
+python3 - tests/memberlist/golden.txt "$seeds/memberlist" <<'PY'
+import sys
+for line in open(sys.argv[1]):
+    name, key, label, _source, pkt = line.split()
+    mode = 0x41 if label != "-" else (0x01 if key != "-" else 0x00)
+    with open(f"{sys.argv[2]}/{name}", "wb") as f:
+        f.write(bytes([mode]) + bytes.fromhex(pkt))
+PY
+printf '\x02\x05\x83\xabIncarnation\x04\xa4Node\xa6node-c\xa4From\xa6node-a' > "$seeds/memberlist/dead"
+printf '\x82\x07\x02\x00\x03\x00\x03\x08abc\x08def' > "$seeds/memberlist/compound_vsn0"
+printf '\x42\x0c\x00\x00\x00\x00\x08' > "$seeds/memberlist/crc_label"
 
 report="$build/fuzz-report.txt"
 : > "$report"

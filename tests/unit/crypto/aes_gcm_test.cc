@@ -217,5 +217,43 @@ TEST_F(AesGcmTest, ImplementationNamesSayWhatRuns) {
   EXPECT_EQ(chacha20poly1305_impl_name().rfind("libsodium ", 0), 0u);
 }
 
+// AES-128/192-GCM for memberlist's keys (issue 54): the GCM specification's
+// test cases 2 (AES-128) and 8 (AES-192): zero key, zero 96-bit IV, one zero
+// block; and open_to leaves its input as it was.
+TEST_F(AesGcmTest, Aes128And192MeetTheGcmSpecVectors) {
+  struct Case {
+    std::size_t key_len;
+    const char* ct;
+    const char* tag;
+  };
+  for (const Case& c : {Case{16, "0388dace60b6a392f328c2b971b2fe78", "ab6e47d42cec13bdf53a67b21257bddf"},
+                        Case{24, "98e7247c07f0fe411c267e4384b0f600", "2ff58d80033927ab8ef4d4587514f0fb"}}) {
+    const std::vector<std::uint8_t> key(c.key_len, 0), iv(12, 0), pt(16, 0);
+    IpsecMbGcm k;
+    ASSERT_TRUE(ipsecmb_gcm_expand_len(key.data(), key.size(), &k));
+    std::vector<std::uint8_t> ct(16), tag(16);
+    ipsecmb_gcm_seal(k, iv.data(), nullptr, 0, pt.data(), pt.size(), ct.data(), tag.data());
+    EXPECT_EQ(ct, hex(c.ct)) << c.key_len;
+    EXPECT_EQ(tag, hex(c.tag)) << c.key_len;
+    const std::vector<std::uint8_t> sealed = ct;
+    std::vector<std::uint8_t> out(16, 0xee);
+    EXPECT_TRUE(ipsecmb_gcm_open_to(k, iv.data(), nullptr, 0, ct.data(), ct.size(), out.data(), tag.data()));
+    EXPECT_EQ(out, pt);
+    EXPECT_EQ(ct, sealed);
+    tag[0] ^= 1;
+    EXPECT_FALSE(ipsecmb_gcm_open_to(k, iv.data(), nullptr, 0, ct.data(), ct.size(), out.data(), tag.data()));
+    ipsecmb_gcm_clear(&k);
+  }
+  IpsecMbGcm k;
+  const std::vector<std::uint8_t> key(20, 0);
+  EXPECT_FALSE(ipsecmb_gcm_expand_len(key.data(), key.size(), &k));
+}
+
+TEST(Crc32Ieee, CheckValue) {
+  const char* s = "123456789";
+  EXPECT_EQ(crc32_ieee(reinterpret_cast<const std::uint8_t*>(s), 9), 0xCBF43926u);
+  EXPECT_EQ(crc32_ieee(nullptr, 0), 0u);
+}
+
 }  // namespace
 }  // namespace gw::crypto
