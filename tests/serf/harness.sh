@@ -136,7 +136,7 @@ mlagent_bin() {
     command -v go >/dev/null || die "go not found (apt-get install golang-go golang-github-hashicorp-memberlist-dev, or scripts/setup-deps.sh)"
     [ -d /usr/share/gocode/src/github.com/hashicorp/memberlist ] || die "memberlist source missing: apt-get install golang-github-hashicorp-memberlist-dev"
     # Offline, against Debian's packaged Go libraries only.
-    (cd "$here/mlagent" && GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off GOFLAGS= \
+    (cd "$here/mlagent" && GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off GOFLAGS='' \
       GOCACHE="${GOCACHE:-/var/tmp/sfh-gocache}" go build -o "$out" .) >&2 || die "building mlagent failed"
   fi
   echo "$out"

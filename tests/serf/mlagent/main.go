@@ -4,14 +4,15 @@
 // rollout mode in which an agent with a key still accepts plaintext.
 //
 // It joins the given peers and rewrites -members-file (JSON, atomically)
-// every -interval with the members memberlist knows, one object per node
-// with its state (alive, suspect, dead, left) and address. It exits 0 on
+// every -interval with memberlist's Members(): the nodes neither dead nor
+// left, each with its state (alive or suspect) and address. It exits 0 on
 // SIGTERM/SIGINT after a graceful leave. A panic inside memberlist (the
 // crash packet) ends the process like it ends serf: exit status 2 and the
 // Go stack trace on stderr.
 //
 // Build (offline, Debian packages only):
-//   GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off go build -o mlagent ./tests/serf/mlagent
+//
+//	GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off go build -o mlagent ./tests/serf/mlagent
 package main
 
 import (
@@ -119,9 +120,7 @@ func main() {
 	}
 
 	write := func() {
-		var ms []member
-		// Members() leaves out dead and left nodes; the state of every node
-		// memberlist still holds is what a test needs, so walk all of them.
+		ms := []member{}
 		for _, n := range m.Members() {
 			ms = append(ms, member{n.Name, n.Addr.String(), n.Port, stateNames[n.State]})
 		}
