@@ -5,7 +5,9 @@
 //
 // It joins the given peers and rewrites -members-file (JSON, atomically)
 // every -interval with memberlist's Members(): the nodes neither dead nor
-// left, each with its state (alive or suspect) and address. It exits 0 on
+// left, each with its address. Their status is always "alive": memberlist
+// 0.2.2 keeps the state in nodeState and never fills Node.State, so a
+// suspect node is listed alive (as serf members shows it, too). It exits 0 on
 // SIGTERM/SIGINT after a graceful leave. A panic inside memberlist (the
 // crash packet) ends the process like it ends serf: exit status 2 and the
 // Go stack trace on stderr.
@@ -38,13 +40,6 @@ type member struct {
 	Addr   string `json:"addr"`
 	Port   uint16 `json:"port"`
 	Status string `json:"status"`
-}
-
-var stateNames = map[memberlist.NodeStateType]string{
-	memberlist.StateAlive:   "alive",
-	memberlist.StateSuspect: "suspect",
-	memberlist.StateDead:    "failed",
-	memberlist.StateLeft:    "left",
 }
 
 func main() {
@@ -122,7 +117,7 @@ func main() {
 	write := func() {
 		ms := []member{}
 		for _, n := range m.Members() {
-			ms = append(ms, member{n.Name, n.Addr.String(), n.Port, stateNames[n.State]})
+			ms = append(ms, member{n.Name, n.Addr.String(), n.Port, "alive"})
 		}
 		sort.Slice(ms, func(i, j int) bool { return ms[i].Name < ms[j].Name })
 		b, _ := json.Marshal(map[string]interface{}{"members": ms})
