@@ -103,6 +103,15 @@ class Harness:
             print("\n".join(tail))
 
 
+def wire_bytes(udp_payload, mtu=1500):
+    """Ethernet bytes of one UDP datagram (IPv4, no options), fragments
+    included: the bridge's other traffic (ARP for phantom addresses is
+    broadcast to every port) must not count as reflection."""
+    ip_payload = udp_payload + 8
+    frags = -(-ip_payload // (mtu - 20))
+    return ip_payload + frags * (20 + 14)
+
+
 def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -123,6 +132,7 @@ def phantoms(h, case, count, target, watch, per_packet=1, rounds=1, timeout=20.0
         ms = [m for m in h.members(node) if m["name"].startswith(prefix)]
         return len(ms), sum(1 for m in ms if m["status"] == "alive")
 
+    vic_rx0 = (h.link("victim", "rx_packets"), h.link("victim", "rx_bytes"))
     t0 = time.monotonic()
     sent = h.attack("phantoms", "--target", f"10.78.0.{target}", "--count", str(count), "--prefix", prefix,
                     "--per-packet", str(per_packet), "--rounds", str(rounds), "--addr-base", PHANTOM_ADDR)
@@ -148,6 +158,11 @@ def phantoms(h, case, count, target, watch, per_packet=1, rounds=1, timeout=20.0
          "peak_alive_phantoms_seen": peak_alive, "seconds_until_listed": seen_s,
          f"phantoms_listed_on_unattacked_agent_within_{spread_s:g}s": best,
          "members_listed_by_target": len(h.members(target))}
+    # A bystander (the victim namespace, no part in the cluster) receives
+    # the agents' ARP broadcasts for the phantoms' addresses as they probe.
+    r["bystander_window_s"] = round(time.monotonic() - t0, 1)
+    r["bystander_rx_frames"] = h.link("victim", "rx_packets") - vic_rx0[0]
+    r["bystander_rx_bytes"] = h.link("victim", "rx_bytes") - vic_rx0[1]
     results[f"{case}/phantoms-{count}"] = r
     print(f"  phantoms: {json.dumps(r)}", flush=True)
     return r
@@ -213,7 +228,7 @@ def reflect(h, case, target, form, pings=255):
     for f in (out, ready):
         if os.path.exists(f):
             os.unlink(f)
-    atk_tx0, vic_rx0 = h.link("attacker", "tx_bytes"), h.link("victim", "rx_bytes")
+    atk_tx0 = h.link("attacker", "tx_bytes")
     agent_out0 = h.snmp_udp(target)["OutDatagrams"]
     sink = subprocess.Popen(["bash", h.script, "--id", h.id, "exec", "victim", "--", sys.executable, h.attack_py,
                              "sink", "--bind", f"{VICTIM}:7946", "--seconds", "15", "--idle", "2",
@@ -231,13 +246,15 @@ def reflect(h, case, target, form, pings=255):
             sink.wait()
     with open(out) as f:
         got = json.load(f)
-    atk_wire = h.link("attacker", "tx_bytes") - atk_tx0
-    vic_wire = h.link("victim", "rx_bytes") - vic_rx0
+    # Wire bytes from the datagrams' sizes (every ack is far below the MTU).
+    atk_wire = wire_bytes(sent["bytes"])
+    vic_wire = got["payload_bytes"] + got["datagrams"] * wire_bytes(0)
     r = {"form": form, "pings": pings, "attack_payload_bytes": sent["bytes"], "attack_wire_bytes": atk_wire,
+         "attack_wire_bytes_counted": h.link("attacker", "tx_bytes") - atk_tx0,
          "victim_datagrams": got["datagrams"], "victim_payload_bytes": got["payload_bytes"],
          "victim_wire_bytes": vic_wire, "agent_udp_out": h.snmp_udp(target)["OutDatagrams"] - agent_out0,
          "amplification_payload": round(got["payload_bytes"] / sent["bytes"], 1),
-         "amplification_wire": round(vic_wire / atk_wire, 1) if atk_wire else None}
+         "amplification_wire": round(vic_wire / atk_wire, 1)}
     results[f"{case}/reflect-{form}"] = r
     print(f"  reflect: {json.dumps(r)}", flush=True)
     return r
