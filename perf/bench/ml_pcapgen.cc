@@ -103,9 +103,11 @@ std::string base64(const Bytes& b) {
 
 // What Serf sends most: a ping with queued broadcasts piggybacked, in a
 // compound, LZW-compressed; `pad` bytes of a Serf user message make it
-// larger. `seq` makes each plaintext distinct.
-Bytes serf_plain(std::uint32_t seq, std::size_t pad) {
-  std::vector<Bytes> parts = {t::ping(seq, t::ip4(10, 0, 0, 1), 7946, "node-1"),
+// larger. `seq` makes each plaintext distinct; the ping asks for its ack at
+// the sender's own address `from`, as memberlist's pings do.
+Bytes serf_plain(std::uint32_t seq, std::size_t pad, const gw::perf::IpAddr& from) {
+  std::vector<Bytes> parts = {t::ping(seq, t::ip4(from.bytes[0], from.bytes[1], from.bytes[2], from.bytes[3]), 7946,
+                                      "node-1"),
                               t::alive(t::vsn6(), "node-" + std::to_string(seq % 997), t::ip4(10, 1, 0, 1))};
   if (pad != 0) {
     std::string u(pad, '\0');
@@ -210,13 +212,13 @@ int main(int argc, char** argv) try {
   const Bytes& opener = c == "lastkey" ? keys.back() : keys.front();
 
   // Frame overhead: Ethernet 14 + IPv4 20 + UDP 8, and the seal's 29 bytes.
-  const std::size_t base_len = 42 + 29 + serf_plain(0, 0).size();
+  const std::size_t base_len = 42 + 29 + serf_plain(0, 0, gw::perf::IpAddr{}).size();
   const std::size_t pad = o.size > base_len ? o.size - base_len : 0;
 
   gw::perf::PcapWriter w(o.out, 1'790'000'000);
   std::size_t total = 0;
-  std::vector<Bytes> payloads;
-  payloads.reserve(o.floor_seconds > 0 ? o.frames : 0);
+  std::vector<Bytes> payloads;  // for the floor, with their sources
+  std::vector<gw::base::Address> sources;
   for (std::size_t i = 0; i < o.frames; ++i) {
     const auto n = static_cast<std::uint32_t>(i);
     gw::perf::Flow f;
@@ -240,11 +242,17 @@ int main(int argc, char** argv) try {
     } else if (c == "crash") {
       payload = seal_unique(opener, t::alive(t::Bin{{1, 5, 2}}, "crash-" + std::to_string(i)), n);
     } else {
-      payload = seal_unique(opener, serf_plain(n, pad), n);
+      payload = seal_unique(opener, serf_plain(n, pad, f.src), n);
       if (c == "forged") payload[payload.size() / 2] ^= 1;
     }
     const gw::perf::Frame fr = gw::perf::build_udp_frame(f, payload);
-    if (o.floor_seconds > 0) payloads.push_back(payload);
+    if (o.floor_seconds > 0) {
+      payloads.push_back(payload);
+      gw::base::Address a;
+      a.ip = {f.src.bytes[0], f.src.bytes[1], f.src.bytes[2], f.src.bytes[3]};
+      a.port = f.src_port;
+      sources.push_back(a);
+    }
     total += fr.size();
     w.write(fr);
   }
@@ -259,9 +267,6 @@ int main(int argc, char** argv) try {
     gw::dp::ml::Config cfg;
     cfg.keyring = ring.get();
     gw::dp::ml::Scratch scratch(cfg);
-    gw::base::Address src;
-    src.ip = {10, 1, 0, 1};
-    src.port = 7946;
     const std::size_t k = c == "lastkey" ? keys.size() - 1 : 0;
     volatile std::uint32_t sink = 0;
     const double open_mpps = mcalls_per_s(payloads.size(), o.floor_seconds, [&](std::size_t i) {
@@ -273,7 +278,7 @@ int main(int argc, char** argv) try {
     });
     const double inspect_mpps = mcalls_per_s(payloads.size(), o.floor_seconds, [&](std::size_t i) {
       const Bytes& p = payloads[i];
-      sink = sink + static_cast<std::uint32_t>(gw::dp::ml::inspect(p.data(), p.size(), src, cfg, scratch).verdict);
+      sink = sink + static_cast<std::uint32_t>(gw::dp::ml::inspect(p.data(), p.size(), sources[i], cfg, scratch).verdict);
     });
     std::printf("open_mpps=%.3f inspect_mpps=%.3f\n", open_mpps, inspect_mpps);
   }
