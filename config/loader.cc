@@ -1035,9 +1035,9 @@ MemoryNeed memory_needed(const Config& c) noexcept {
     // dataplane/memberlist/filter.h: two rate_limit.h tables (UDP packets,
     // TCP connections) of bit_ceil(sources) 48-byte buckets, and the
     // inspector's scratch (a 65,507-byte plaintext buffer, max_inflated
-    // bytes, LZW tables of 4,096 x 4 bytes) per worker; no hand-off rings.
+    // bytes, LZW tables of 4,096 x 6 bytes) per worker; no hand-off rings.
     const std::uint64_t buckets = 2 * ceil_pow2(c.memberlist.sources) * 48;
-    const std::uint64_t scratch = 65507 + std::uint64_t{c.memberlist.max_inflated} + 4096 * 4;
+    const std::uint64_t scratch = 65507 + std::uint64_t{c.memberlist.max_inflated} + 4096 * 6;
     MemoryNeed n;
     n.tables = workers * (buckets + scratch);
     return n;

@@ -1397,7 +1397,7 @@ TEST(ConfigLoaderMemberlist, MemoryNeedIsTheFiltersTables) {
   Config c = parse_config("mode: memberlist\nlcores:\n  workers: [1, 2]\n", kSource, kBaseDir);
   const MemoryNeed n = memory_needed(c);
   EXPECT_EQ(n.rings, 0u);
-  EXPECT_EQ(n.tables, 2u * (2u * 65536u * 48u + 65507u + 65536u + 4096u * 4u));
+  EXPECT_EQ(n.tables, 2u * (2u * 65536u * 48u + 65507u + 65536u + 4096u * 6u));
   try {
     check_memory(c, n.total() - 1, kSource);
     FAIL() << "fits in less than it needs";

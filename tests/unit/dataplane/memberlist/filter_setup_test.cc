@@ -94,6 +94,21 @@ TEST(FilterSetup, ABadPrefixNamesItsField) {
   EXPECT_EQ(error.rfind("memberlist.allow_cidrs[0]: ", 0), 0u) << error;
 }
 
+TEST(FilterSetup, TheLoadersMemoryNeedUsesTheFiltersSizes) {
+  // config/loader.cc memory_needed (mode: memberlist) counts a 65,507-byte
+  // plaintext buffer, max_inflated bytes, 4,096 x 6 bytes of LZW tables and
+  // two tables of bit_ceil(sources) 48-byte buckets per worker.
+  EXPECT_EQ(sizeof(LzwTables), 4096u * 6u);
+  EXPECT_EQ(Config{}.max_packet, 65507u);
+  const config::Config c = config::parse_config("mode: memberlist\nmemberlist:\n  sources: 1000\n", "t", "/");
+  const std::optional<FilterConfig> f = make_filter_config(c, nullptr);
+  ASSERT_TRUE(f.has_value());
+  const RateLimiter r(f->sources, f->per_source, f->per_source);
+  EXPECT_EQ(r.capacity(), 1024u);
+  const config::MemoryNeed n = config::memory_needed(c);
+  EXPECT_EQ(n.tables, 2u * 1024u * 48u + 65507u + 65536u + 4096u * 6u);
+}
+
 class FilterKeyring : public ::testing::Test {
  protected:
   void SetUp() override {
