@@ -142,7 +142,8 @@ std::string cidr_problem(const std::string& text) {
   if (slash != std::string::npos) {
     const std::string len = text.substr(slash + 1);
     std::uint64_t v = 0;
-    if (len.empty() || len.size() > 3 || !std::all_of(len.begin(), len.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+    if (len.empty() || len.size() > 3 ||
+        !std::all_of(len.begin(), len.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
         strict::parse_uint(len, v) != strict::UintParse::kOk || v > max_bits) {
       return "prefix length must be 0.." + std::to_string(max_bits) + ", got " + quote(text);
     }
@@ -233,9 +234,9 @@ class Parser : public strict::Reader {
       }
     }
     parse_lcores(section(top, "lcores", {"control", "workers"}), config.lcores);
-    const Map dp = section(top, "dataplane",
-                           {"port_id", "mbufs", "burst", "rx_descriptors", "tx_descriptors", "idle_backoff_us",
-                            "neighbors", "arp_hints"});
+    const Map dp = section(
+        top, "dataplane",
+        {"port_id", "mbufs", "burst", "rx_descriptors", "tx_descriptors", "idle_backoff_us", "neighbors", "arp_hints"});
     for (std::string_view name : {"neighbors", "arp_hints"}) {
       if (std::optional<Field> f = dp.find(name)) {
         fail(f->path, f->line, "native mode only: in mode: memberlist frames pass unchanged; remove it");
@@ -244,15 +245,16 @@ class Parser : public strict::Reader {
     parse_dataplane(dp, config.dataplane);
     const Map control = section(top, "control", {"socket", "state_dir"});
     if (std::optional<Field> f = control.find("state_dir")) {
-      fail(f->path, f->line, "native mode only: mode: memberlist persists nothing (the keyring is memberlist.keyring_file)");
+      fail(f->path, f->line,
+           "native mode only: mode: memberlist persists nothing (the keyring is memberlist.keyring_file)");
     }
     parse_control(control, config.control);
     parse_metrics(section(top, "metrics", {"interval_ms", "telemetry", "prometheus_address", "prometheus_port"}),
                   config.metrics);
     parse_log(section(top, "log", {"level"}), config.log);
     parse_memberlist(section(top, "memberlist",
-                             {"ports", "agent_port_id", "allow_cidrs", "allow_plaintext_cidrs", "keyring_file",
-                              "label", "per_source_pps", "per_source_burst", "sources", "tcp_connections_per_sec",
+                             {"ports", "agent_port_id", "allow_cidrs", "allow_plaintext_cidrs", "keyring_file", "label",
+                              "per_source_pps", "per_source_burst", "sources", "tcp_connections_per_sec",
                               "tcp_connections_burst", "egress_bytes_per_sec", "egress_burst_bytes", "max_inflated",
                               "max_name", "max_probe_messages", "agent_udp_port"}),
                      config);
@@ -301,7 +303,8 @@ class Parser : public strict::Reader {
     if (std::optional<Field> f = m.find("label")) {
       ml.label = read_string(*f);
       if (ml.label.size() > 255) {
-        fail(f->path, f->line, "must be 0..255 bytes (memberlist's label header), got " + std::to_string(ml.label.size()));
+        fail(f->path, f->line,
+             "must be 0..255 bytes (memberlist's label header), got " + std::to_string(ml.label.size()));
       }
     }
     if (auto f = m.find("per_source_pps")) ml.per_source_pps = read_uint<std::uint32_t>(*f, 1, 10000000);
@@ -1068,9 +1071,10 @@ void check_memory(const Config& c, std::uint64_t available, std::string_view sou
   constexpr std::uint64_t kMiB = 1024 * 1024;
   if (c.mode == Mode::kMemberlist) {
     throw ConfigError(std::string(source), "memberlist.sources", 0,
-                      "this config needs " + std::to_string((n.total() + kMiB - 1) / kMiB) + " MiB of filter tables for " +
-                          std::to_string(c.lcores.workers.size()) + " worker(s), more than the " +
-                          std::to_string(available / kMiB) + " MiB this machine has; lower memberlist.sources");
+                      "this config needs " + std::to_string((n.total() + kMiB - 1) / kMiB) +
+                          " MiB of filter tables for " + std::to_string(c.lcores.workers.size()) +
+                          " worker(s), more than the " + std::to_string(available / kMiB) +
+                          " MiB this machine has; lower memberlist.sources");
   }
   throw ConfigError(std::string(source), "rings.size", 0,
                     "this config needs " + std::to_string((n.total() + kMiB - 1) / kMiB) + " MiB (hand-off rings " +

@@ -186,7 +186,8 @@ std::optional<CidrSet> CidrSet::parse(std::span<const std::string> cidrs, std::s
     unsigned bits = max_bits;
     if (slash != std::string::npos) {
       const std::string_view len = std::string_view(text).substr(slash + 1);
-      if (len.empty() || len.size() > 3 || !std::all_of(len.begin(), len.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      if (len.empty() || len.size() > 3 ||
+          !std::all_of(len.begin(), len.end(), [](char c) { return c >= '0' && c <= '9'; })) {
         return fail("prefix length must be 0.." + std::to_string(max_bits));
       }
       bits = 0;
@@ -326,7 +327,8 @@ FilterResult FilterLcore::decide_inbound(const std::uint8_t* frame, std::uint32_
     return r;
   }
   inspect_.keyring = keys;
-  inspect_.allow_plaintext = !cfg_.plaintext_allow.empty() && cfg_.plaintext_allow.contains(src.ip.data(), src.ip.size());
+  inspect_.allow_plaintext =
+      !cfg_.plaintext_allow.empty() && cfg_.plaintext_allow.contains(src.ip.data(), src.ip.size());
   const Result res = inspect(f.l4 + kUdpHeader, f.l4_len - kUdpHeader, src, inspect_, scratch_);
   ++counters_.ml[static_cast<std::size_t>(res.verdict)];
   if (res.key_index >= 0 && static_cast<std::size_t>(res.key_index) < counters_.opened_by_key.size()) {

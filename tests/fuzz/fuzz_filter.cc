@@ -127,9 +127,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool outbound = (mode & 1) != 0;
   const Keyring* keys = (mode & 2) != 0 ? keyring() : nullptr;
   Pair& p = pair((mode & 4) != 0);
-  std::vector<std::uint8_t> frame =
-      (mode & 8) != 0 ? wrap(data + 1, size - 1, (mode & 16) != 0, (mode & 32) != 0)
-                      : std::vector<std::uint8_t>(data + 1, data + size);
+  std::vector<std::uint8_t> frame = (mode & 8) != 0 ? wrap(data + 1, size - 1, (mode & 16) != 0, (mode & 32) != 0)
+                                                    : std::vector<std::uint8_t>(data + 1, data + size);
   if (frame.size() > 0xffffffffu) return 0;
   const std::vector<std::uint8_t> before = frame;
   const std::uint32_t len = static_cast<std::uint32_t>(frame.size());

@@ -1313,8 +1313,7 @@ TEST(ConfigLoaderMemberlist, NativeSectionsAndFieldsAreRefusedByName) {
   }
   EXPECT_REJECTED("mode: memberlist\ndataplane:\n  arp_hints: true\n", "dataplane.arp_hints", 3, "native mode only");
   EXPECT_REJECTED("mode: memberlist\ndataplane:\n  neighbors: []\n", "dataplane.neighbors", 3, "native mode only");
-  EXPECT_REJECTED("mode: memberlist\ncontrol:\n  state_dir: /var/lib/gw\n", "control.state_dir", 3,
-                  "native mode only");
+  EXPECT_REJECTED("mode: memberlist\ncontrol:\n  state_dir: /var/lib/gw\n", "control.state_dir", 3, "native mode only");
   // The sections both modes share still work, and are still strict.
   const Config c = parse_config(
       "mode: memberlist\nlcores:\n  control: 2\n  workers: [3, 4]\ncontrol:\n  socket: /run/gw.sock\n"
@@ -1344,8 +1343,8 @@ TEST(ConfigLoaderMemberlist, PortsAndPortIds) {
 
 TEST(ConfigLoaderMemberlist, CidrEntriesAreCheckedWithTheirPath) {
   const std::string head = "mode: memberlist\nmemberlist:\n";
-  for (const char* ok : {"10.0.0.0/8", "0.0.0.0/0", "10.1.2.3/32", "10.1.2.3", "::/0", "fd00::/8", "::1/128",
-                         "::ffff:10.0.0.0/104"}) {
+  for (const char* ok :
+       {"10.0.0.0/8", "0.0.0.0/0", "10.1.2.3/32", "10.1.2.3", "::/0", "fd00::/8", "::1/128", "::ffff:10.0.0.0/104"}) {
     EXPECT_NO_THROW(parse_config(head + "  allow_cidrs: ['" + ok + "']\n", kSource, kBaseDir)) << ok;
   }
   EXPECT_REJECTED(head + "  allow_cidrs: [10.0.0.0/33]\n", "memberlist.allow_cidrs[0]", 3, "0..32");

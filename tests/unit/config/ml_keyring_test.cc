@@ -55,8 +55,9 @@ TEST(MlKeyring, BadFilesNameWhatIsWrong) {
   EXPECT_NE(parse_error("{\"keys\": []}").find("got a JSON object"), std::string::npos);
   EXPECT_NE(parse_error("\"MDEyMzQ1Njc4OWFiY2RlZg==\"").find("got a JSON string"), std::string::npos);
   EXPECT_NE(parse_error("[]").find("no keys"), std::string::npos);
-  EXPECT_NE(parse_error(std::string("[\"") + k16 + "\", 7]").find("key [1]: expected a base64 string, got a JSON number"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(std::string("[\"") + k16 + "\", 7]").find("key [1]: expected a base64 string, got a JSON number"),
+      std::string::npos);
   EXPECT_NE(parse_error("[\"not base64!\"]").find("key [0]: not standard padded base64"), std::string::npos);
   // Unpadded (Go's RawStdEncoding) and URL-safe are not what Serf writes.
   EXPECT_NE(parse_error("[\"MDEyMzQ1Njc4OWFiY2RlZg\"]").find("key [0]: not standard padded base64"), std::string::npos);
@@ -71,8 +72,8 @@ TEST(MlKeyring, BadFilesNameWhatIsWrong) {
 
 TEST(MlKeyring, AtMostSixteenDistinctKeys) {
   // Sixteen distinct 16-byte keys: "0123456789abcdeX" for X in A..P.
-  const char* tails[] = {"QQ==", "Qg==", "Qw==", "RA==", "RQ==", "Rg==", "Rw==", "SA==",
-                         "SQ==", "Sg==", "Sw==", "TA==", "TQ==", "Tg==", "Tw==", "UA==", "UQ=="};
+  const char* tails[] = {"QQ==", "Qg==", "Qw==", "RA==", "RQ==", "Rg==", "Rw==", "SA==", "SQ==",
+                         "Sg==", "Sw==", "TA==", "TQ==", "Tg==", "Tw==", "UA==", "UQ=="};
   std::string json = "[";
   for (int i = 0; i < 16; ++i) json += std::string(i ? "," : "") + "\"MDEyMzQ1Njc4OWFiY2Rl" + tails[i] + "\"";
   std::string error;

@@ -49,11 +49,11 @@ Bytes udp(std::uint16_t sport, std::uint16_t dport, const Bytes& payload) {
 
 constexpr std::uint8_t kSyn = 0x02;
 constexpr std::uint8_t kAck = 0x10;
-Bytes tcp(std::uint16_t sport, std::uint16_t dport, std::uint8_t flags) {
+Bytes tcp(std::uint16_t sport, std::uint16_t dport, std::uint8_t flags, std::uint8_t doff = 5) {
   Bytes b(20);
   put16(b, 0, sport);
   put16(b, 2, dport);
-  b[12] = 5 << 4;
+  b[12] = static_cast<std::uint8_t>(doff << 4);
   b[13] = flags;
   return b;
 }
@@ -190,7 +190,7 @@ class FilterTest : public ::testing::Test {
 TEST_F(FilterTest, WhatIsNotGossipPasses) {
   Bytes arp = eth(0x0806, Bytes(28, 0));
   EXPECT_EQ(verdict(arp), FrameVerdict::kPassIn);
-  EXPECT_EQ(verdict(Bytes{1, 2, 3}), FrameVerdict::kPassIn);                                     // runt
+  EXPECT_EQ(verdict(Bytes{1, 2, 3}), FrameVerdict::kPassIn);                                       // runt
   EXPECT_EQ(verdict(eth4(ipv4(kSrc4, kDst4, Bytes(8, 0), {.proto = 1}))), FrameVerdict::kPassIn);  // ICMP
   EXPECT_EQ(verdict(eth4(ipv4(kSrc4, kDst4, udp(5353, 53, Bytes(10, 1))))), FrameVerdict::kPassIn);
   EXPECT_EQ(verdict(eth4(ipv4_tcp(kSrc4, kDst4, tcp(40000, 22, kSyn)))), FrameVerdict::kPassIn);
@@ -320,15 +320,15 @@ TEST_F(FilterTest, LengthsThatLieAndFragmentsToAGossipPortAreDropped) {
       eth4(ipv4(kSrc4, kDst4, udp_long)),
       eth4(ipv4(kSrc4, kDst4, udp_short)),
       eth4(ipv4(kSrc4, kDst4, udp_tiny)),
-      eth4(ipv4(kSrc4, kDst4, udp(7946, 7946, msg), {.total_delta = 1})),    // IP longer than the frame
-      eth4(ipv4(kSrc4, kDst4, udp(7946, 7946, msg), {.total_delta = -1})),   // IP shorter than UDP says
-      eth4(ipv4(kSrc4, kDst4, udp(7946, 7946, msg), {.frag = 0x2000})),      // first fragment (MF)
-      eth4(ipv4(kSrc4, kDst4, Bytes{0x1f}, {.frag = 0x2000})),               // tiny first fragment, no ports
-      eth4(ipv4_tcp(kSrc4, kDst4, tcp(40000, 7946, kSyn), {.frag = 0x2000})),   // TCP first fragment
+      eth4(ipv4(kSrc4, kDst4, udp(7946, 7946, msg), {.total_delta = 1})),      // IP longer than the frame
+      eth4(ipv4(kSrc4, kDst4, udp(7946, 7946, msg), {.total_delta = -1})),     // IP shorter than UDP says
+      eth4(ipv4(kSrc4, kDst4, udp(7946, 7946, msg), {.frag = 0x2000})),        // first fragment (MF)
+      eth4(ipv4(kSrc4, kDst4, Bytes{0x1f}, {.frag = 0x2000})),                 // tiny first fragment, no ports
+      eth4(ipv4_tcp(kSrc4, kDst4, tcp(40000, 7946, kSyn), {.frag = 0x2000})),  // TCP first fragment
       eth4(ipv4_tcp(kSrc4, kDst4, tcp(40000, 7946, kAck), {.total_delta = 4})),
       eth4(ipv4_tcp(kSrc4, kDst4, Bytes{0x9c, 0x40, 0x1f, 0x0a})),  // TCP ports only (fuzz_filter found a read past it)
-      eth4(ipv4_tcp(kSrc4, kDst4, [] { Bytes t = tcp(40000, 7946, kAck); t[12] = 6 << 4; return t; }())),  // doff past the end
-      eth6(ipv6(kSrc6, kDst6, 17, udp(7946, 7946, msg), {}, 1)),             // payload length lies
+      eth4(ipv4_tcp(kSrc4, kDst4, tcp(40000, 7946, kAck, /*doff=*/6))),  // data offset past the end
+      eth6(ipv6(kSrc6, kDst6, 17, udp(7946, 7946, msg), {}, 1)),         // payload length lies
       eth6(ipv6(kSrc6, kDst6, 17, udp(7946, 7946, msg), {fragment(0, true)})),
       eth6(ipv6(kSrc6, kDst6, 17, udp(7946, 7946, msg), {fragment(0, false)})),  // atomic fragment
   };
@@ -404,7 +404,8 @@ TEST_F(FilterTest, NewTcpConnectionsPerSourceAreCapped) {
   EXPECT_EQ(verdict(syn, nullptr, 2 * kSec), FrameVerdict::kPassIn);
   EXPECT_EQ(verdict(syn, nullptr, 2 * kSec), FrameVerdict::kDropTcpConnRate);
   // SYNs to other ports are not counted.
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(verdict(eth4(ipv4_tcp(kSrc4, kDst4, tcp(40000, 22, kSyn)))), FrameVerdict::kPassIn);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(verdict(eth4(ipv4_tcp(kSrc4, kDst4, tcp(40000, 22, kSyn)))), FrameVerdict::kPassIn);
   EXPECT_EQ(frames(FrameVerdict::kDropTcpConnRate), 3u);
   EXPECT_EQ(sum(counters().ml), 0u);
 }
@@ -464,16 +465,16 @@ TEST_F(FilterTest, EveryFrameVerdictIsReachedAndCountedOnce) {
   const Bytes big = eth4(ipv4(kDst4, kSrc4, udp(7946, 7946, Bytes(1000, 0))));
   std::set<FrameVerdict> seen;
   const auto note = [&](FrameVerdict v) { seen.insert(v); };
-  note(verdict(gossip4(test::suspect())));                                             // to_agent
-  note(verdict(gossip4(test::suspect())));                                             // drop_rate_limited
-  note(verdict(gossip4(Bytes{6, 0x80}, {10, 0, 0, 7})));                               // drop_inspected
-  note(verdict(eth(0x0806, Bytes(28, 0))));                                            // pass_in
+  note(verdict(gossip4(test::suspect())));                                               // to_agent
+  note(verdict(gossip4(test::suspect())));                                               // drop_rate_limited
+  note(verdict(gossip4(Bytes{6, 0x80}, {10, 0, 0, 7})));                                 // drop_inspected
+  note(verdict(eth(0x0806, Bytes(28, 0))));                                              // pass_in
   note(verdict(eth4(ipv4(kSrc4, kDst4, udp(7946, 7946, Bytes{1}), {.frag = 0x2000}))));  // drop_frame
-  note(verdict(gossip4(test::suspect(), {192, 0, 2, 1})));                             // drop_not_allowed
-  note(verdict(eth4(ipv4_tcp(kSrc4, kDst4, tcp(1, 7946, kSyn)))));                         // pass_in
-  note(verdict(eth4(ipv4_tcp(kSrc4, kDst4, tcp(1, 7946, kSyn)))));                         // drop_tcp_conn_rate
-  note(out(big));                                                                      // to_network
-  note(out(big));                                                                      // drop_egress_budget
+  note(verdict(gossip4(test::suspect(), {192, 0, 2, 1})));                               // drop_not_allowed
+  note(verdict(eth4(ipv4_tcp(kSrc4, kDst4, tcp(1, 7946, kSyn)))));                       // pass_in
+  note(verdict(eth4(ipv4_tcp(kSrc4, kDst4, tcp(1, 7946, kSyn)))));                       // drop_tcp_conn_rate
+  note(out(big));                                                                        // to_network
+  note(out(big));                                                                        // drop_egress_budget
   EXPECT_EQ(seen.size(), kFrameVerdictCount);
   for (std::size_t i = 0; i < kFrameVerdictCount; ++i) {
     EXPECT_EQ(counters().frames[i], i == static_cast<std::size_t>(FrameVerdict::kPassIn) ? 2u : 1u)
