@@ -267,11 +267,19 @@ memberlist:
   keyring_file: keyring.json
 """)
         stats_path = os.path.join(tmp, "stats.json")
+        eal = [GW, "-l", "0,1", "--no-huge", "-m", "256", "--no-pci", f"--file-prefix={prefix}",
+               "--log-level=lib.eal:warning", "--log-level=pmd.net.af_packet:warning",
+               f"--vdev=net_af_packet0,iface={NIC_IF}"]
+
+        # Without the agent's port: a start-up error naming the field, exit 2.
+        r = subprocess.run(["ip", "netns", "exec", NS_G, *eal, "--", "--config", cfg], capture_output=True,
+                           text=True, timeout=30)
+        check("no agent port: exit 2 naming memberlist.agent_port_id",
+              r.returncode == 2 and "memberlist.agent_port_id: port 1 does not exist" in r.stderr,
+              f"{r.returncode}: {r.stderr[-1000:]}")
         log = open(log_path, "w")
         gw = subprocess.Popen(
-            ["ip", "netns", "exec", NS_G, GW, "-l", "0,1", "--no-huge", "-m", "256", "--no-pci",
-             f"--file-prefix={prefix}", "--log-level=lib.eal:warning", "--log-level=pmd.net.af_packet:warning",
-             f"--vdev=net_af_packet0,iface={NIC_IF}", f"--vdev=net_tap0,iface={TAP_IF}", "--",
+            ["ip", "netns", "exec", NS_G, *eal, f"--vdev=net_tap0,iface={TAP_IF}", "--",
              "--config", cfg, "--stats-json", stats_path],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
