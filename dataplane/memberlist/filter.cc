@@ -103,14 +103,20 @@ void parse_ipv4(Frame& f, const std::uint8_t* ip, std::uint32_t avail) noexcept 
 void parse_ipv6(Frame& f, const std::uint8_t* ip, std::uint32_t avail) noexcept {
   if (avail < 40 || (ip[0] >> 4) != 6) return;
   const std::uint32_t payload = be16(ip + 4);
-  const bool ip_ok = 40 + payload <= avail;  // a jumbogram (payload 0) fails at L4
+  // Payload length 0 (a jumbogram) leaves no L4 bytes within `end`: behind
+  // a hop-by-hop header it is dropped below, without one it passes as the
+  // empty datagram the kernel reads it as.
+  const bool ip_ok = 40 + payload <= avail;
   const std::uint32_t end = ip_ok ? 40 + payload : avail;
   std::uint8_t next = ip[6];
   std::uint32_t at = 40;
   // The kernel walks these before it reaches UDP or TCP, so the filter does.
   for (int n = 0;; ++n) {
     if (next == kProtoUdp || next == kProtoTcp) break;
-    if (next != kIp6HopByHop && next != kIp6Routing && next != kIp6DestOpts && next != kIp6Fragment) return;
+    if (next != kIp6HopByHop && next != kIp6Routing && next != kIp6DestOpts && next != kIp6Fragment) {
+      f.fragment = false;  // not UDP or TCP (ICMPv6, ESP, ...): passes, fragmented or not
+      return;
+    }
     if (n == kMaxIp6ExtHeaders || at + 8 > end) {
       // Too long a chain, or a header that does not fit: the kernel would
       // drop the latter; neither can be shown not to be gossip.
@@ -121,7 +127,10 @@ void parse_ipv6(Frame& f, const std::uint8_t* ip, std::uint32_t avail) noexcept 
     }
     const std::uint8_t* h = ip + at;
     if (next == kIp6Fragment) {
-      if ((be16(h + 2) & 0xfff8) != 0) return;  // a later fragment: passes (see parse_ipv4)
+      if ((be16(h + 2) & 0xfff8) != 0) {
+        f.fragment = false;  // a later fragment: passes (see parse_ipv4)
+        return;
+      }
       f.fragment = true;
       at += 8;
     } else {

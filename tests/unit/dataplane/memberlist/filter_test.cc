@@ -336,6 +336,9 @@ TEST_F(FilterTest, LengthsThatLieAndFragmentsToAGossipPortAreDropped) {
   // A later fragment has no ports and cannot reassemble without its dropped first: passes.
   EXPECT_EQ(verdict(eth4(ipv4(kSrc4, kDst4, Bytes(16, 0), {.frag = 0x0004}))), FrameVerdict::kPassIn);
   EXPECT_EQ(verdict(eth6(ipv6(kSrc6, kDst6, 17, Bytes(16, 0), {fragment(3, false)}))), FrameVerdict::kPassIn);
+  // Fragments of what is not UDP or TCP are not the filter's business.
+  EXPECT_EQ(verdict(eth6(ipv6(kSrc6, kDst6, 58, Bytes(64, 0), {fragment(0, true)}))), FrameVerdict::kPassIn);
+  EXPECT_EQ(verdict(eth4(ipv4(kSrc4, kDst4, Bytes(64, 0), {.proto = 1, .frag = 0x2000}))), FrameVerdict::kPassIn);
   // An extension-header chain longer than any sender's is dropped, whatever it carries.
   std::vector<std::pair<std::uint8_t, Bytes>> chain(9, dest_opts());
   EXPECT_EQ(verdict(eth6(ipv6(kSrc6, kDst6, 17, udp(7946, 7946, msg), chain))), FrameVerdict::kDropFrame);
