@@ -216,7 +216,7 @@ gw_pid() { cat "$dir/gw/pid" 2>/dev/null || true; }
 gw_is_ours() {  # PID
   local pid=$1
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--file-prefix=$(gw_prefix) " || return 1
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "--file-prefix=$(gw_prefix) " || return 1
   [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ]
 }
 
@@ -297,8 +297,9 @@ YAML
   } >"$g/gossipgw.yaml"
 }
 
-if_mac() { ip -n "$1" -o link show dev "$2" 2>/dev/null | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p'; }
-if_up() { ip -n "$1" -o link show dev "$2" 2>/dev/null | grep -q '<[^>]*\bUP\b'; }
+# "" (not a failure) while the interface does not exist.
+if_mac() { { ip -n "$1" -o link show dev "$2" 2>/dev/null || true; } | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p'; }
+if_up() { { ip -n "$1" -o link show dev "$2" 2>/dev/null || true; } | grep -q '<[^>]*\bUP\b'; }
 
 # In agent K's namespace: gossipgw on up0 (its NIC) with the tap gwml0 (its
 # exception path). Returns once gwml0 is up with up0's MAC (the gateway
@@ -458,6 +459,7 @@ up() {
     die "--rollout needs --kind memberlist and a key (serf 0.9.4 exposes no GossipVerifyIncoming)"
   need_root
   local serf_bin=${SERF_BIN:-/opt/serf-0.9.4/usr/bin/serf}
+  if [ -n "$gw" ]; then command -v ethtool >/dev/null || die "ethtool not found (apt-get install ethtool, or scripts/setup-deps.sh)"; fi
   if [ "$kind" = serf ]; then
     [ -x "$serf_bin" ] || die "$serf_bin not found: run scripts/setup-deps.sh (or set SERF_BIN)"
   fi
@@ -548,6 +550,11 @@ ENV
       na=$(ns_agent "$i")
       ip link add name up0 netns "$na" type veth peer name "sfp$i" netns "$ns_sw"
       ip -n "$ns_sw" link set "sfp$i" master "$bridge" up
+      # Frames on a wire have whole checksums and fit the MTU: the bridge
+      # port toward the gateway's NIC finishes what the veths left to
+      # "hardware" (partial checksums, 64 KB TCP segments), which a NIC
+      # read through af_packet would otherwise pass on unfinished.
+      ip netns exec "$ns_sw" ethtool -K "sfp$i" tx off tso off gso off >/dev/null
       ip netns exec "$na" sysctl -qw net.ipv4.conf.up0.rp_filter=1 net.ipv4.conf.up0.arp_ignore=8 \
         net.ipv4.conf.up0.accept_local=0
       ip -n "$na" link set up0 arp off
