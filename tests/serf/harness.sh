@@ -283,6 +283,10 @@ dataplane:
   idle_backoff_us: $GW_BACKOFF
 log:
   level: info
+metrics:
+  # Counters published every 50 ms: serf_test.py reads them over DPDK
+  # telemetry after each attack (/gossipgw/metrics).
+  interval_ms: 50
 memberlist:
   ports: [$port]
   agent_port_id: 1

@@ -166,9 +166,11 @@ def ctr(flat, name):
     keys = [k for k in flat if k == name or k.endswith("." + name)]
     if not keys:
         return 0
-    tot = [k for k in keys if "total" in k]
-    if tot:
-        keys = tot
+    # frames.<verdict> and ml.<verdict> in the stats JSON, <family>.verdict.<v>
+    # live: not bytes.to_agent or a port's counters of the same name.
+    verdicts = [k for k in keys if k.split(".")[-2:-1] in (["frames"], ["ml"], ["verdict"])]
+    if verdicts:
+        keys = verdicts
     depth = min(k.count(".") for k in keys)
     return sum(flat[k] for k in keys if k.count(".") == depth)
 
@@ -188,26 +190,53 @@ class Gateway:
     def pid(self):
         return int(self.h.run("gw-pid").stdout.strip())
 
-    def live(self):
-        """Flattened counters now, or None if the gateway answers no
-        telemetry query (then only the final stats count)."""
+    def telemetry(self, cmd):
         import socket
-        path = f"/var/run/dpdk/{self.prefix}/dpdk_telemetry.v2"
-        out = {}
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.settimeout(2)
         try:
-            for cmd in ("/gossipgw/totals",):
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-                s.settimeout(2)
-                try:
-                    s.connect(path)
-                    s.recv(4096)  # the greeting
-                    s.send(cmd.encode())
-                    out.update(flatten(json.loads(s.recv(1 << 20).decode())))
-                finally:
-                    s.close()
-        except (OSError, ValueError):
+            s.connect(f"/var/run/dpdk/{self.prefix}/dpdk_telemetry.v2")
+            s.recv(4096)  # the greeting
+            s.send(cmd.encode())
+            return json.loads(s.recv(1 << 20).decode())[cmd.split(",")[0]]
+        finally:
+            s.close()
+
+    def live(self):
+        """The frame and inspector verdict counters now, flattened
+        ("gossipgw_ml_frames_total.verdict.drop_not_allowed"), from DPDK
+        telemetry (/gossipgw/metrics, published every metrics.interval_ms:
+        50 ms in the harness's config). "Now" is a publication made after
+        this call began (two publications later: the first may have been
+        under way). None if the gateway answers no telemetry (then only
+        the final --stats-json counts)."""
+        try:
+            page0 = self.telemetry("/gossipgw/metrics,0")
+            if not isinstance(page0, dict) or "_publication" not in page0:
+                return None
+            pub0, end = int(page0["_publication"]), time.monotonic() + 5
+            while int(page0["_publication"]) < pub0 + 2:
+                if time.monotonic() > end:
+                    return None
+                time.sleep(0.01)
+                page0 = self.telemetry("/gossipgw/metrics,0")
+            for _ in range(5):
+                pub, pages, out = page0["_publication"], int(page0["_pages"]), dict(page0)
+                for k in range(1, pages):
+                    out.update(self.telemetry(f"/gossipgw/metrics,{k}"))
+                if out["_publication"] == pub:
+                    break
+                page0 = self.telemetry("/gossipgw/metrics,0")
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        return out if any(ctr(out, n) for n in self.FRAME) or any(k.endswith("to_agent") for k in out) else None
+        flat = {}
+        for k, v in out.items():
+            if k.startswith(("gossipgw_ml_frames_total/", "gossipgw_ml_inspect_total/")):
+                try:
+                    flat[k.replace("/", ".")] = int(float(v))
+                except (TypeError, ValueError):
+                    pass
+        return flat or None
 
     def delta(self, before, name):
         now = self.live()
