@@ -342,7 +342,80 @@ struct LogConfig {
   std::string level = "info";
 };
 
+// What the gateway is (issue 54). native: the gateway of its own gossip
+// protocol (every section above). memberlist: a filter in front of an
+// unchanged memberlist agent (Serf, Consul, Nomad) on the same host
+// (docs/filter-mode.md); only lcores, dataplane (without neighbors and
+// arp_hints), control.socket, metrics, log and memberlist apply, and the
+// loader refuses the native-only sections and fields by name rather than
+// ignore them. Default native; in native mode a memberlist section is refused.
+enum class Mode : std::uint8_t { kNative, kMemberlist };
+
+// mode: memberlist (docs/filter-mode.md). Every inbound gossip packet passes,
+// in order, the source allow-list, the per-source token bucket (before any
+// crypto), then the packet inspector (dataplane/memberlist/inspect.h).
+struct MemberlistConfig {
+  // The agent's gossip ports (memberlist BindPort; Serf LAN 7946, Serf WAN
+  // 7302, Consul 8301/8302); UDP and TCP to them are gossip. 1..4 distinct
+  // ports of 1..65535. Default [7946].
+  std::vector<std::uint16_t> ports = {7946};
+  // DPDK port id of the exception path to the local agent (a net_tap or
+  // virtio_user vdev the operator gives in the EAL arguments). 0..65535,
+  // must differ from dataplane.port_id. Default 1.
+  std::uint16_t agent_port_id = 1;
+  // Sources that may send gossip at all: IPv4 and IPv6 prefixes
+  // ("10.0.0.0/8", "fd00::/8"; a bare address is /32 or /128). 0..1024
+  // entries. Default empty: ANY source may send (the per-source buckets and
+  // the inspector still apply); list the cluster's subnets where you can.
+  std::vector<std::string> allow_cidrs;
+  // Encryption rollout (memberlist GossipVerifyIncoming = false): sources
+  // whose packets no key opens are still read as plaintext (and counted
+  // ml_accepted_plaintext). Same form as allow_cidrs, 0..1024 entries.
+  // Default empty: plaintext is never accepted from anyone while a keyring
+  // is set.
+  std::vector<std::string> allow_plaintext_cidrs;
+  // The cluster's keyring file: a JSON array of base64 keys (16, 24 or 32
+  // bytes each), primary first, 1..16 keys; the format of
+  // `serf agent -keyring-file` and Consul's local.keyring
+  // (config/ml_keyring.h reads it). Relative paths against the config's
+  // directory. Default empty: a plaintext cluster.
+  std::string keyring_file;
+  // The cluster's memberlist label (memberlist Config.Label), 0..255 bytes.
+  // Default empty: packets must carry no label.
+  std::string label;
+  // Per-source token bucket for gossip UDP, packets per second and depth in
+  // packets, charged before any crypto. 1..10000000 each. Defaults 200, 400.
+  std::uint32_t per_source_pps = 200;
+  std::uint32_t per_source_burst = 400;
+  // Sources each worker keeps a bucket for (UDP and TCP each); when full the
+  // least recently used is evicted. 64..1048576. Default 65536.
+  std::uint32_t sources = 65536;
+  // New TCP connections (SYN without ACK) to a gossip port per source:
+  // connections per second and depth. 1..1000000 each. Defaults 4, 16.
+  std::uint32_t tcp_connections_per_sec = 4;
+  std::uint32_t tcp_connections_burst = 16;
+  // Egress budget for the agent's gossip UDP (from a gossip port), per
+  // worker: bytes per second of whole frames, 0 for no limit
+  // (0..4294967295); the burst above it in bytes (9216..4294967295, default
+  // 65536). A frame larger than the burst never goes out (counted
+  // drop_egress_budget), hence the floor of one jumbo frame.
+  std::uint64_t egress_bytes_per_sec = 0;
+  std::uint64_t egress_burst_bytes = 64 << 10;
+  // Bytes a compressed command may expand to. 1024..16777216. Default 65536.
+  std::uint32_t max_inflated = 64 * 1024;
+  // Bytes of a message's Node, From and SourceNode. 1..65535. Default 128.
+  std::uint32_t max_name = 128;
+  // Ping, indirect ping, ack or nack messages per packet (memberlist sends
+  // one). 1..255. Default 1.
+  std::uint32_t max_probe_messages = 1;
+  // The agent's own UDP gossip port, where an indirect ping with Port 0 is
+  // aimed (memberlist BindPort). 1..65535. Default 7946.
+  std::uint16_t agent_udp_port = 7946;
+};
+
 struct Config {
+  // Not a section: the top-level `mode:` field.
+  Mode mode = Mode::kNative;
   ClusterConfig cluster;
   NodeConfig node;
   LcoreConfig lcores;
@@ -355,6 +428,7 @@ struct Config {
   MetricsConfig metrics;
   EventsConfig events;
   LogConfig log;
+  MemberlistConfig memberlist;  // mode: memberlist only
   // Directory of the loaded file, for resolving relative paths. Not a YAML field.
   std::string base_dir;
 };

@@ -130,6 +130,32 @@ std::uint64_t repeat_weight(std::string_view p) {
   return stack.front();
 }
 
+// "" if `text` is an IPv4 or IPv6 prefix ("10.0.0.0/8", "fd00::/8", or a
+// bare address), else why not. Host bits set below the length are refused:
+// "10.1.2.3/8" is more likely a typo than a wish for 10.0.0.0/8.
+std::string cidr_problem(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  const std::optional<base::IpBytes> ip = base::parse_ip(text.substr(0, slash));
+  if (!ip) return "expected an IPv4 or IPv6 prefix such as \"10.0.0.0/8\" or \"fd00::/8\", got " + quote(text);
+  const std::size_t max_bits = ip->size() * 8;
+  std::size_t bits = max_bits;
+  if (slash != std::string::npos) {
+    const std::string len = text.substr(slash + 1);
+    std::uint64_t v = 0;
+    if (len.empty() || len.size() > 3 || !std::all_of(len.begin(), len.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        strict::parse_uint(len, v) != strict::UintParse::kOk || v > max_bits) {
+      return "prefix length must be 0.." + std::to_string(max_bits) + ", got " + quote(text);
+    }
+    bits = static_cast<std::size_t>(v);
+  }
+  for (std::size_t b = bits; b < max_bits; ++b) {
+    if (((*ip)[b / 8] >> (7 - b % 8)) & 1) {
+      return "host bits set below the prefix length in " + quote(text) + " (did you mean the network address?)";
+    }
+  }
+  return "";
+}
+
 class Parser : public strict::Reader {
  public:
   explicit Parser(std::string source) : Reader(std::move(source)) {}
@@ -140,12 +166,29 @@ class Parser : public strict::Reader {
       fail("", line_of(root), "top level must be a map of sections, got " + describe(root));
     }
     const Map top(*this, root, "", line_of(root),
-                  {"cluster", "node", "lcores", "rings", "dataplane", "limits", "classifier", "membership", "control",
-                   "metrics", "events", "log"},
+                  {"mode", "cluster", "node", "lcores", "rings", "dataplane", "limits", "classifier", "membership",
+                   "control", "metrics", "events", "log", "memberlist"},
                   false);
 
     Config config;
     config.base_dir = std::string(base_dir);
+    if (std::optional<Field> f = top.find("mode")) {
+      const std::string mode = read_string(*f);
+      if (mode == "native") {
+        config.mode = Mode::kNative;
+      } else if (mode == "memberlist") {
+        config.mode = Mode::kMemberlist;
+      } else {
+        fail(f->path, f->line, "unknown mode " + quote(mode) + "; expected native or memberlist");
+      }
+    }
+    if (config.mode == Mode::kMemberlist) {
+      parse_memberlist_mode(top, config);
+      return config;
+    }
+    if (std::optional<Field> f = top.find("memberlist")) {
+      fail(f->path, f->line, "only read in mode: memberlist (this config is mode: native, the default)");
+    }
     parse_cluster(section(top, "cluster", {"name", "suite", "keys", "operator_public_key"}), config);
     parse_node(section(top, "node", {"name", "address", "port", "prefix_len"}), config.node);
     parse_lcores(section(top, "lcores", {"control", "workers"}), config.lcores);
@@ -179,6 +222,129 @@ class Parser : public strict::Reader {
   }
 
  private:
+  // mode: memberlist (docs/filter-mode.md). The native gateway's own
+  // sections mean nothing to a filter in front of someone else's agent, so
+  // they are refused by name rather than silently ignored: an operator who
+  // copied them over learns at once that they have no effect.
+  void parse_memberlist_mode(const Map& top, Config& config) const {
+    for (std::string_view name : {"cluster", "node", "rings", "limits", "classifier", "membership", "events"}) {
+      if (std::optional<Field> f = top.find(name)) {
+        fail(f->path, f->line, "native mode only: not used in mode: memberlist; remove the section");
+      }
+    }
+    parse_lcores(section(top, "lcores", {"control", "workers"}), config.lcores);
+    const Map dp = section(top, "dataplane",
+                           {"port_id", "mbufs", "burst", "rx_descriptors", "tx_descriptors", "idle_backoff_us",
+                            "neighbors", "arp_hints"});
+    for (std::string_view name : {"neighbors", "arp_hints"}) {
+      if (std::optional<Field> f = dp.find(name)) {
+        fail(f->path, f->line, "native mode only: in mode: memberlist frames pass unchanged; remove it");
+      }
+    }
+    parse_dataplane(dp, config.dataplane);
+    const Map control = section(top, "control", {"socket", "state_dir"});
+    if (std::optional<Field> f = control.find("state_dir")) {
+      fail(f->path, f->line, "native mode only: mode: memberlist persists nothing (the keyring is memberlist.keyring_file)");
+    }
+    parse_control(control, config.control);
+    parse_metrics(section(top, "metrics", {"interval_ms", "telemetry", "prometheus_address", "prometheus_port"}),
+                  config.metrics);
+    parse_log(section(top, "log", {"level"}), config.log);
+    parse_memberlist(section(top, "memberlist",
+                             {"ports", "agent_port_id", "allow_cidrs", "allow_plaintext_cidrs", "keyring_file",
+                              "label", "per_source_pps", "per_source_burst", "sources", "tcp_connections_per_sec",
+                              "tcp_connections_burst", "egress_bytes_per_sec", "egress_burst_bytes", "max_inflated",
+                              "max_name", "max_probe_messages", "agent_udp_port"}),
+                     config);
+  }
+
+  void parse_memberlist(const Map& m, Config& config) const {
+    MemberlistConfig& ml = config.memberlist;
+    if (std::optional<Field> ports = m.find("ports")) {
+      const YAML::Node& list = ports->value;
+      if (!list.IsSequence()) fail(ports->path, ports->line, "expected a list of UDP/TCP ports, got " + describe(list));
+      if (list.size() < 1 || list.size() > 4) {
+        fail(ports->path, ports->line, "must have 1..4 entries, got " + std::to_string(list.size()));
+      }
+      ml.ports.clear();
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const Field f = strict::element(*ports, i);
+        const std::uint16_t port = read_uint<std::uint16_t>(f, 1, 65535);
+        const auto dup = std::find(ml.ports.begin(), ml.ports.end(), port);
+        if (dup != ml.ports.end()) {
+          fail(f.path, f.line,
+               "port " + std::to_string(port) + " is also " +
+                   indexed(ports->path, static_cast<std::size_t>(dup - ml.ports.begin())));
+        }
+        ml.ports.push_back(port);
+      }
+    }
+    if (std::optional<Field> f = m.find("agent_port_id")) {
+      ml.agent_port_id = read_uint<std::uint16_t>(*f);
+      if (ml.agent_port_id == config.dataplane.port_id) {
+        fail(f->path, f->line,
+             "must differ from dataplane.port_id (" + std::to_string(config.dataplane.port_id) +
+                 "): the agent's exception path is a port of its own (a net_tap or virtio_user vdev)");
+      }
+    } else if (ml.agent_port_id == config.dataplane.port_id) {
+      fail(join(m.path(), "agent_port_id"), m.line(),
+           "the default (1) equals dataplane.port_id; set the DPDK port id of the agent's exception path");
+    }
+    if (std::optional<Field> f = m.find("allow_cidrs")) ml.allow_cidrs = read_cidrs(*f);
+    if (std::optional<Field> f = m.find("allow_plaintext_cidrs")) ml.allow_plaintext_cidrs = read_cidrs(*f);
+    if (std::optional<Field> f = m.find("keyring_file")) {
+      ml.keyring_file = read_string(*f);
+      if (ml.keyring_file.size() > 4000 || ml.keyring_file.find('\0') != std::string::npos) {
+        fail(f->path, f->line, "must be a path of at most 4000 bytes without NUL");
+      }
+    }
+    if (std::optional<Field> f = m.find("label")) {
+      ml.label = read_string(*f);
+      if (ml.label.size() > 255) {
+        fail(f->path, f->line, "must be 0..255 bytes (memberlist's label header), got " + std::to_string(ml.label.size()));
+      }
+    }
+    if (auto f = m.find("per_source_pps")) ml.per_source_pps = read_uint<std::uint32_t>(*f, 1, 10000000);
+    if (auto f = m.find("per_source_burst")) ml.per_source_burst = read_uint<std::uint32_t>(*f, 1, 10000000);
+    if (auto f = m.find("sources")) ml.sources = read_uint<std::uint32_t>(*f, 64, 1048576);
+    if (auto f = m.find("tcp_connections_per_sec")) {
+      ml.tcp_connections_per_sec = read_uint<std::uint32_t>(*f, 1, 1000000);
+    }
+    if (auto f = m.find("tcp_connections_burst")) ml.tcp_connections_burst = read_uint<std::uint32_t>(*f, 1, 1000000);
+    if (auto f = m.find("egress_bytes_per_sec")) {
+      ml.egress_bytes_per_sec = read_uint<std::uint64_t>(*f, 0, 4294967295ULL);
+    }
+    if (auto f = m.find("egress_burst_bytes")) {
+      ml.egress_burst_bytes = read_uint<std::uint64_t>(*f, 9216, 4294967295ULL);
+    }
+    if (auto f = m.find("max_inflated")) ml.max_inflated = read_uint<std::uint32_t>(*f, 1024, 16777216);
+    if (auto f = m.find("max_name")) ml.max_name = read_uint<std::uint32_t>(*f, 1, 65535);
+    if (auto f = m.find("max_probe_messages")) ml.max_probe_messages = read_uint<std::uint32_t>(*f, 1, 255);
+    if (auto f = m.find("agent_udp_port")) ml.agent_udp_port = read_uint<std::uint16_t>(*f, 1, 65535);
+  }
+
+  // A list of "PREFIX/LEN" or bare addresses, checked here so a typo fails at
+  // load with its line (ml::CidrSet::parse reads the same spellings).
+  std::vector<std::string> read_cidrs(const Field& list_f) const {
+    constexpr std::size_t kMaxCidrs = 1024;
+    const YAML::Node& list = list_f.value;
+    if (!list.IsSequence()) {
+      fail(list_f.path, list_f.line, "expected a list of IPv4/IPv6 prefixes (\"10.0.0.0/8\"), got " + describe(list));
+    }
+    if (list.size() > kMaxCidrs) {
+      fail(list_f.path, list_f.line,
+           "at most " + std::to_string(kMaxCidrs) + " entries, got " + std::to_string(list.size()));
+    }
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Field f = strict::element(list_f, i);
+      std::string text = read_string(f);
+      if (const std::string why = cidr_problem(text); !why.empty()) fail(f.path, f.line, why);
+      out.push_back(std::move(text));
+    }
+    return out;
+  }
+
   // An absent section is an empty one: its required fields are reported as
   // missing (line 0), everything else takes the struct default.
   Map section(const Map& top, std::string_view name, std::initializer_list<std::string_view> known) const {
@@ -864,12 +1030,23 @@ std::uint64_t physical_memory_bytes() noexcept {
 }  // namespace
 
 MemoryNeed memory_needed(const Config& c) noexcept {
+  const std::uint64_t workers = c.lcores.workers.size();
+  if (c.mode == Mode::kMemberlist) {
+    // dataplane/memberlist/filter.h: two rate_limit.h tables (UDP packets,
+    // TCP connections) of bit_ceil(sources) 48-byte buckets, and the
+    // inspector's scratch (a 65,507-byte plaintext buffer, max_inflated
+    // bytes, LZW tables of 4,096 x 4 bytes) per worker; no hand-off rings.
+    const std::uint64_t buckets = 2 * ceil_pow2(c.memberlist.sources) * 48;
+    const std::uint64_t scratch = 65507 + std::uint64_t{c.memberlist.max_inflated} + 4096 * 4;
+    MemoryNeed n;
+    n.tables = workers * (buckets + scratch);
+    return n;
+  }
   // dataplane/payload_ring.h: records of whole 64-byte lines, a 48-byte
   // header then the payload rounded up to 16 bytes; capacity + 2 records.
   const std::uint64_t payload = c.limits.max_payload_bytes - 16;  // the tag is not copied
   const std::uint64_t lines = (48 + ((payload + 15) & ~std::uint64_t{15}) + 63) / 64;
   const std::uint64_t ring = (std::uint64_t{c.rings.size} + 2) * lines * 64;
-  const std::uint64_t workers = c.lcores.workers.size();
   MemoryNeed n;
   n.rings = workers * 4 * ring;
   // dataplane/replay.h: slots = bit_ceil(2 x windows), a 16-byte tag, a
@@ -889,6 +1066,12 @@ void check_memory(const Config& c, std::uint64_t available, std::string_view sou
   const MemoryNeed n = memory_needed(c);
   if (n.total() <= available) return;
   constexpr std::uint64_t kMiB = 1024 * 1024;
+  if (c.mode == Mode::kMemberlist) {
+    throw ConfigError(std::string(source), "memberlist.sources", 0,
+                      "this config needs " + std::to_string((n.total() + kMiB - 1) / kMiB) + " MiB of filter tables for " +
+                          std::to_string(c.lcores.workers.size()) + " worker(s), more than the " +
+                          std::to_string(available / kMiB) + " MiB this machine has; lower memberlist.sources");
+  }
   throw ConfigError(std::string(source), "rings.size", 0,
                     "this config needs " + std::to_string((n.total() + kMiB - 1) / kMiB) + " MiB (hand-off rings " +
                         std::to_string(n.rings / kMiB) + " MiB for " + std::to_string(c.lcores.workers.size()) +

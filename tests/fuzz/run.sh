@@ -14,7 +14,8 @@ usage: tests/fuzz/run.sh [--seconds N] [--corpus DIR] [--jobs N] [TARGET...]
                 build-fuzz/corpus); new inputs found are kept there
   --jobs N      libFuzzer workers per target (default 1)
   TARGET        ladder, guard_tables, config, compound, engine, pcap, classifier,
-                api_request, http_request, hosts, memberlist, scenario (default: all)
+                api_request, http_request, hosts, memberlist, ml_keyring, scenario
+                (default: all)
   --list        print the default targets, one a line, and exit
 
 The build (build-fuzz/: clang, ASan+UBSan, -Dfuzz=true) is the one
@@ -38,12 +39,12 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=${2:?}; shift 2 ;;
     --corpus) corpus=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
-    ladder|guard_tables|config|compound|engine|pcap|classifier|api_request|http_request|hosts|memberlist|scenario) targets+=("$1"); shift ;;
+    ladder|guard_tables|config|compound|engine|pcap|classifier|api_request|http_request|hosts|memberlist|ml_keyring|scenario) targets+=("$1"); shift ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(ladder guard_tables config compound engine pcap classifier api_request http_request hosts memberlist)
+  targets=(ladder guard_tables config compound engine pcap classifier api_request http_request hosts memberlist ml_keyring)
   [ -f "$(dirname "$0")/../../perf/gossipsim/scenario.h" ] && targets+=(scenario)
 fi
 if [ "$list" = 1 ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
@@ -66,7 +67,7 @@ mkdir -p "$seeds/config" "$seeds/pcap" "$seeds/engine" "$seeds/scenario"
 for f in perf/scenarios/*.yaml perf/scenarios/ci/*.yaml; do [ -f "$f" ] && cp "$f" "$seeds/scenario/$(echo "$f" | tr / _)"; done
 # Engine seeds: each opened plaintext behind a sender byte.
 for f in "$seeds"/compound/*; do { printf '\x01'; cat "$f"; } > "$seeds/engine/$(basename "$f")"; done
-cp config/examples/gossipgw.yaml "$seeds/config/"
+cp config/examples/gossipgw.yaml config/examples/filter-memberlist.yaml "$seeds/config/"
 for c in tests/pcap/cases/*/config.yaml; do cp "$c" "$seeds/config/$(basename "$(dirname "$c")").yaml"; done
 for p in "$root"/../shared/corpus/*.pcap; do [ -f "$p" ] && head -c 65536 "$p" > "$seeds/pcap/$(basename "$p")"; done
 [ -n "$(ls "$seeds/pcap")" ] || printf '\xd4\xc3\xb2\xa1\x02\x00\x04\x00' > "$seeds/pcap/minimal"
@@ -121,6 +122,13 @@ PY
 printf '\x02\x05\x83\xabIncarnation\x04\xa4Node\xa6node-c\xa4From\xa6node-a' > "$seeds/memberlist/dead"
 printf '\x82\x07\x02\x00\x03\x00\x03\x08abc\x08def' > "$seeds/memberlist/compound_vsn0"
 printf '\x42\x0c\x00\x00\x00\x00\x08' > "$seeds/memberlist/crc_label"
+
+# Keyring file seeds (memberlist.keyring_file, config/ml_keyring.h).
+mkdir -p "$seeds/ml_keyring"
+printf '["MDEyMzQ1Njc4OWFiY2RlZmdoaWprbG1ub3BxcnN0dXY=", "MDEyMzQ1Njc4OWFiY2RlZg=="]\n' > "$seeds/ml_keyring/two"
+printf '["MDEyMzQ1Njc4OWFiY2RlZmdoaWprbG1u"]' > "$seeds/ml_keyring/k24"
+printf '[]' > "$seeds/ml_keyring/empty"
+printf '{"keys": ["x"]}' > "$seeds/ml_keyring/object"
 
 report="$build/fuzz-report.txt"
 : > "$report"

@@ -309,8 +309,8 @@ TEST(ConfigLoaderReject, UnknownKeyFarFromAnyListsKnownFields) {
   EXPECT_EQ(foo.field, "foo");
   EXPECT_EQ(foo.line, 7);
   EXPECT_EQ(foo.message,
-            "unknown field 'foo'; known fields: cluster node lcores rings dataplane limits classifier membership "
-            "control metrics events log");
+            "unknown field 'foo'; known fields: mode cluster node lcores rings dataplane limits classifier "
+            "membership control metrics events log memberlist");
 }
 
 TEST(ConfigLoaderReject, UnknownKeyInsideKeyEntry) {
@@ -1207,6 +1207,204 @@ TEST(ConfigLoaderEvents, HostsAliasesAndManagedBlock) {
                   "events.hosts_file.path", 9, "needs a regular file");
   EXPECT_REJECTED(with_minimal("events:\n  hosts_file:\n    path: /h\n    managed_block: 1\n"),
                   "events.hosts_file.managed_block", 10, "boolean");
+}
+
+}  // namespace
+}  // namespace gw::config
+
+// --- mode: memberlist (issue 54, docs/filter-mode.md) ----------------------
+
+namespace gw::config {
+namespace {
+
+TEST(ConfigLoaderMemberlist, ModeDefaultsToNativeAndIsSpeltOut) {
+  EXPECT_EQ(parse_config(kMinimal, kSource, kBaseDir).mode, Mode::kNative);
+  EXPECT_EQ(parse_config("mode: native\n" + std::string(kMinimal), kSource, kBaseDir).mode, Mode::kNative);
+  EXPECT_EQ(parse_config("mode: memberlist\n", kSource, kBaseDir).mode, Mode::kMemberlist);
+  EXPECT_REJECTED("mode: serf\n", "mode", 1, "expected native or memberlist");
+  EXPECT_REJECTED("mode: 1\n", "mode", 1, "expected native or memberlist");
+}
+
+TEST(ConfigLoaderMemberlist, NativeModeRefusesAMemberlistSection) {
+  EXPECT_REJECTED(with_minimal("memberlist:\n  ports: [7946]\n"), "memberlist", 7, "only read in mode: memberlist");
+  EXPECT_REJECTED(with_minimal("memberlist:\n"), "memberlist", 7, "only read in mode: memberlist");
+}
+
+TEST(ConfigLoaderMemberlist, ExampleFileParsesWithEveryDefault) {
+  const std::string dir = std::string(GW_SOURCE_ROOT) + "/config/examples";
+  const Config c = load_config(dir + "/filter-memberlist.yaml");
+  ASSERT_EQ(c.mode, Mode::kMemberlist);
+  const MemberlistConfig d;
+  EXPECT_EQ(c.memberlist.ports, d.ports);
+  EXPECT_EQ(c.memberlist.ports, std::vector<std::uint16_t>{7946});
+  EXPECT_EQ(c.memberlist.agent_port_id, 1u);
+  EXPECT_TRUE(c.memberlist.allow_cidrs.empty());
+  EXPECT_TRUE(c.memberlist.allow_plaintext_cidrs.empty());
+  EXPECT_EQ(c.memberlist.keyring_file, "");
+  EXPECT_EQ(c.memberlist.label, "");
+  EXPECT_EQ(c.memberlist.per_source_pps, 200u);
+  EXPECT_EQ(c.memberlist.per_source_burst, 400u);
+  EXPECT_EQ(c.memberlist.sources, 65536u);
+  EXPECT_EQ(c.memberlist.tcp_connections_per_sec, 4u);
+  EXPECT_EQ(c.memberlist.tcp_connections_burst, 16u);
+  EXPECT_EQ(c.memberlist.egress_bytes_per_sec, 0u);
+  EXPECT_EQ(c.memberlist.egress_burst_bytes, 65536u);
+  EXPECT_EQ(c.memberlist.max_inflated, 65536u);
+  EXPECT_EQ(c.memberlist.max_name, 128u);
+  EXPECT_EQ(c.memberlist.max_probe_messages, 1u);
+  EXPECT_EQ(c.memberlist.agent_udp_port, 7946u);
+  EXPECT_EQ(c.dataplane.port_id, 0u);
+  EXPECT_EQ(c.lcores.workers, std::vector<unsigned>{1});
+  EXPECT_EQ(c.base_dir, dir);
+  // Native-only requirements are not asked for.
+  EXPECT_TRUE(c.cluster.name.empty());
+  EXPECT_TRUE(c.cluster.keys.empty());
+  EXPECT_TRUE(c.node.address.empty());
+}
+
+TEST(ConfigLoaderMemberlist, EveryFieldCanBeSet) {
+  const Config c = parse_config(
+      "mode: memberlist\n"
+      "dataplane:\n"
+      "  port_id: 3\n"
+      "memberlist:\n"
+      "  ports: [7946, 8301]\n"
+      "  agent_port_id: 0\n"
+      "  allow_cidrs: [10.0.0.0/8, 'fd00::/8', 192.0.2.7, 0.0.0.0/0]\n"
+      "  allow_plaintext_cidrs: [10.1.0.0/16]\n"
+      "  keyring_file: serf/local.keyring\n"
+      "  label: consul-segment-a\n"
+      "  per_source_pps: 50\n"
+      "  per_source_burst: 60\n"
+      "  sources: 1024\n"
+      "  tcp_connections_per_sec: 2\n"
+      "  tcp_connections_burst: 3\n"
+      "  egress_bytes_per_sec: 1000000\n"
+      "  egress_burst_bytes: 20000\n"
+      "  max_inflated: 4096\n"
+      "  max_name: 64\n"
+      "  max_probe_messages: 2\n"
+      "  agent_udp_port: 8301\n",
+      kSource, kBaseDir);
+  const MemberlistConfig& m = c.memberlist;
+  EXPECT_EQ(m.ports, (std::vector<std::uint16_t>{7946, 8301}));
+  EXPECT_EQ(m.agent_port_id, 0u);
+  EXPECT_EQ(m.allow_cidrs, (std::vector<std::string>{"10.0.0.0/8", "fd00::/8", "192.0.2.7", "0.0.0.0/0"}));
+  EXPECT_EQ(m.allow_plaintext_cidrs, std::vector<std::string>{"10.1.0.0/16"});
+  EXPECT_EQ(m.keyring_file, "serf/local.keyring");
+  EXPECT_EQ(resolve_path(c, m.keyring_file), std::string(kBaseDir) + "/serf/local.keyring");
+  EXPECT_EQ(m.label, "consul-segment-a");
+  EXPECT_EQ(m.per_source_pps, 50u);
+  EXPECT_EQ(m.per_source_burst, 60u);
+  EXPECT_EQ(m.sources, 1024u);
+  EXPECT_EQ(m.tcp_connections_per_sec, 2u);
+  EXPECT_EQ(m.tcp_connections_burst, 3u);
+  EXPECT_EQ(m.egress_bytes_per_sec, 1000000u);
+  EXPECT_EQ(m.egress_burst_bytes, 20000u);
+  EXPECT_EQ(m.max_inflated, 4096u);
+  EXPECT_EQ(m.max_name, 64u);
+  EXPECT_EQ(m.max_probe_messages, 2u);
+  EXPECT_EQ(m.agent_udp_port, 8301u);
+}
+
+TEST(ConfigLoaderMemberlist, NativeSectionsAndFieldsAreRefusedByName) {
+  for (const char* section : {"cluster", "node", "rings", "limits", "classifier", "membership", "events"}) {
+    EXPECT_REJECTED("mode: memberlist\n" + std::string(section) + ":\n", section, 2, "native mode only");
+  }
+  EXPECT_REJECTED("mode: memberlist\ndataplane:\n  arp_hints: true\n", "dataplane.arp_hints", 3, "native mode only");
+  EXPECT_REJECTED("mode: memberlist\ndataplane:\n  neighbors: []\n", "dataplane.neighbors", 3, "native mode only");
+  EXPECT_REJECTED("mode: memberlist\ncontrol:\n  state_dir: /var/lib/gw\n", "control.state_dir", 3,
+                  "native mode only");
+  // The sections both modes share still work, and are still strict.
+  const Config c = parse_config(
+      "mode: memberlist\nlcores:\n  control: 2\n  workers: [3, 4]\ncontrol:\n  socket: /run/gw.sock\n"
+      "metrics:\n  prometheus_port: 9100\nlog:\n  level: debug\n",
+      kSource, kBaseDir);
+  EXPECT_EQ(c.lcores.workers, (std::vector<unsigned>{3, 4}));
+  EXPECT_EQ(c.control.socket, "/run/gw.sock");
+  EXPECT_EQ(c.metrics.prometheus_port, 9100u);
+  EXPECT_EQ(c.log.level, "debug");
+  EXPECT_REJECTED("mode: memberlist\nmemberlist:\n  prots: [1]\n", "memberlist.prots", 3, "ports");
+}
+
+TEST(ConfigLoaderMemberlist, PortsAndPortIds) {
+  const std::string head = "mode: memberlist\nmemberlist:\n";
+  EXPECT_REJECTED(head + "  ports: []\n", "memberlist.ports", 3, "1..4 entries");
+  EXPECT_REJECTED(head + "  ports: [1, 2, 3, 4, 5]\n", "memberlist.ports", 3, "1..4 entries");
+  EXPECT_REJECTED(head + "  ports: [7946, 7946]\n", "memberlist.ports[1]", 3, "is also memberlist.ports[0]");
+  EXPECT_REJECTED(head + "  ports: [0]\n", "memberlist.ports[0]", 3, "");
+  EXPECT_REJECTED(head + "  ports: [65536]\n", "memberlist.ports[0]", 3, "");
+  EXPECT_REJECTED(head + "  ports: 7946\n", "memberlist.ports", 3, "expected a list");
+  EXPECT_REJECTED(head + "  agent_port_id: 0\n", "memberlist.agent_port_id", 3, "must differ from dataplane.port_id");
+  // The default agent port id (1) against a NIC on port 1.
+  EXPECT_REJECTED("mode: memberlist\ndataplane:\n  port_id: 1\nmemberlist:\n  label: x\n", "memberlist.agent_port_id",
+                  4, "equals dataplane.port_id");
+  EXPECT_REJECTED(head + "  agent_udp_port: 0\n", "memberlist.agent_udp_port", 3, "");
+}
+
+TEST(ConfigLoaderMemberlist, CidrEntriesAreCheckedWithTheirPath) {
+  const std::string head = "mode: memberlist\nmemberlist:\n";
+  for (const char* ok : {"10.0.0.0/8", "0.0.0.0/0", "10.1.2.3/32", "10.1.2.3", "::/0", "fd00::/8", "::1/128",
+                         "::ffff:10.0.0.0/104"}) {
+    EXPECT_NO_THROW(parse_config(head + "  allow_cidrs: ['" + ok + "']\n", kSource, kBaseDir)) << ok;
+  }
+  EXPECT_REJECTED(head + "  allow_cidrs: [10.0.0.0/33]\n", "memberlist.allow_cidrs[0]", 3, "0..32");
+  EXPECT_REJECTED(head + "  allow_cidrs: ['fd00::/129']\n", "memberlist.allow_cidrs[0]", 3, "0..128");
+  EXPECT_REJECTED(head + "  allow_cidrs: [10.0.0.0/]\n", "memberlist.allow_cidrs[0]", 3, "prefix length");
+  EXPECT_REJECTED(head + "  allow_cidrs: [10.0.0.0/-1]\n", "memberlist.allow_cidrs[0]", 3, "prefix length");
+  EXPECT_REJECTED(head + "  allow_cidrs: [10.0.0.0/0x8]\n", "memberlist.allow_cidrs[0]", 3, "prefix length");
+  EXPECT_REJECTED(head + "  allow_cidrs: [10.1.2.3/8]\n", "memberlist.allow_cidrs[0]", 3, "host bits");
+  EXPECT_REJECTED(head + "  allow_cidrs: [example.com/8]\n", "memberlist.allow_cidrs[0]", 3, "IPv4 or IPv6 prefix");
+  EXPECT_REJECTED(head + "  allow_cidrs: 10.0.0.0/8\n", "memberlist.allow_cidrs", 3, "expected a list");
+  EXPECT_REJECTED(head + "  allow_plaintext_cidrs: [10.0.0.0/8, bad]\n", "memberlist.allow_plaintext_cidrs[1]", 3,
+                  "IPv4 or IPv6 prefix");
+  std::string many = head + "  allow_cidrs: [";
+  for (int i = 0; i < 1025; ++i) many += std::string(i == 0 ? "" : ", ") + "10.0.0.1";
+  EXPECT_REJECTED(many + "]\n", "memberlist.allow_cidrs", 3, "at most 1024");
+}
+
+TEST(ConfigLoaderMemberlist, RangesFromConfigH) {
+  const std::string head = "mode: memberlist\nmemberlist:\n";
+  struct Case {
+    const char* field;
+    const char* bad;
+  };
+  for (const Case& k : std::initializer_list<Case>{{"per_source_pps", "0"},
+                                                   {"per_source_pps", "10000001"},
+                                                   {"per_source_burst", "0"},
+                                                   {"sources", "63"},
+                                                   {"sources", "1048577"},
+                                                   {"tcp_connections_per_sec", "0"},
+                                                   {"tcp_connections_burst", "1000001"},
+                                                   {"egress_bytes_per_sec", "4294967296"},
+                                                   {"egress_burst_bytes", "9215"},
+                                                   {"max_inflated", "1023"},
+                                                   {"max_inflated", "16777217"},
+                                                   {"max_name", "0"},
+                                                   {"max_probe_messages", "0"},
+                                                   {"max_probe_messages", "256"},
+                                                   {"agent_port_id", "65536"}}) {
+    SCOPED_TRACE(std::string(k.field) + " = " + k.bad);
+    EXPECT_REJECTED(head + "  " + k.field + ": " + k.bad + "\n", std::string("memberlist.") + k.field, 3, "");
+  }
+  EXPECT_REJECTED(head + "  label: " + std::string(256, 'a') + "\n", "memberlist.label", 3, "0..255 bytes");
+  EXPECT_EQ(parse_config(head + "  label: " + std::string(255, 'a') + "\n", kSource, kBaseDir).memberlist.label.size(),
+            255u);
+  EXPECT_REJECTED(head + "  keyring_file: \"a\\0b\"\n", "memberlist.keyring_file", 3, "NUL");
+}
+
+TEST(ConfigLoaderMemberlist, MemoryNeedIsTheFiltersTables) {
+  Config c = parse_config("mode: memberlist\nlcores:\n  workers: [1, 2]\n", kSource, kBaseDir);
+  const MemoryNeed n = memory_needed(c);
+  EXPECT_EQ(n.rings, 0u);
+  EXPECT_EQ(n.tables, 2u * (2u * 65536u * 48u + 65507u + 65536u + 4096u * 4u));
+  try {
+    check_memory(c, n.total() - 1, kSource);
+    FAIL() << "fits in less than it needs";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "memberlist.sources");
+  }
+  EXPECT_NO_THROW(check_memory(c, n.total(), kSource));
 }
 
 }  // namespace
