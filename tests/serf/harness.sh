@@ -319,7 +319,7 @@ start_gateway() {
   setsid ip netns exec "$ns" "$GW" \
     --lcores="0@($CORES),1@($CORES)" --no-huge -m 512 --no-pci \
     --file-prefix="$(gw_prefix)" --log-level=lib.eal:warning --log-level=pmd.net.af_packet:warning \
-    --vdev="net_af_packet0,iface=up0" --vdev="net_tap0,iface=gwml0" \
+    --vdev="net_af_packet0,iface=up0,framecnt=16384" --vdev="net_tap0,iface=gwml0" \
     -- --config "$g/gossipgw.yaml" --stats-json "$g/stats.json" \
     </dev/null >>"$g/gw.log" 2>&1 &
   pid=$!
