@@ -96,7 +96,12 @@ struct FilterConfig {
   // (0: no limit) and the burst above it.
   std::uint64_t egress_bytes_per_sec = 0;
   std::uint64_t egress_burst_bytes = 64 << 10;
-  // The inspector's own settings (label, keyring is set per burst, limits).
+  // The cluster's memberlist label (0..255 bytes); FilterLcore points its
+  // copy of `inspect.label` here, so the label lives as long as this config.
+  std::string label;
+  // The inspector's own settings (limits, member lookup). FilterLcore takes
+  // a copy at construction; `label` comes from above, `keyring` and
+  // `allow_plaintext` are set per packet.
   Config inspect;
 };
 
@@ -115,8 +120,16 @@ struct FilterResult {
 };
 
 // One worker's filter: its buckets, the inspector's scratch, its counters.
+// Frames are Ethernet II with at most one 802.1Q tag; IPv4 with options, or
+// IPv6 through its extension headers (hop-by-hop, routing, destination
+// options, fragment), then UDP or TCP. Lengths are checked (and lies
+// dropped, kDropFrame) only for traffic to a gossip port; IP fragments of
+// it are dropped (a first fragment to a gossip port, or one too short to
+// show its ports; later fragments cannot reassemble without it and pass).
 class FilterLcore {
  public:
+  // Allocates the buckets and the inspector's scratch (not on the frame
+  // path). `cfg` must outlive this object. `seed` keys the buckets' hash.
   FilterLcore(const FilterConfig& cfg, std::uint64_t seed);
   // An inbound frame (Ethernet, one optional 802.1Q tag). `keys` is the
   // keyring the worker adopted for this burst (null: plaintext cluster).
@@ -128,7 +141,12 @@ class FilterLcore {
   const FilterCounters& counters() const noexcept { return counters_; }
 
  private:
-  const FilterConfig& cfg_;
+  FilterResult decide_inbound(const std::uint8_t* frame, std::uint32_t len, const Keyring* keys,
+                              std::uint64_t now_ns) noexcept;
+  bool is_gossip_port(std::uint16_t port) const noexcept;
+
+  const FilterConfig& cfg_;  // must outlive the FilterLcore
+  Config inspect_;           // cfg_.inspect with the label; keyring set per packet
   RateLimiter udp_;
   RateLimiter tcp_;
   base::TokenBucketState egress_;
