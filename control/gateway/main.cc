@@ -1,5 +1,7 @@
 // gossipgw [EAL options] -- --config FILE [--stats-json PATH] [--idle-exit-ms N]
 //
+// `mode: memberlist` in the config runs filter mode instead (control/filter/).
+//
 // The composition root: validate options and config before EAL starts, bring
 // up the port, launch one worker per rx queue, run the control loop on the
 // main lcore, write counters on the way out.
@@ -24,7 +26,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "config/loader.h"
+#include "control/filter/filter_mode.h"
 #include "control/gateway/gateway.h"
+#include "dataplane/port.h"
 #include "control/gateway/metrics.h"
 #include "control/host/events/event_runner.h"
 #include "control/host/log_ring.h"
@@ -47,6 +52,11 @@ unsigned g_stop_bound_s = 10;
 void on_signal(int) {
   if (!g_stop.exchange(true, std::memory_order_relaxed)) alarm(g_stop_bound_s);
 }
+
+// SIGHUP in filter mode: read the keyring file now (control/filter/).
+std::atomic<bool> g_reload{false};
+
+void on_reload(int) { g_reload.store(true, std::memory_order_relaxed); }
 
 void on_stop_overdue(int) {
   static const char kMsg[] = "gossipgw: stop took longer than its bound; exiting without --stats-json\n";
@@ -222,6 +232,67 @@ int start_eal(std::vector<char*>& eal_argv) {
                               " (EAL options come before '--'; see the lines above)");
 }
 
+// mode: memberlist (control/filter/filter_mode.h): the same options, the
+// same order (every file checked before EAL), another composition root.
+int run_filter_mode(AppOptions& opt, gw::config::Config cfg) {
+  namespace filter = gw::cp::filter;
+  if (opt.run.defer_control || opt.run.freeze_clock_s != 0) {
+    return fail(kExitUsage, "--defer-control and --freeze-clock are native-mode test aids; mode: memberlist takes neither");
+  }
+  auto log_ring = install_logger(opt.log_level.empty() ? cfg.log.level : opt.log_level);
+  std::unique_ptr<filter::FilterStartup> startup;
+  try {
+    startup = filter::load_filter_startup(std::move(cfg), opt.config_path);
+  } catch (const std::exception& e) {
+    return fail(kExitUsage, e.what());
+  }
+  const gw::config::Config& c = startup->cfg;
+  static gw::cp::MetricsPublisher metrics;  // read by telemetry callbacks until EAL cleanup
+  metrics.set_build_info(GW_VERSION, GW_COMMIT);
+
+  if (const int refused = start_eal(opt.eal_argv)) return refused;
+  install_signal_handlers(kStopMarginS);
+  struct sigaction hup {};
+  hup.sa_handler = on_reload;
+  sigemptyset(&hup.sa_mask);
+  sigaction(SIGHUP, &hup, nullptr);
+  if (c.metrics.telemetry && !gw::cp::register_telemetry(&metrics, c.node.name)) {
+    spdlog::warn("DPDK telemetry: could not register /gossipgw/* commands (is telemetry disabled?)");
+  }
+  if (!c.control.socket.empty()) spdlog::warn("control.socket: not served in mode: memberlist (no control API yet)");
+
+  int status = 0;
+  try {
+    std::unique_ptr<gw::cp::PrometheusServer> prometheus;
+    if (c.metrics.prometheus_port != 0) {
+      try {
+        prometheus = std::make_unique<gw::cp::PrometheusServer>(metrics, c.metrics.prometheus_address,
+                                                                c.metrics.prometheus_port);
+      } catch (const std::exception& e) {
+        throw gw::dp::SetupError(e.what());
+      }
+      prometheus->start();
+      spdlog::info("Prometheus metrics on http://{}:{}/metrics", c.metrics.prometheus_address, prometheus->port());
+    }
+    filter::FilterServices svc;
+    svc.stop_requested = &g_stop;
+    svc.reload_requested = &g_reload;
+    if (prometheus != nullptr || c.metrics.telemetry) {
+      svc.publish = [](std::vector<gw::cp::MetricFamily> families, std::uint64_t unix_ms) {
+        metrics.publish_families(std::move(families), unix_ms);
+      };
+    }
+    filter::FilterRunOptions run{opt.run.stats_json, opt.run.idle_exit_ms};
+    status = filter::run_filter(*startup, run, svc);
+  } catch (const gw::dp::SetupError& e) {
+    status = fail(kExitUsage, e.what());
+  }
+  const std::string runtime_dir = rte_eal_get_runtime_dir();
+  rte_eal_cleanup();
+  remove_runtime_dir(runtime_dir);
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -230,6 +301,16 @@ int main(int argc, char** argv) {
 
   // Everything that can be wrong with the files is found before EAL starts.
   if (!gw::crypto::init()) return fail(kExitRuntime, "libsodium failed to initialise");
+  // `mode:` decides which composition root runs (native below, or filter mode).
+  {
+    gw::config::Config peek;
+    try {
+      peek = gw::config::load_config(opt.config_path);
+    } catch (const std::exception& e) {
+      return fail(kExitUsage, e.what());
+    }
+    if (gw::cp::filter::filter_mode(peek)) return run_filter_mode(opt, std::move(peek));
+  }
   gw::cp::Startup startup;
   try {
     startup = gw::cp::load_startup(opt.config_path, opt.run.freeze_clock_s);

@@ -151,7 +151,10 @@ void MetricsPublisher::set_build_info(const std::string& version, const std::str
 }
 
 void MetricsPublisher::publish(const CounterSnapshot& snapshot, std::uint64_t unix_ms) {
-  std::vector<MetricFamily> built = metric_families(snapshot);
+  publish_families(metric_families(snapshot), unix_ms);
+}
+
+void MetricsPublisher::publish_families(std::vector<MetricFamily> built, std::uint64_t unix_ms) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!build_info_.name.empty()) built.push_back(build_info_);

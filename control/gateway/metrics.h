@@ -23,22 +23,9 @@
 #include <vector>
 
 #include "control/gateway/counter_table.h"
+#include "control/gateway/metric_family.h"
 
 namespace gw::cp {
-
-struct MetricSample {
-  std::string labels;  // `a="x",b="y"` (empty: none)
-  double value = 0;
-  std::string suffix;  // after the family name: _bucket, _sum, _count of a histogram
-};
-
-struct MetricFamily {
-  std::string name;  // gossipgw_...
-  std::string type;  // counter | gauge | histogram
-  std::string help;  // includes the unit
-  std::vector<MetricSample> samples;
-  bool maximum = false;  // a gauge of maxima: the total is the largest, not the sum
-};
 
 // One number per family, as DPDK telemetry's /gossipgw/totals gives it: the
 // sum over its series (per-lcore and per-class counters add up), except a
@@ -58,6 +45,8 @@ class MetricsPublisher {
   // Control lcore: builds the families from a snapshot and swaps them in.
   // Not on any worker's path.
   void publish(const CounterSnapshot& snapshot, std::uint64_t unix_ms);
+  // The same for families built elsewhere (filter mode's counters).
+  void publish_families(std::vector<MetricFamily> families, std::uint64_t unix_ms);
   // Main thread, before the first publish: gossipgw_build_info{version,commit} 1.
   void set_build_info(const std::string& version, const std::string& commit);
 
