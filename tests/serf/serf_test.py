@@ -393,7 +393,13 @@ def crash_refused(h, case, node):
     return r
 
 
-def reflect(h, case, target, form, pings=255, fence=False):
+def verdict_delta(gw, before, now):
+    if gw is None or before is None or now is None:
+        return None
+    return {n: ctr(now, n) - ctr(before, n) for n in gw.summary(now) if ctr(now, n) != ctr(before, n)}
+
+
+def reflect(h, case, target, form, pings=255, fence=False, gw=None):
     """One packet of `pings` pings whose SourceAddr is the victim; a sink
     in the victim namespace counts what arrives (it stops 2 s after the
     last datagram, 15 s at most; with `fence`, when the agent has answered
@@ -406,6 +412,7 @@ def reflect(h, case, target, form, pings=255, fence=False):
             os.unlink(f)
     atk_tx0 = h.link("attacker", "tx_bytes")
     agent_out0 = h.snmp_udp(target)["OutDatagrams"]
+    gw_before = gw.live() if gw is not None else None
     fence_args = ["--fence-target", f"10.78.0.{target}", "--fence-go", go] if fence else []
     sink = subprocess.Popen(["bash", h.script, "--id", h.id, "exec", "victim", "--", sys.executable, h.attack_py,
                              "sink", "--bind", f"{VICTIM}:7946", "--seconds", "15", "--idle", "2",
@@ -435,6 +442,8 @@ def reflect(h, case, target, form, pings=255, fence=False):
          "victim_wire_bytes": vic_wire, "agent_udp_out": h.snmp_udp(target)["OutDatagrams"] - agent_out0,
          "amplification_payload": round(got["payload_bytes"] / sent["bytes"], 1),
          "amplification_wire": round(vic_wire / atk_wire, 1)}
+    if gw is not None:
+        r["gateway_verdicts"] = verdict_delta(gw, gw_before, gw.live())
     if fence:
         r["fenced"] = got.get("fenced", False)
         if not r["fenced"]:
@@ -668,7 +677,7 @@ def case_serf_plain_gw(h, long):
                   r["gateway_inspected_drops"] == 1, r)
     # (e) Reflection through agent 3: nothing reaches the victim.
     for form in (["flat", "nested", "lzw"] if long else ["lzw"]):
-        r = reflect(h, case, 3, form, fence=True)
+        r = reflect(h, case, 3, form, fence=True, gw=gw)
         check(f"serf plaintext + gateway: one {form} 255-ping packet reflects 0 acks onto the victim",
               r["victim_datagrams"] == 0, r)
     if long:
@@ -717,7 +726,7 @@ def case_rollout_gw(h, long, plaintext="members"):
     check(f"memberlist rollout + gateway (plaintext from {plaintext}): the crash packet does not reach agent 3",
           r["running"] and not r["panic"] and r["fence_answered"], r)
     if long:
-        r = reflect(h, case, 3, "lzw")
+        r = reflect(h, case, 3, "lzw", gw=gw)
         check(f"memberlist rollout + gateway (plaintext from {plaintext}): the lzw reflection packet: 0 acks "
               "at the victim", r["victim_datagrams"] == 0, r)
     if plaintext == "members":
