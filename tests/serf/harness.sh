@@ -448,6 +448,9 @@ up() {
       [ -z "$v" ] || [[ "$v" =~ ^[0-9]+$ ]] || die "--gw-pps/--gw-burst/--gw-egress/--gw-backoff: whole numbers, not '$v'"
     done
     [ "$gw_plaintext_set" = 1 ] || { [ "$rollout" = 1 ] && gw_plaintext=members; } || true
+    # The lists are checked now, before anything is built.
+    NODES=$nodes cidr_list "$gw_allow" >/dev/null
+    NODES=$nodes cidr_list "$gw_plaintext" >/dev/null
   fi
   if [ -n "$genkey" ]; then
     [ -z "$key" ] || die "--encrypt and --gen-key exclude each other"
@@ -626,7 +629,10 @@ ns_of() {
     attacker) echo "$NS_ATK" ;;
     victim) echo "$NS_VIC" ;;
     switch) echo "$NS_SW" ;;
-    f[0-9]*) [ "${1#f}" = "$FRONT" ] || die "no front namespace $1"; ns_front "${1#f}" ;;
+    f[0-9]*)
+      [ "${1#f}" = "$FRONT" ] || die "no front namespace $1"
+      [ -z "$GW" ] || die "no front namespace with --gateway: the gateway runs in agent $FRONT's namespace"
+      ns_front "${1#f}" ;;
     *) check_node "$1"; ns_agent "$1" ;;
   esac
 }
