@@ -75,9 +75,9 @@ void read_l4(Frame& f, std::uint8_t proto, const std::uint8_t* l4, std::uint32_t
     // Exactly what IP carries: with a shorter UDP length the kernel would
     // trim, with a longer one drop; the filter inspects what the agent reads.
     f.lengths_ok = ip_l4_len >= kUdpHeader && be16(l4 + 4) == ip_l4_len;
-  } else {
+  } else if (ip_l4_len >= kTcpHeader) {
     const std::uint32_t doff = std::uint32_t{l4[12]} >> 4 << 2;
-    f.lengths_ok = ip_l4_len >= kTcpHeader && doff >= kTcpHeader && doff <= ip_l4_len;
+    f.lengths_ok = doff >= kTcpHeader && doff <= ip_l4_len;
   }
   f.l4_len = f.lengths_ok ? ip_l4_len : 0;
 }

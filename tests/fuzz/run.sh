@@ -14,7 +14,7 @@ usage: tests/fuzz/run.sh [--seconds N] [--corpus DIR] [--jobs N] [TARGET...]
                 build-fuzz/corpus); new inputs found are kept there
   --jobs N      libFuzzer workers per target (default 1)
   TARGET        ladder, guard_tables, config, compound, engine, pcap, classifier,
-                api_request, http_request, hosts, memberlist, ml_keyring, scenario
+                api_request, http_request, hosts, memberlist, ml_keyring, filter, scenario
                 (default: all)
   --list        print the default targets, one a line, and exit
 
@@ -39,12 +39,12 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=${2:?}; shift 2 ;;
     --corpus) corpus=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
-    ladder|guard_tables|config|compound|engine|pcap|classifier|api_request|http_request|hosts|memberlist|ml_keyring|scenario) targets+=("$1"); shift ;;
+    ladder|guard_tables|config|compound|engine|pcap|classifier|api_request|http_request|hosts|memberlist|ml_keyring|filter|scenario) targets+=("$1"); shift ;;
     *) echo "run.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(ladder guard_tables config compound engine pcap classifier api_request http_request hosts memberlist ml_keyring)
+  targets=(ladder guard_tables config compound engine pcap classifier api_request http_request hosts memberlist ml_keyring filter)
   [ -f "$(dirname "$0")/../../perf/gossipsim/scenario.h" ] && targets+=(scenario)
 fi
 if [ "$list" = 1 ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
@@ -122,6 +122,45 @@ PY
 printf '\x02\x05\x83\xabIncarnation\x04\xa4Node\xa6node-c\xa4From\xa6node-a' > "$seeds/memberlist/dead"
 printf '\x82\x07\x02\x00\x03\x00\x03\x08abc\x08def' > "$seeds/memberlist/compound_vsn0"
 printf '\x42\x0c\x00\x00\x00\x00\x08' > "$seeds/memberlist/crc_label"
+
+# Filter seeds (fuzz_filter.cc): the memberlist seeds wrapped into frames
+# by the target (mode bit 3; 0x1c: IPv6, 0x2a: VLAN and a keyring), and
+# whole frames (mode 0x00 inbound, 0x01 outbound) built here.
+mkdir -p "$seeds/filter"
+for f in "$seeds"/memberlist/*; do
+  { printf '\x08'; tail -c +2 "$f"; } > "$seeds/filter/v4_$(basename "$f")"
+  { printf '\x1e'; tail -c +2 "$f"; } > "$seeds/filter/v6_$(basename "$f")"
+  { printf '\x2e'; tail -c +2 "$f"; } > "$seeds/filter/vlan_$(basename "$f")"
+done
+python3 - "$seeds/filter" <<'PY'
+import struct, sys
+d = sys.argv[1]
+eth = lambda t, l3, vlan=b"": b"\x02\0\0\0\0\x01\x02\0\0\0\0\x02" + vlan + struct.pack("!H", t) + l3
+def v4(proto, l4, frag=0, opts=b""):
+    ihl = (20 + len(opts)) // 4
+    return struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, 20 + len(opts) + len(l4), 0, frag, 64, proto, 0,
+                       bytes([10, 0, 0, 2]), bytes([10, 0, 0, 1])) + opts + l4
+def v6(nh, l4, ext=b""):
+    return struct.pack("!IHBB16s16s", 0x60000000, len(ext) + len(l4), nh, 64, bytes([0xfd] + [0] * 14 + [2]),
+                       bytes([0xfd] + [0] * 14 + [1])) + ext + l4
+udp = lambda s, dp, p: struct.pack("!HHHH", s, dp, 8 + len(p), 0) + p
+tcp = lambda s, dp, fl: struct.pack("!HHIIBBHHH", s, dp, 0, 0, 0x50, fl, 0, 0, 0)
+suspect = bytes.fromhex("0383ab496e6361726e6174696f6e03a44e6f6465a66e6f64652d63a446726f6da66e6f64652d61")
+cases = {
+    "in_v4": (0, eth(0x0800, v4(17, udp(7946, 7946, suspect)))),
+    "in_v4_opts": (0, eth(0x0800, v4(17, udp(7946, 7946, suspect), opts=b"\x01" * 8))),
+    "in_v4_frag": (0, eth(0x0800, v4(17, udp(7946, 7946, suspect), frag=0x2000))),
+    "in_v6_destopts": (0, eth(0x86DD, v6(60, udp(7946, 7946, suspect), ext=bytes([17, 0, 1, 4, 0, 0, 0, 0])))),
+    "in_v6_frag": (0, eth(0x86DD, v6(44, udp(7946, 7946, suspect), ext=bytes([17, 0, 0, 1, 0, 0, 0, 0])))),
+    "in_tcp_syn": (0, eth(0x0800, v4(6, tcp(40000, 7946, 0x02)))),
+    "in_vlan": (0, eth(0x0800, v4(17, udp(7946, 8301, suspect)), vlan=b"\x81\x00\x00\x2a")),
+    "in_arp": (0, eth(0x0806, bytes(28))),
+    "out_gossip": (1, eth(0x0800, v4(17, udp(7946, 7946, bytes(1200))))),
+    "out_other": (1, eth(0x86DD, v6(17, udp(40000, 53, bytes(40))))),
+}
+for name, (mode, frame) in cases.items():
+    open(f"{d}/{name}", "wb").write(bytes([mode]) + frame)
+PY
 
 # Keyring file seeds (memberlist.keyring_file, config/ml_keyring.h).
 mkdir -p "$seeds/ml_keyring"

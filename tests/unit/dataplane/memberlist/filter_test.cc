@@ -326,6 +326,8 @@ TEST_F(FilterTest, LengthsThatLieAndFragmentsToAGossipPortAreDropped) {
       eth4(ipv4(kSrc4, kDst4, Bytes{0x1f}, {.frag = 0x2000})),               // tiny first fragment, no ports
       eth4(ipv4_tcp(kSrc4, kDst4, tcp(40000, 7946, kSyn), {.frag = 0x2000})),   // TCP first fragment
       eth4(ipv4_tcp(kSrc4, kDst4, tcp(40000, 7946, kAck), {.total_delta = 4})),
+      eth4(ipv4_tcp(kSrc4, kDst4, Bytes{0x9c, 0x40, 0x1f, 0x0a})),  // TCP ports only (fuzz_filter found a read past it)
+      eth4(ipv4_tcp(kSrc4, kDst4, [] { Bytes t = tcp(40000, 7946, kAck); t[12] = 6 << 4; return t; }())),  // doff past the end
       eth6(ipv6(kSrc6, kDst6, 17, udp(7946, 7946, msg), {}, 1)),             // payload length lies
       eth6(ipv6(kSrc6, kDst6, 17, udp(7946, 7946, msg), {fragment(0, true)})),
       eth6(ipv6(kSrc6, kDst6, 17, udp(7946, 7946, msg), {fragment(0, false)})),  // atomic fragment
