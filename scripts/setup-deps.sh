@@ -39,7 +39,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libsystemd-dev
   clang libclang-rt-14-dev llvm
-  iproute2 tcpdump tcpreplay procps
+  iproute2 tcpdump tcpreplay procps ethtool
   bubblewrap
   prometheus
   golang-go golang-github-hashicorp-memberlist-dev

@@ -16,6 +16,9 @@ Sub-commands (each prints one JSON object on stdout):
   reflect               one packet of many pings whose SourceAddr is a victim
   flood                 UDP as fast as this process sends (kernel socket)
   sink                  count the UDP datagrams and bytes a victim receives
+                        (--fence-target: until a ping of its own is answered)
+  probe                 one valid ping from --bind, wait for its ack: a fence
+                        (everything sent before it has passed the path)
 """
 import argparse
 import ipaddress
@@ -319,12 +322,50 @@ def cmd_flood(args):
             "pps": round(sent / dt)}
 
 
+def fence_socket(bind_ip):
+    """A socket on an ephemeral port of its own: whatever arrives there is
+    the answer to the ping it sent (nothing else knows the port)."""
+    f = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    f.bind((bind_ip, 0))
+    return f
+
+
+def fence_ping(f):
+    ip, port = f.getsockname()
+    return ping(0x7A5E0001, ip, port)
+
+
+def cmd_probe(args):
+    """One valid ping (reply address = the sender) to --target; waits for
+    the agent's answer (plaintext or encrypted, any content) on the same
+    socket. Frames from one sender keep their order on the path, so once
+    the answer is here every packet sent before the probe has been through
+    the gateway (and through the agent's socket)."""
+    if not args.bind:
+        raise SystemExit("probe: --bind IP (the reply address the ping names)")
+    f = fence_socket(parse_target(args.bind, 0)[0])
+    t0 = time.monotonic()
+    f.sendto(fence_ping(f), parse_target(args.target))
+    f.settimeout(args.timeout)
+    try:
+        data, _ = f.recvfrom(65536)
+        return {"probe": "acked", "acked": True, "seconds": round(time.monotonic() - t0, 4), "bytes": len(data)}
+    except socket.timeout:
+        return {"probe": "timeout", "acked": False, "seconds": args.timeout}
+
+
 def cmd_sink(args):
     """Counts what arrives at --bind until --seconds pass or --idle seconds
-    go by without a datagram after the first; writes JSON to --out too."""
+    go by without a datagram after the first; writes JSON to --out too.
+    With --fence-target, once --fence-go exists it pings that agent from a
+    port of its own and stops when the answer arrives (the agent answers in
+    packet order, so everything it sent for earlier packets is here): no
+    idle wait when nothing comes."""
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.bind(parse_target(args.bind))
+    if args.fence_target:
+        return sink_fenced(args, s)
     if args.ready:
         with open(args.ready, "w") as f:
             f.write(str(os.getpid()))
@@ -349,12 +390,51 @@ def cmd_sink(args):
         n += 1
         nbytes += len(data)
         senders[src[0]] = senders.get(src[0], 0) + 1
-    r = {"datagrams": n, "payload_bytes": nbytes, "senders": senders}
+    return sink_result(args, {"datagrams": n, "payload_bytes": nbytes, "senders": senders})
+
+
+def sink_result(args, r):
     if args.out:
         with open(args.out + ".tmp", "w") as f:
             json.dump(r, f)
         os.replace(args.out + ".tmp", args.out)
     return r
+
+
+def sink_fenced(args, s):
+    import select
+    f = fence_socket(s.getsockname()[0])
+    if args.ready:
+        with open(args.ready, "w") as fh:
+            fh.write(str(os.getpid()))
+    n = nbytes = 0
+    senders = {}
+    end = time.monotonic() + args.seconds
+    pinged = fenced = False
+
+    def take():
+        nonlocal n, nbytes
+        while True:
+            try:
+                data, src = s.recvfrom(65536, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
+            n += 1
+            nbytes += len(data)
+            senders[src[0]] = senders.get(src[0], 0) + 1
+
+    while time.monotonic() < end and not fenced:
+        if not pinged and os.path.exists(args.fence_go):
+            f.sendto(fence_ping(f), parse_target(args.fence_target))
+            pinged = True
+        ready, _, _ = select.select([s, f], [], [], 0.02)
+        if s in ready:
+            take()
+        if f in ready:
+            f.recvfrom(65536)
+            fenced = True
+            take()
+    return sink_result(args, {"datagrams": n, "payload_bytes": nbytes, "senders": senders, "fenced": fenced})
 
 
 def main():
@@ -413,10 +493,16 @@ def main():
     s.add_argument("--idle", type=float, default=2, help="stop this long after the last datagram")
     s.add_argument("--out", default="")
     s.add_argument("--ready", default="", help="file written once the socket is bound")
+    s.add_argument("--fence-target", default="", help="agent host[:port] to ping once --fence-go exists")
+    s.add_argument("--fence-go", default="", help="file whose appearance sends the fence ping")
+
+    q = sub.add_parser("probe")
+    common(q)
+    q.add_argument("--timeout", type=float, default=5)
 
     args = ap.parse_args()
     out = {"build": cmd_build, "phantoms": cmd_phantoms, "crash": cmd_crash, "reflect": cmd_reflect,
-           "flood": cmd_flood, "sink": cmd_sink}[args.cmd](args)
+           "flood": cmd_flood, "sink": cmd_sink, "probe": cmd_probe}[args.cmd](args)
     print(json.dumps(out), flush=True)
 
 
