@@ -346,9 +346,9 @@ struct LogConfig {
 // protocol (every section above). memberlist: a filter in front of an
 // unchanged memberlist agent (Serf, Consul, Nomad) on the same host
 // (docs/filter-mode.md); only lcores, dataplane (without neighbors and
-// arp_hints), control.socket, metrics, log and memberlist apply, and the
-// loader refuses the native-only sections and fields by name rather than
-// ignore them. Default native; in native mode a memberlist section is refused.
+// arp_hints), metrics, log and memberlist apply, and the loader refuses the
+// native-only sections and fields (control included: no control API in this
+// mode yet) by name rather than ignore them. Default native; in native mode a memberlist section is refused.
 enum class Mode : std::uint8_t { kNative, kMemberlist };
 
 // mode: memberlist (docs/filter-mode.md). Every inbound gossip packet passes,

@@ -248,6 +248,14 @@ class Parser : public strict::Reader {
       fail(f->path, f->line,
            "native mode only: mode: memberlist persists nothing (the keyring is memberlist.keyring_file)");
     }
+    // Refused rather than accepted and not served: the filter has no control
+    // API yet (its counters are in --stats-json, Prometheus and telemetry;
+    // its keys follow memberlist.keyring_file).
+    if (std::optional<Field> f = control.find("socket")) {
+      fail(f->path, f->line,
+           "native mode only: mode: memberlist has no control API yet (counters: --stats-json, "
+           "metrics.prometheus_port, DPDK telemetry; keys: memberlist.keyring_file)");
+    }
     parse_control(control, config.control);
     parse_metrics(section(top, "metrics", {"interval_ms", "telemetry", "prometheus_address", "prometheus_port"}),
                   config.metrics);

@@ -68,6 +68,7 @@
 #include "crypto/keys.h"
 #include "crypto/operator_key.h"
 #include "dataplane/api/config_check.h"
+#include "dataplane/memberlist/filter_setup.h"
 
 namespace {
 
@@ -174,6 +175,16 @@ std::vector<std::string> eal_args(const EalOptions& opt) {
 // with the same one-line error before touching hugepages or NICs.
 gw::config::Config check_config(const std::string& path) {
   gw::config::Config cfg = gw::config::load_config(path);
+  if (cfg.mode == gw::config::Mode::kMemberlist) {
+    // Filter mode (docs/filter-mode.md): what gossipgw checks before EAL in
+    // that mode, the filter's inputs (allow-lists) and the keyring file.
+    std::string error;
+    std::string warning;
+    if (!gw::dp::ml::make_filter_config(cfg, &error)) throw std::invalid_argument(path + ": " + error);
+    if (gw::dp::ml::load_filter_keyring(cfg, &error, &warning) == nullptr) throw gw::crypto::KeyError(error);
+    if (!warning.empty()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
+    return cfg;
+  }
   (void)gw::config::load_keyring(cfg);       // every key file: present, 32 bytes, mode 0600, no duplicates
   (void)gw::config::load_operator_key(cfg);  // a valid Ed25519 public key, if any
   // The state directory, by the gateway's rule (a directory it can write,

@@ -259,7 +259,6 @@ int run_filter_mode(AppOptions& opt, gw::config::Config cfg) {
   if (c.metrics.telemetry && !gw::cp::register_telemetry(&metrics, c.node.name)) {
     spdlog::warn("DPDK telemetry: could not register /gossipgw/* commands (is telemetry disabled?)");
   }
-  if (!c.control.socket.empty()) spdlog::warn("control.socket: not served in mode: memberlist (no control API yet)");
 
   int status = 0;
   try {

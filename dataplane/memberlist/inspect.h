@@ -1,9 +1,8 @@
 // Inspects one HashiCorp memberlist (Serf, Consul, Nomad) UDP gossip packet
-// and returns a verdict: the per-packet core of the gateway's future
-// `mode: memberlist` (issue 54). NOT WIRED YET: nothing in the dataplane,
-// the config or the CLI calls this; the integration step will call inspect()
-// once per received UDP payload on the memberlist port(s) and count the
-// verdict (docs/filter-mode.md).
+// and returns a verdict: the per-packet core of the gateway's
+// `mode: memberlist` (issue 54). The frame filter (filter.h) calls it once per
+// gossip UDP payload that passed the allow-list and the source's token
+// bucket, and counts the verdict (docs/filter-mode.md).
 //
 // The packet, as memberlist (0.2.2 to 0.6) reads it (net.go ingestPacket):
 //

@@ -1,7 +1,7 @@
 // Verdicts of the memberlist packet inspector (inspect.h): one per UDP
 // packet, each with one counter, cheapest check first, like the native
-// ladder's (dataplane/api/verdict.h). Not wired into the dataplane yet
-// (issue 54: the integration step gives `mode: memberlist` these counters).
+// ladder's (dataplane/api/verdict.h). `mode: memberlist` exports them
+// (gossipgw_ml_inspect_total{verdict}, stats JSON `ml.<name>`).
 #pragma once
 
 #include <array>
@@ -35,7 +35,7 @@ enum class Verdict : std::uint8_t {
 };
 inline constexpr std::size_t kVerdictCount = 20;
 
-// Counter names, stable: the integration step exports them (docs/filter-mode.md).
+// Counter names, stable: filter mode exports them (docs/filter-mode.md).
 inline constexpr std::array<std::string_view, kVerdictCount> kVerdictNames = {
     "ml_accepted",          "ml_accepted_plaintext",   "ml_drop_too_short",       "ml_drop_too_long",
     "ml_drop_label",        "ml_drop_plaintext",       "ml_drop_bad_auth",        "ml_drop_bad_padding",

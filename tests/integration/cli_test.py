@@ -137,6 +137,26 @@ r = subprocess.run([CTL, "config", "check", "--config", write("costly-ok.yaml", 
                    capture_output=True, text=True, timeout=120)
 check("the same rule within the default budget compiles", r.returncode == 0 and r.stdout.startswith("ok"), r.stderr)
 
+# gossipctl config check in mode: memberlist (filter mode, docs/filter-mode.md):
+# the allow-lists and the keyring file, as gossipgw checks them before EAL.
+ml_keys = write("ml-keyring.json", '["' + "QUFBQUFBQUFBQUFBQUFBQQ==" + '"]\n', 0o600)
+ml_good = f"""mode: memberlist
+memberlist:
+  allow_cidrs: ["10.0.0.0/8"]
+  keyring_file: {ml_keys}
+"""
+r = subprocess.run([CTL, "config", "check", "--config", write("ml.yaml", ml_good)], capture_output=True, text=True,
+                   timeout=60)
+check("filter mode: config check passes a good file", r.returncode == 0 and r.stdout.startswith("ok"),
+      f"exit {r.returncode}: {r.stdout!r} {r.stderr!r}")
+expect_refused_quickly("filter mode: config check refuses a bad keyring file",
+                       [CTL, "config", "check", "--config",
+                        write("ml-badkey.yaml", ml_good.replace(ml_keys, write("ml-bad.json", '["short"]', 0o600)))],
+                       "ml-bad.json")
+expect_refused_quickly("filter mode: config check refuses a control socket",
+                       [CTL, "config", "check", "--config",
+                        write("ml-sock.yaml", ml_good + "control:\n  socket: /run/x.sock\n")], "control.socket")
+
 # The packet pools come from EAL's memory (-m 256 here): a config whose pools
 # cannot fit is refused before the port is set up, saying how much it needs
 # and how much EAL has (issue 17), exit 2, our line last.
