@@ -320,15 +320,23 @@ FilterResult FilterLcore::decide_inbound(const std::uint8_t* frame, std::uint32_
     r.verdict = syn && !tcp_.charge(bucket_key, false, now_ns) ? FrameVerdict::kDropTcpConnRate : FrameVerdict::kPassIn;
     return r;
   }
+  inspect_.keyring = keys;
+  inspect_.allow_plaintext =
+      !cfg_.plaintext_allow.empty() && cfg_.plaintext_allow.contains(src.ip.data(), src.ip.size());
+  // Cheapest check first: what the first bytes refuse (a plaintext flood
+  // into an encrypted cluster, a wrong label) needs no table lookup.
+  if (const Verdict v = envelope(f.l4 + kUdpHeader, f.l4_len - kUdpHeader, inspect_); v != Verdict::kAccepted) {
+    ++counters_.ml[static_cast<std::size_t>(v)];
+    r.ml = v;
+    r.verdict = FrameVerdict::kDropInspected;
+    return r;
+  }
   // The bucket before any crypto: a flood costs a table lookup per packet,
   // never an AES-GCM open per key.
   if (!udp_.charge(bucket_key, false, now_ns)) {
     r.verdict = FrameVerdict::kDropRateLimited;
     return r;
   }
-  inspect_.keyring = keys;
-  inspect_.allow_plaintext =
-      !cfg_.plaintext_allow.empty() && cfg_.plaintext_allow.contains(src.ip.data(), src.ip.size());
   const Result res = inspect(f.l4 + kUdpHeader, f.l4_len - kUdpHeader, src, inspect_, scratch_);
   ++counters_.ml[static_cast<std::size_t>(res.verdict)];
   if (res.key_index >= 0 && static_cast<std::size_t>(res.key_index) < counters_.opened_by_key.size()) {

@@ -7,8 +7,9 @@
 //
 // Two directions, one FilterLcore per worker:
 //   inbound  (NIC -> agent): memberlist UDP to a gossip port goes through, in
-//     order, the L2-L4 parse, the source allow-list, the per-source token
-//     bucket (all before any crypto), then inspect() (label, version, one
+//     order, the L2-L4 parse, the source allow-list, what the first bytes
+//     refuse (envelope(): length, label, version byte), the per-source
+//     token bucket (all before any crypto), then inspect() (label, version, one
 //     AES-GCM open per key, CRC, LZW, compound, msgpack, the probe and vsn
 //     rules). TCP to a gossip port (push-pull) is passed, its new
 //     connections (SYN without ACK) limited per source. Everything else

@@ -333,6 +333,37 @@ base::Address fold_v4_mapped(const base::Address& a) noexcept {
   return v4;
 }
 
+namespace {
+
+// Length and label header (memberlist label.go: 0xF4, a length of 1 to 255,
+// the label): kAccepted with the label and what follows it, or the verdict.
+Verdict read_label(const std::uint8_t* pkt, std::size_t len, const Config& cfg, std::string_view* label,
+                   std::span<const std::uint8_t>* body) noexcept {
+  if (len == 0) return Verdict::kTooShort;
+  if (len > cfg.max_packet) return Verdict::kTooLong;
+  *body = {pkt, len};
+  *label = {};
+  if (pkt[0] == kLabelByte) {
+    if (len < 2 || pkt[1] == 0 || len < 2u + pkt[1]) return Verdict::kBadLabel;
+    *label = {reinterpret_cast<const char*>(pkt + 2), pkt[1]};
+    *body = body->subspan(2u + pkt[1]);
+  }
+  return *label == cfg.label ? Verdict::kAccepted : Verdict::kBadLabel;
+}
+
+}  // namespace
+
+Verdict envelope(const std::uint8_t* pkt, std::size_t len, const Config& cfg) noexcept {
+  std::string_view label;
+  std::span<const std::uint8_t> body;
+  if (const Verdict v = read_label(pkt, len, cfg, &label, &body); v != Verdict::kAccepted) return v;
+  if (cfg.keyring == nullptr || cfg.keyring->empty() || cfg.allow_plaintext) return Verdict::kAccepted;
+  if (body.empty()) return Verdict::kTooShort;
+  if (body[0] > 1) return Verdict::kPlaintext;
+  if (body.size() < (body[0] == 0 ? kMinSealed0 : kMinSealed1)) return Verdict::kTooShort;
+  return Verdict::kAccepted;
+}
+
 Result inspect(const std::uint8_t* pkt, std::size_t len, const base::Address& source_in, const Config& cfg,
                Scratch& scratch) noexcept {
   Result res;
@@ -342,18 +373,10 @@ Result inspect(const std::uint8_t* pkt, std::size_t len, const base::Address& so
     res.verdict = v;
     return res;
   };
-  if (len == 0) return done(Verdict::kTooShort);
-  if (len > cfg.max_packet || len > scratch.plain_cap()) return done(Verdict::kTooLong);
-
-  // Label header (memberlist label.go): 0xF4, a length of 1 to 255, the label.
-  std::span<const std::uint8_t> body(pkt, len);
+  std::span<const std::uint8_t> body;
   std::string_view label;
-  if (pkt[0] == kLabelByte) {
-    if (len < 2 || pkt[1] == 0 || len < 2u + pkt[1]) return done(Verdict::kBadLabel);
-    label = {reinterpret_cast<const char*>(pkt + 2), pkt[1]};
-    body = body.subspan(2u + pkt[1]);
-  }
-  if (label != cfg.label) return done(Verdict::kBadLabel);
+  if (const Verdict v = read_label(pkt, len, cfg, &label, &body); v != Verdict::kAccepted) return done(v);
+  if (len > scratch.plain_cap()) return done(Verdict::kTooLong);
 
   if (cfg.keyring == nullptr || cfg.keyring->empty()) {
     const Verdict v = plaintext(body, w);

@@ -104,6 +104,15 @@ struct Result {
 Result inspect(const std::uint8_t* pkt, std::size_t len, const base::Address& source, const Config& cfg,
                Scratch& scratch) noexcept;
 
+// The checks of inspect() that need no key, no state and no copy, and read
+// only the packet's first bytes: length, label, and (with a keyring, unless
+// cfg.allow_plaintext) the version byte and the smallest sealed size. Gives
+// the verdict inspect() would give for a packet they refuse, kAccepted
+// otherwise (inspect() may still refuse it). The filter runs it before the
+// source's token bucket, cheapest check first: a plaintext, mislabelled or
+// empty flood into an encrypted cluster costs no bucket lookup.
+Verdict envelope(const std::uint8_t* pkt, std::size_t len, const Config& cfg) noexcept;
+
 // `a` with an IPv4-mapped IPv6 address (::ffff:a.b.c.d) folded to 4 bytes.
 base::Address fold_v4_mapped(const base::Address& a) noexcept;
 

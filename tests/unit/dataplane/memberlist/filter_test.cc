@@ -383,8 +383,37 @@ TEST_F(FilterTest, AFloodIsBucketedBeforeAnyCrypto) {
   EXPECT_EQ(verdict(forged, keys.get(), kSec + kSec / 10), FrameVerdict::kDropInspected);
   EXPECT_EQ(verdict(forged, keys.get(), kSec + kSec / 10), FrameVerdict::kDropRateLimited);
   // The same source over IPv4-mapped IPv6 shares the IPv4 bucket.
-  EXPECT_EQ(verdict(eth6(ipv6(kMapped, kDst6, 17, udp(7946, 7946, test::suspect()))), keys.get(), kSec + kSec / 10),
+  EXPECT_EQ(verdict(eth6(ipv6(kMapped, kDst6, 17, udp(7946, 7946, test::seal(kOther, test::suspect())))), keys.get(),
+                    kSec + kSec / 10),
             FrameVerdict::kDropRateLimited);
+}
+
+TEST_F(FilterTest, WhatTheFirstBytesRefuseCostsNoBucket) {
+  cfg.per_source = {10, 5};
+  cfg.label = "dc1";
+  const auto keys = ring({kKey16});
+  // Plaintext phantoms into an encrypted cluster, a packet without the
+  // cluster's label, an empty one: refused by their first bytes, before the
+  // source's bucket (cheapest check first), so they spend none of it.
+  const Bytes labelled_plain = test::label_header("dc1");
+  Bytes phantom = labelled_plain;
+  const Bytes alive = test::alive(test::vsn6());
+  phantom.insert(phantom.end(), alive.begin(), alive.end());
+  for (int i = 0; i < 1000; ++i) EXPECT_EQ(verdict(gossip4(phantom), keys.get(), kSec), FrameVerdict::kDropInspected);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(verdict(gossip4(alive), keys.get(), kSec), FrameVerdict::kDropInspected);
+  EXPECT_EQ(ml(Verdict::kPlaintext), 1000u);
+  EXPECT_EQ(ml(Verdict::kBadLabel), 100u);
+  EXPECT_EQ(frames(FrameVerdict::kDropRateLimited), 0u);
+  // The source's bucket is whole: its next five sealed packets pass, the sixth is over it.
+  const Bytes sealed = test::seal(kKey16, test::suspect(), 1, "dc1");  // with the label header
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(verdict(gossip4(sealed), keys.get(), kSec), FrameVerdict::kToAgent);
+  EXPECT_EQ(verdict(gossip4(sealed), keys.get(), kSec), FrameVerdict::kDropRateLimited);
+  // In rollout, plaintext from an allowed source is read, so it goes through the bucket.
+  cfg.plaintext_allow = cidrs({"10.0.0.0/8"});
+  FilterLcore rollout(cfg, 1);
+  const Bytes frame = gossip4(phantom);
+  EXPECT_EQ(rollout.inbound(frame.data(), static_cast<std::uint32_t>(frame.size()), keys.get(), kSec).ml,
+            Verdict::kAcceptedPlaintext);
 }
 
 TEST_F(FilterTest, NewTcpConnectionsPerSourceAreCapped) {
