@@ -50,28 +50,8 @@ GOSSIP, OTHER, PROM = 7946, 9999, 19546
 K256 = b"0123456789abcdef0123456789abcdef"
 K128 = b"0123456789abcdef"
 
-failures = []
-
-
-def check(name, cond, detail=""):
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {detail}"), flush=True)
-    if not cond:
-        failures.append(name)
-    return cond
-
-
-def wait_for(what, pred, timeout=10.0, interval=0.05):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = pred()
-            if last:
-                return last
-        except (OSError, ValueError) as e:
-            last = e
-        time.sleep(interval)
-    raise TimeoutError(f"{what}: {last}")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gwtest import check, finish, wait_for  # noqa: E402
 
 
 def sh(*cmd, check_rc=True):
@@ -429,8 +409,7 @@ memberlist:
         shutil.rmtree(tmp, ignore_errors=True)
     left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     check("namespaces removed", NS_G not in left and NS_P not in left, left)
-    print(f"{len(failures)} failure(s)")
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":
